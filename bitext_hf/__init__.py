@@ -1,0 +1,15 @@
+"""bitext-hf: multilingual sentence alignment and bitext mining, Hugging Face native.
+
+Importing the package registers its model families with ``AutoConfig`` / ``AutoModel`` so that their
+checkpoints load without ``trust_remote_code`` once ``bitext_hf`` is imported.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from bitext_hf.modeling import register_auto_classes
+
+register_auto_classes()
+
+__all__ = ["__version__", "register_auto_classes"]

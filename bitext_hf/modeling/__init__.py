@@ -1,0 +1,34 @@
+"""The model families. Each lives in its own self-contained folder (configuration + modeling).
+
+A folder imports only its own files, torch and transformers, so that ``save_pretrained`` can ship it as
+hub remote code. This module is the one place that knows all of them and registers them with the Auto classes.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["MODEL_FAMILIES", "register_auto_classes"]
+
+# (subpackage, config class, model class, extra Auto classes the model is registered with)
+# Each model helper appends its own line here.
+MODEL_FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
+]
+
+_registered = False
+
+
+def register_auto_classes() -> None:
+    """Register every model family with AutoConfig / AutoModel (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    from transformers import AutoConfig, AutoModel
+
+    for subpackage, config_name, model_name, _ in MODEL_FAMILIES:
+        module = importlib.import_module(f"bitext_hf.modeling.{subpackage}")
+        config_class = getattr(module, config_name)
+        model_class = getattr(module, model_name)
+        AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
+        AutoModel.register(config_class, model_class, exist_ok=True)
+    _registered = True
