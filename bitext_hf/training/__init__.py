@@ -1,0 +1,15 @@
+"""Shared training infrastructure for the recipes: argument parsing, tokenizer training, the accelerate loop."""
+
+from __future__ import annotations
+
+from bitext_hf.training.args import ConfigFileError, load_yaml_config, parse_args
+from bitext_hf.training.tokenizer import SPECIAL_TOKENS, TokenizerTrainingError, train_tokenizer
+
+__all__ = [
+    "SPECIAL_TOKENS",
+    "ConfigFileError",
+    "TokenizerTrainingError",
+    "load_yaml_config",
+    "parse_args",
+    "train_tokenizer",
+]

@@ -1,0 +1,110 @@
+"""Command-line parsing for the recipes: dataclasses from flags, from a YAML file, or both.
+
+``parse_args(ScriptArguments, LoopArguments)`` builds a :class:`transformers.HfArgumentParser` that also accepts
+``--config file.yaml``. The YAML supplies defaults (a flat mapping of field names to values, shared by all the
+dataclasses); any flag given on the command line overrides it. A YAML key that no dataclass has is an error naming
+the key and the file, so that a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from transformers import HfArgumentParser
+
+__all__ = ["ConfigFileError", "load_yaml_config", "parse_args"]
+
+CONFIG_FLAG = "--config"
+
+
+class ConfigFileError(ValueError):
+    """A ``--config`` YAML file is missing, malformed, or holds keys that no argument dataclass knows."""
+
+
+def load_yaml_config(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a flat YAML mapping of argument names to values; an empty file is an empty mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigFileError(f"config file {str(path)!r} does not exist")
+    try:
+        content = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ConfigFileError(f"config file {str(path)!r} is not valid YAML: {error}") from error
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise ConfigFileError(
+            f"config file {str(path)!r} must hold a mapping of argument names to values, got {type(content).__name__}"
+        )
+    non_string_keys = [key for key in content if not isinstance(key, str)]
+    if non_string_keys:
+        raise ConfigFileError(f"config file {str(path)!r} has non-string key {non_string_keys[0]!r}")
+    return content
+
+
+def _split_config_flag(args: Sequence[str]) -> tuple[str | None, list[str]]:
+    """Take ``--config PATH`` / ``--config=PATH`` out of ``args`` (the last one wins, as with any flag)."""
+    pre_parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre_parser.add_argument(CONFIG_FLAG, type=str, default=None)
+    namespace, remaining = pre_parser.parse_known_args(list(args))
+    return namespace.config, remaining
+
+
+def parse_args(*dataclass_types: type, args: Sequence[str] | None = None) -> tuple[Any, ...]:
+    """Parse command-line flags (and an optional ``--config file.yaml``) into instances of ``dataclass_types``.
+
+    Args:
+        *dataclass_types: the argument dataclasses, e.g. ``ScriptArguments, LoopArguments``; the result holds one
+            instance of each, in this order.
+        args: the flags to parse; defaults to ``sys.argv[1:]``.
+
+    Values are taken, from lowest to highest priority, from the dataclass defaults, the YAML file, and the command
+    line. Each dataclass's ``__post_init__`` validation runs on the merged values. ``--help`` lists every field.
+
+    Raises:
+        ConfigFileError: the YAML file is missing, malformed, or has a key that is not a field of any dataclass.
+        SystemExit: (from argparse) an unknown flag or a value of the wrong type on the command line.
+    """
+    if not dataclass_types:
+        raise TypeError("parse_args needs at least one dataclass type")
+    for dataclass_type in dataclass_types:
+        if not dataclasses.is_dataclass(dataclass_type):
+            raise TypeError(f"parse_args expects dataclass types, got {dataclass_type!r}")
+    argv = list(sys.argv[1:] if args is None else args)
+    config_path, argv = _split_config_flag(argv)
+
+    parser = HfArgumentParser(dataclass_types)
+    parser.add_argument(
+        CONFIG_FLAG,
+        type=str,
+        # SUPPRESS: the flag is consumed before parsing and must not reach the dataclasses as an extra namespace.
+        default=argparse.SUPPRESS,
+        help="YAML file with default values for any of the arguments below; command-line flags override it.",
+    )
+    if config_path is not None:
+        config = load_yaml_config(config_path)
+        known_fields = {action.dest for action in parser._actions if action.dest not in ("help", "config")}
+        for key in config:
+            if key not in known_fields:
+                suggestions = difflib.get_close_matches(key, sorted(known_fields), n=1)
+                hint = f" (did you mean {suggestions[0]!r}?)" if suggestions else ""
+                class_names = ", ".join(dataclass_type.__name__ for dataclass_type in dataclass_types)
+                raise ConfigFileError(
+                    f"unknown key {key!r} in config file {config_path!r}{hint}: not a field of {class_names}"
+                )
+        # A value from the file satisfies a required field; the command line can still override it. argparse runs
+        # string defaults through the field's type, so YAML strings such as `3e-6` (a str for PyYAML) become floats.
+        for action in parser._actions:
+            if action.dest in config:
+                action.required = False
+        parser.set_defaults(**config)
+    # look_for_args_file=False: a stray `<script>.args` file next to a recipe must not change its arguments.
+    return parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)

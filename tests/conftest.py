@@ -1,0 +1,133 @@
+"""Shared pytest fixtures: a tiny multilingual parallel corpus and a tokenizer trained on it, both offline.
+
+``tiny_parallel_corpus``: 60 (English, translation) pairs, 20 English sentences each translated into French,
+German and Spanish, in that order (rows 0-19 French, 20-39 German, 40-59 Spanish).
+``tiny_parallel_corpus_by_language``: the same pairs as ``{"fr": [...], "de": [...], "es": [...]}``.
+``tiny_tokenizer``: a Unigram tokenizer (``bitext_hf.training.train_tokenizer``, ~300 pieces, XLM-R specials
+``<s>`` 0, ``<pad>`` 1, ``</s>`` 2, ``<unk>`` 3, ``<mask>`` 4) trained on all sides of that corpus.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# English, French, German, Spanish; written for these tests.
+_PARALLEL_ROWS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "The cat sleeps on the sofa.",
+        "Le chat dort sur le canapé.",
+        "Die Katze schläft auf dem Sofa.",
+        "El gato duerme en el sofá.",
+    ),
+    (
+        "I drink coffee every morning.",
+        "Je bois du café tous les matins.",
+        "Ich trinke jeden Morgen Kaffee.",
+        "Bebo café todas las mañanas.",
+    ),
+    (
+        "The train leaves at eight o'clock.",
+        "Le train part à huit heures.",
+        "Der Zug fährt um acht Uhr ab.",
+        "El tren sale a las ocho.",
+    ),
+    (
+        "My sister lives in a small village.",
+        "Ma sœur habite dans un petit village.",
+        "Meine Schwester wohnt in einem kleinen Dorf.",
+        "Mi hermana vive en un pueblo pequeño.",
+    ),
+    ("It is raining today.", "Il pleut aujourd'hui.", "Heute regnet es.", "Hoy llueve."),
+    ("Where is the station?", "Où est la gare ?", "Wo ist der Bahnhof?", "¿Dónde está la estación?"),
+    ("We are reading a book.", "Nous lisons un livre.", "Wir lesen ein Buch.", "Estamos leyendo un libro."),
+    (
+        "The children play in the garden.",
+        "Les enfants jouent dans le jardin.",
+        "Die Kinder spielen im Garten.",
+        "Los niños juegan en el jardín.",
+    ),
+    (
+        "Open the window, please.",
+        "Ouvre la fenêtre, s'il te plaît.",
+        "Mach bitte das Fenster auf.",
+        "Abre la ventana, por favor.",
+    ),
+    (
+        "This soup is too hot.",
+        "Cette soupe est trop chaude.",
+        "Diese Suppe ist zu heiß.",
+        "Esta sopa está demasiado caliente.",
+    ),
+    (
+        "He works at the hospital.",
+        "Il travaille à l'hôpital.",
+        "Er arbeitet im Krankenhaus.",
+        "Él trabaja en el hospital.",
+    ),
+    (
+        "The shop closes at noon.",
+        "Le magasin ferme à midi.",
+        "Der Laden schließt am Mittag.",
+        "La tienda cierra al mediodía.",
+    ),
+    (
+        "Save the file before closing.",
+        "Enregistrez le fichier avant de fermer.",
+        "Speichern Sie die Datei vor dem Schließen.",
+        "Guarde el archivo antes de cerrar.",
+    ),
+    (
+        "The password is incorrect.",
+        "Le mot de passe est incorrect.",
+        "Das Passwort ist falsch.",
+        "La contraseña es incorrecta.",
+    ),
+    ("Do you speak English?", "Parlez-vous anglais ?", "Sprechen Sie Englisch?", "¿Habla usted inglés?"),
+    (
+        "The sky is blue and clear.",
+        "Le ciel est bleu et dégagé.",
+        "Der Himmel ist blau und klar.",
+        "El cielo está azul y despejado.",
+    ),
+    (
+        "I lost my keys yesterday.",
+        "J'ai perdu mes clés hier.",
+        "Ich habe gestern meine Schlüssel verloren.",
+        "Ayer perdí mis llaves.",
+    ),
+    (
+        "The meeting starts in ten minutes.",
+        "La réunion commence dans dix minutes.",
+        "Die Besprechung beginnt in zehn Minuten.",
+        "La reunión empieza en diez minutos.",
+    ),
+    ("Thank you for your help.", "Merci pour votre aide.", "Danke für Ihre Hilfe.", "Gracias por su ayuda."),
+    (
+        "The river flows to the sea.",
+        "La rivière coule vers la mer.",
+        "Der Fluss fließt ins Meer.",
+        "El río fluye hacia el mar.",
+    ),
+)
+_LANGUAGE_COLUMNS = {"fr": 1, "de": 2, "es": 3}
+
+
+@pytest.fixture(scope="session")
+def tiny_parallel_corpus_by_language() -> dict[str, list[tuple[str, str]]]:
+    """``{"fr" | "de" | "es": [(English, translation), ...]}``, 20 aligned pairs per language."""
+    return {lang: [(row[0], row[column]) for row in _PARALLEL_ROWS] for lang, column in _LANGUAGE_COLUMNS.items()}
+
+
+@pytest.fixture(scope="session")
+def tiny_parallel_corpus(tiny_parallel_corpus_by_language) -> list[tuple[str, str]]:
+    """60 (English, translation) pairs: 20 French, then 20 German, then 20 Spanish."""
+    return [pair for lang in _LANGUAGE_COLUMNS for pair in tiny_parallel_corpus_by_language[lang]]
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    """A ~300-piece Unigram tokenizer with XLM-R specials, trained on every sentence of the tiny corpus."""
+    from bitext_hf.training.tokenizer import train_tokenizer
+
+    sentences = [sentence for row in _PARALLEL_ROWS for sentence in row]
+    return train_tokenizer(sentences, vocab_size=300, model_max_length=64)

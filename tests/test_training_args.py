@@ -1,0 +1,119 @@
+"""Tests for ``bitext_hf.training.parse_args``: YAML config, command-line overrides, clear errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bitext_hf.training import ConfigFileError, parse_args
+
+
+@dataclasses.dataclass
+class ScriptArguments:
+    """A recipe's own arguments, with one required field."""
+
+    model_name_or_path: str
+    languages: list[str] = dataclasses.field(default_factory=lambda: ["fr"])
+    max_length: int = 100
+
+
+@dataclasses.dataclass
+class OptimArguments:
+    """Stands in for LoopArguments; validates like the real dataclasses do."""
+
+    learning_rate: float = 1e-3
+    use_bias: bool = False
+    warmup_ratio: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.warmup_ratio <= 1.0:
+            raise ValueError(f"warmup_ratio must be in [0, 1], got {self.warmup_ratio}")
+
+
+def write_yaml(tmp_path, text: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_command_line_only():
+    script, optim = parse_args(
+        ScriptArguments, OptimArguments, args=["--model_name_or_path", "m", "--learning_rate", "0.5", "--use_bias"]
+    )
+    assert script == ScriptArguments(model_name_or_path="m")
+    assert optim.learning_rate == 0.5 and optim.use_bias is True
+
+
+def test_yaml_fills_required_and_is_typed(tmp_path):
+    # PyYAML reads `3e-6` (no dot) as a string: it must still arrive as a float.
+    config = write_yaml(
+        tmp_path, "model_name_or_path: tiny\nlanguages: [de, es]\nlearning_rate: 3e-6\nuse_bias: true\n"
+    )
+    script, optim = parse_args(ScriptArguments, OptimArguments, args=["--config", config])
+    assert script.model_name_or_path == "tiny"
+    assert script.languages == ["de", "es"]
+    assert script.max_length == 100
+    assert optim.learning_rate == pytest.approx(3e-6) and isinstance(optim.learning_rate, float)
+    assert optim.use_bias is True
+
+
+@pytest.mark.parametrize("config_first", [True, False])
+def test_command_line_overrides_yaml(tmp_path, config_first):
+    config = write_yaml(tmp_path, "model_name_or_path: tiny\nmax_length: 50\nlearning_rate: 0.1\n")
+    flags = ["--max_length", "7", "--languages", "wo", "fr"]
+    args = ["--config", config, *flags] if config_first else [*flags, f"--config={config}"]
+    script, optim = parse_args(ScriptArguments, OptimArguments, args=args)
+    assert script.max_length == 7
+    assert script.languages == ["wo", "fr"]
+    assert script.model_name_or_path == "tiny"
+    assert optim.learning_rate == pytest.approx(0.1)
+
+
+def test_unknown_yaml_key_names_key_and_file(tmp_path):
+    config = write_yaml(tmp_path, "model_name_or_path: tiny\nlearning_rat: 0.1\n")
+    with pytest.raises(ConfigFileError, match=r"learning_rat.*config\.yaml.*did you mean 'learning_rate'"):
+        parse_args(ScriptArguments, OptimArguments, args=["--config", config])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("- a\n- b\n", "must hold a mapping"), ("a: [1,\n", "not valid YAML")],
+)
+def test_malformed_yaml(tmp_path, content, message):
+    with pytest.raises(ConfigFileError, match=message):
+        parse_args(ScriptArguments, args=["--config", write_yaml(tmp_path, content)])
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigFileError, match="does not exist"):
+        parse_args(ScriptArguments, args=["--config", str(tmp_path / "nope.yaml")])
+
+
+def test_empty_yaml_is_allowed(tmp_path):
+    (script,) = parse_args(ScriptArguments, args=["--config", write_yaml(tmp_path, ""), "--model_name_or_path", "x"])
+    assert script.model_name_or_path == "x"
+
+
+def test_validation_runs_on_merged_values(tmp_path):
+    config = write_yaml(tmp_path, "warmup_ratio: 2.0\n")
+    with pytest.raises(ValueError, match="warmup_ratio"):
+        parse_args(OptimArguments, args=["--config", config])
+    # ... and the command line can repair a bad file value.
+    (optim,) = parse_args(OptimArguments, args=["--config", config, "--warmup_ratio", "0.1"])
+    assert optim.warmup_ratio == pytest.approx(0.1)
+
+
+def test_missing_required_field_exits():
+    with pytest.raises(SystemExit):
+        parse_args(ScriptArguments, args=[])
+
+
+def test_unknown_flag_is_rejected():
+    with pytest.raises((SystemExit, ValueError)):
+        parse_args(OptimArguments, args=["--no_such_flag", "1"])
+
+
+def test_rejects_non_dataclass():
+    with pytest.raises(TypeError, match="dataclass"):
+        parse_args(dict, args=[])
