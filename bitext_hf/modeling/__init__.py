@@ -13,6 +13,7 @@ __all__ = ["MODEL_FAMILIES", "register_auto_classes"]
 # (subpackage, config class, model class, extra Auto classes the model is registered with)
 # Each model helper appends its own line here.
 MODEL_FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
+    ("laser3", "Laser3StudentConfig", "Laser3Student", ()),
 ]
 
 _registered = False

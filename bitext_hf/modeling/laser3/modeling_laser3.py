@@ -1,0 +1,241 @@
+"""The LASER3 student: a Transformer encoder trained from random initialisation to map sentences of new languages
+into a frozen teacher's embedding space (Heffernan et al., 2022).
+
+Sentence embedding = max pooling over the last layer's non-padding tokens (or the BOS token), followed by a linear
+projection to the teacher's dimension when the two differ. An MLM head (Linear -> tanh -> LayerNorm -> Linear(V))
+serves the masked-language-modelling task on monolingual text during training only.
+
+This file imports only its configuration, torch and transformers so that ``save_pretrained`` can ship it as hub
+remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` without bitext_hf installed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.utils import ModelOutput
+
+from .configuration_laser3 import Laser3StudentConfig
+
+__all__ = ["Laser3PreTrainedModel", "Laser3Student", "Laser3StudentOutput"]
+
+
+@dataclass
+class Laser3StudentOutput(ModelOutput):
+    """Output of [`Laser3Student`].
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*): returned when `labels` (MLM) and/or
+            `teacher_embeddings` (cosine distillation) are given; the sum of the losses that apply.
+        last_hidden_state (`torch.FloatTensor` of shape `(batch, seq_len, hidden_size)`): token states of the last
+            layer (after the final LayerNorm); first so that sentence-transformers finds the token embeddings at
+            `outputs[0]`.
+        sentence_embedding (`torch.FloatTensor` of shape `(batch, embedding_dim)`): pooled (and projected)
+            sentence vectors in the teacher's space.
+        mlm_logits (`torch.FloatTensor` of shape `(batch, seq_len, vocab_size)`, *optional*): returned when
+            `labels` are given or `return_mlm_logits=True`.
+        hidden_states (`tuple[torch.FloatTensor]`, *optional*): the embedding output and every layer's output,
+            when `output_hidden_states=True`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    last_hidden_state: torch.FloatTensor | None = None
+    sentence_embedding: torch.FloatTensor | None = None
+    mlm_logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+
+
+class Laser3Embeddings(nn.Module):
+    """Token + learned absolute position embeddings, LayerNorm, dropout."""
+
+    def __init__(self, config: Laser3StudentConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.max_positions = config.max_position_embeddings
+
+    def forward(self, input_ids: torch.LongTensor) -> torch.Tensor:
+        seq_len = input_ids.shape[1]
+        if seq_len > self.max_positions:
+            raise ValueError(
+                f"Input of {seq_len} tokens is longer than max_position_embeddings={self.max_positions}; "
+                "truncate it in the tokenizer (truncation=True, max_length=...)."
+            )
+        positions = torch.arange(seq_len, device=input_ids.device)
+        hidden = self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
+        return self.dropout(self.LayerNorm(hidden))
+
+
+class Laser3SelfAttention(nn.Module):
+    """Multi-head self-attention over `scaled_dot_product_attention` with a key-padding mask."""
+
+    def __init__(self, config: Laser3StudentConfig) -> None:
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.output = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_prob = config.attention_probs_dropout_prob
+
+    def forward(self, hidden: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        batch, seq_len, width = hidden.shape
+
+        def split_heads(states: torch.Tensor) -> torch.Tensor:
+            return states.view(batch, seq_len, self.num_heads, self.head_dim).transpose(1, 2)
+
+        context = F.scaled_dot_product_attention(
+            split_heads(self.query(hidden)),
+            split_heads(self.key(hidden)),
+            split_heads(self.value(hidden)),
+            attn_mask=key_mask,
+            dropout_p=self.dropout_prob if self.training else 0.0,
+        )
+        return self.output(context.transpose(1, 2).reshape(batch, seq_len, width))
+
+
+class Laser3Layer(nn.Module):
+    """Pre-LayerNorm Transformer layer (stable when training from random initialisation)."""
+
+    def __init__(self, config: Laser3StudentConfig) -> None:
+        super().__init__()
+        self.attention_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention = Laser3SelfAttention(config)
+        self.ffn_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.activation = nn.GELU() if config.hidden_act == "gelu" else nn.ReLU()
+        self.ffn_output = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        hidden = hidden + self.dropout(self.attention(self.attention_LayerNorm(hidden), key_mask))
+        feed_forward = self.ffn_output(self.dropout(self.activation(self.intermediate(self.ffn_LayerNorm(hidden)))))
+        return hidden + self.dropout(feed_forward)
+
+
+class Laser3MLMHead(nn.Module):
+    """The paper's MLM head: Linear -> tanh -> LayerNorm -> Linear(vocab)."""
+
+    def __init__(self, config: Laser3StudentConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.LayerNorm(torch.tanh(self.dense(hidden))))
+
+
+class Laser3PreTrainedModel(PreTrainedModel):
+    """Base class: configuration, weight initialisation (the library's normal(0, initializer_range) default)."""
+
+    config_class = Laser3StudentConfig
+    config: Laser3StudentConfig
+    base_model_prefix = "laser3"
+    main_input_name = "input_ids"
+    _no_split_modules = ("Laser3Layer",)
+    supports_gradient_checkpointing = False
+
+
+class Laser3Student(Laser3PreTrainedModel):
+    """The LASER3 student encoder with its (training-only) MLM head.
+
+    `forward(input_ids, attention_mask)` returns token states and the sentence embedding; given `labels` (MLM
+    targets, -100 where no prediction is wanted) it adds the MLM cross-entropy, given `teacher_embeddings` it adds
+    the cosine distillation loss `mean(1 - cos(student, teacher))`.
+    """
+
+    def __init__(self, config: Laser3StudentConfig) -> None:
+        super().__init__(config)
+        self.embeddings = Laser3Embeddings(config)
+        self.layers = nn.ModuleList([Laser3Layer(config) for _ in range(config.num_hidden_layers)])
+        self.final_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.projection = nn.Linear(config.hidden_size, config.projection_dim) if config.has_projection else None
+        self.lm_head = Laser3MLMHead(config)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def pool(self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Pooled (and projected) sentence vectors from last-layer token states."""
+        if self.config.pooling == "bos":
+            pooled = last_hidden_state[:, 0]
+        else:
+            padding = ~attention_mask.bool()[..., None]
+            pooled = last_hidden_state.masked_fill(padding, torch.finfo(last_hidden_state.dtype).min).amax(dim=1)
+        if self.projection is not None:
+            pooled = self.projection(pooled)
+        if self.config.normalize_embeddings:
+            pooled = F.normalize(pooled, dim=-1)
+        return pooled
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        teacher_embeddings: torch.Tensor | None = None,
+        return_mlm_logits: bool = False,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> Laser3StudentOutput | tuple:
+        """Encode a batch.
+
+        Args:
+            input_ids: `(batch, seq_len)` token ids from the student tokenizer.
+            attention_mask: `(batch, seq_len)`, 1 for real tokens; defaults to `input_ids != pad_token_id`.
+            token_type_ids: accepted for tokenizer compatibility and ignored (the student has no segments).
+            labels: MLM targets `(batch, seq_len)`, -100 where no prediction is wanted.
+            teacher_embeddings: `(batch, embedding_dim)` teacher vectors for the cosine distillation loss.
+            return_mlm_logits: compute the MLM logits without labels.
+        """
+        del token_type_ids, kwargs
+        if attention_mask is None:
+            attention_mask = (input_ids != self.config.pad_token_id).long()
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+
+        key_mask = attention_mask.bool()[:, None, None, :]
+        hidden = self.embeddings(input_ids)
+        all_hidden = [hidden] if output_hidden_states else None
+        for layer in self.layers:
+            hidden = layer(hidden, key_mask)
+            if all_hidden is not None:
+                all_hidden.append(hidden)
+        last_hidden_state = self.final_LayerNorm(hidden)
+        sentence_embedding = self.pool(last_hidden_state, attention_mask)
+
+        loss = None
+        mlm_logits = None
+        if labels is not None or return_mlm_logits:
+            mlm_logits = self.lm_head(last_hidden_state)
+        if labels is not None:
+            loss = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        if teacher_embeddings is not None:
+            teacher_embeddings = teacher_embeddings.to(sentence_embedding.dtype)
+            distillation = (1.0 - F.cosine_similarity(sentence_embedding, teacher_embeddings, dim=-1)).mean()
+            loss = distillation if loss is None else loss + distillation
+
+        output = Laser3StudentOutput(
+            loss=loss,
+            last_hidden_state=last_hidden_state,
+            sentence_embedding=sentence_embedding,
+            mlm_logits=mlm_logits,
+            hidden_states=tuple(all_hidden) if all_hidden is not None else None,
+        )
+        return output if return_dict else output.to_tuple()
