@@ -1,0 +1,66 @@
+"""Progressive distillation (the paper's curriculum): train on growing prefixes of each sentence pair.
+
+At stage ratio r, each side keeps its first ceil(r * n) subwords (n = its subword count, specials excluded, at
+least one), with the same cut fed to the teacher (as text) and to the student (as token ids). Subwords are counted
+with the student tokenizer on both sides, so the teacher needs no tokenizer of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["curriculum_ratios", "curriculum_stage", "prefix_length", "prefix_texts_and_ids"]
+
+
+def curriculum_ratios(increment: float = 0.1) -> list[float]:
+    """The stage ratios: ``increment, 2 * increment, ..., 1.0`` (the last stage is always the full sentence)."""
+    if not 0.0 < increment <= 1.0:
+        raise ValueError(f"curriculum increment must be in (0, 1], got {increment}")
+    stages = math.ceil(1.0 / increment - 1e-9)
+    return [round(min(1.0, increment * (stage + 1)), 6) for stage in range(stages)]
+
+
+def curriculum_stage(step: int, total_steps: int, num_stages: int) -> int:
+    """Stage index at ``step`` when ``total_steps`` are split evenly over ``num_stages`` stages."""
+    if total_steps < 1 or num_stages < 1:
+        raise ValueError(f"total_steps and num_stages must be positive, got {total_steps} and {num_stages}")
+    return min(num_stages - 1, step * num_stages // total_steps)
+
+
+def prefix_length(num_subwords: int, ratio: float) -> int:
+    """Subwords kept at ``ratio``: ceil(ratio * n), at least 1 (when n > 0), at most n."""
+    if not 0.0 < ratio <= 1.0:
+        raise ValueError(f"prefix ratio must be in (0, 1], got {ratio}")
+    if num_subwords <= 0:
+        return 0
+    # round() first: 0.3 * 10 is 3.0000000000000004 in floating point and must not become 4.
+    return max(1, min(num_subwords, math.ceil(round(ratio * num_subwords, 6))))
+
+
+def prefix_texts_and_ids(
+    texts: Sequence[str], tokenizer: Any, ratio: float, max_length: int | None = None
+) -> tuple[list[str], list[list[int]]]:
+    """Cut every text to its ``ratio`` prefix of student subwords.
+
+    Returns:
+        (prefix_texts, prefix_ids): the text up to the end of the last kept subword (what the teacher sees), and
+        the kept subword ids without special tokens (what the student sees, after adding its BOS/EOS).
+    """
+    encoded = tokenizer(
+        list(texts),
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        truncation=max_length is not None,
+        max_length=max_length,
+    )
+    prefix_texts, prefix_ids = [], []
+    for text, ids, offsets in zip(texts, encoded["input_ids"], encoded["offset_mapping"]):
+        keep = prefix_length(len(ids), ratio)
+        prefix_ids.append(list(ids[:keep]))
+        if ratio >= 1.0 and max_length is None:
+            prefix_texts.append(text)
+        else:
+            prefix_texts.append(text[: offsets[keep - 1][1]].strip() if keep else "")
+    return prefix_texts, prefix_ids

@@ -1,0 +1,42 @@
+"""Distillation losses as small ``nn.Module``s."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["CosineDistillationLoss"]
+
+
+class CosineDistillationLoss(nn.Module):
+    """Cosine distillation: mean over the batch of ``1 - cos(student_i, teacher_i)``, plus an optional in-batch
+    contrastive term (InfoNCE of each student vector against all teacher vectors of the batch, the diagonal being
+    the positive).
+
+    Inputs: ``student`` (batch, d) student sentence embeddings and ``teacher`` (batch, d) teacher embeddings of the
+    same sentences (or their translations); neither needs to be normalised. Returns a scalar.
+
+    Args:
+        contrastive_weight: weight of the in-batch term (0 disables it, the paper's setting).
+        temperature: softmax temperature of the contrastive term.
+    """
+
+    def __init__(self, contrastive_weight: float = 0.0, temperature: float = 0.05) -> None:
+        super().__init__()
+        if contrastive_weight < 0:
+            raise ValueError(f"contrastive_weight must be non-negative, got {contrastive_weight}")
+        if temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        self.contrastive_weight = contrastive_weight
+        self.temperature = temperature
+
+    def forward(self, student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+        teacher = teacher.to(student.dtype)
+        student_unit, teacher_unit = F.normalize(student, dim=-1), F.normalize(teacher, dim=-1)
+        loss = (1.0 - (student_unit * teacher_unit).sum(dim=-1)).mean()
+        if self.contrastive_weight > 0 and student.shape[0] > 1:
+            logits = student_unit @ teacher_unit.T / self.temperature
+            targets = torch.arange(student.shape[0], device=student.device)
+            loss = loss + self.contrastive_weight * F.cross_entropy(logits, targets)
+        return loss

@@ -1,0 +1,268 @@
+"""The distillation task: batches (one task per batch, curriculum prefixes, MLM masking, cached teacher targets),
+the per-batch loss, the student as an `Encoder`, and xsim evaluation against the teacher's English embeddings.
+
+Every batch is a pure function of (seed, step): resuming at step s replays exactly what an uninterrupted run saw.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from bitext_hf.distillation.cache import TeacherEmbeddingCache
+from bitext_hf.distillation.curriculum import curriculum_ratios, curriculum_stage, prefix_texts_and_ids
+from bitext_hf.distillation.data import Bitext
+from bitext_hf.distillation.errors import DistillationDataError
+from bitext_hf.distillation.masking import mask_tokens
+from bitext_hf.distillation.sampling import Stream, TaskSampler
+
+__all__ = ["DistillationBatches", "StudentEncoder", "compute_batch_loss", "evaluate_xsim"]
+
+logger = logging.getLogger(__name__)
+
+ENGLISH = "eng"
+
+
+class DistillationBatches(torch.utils.data.Dataset):
+    """Step-indexed training batches: item ``step`` is the batch of that step (use ``DataLoader(batch_size=None)``).
+
+    Tasks: ``distil`` (student gets a language's sentence, the target is the teacher's embedding of its English
+    translation), ``self`` (student and teacher both get the English sentence), ``mask`` (MLM on monolingual text
+    of the ``mlm_languages``). With the curriculum, pairs of ``curriculum_languages`` are cut to growing prefixes
+    (stages split the steps evenly); the teacher's embeddings of every stage are cached once.
+
+    Args:
+        tokenizer: the student tokenizer (fast, with offsets).
+        cache: the teacher embedding cache.
+        bitexts: training pairs per student language.
+        monolingual: extra student-language text per language for MLM (defaults to the bitext's student side).
+        english: extra English sentences for the self task (the English sides of the bitexts are always used).
+        mlm_languages / curriculum_languages: languages that get MLM batches / the curriculum.
+        total_steps: length of the run (the curriculum's time axis).
+        batch_size: sentences per batch.
+        task_weights: sampling weight of each task (default distil 1.0, self 1.0, mask 0.09).
+        alpha: datasets within a task are drawn with probability proportional to size ** alpha.
+        curriculum_increment: stage increment (0.1: prefixes of 10%, 20%, ..., 100%).
+        mask_rate: fraction of tokens replaced by <mask> in MLM batches.
+        max_length: truncation length in student subwords (specials included).
+        seed: the seed of every draw.
+    """
+
+    def __init__(
+        self,
+        *,
+        tokenizer: Any,
+        cache: TeacherEmbeddingCache,
+        bitexts: Sequence[Bitext],
+        monolingual: Mapping[str, Sequence[str]] | None = None,
+        english: Sequence[str] = (),
+        mlm_languages: Sequence[str] = (),
+        curriculum_languages: Sequence[str] = (),
+        total_steps: int,
+        batch_size: int = 32,
+        task_weights: Mapping[str, float] | None = None,
+        alpha: float = 0.5,
+        curriculum_increment: float = 0.1,
+        mask_rate: float = 0.15,
+        max_length: int = 128,
+        seed: int = 0,
+    ) -> None:
+        if total_steps < 1 or batch_size < 1:
+            raise ValueError(f"total_steps and batch_size must be positive, got {total_steps} and {batch_size}")
+        if max_length < 3:
+            raise ValueError(f"max_length must leave room for <s>, </s> and a token, got {max_length}")
+        monolingual = dict(monolingual or {})
+        languages = [bitext.language for bitext in bitexts]
+        if len(set(languages)) != len(languages):
+            raise DistillationDataError(f"a language appears twice among the bitexts: {languages}")
+        by_language = {bitext.language: bitext for bitext in bitexts}
+        for language in curriculum_languages:
+            if language not in by_language:
+                raise DistillationDataError(
+                    f"curriculum language {language!r} has no data: it needs a bitext (have {languages})"
+                )
+        for language in mlm_languages:
+            if language not in monolingual and language not in by_language:
+                raise DistillationDataError(
+                    f"MLM language {language!r} has no data: give monolingual text or a bitext for it"
+                )
+        for language, texts in monolingual.items():
+            if not texts:
+                raise DistillationDataError(f"language {language!r} has no data (empty monolingual list)")
+        self.tokenizer = tokenizer
+        self.total_steps = total_steps
+        self.batch_size = batch_size
+        self.mask_rate = mask_rate
+        self.max_length = max_length
+        self.seed = seed
+        self.ratios = curriculum_ratios(curriculum_increment)
+        self.curriculum_languages = set(curriculum_languages)
+        self._body_length = max_length - 2  # room for <s> and </s>
+
+        # Targets: per (language, stage) the student ids and the teacher embeddings of the English side.
+        self._student_ids: dict[tuple[str, float], list[list[int]]] = {}
+        self._targets: dict[tuple[str, float], np.ndarray] = {}
+        streams = []
+        for bitext in bitexts:
+            ratios = self.ratios if bitext.language in self.curriculum_languages else [1.0]
+            for ratio in ratios:
+                teacher_texts, _ = prefix_texts_and_ids(bitext.teacher_texts, tokenizer, ratio, self._body_length)
+                _, student_ids = prefix_texts_and_ids(bitext.student_texts, tokenizer, ratio, self._body_length)
+                if ratio < 1.0:
+                    # Teacher sees exactly the English prefix; at 100% it sees the untouched sentence.
+                    self._targets[bitext.language, ratio] = cache.get(teacher_texts, ratio)
+                else:
+                    self._targets[bitext.language, ratio] = cache.get(bitext.teacher_texts, 1.0)
+                self._student_ids[bitext.language, ratio] = student_ids
+            streams.append(Stream("distil", bitext.language, len(bitext)))
+
+        english_pool = list(dict.fromkeys([*english, *(t for bitext in bitexts for t in bitext.teacher_texts)]))
+        if english_pool:
+            self._student_ids[ENGLISH, 1.0] = prefix_texts_and_ids(english_pool, tokenizer, 1.0, self._body_length)[1]
+            self._targets[ENGLISH, 1.0] = cache.get(english_pool, 1.0)
+            streams.append(Stream("self", ENGLISH, len(english_pool)))
+
+        self._mlm_ids: dict[str, list[list[int]]] = {}
+        for language in mlm_languages:
+            texts = monolingual.get(language) or by_language[language].student_texts
+            self._mlm_ids[language] = prefix_texts_and_ids(texts, tokenizer, 1.0, self._body_length)[1]
+            streams.append(Stream("mask", language, len(texts)))
+
+        self.sampler = TaskSampler(streams, task_weights=task_weights, alpha=alpha, seed=seed)
+        self._special_ids = sorted(
+            {tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id}
+        )
+
+    def __len__(self) -> int:
+        return self.total_steps
+
+    def stage_ratio(self, step: int) -> float:
+        """The curriculum prefix ratio at ``step``."""
+        return self.ratios[curriculum_stage(step, self.total_steps, len(self.ratios))]
+
+    def _pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        bos, eos, pad = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
+        rows = [[bos, *sequence[: self._body_length], eos] for sequence in sequences]
+        width = max(len(row) for row in rows)
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for index, row in enumerate(rows):
+            input_ids[index, : len(row)] = torch.tensor(row)
+            attention_mask[index, : len(row)] = 1
+        return input_ids, attention_mask
+
+    def __getitem__(self, step: int) -> dict[str, Any]:
+        if not 0 <= step < self.total_steps:
+            raise IndexError(f"step {step} outside [0, {self.total_steps})")
+        stream = self.sampler.sample(step)
+        rng = np.random.default_rng([self.seed, step, 1])
+        if stream.task == "mask":
+            pool = self._mlm_ids[stream.name]
+            chosen = rng.choice(len(pool), size=min(self.batch_size, len(pool)), replace=False)
+            input_ids, attention_mask = self._pad([pool[i] for i in chosen])
+            generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
+            input_ids, labels = mask_tokens(
+                input_ids,
+                mask_token_id=self.tokenizer.mask_token_id,
+                special_token_ids=self._special_ids,
+                rate=self.mask_rate,
+                generator=generator,
+            )
+            return {
+                "task": "mask",
+                "language": stream.name,
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "labels": labels,
+            }
+        ratio = self.stage_ratio(step) if stream.name in self.curriculum_languages else 1.0
+        pool = self._student_ids[stream.name, ratio]
+        chosen = np.sort(rng.choice(len(pool), size=min(self.batch_size, len(pool)), replace=False))
+        input_ids, attention_mask = self._pad([pool[i] for i in chosen])
+        targets = torch.from_numpy(np.asarray(self._targets[stream.name, ratio][chosen], dtype=np.float32))
+        return {
+            "task": stream.task,
+            "language": stream.name,
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "teacher_embeddings": targets,
+            "ratio": ratio,
+        }
+
+
+def compute_batch_loss(model: nn.Module, batch: Mapping[str, Any], distillation_loss: nn.Module) -> torch.Tensor:
+    """The loss of one batch: MLM cross-entropy for ``mask`` batches, ``distillation_loss`` otherwise."""
+    if batch["task"] == "mask":
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+    student = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).sentence_embedding
+    return distillation_loss(student, batch["teacher_embeddings"].to(student.device))
+
+
+class StudentEncoder:
+    """A student (any model whose output has ``sentence_embedding``) with its tokenizer, as an `Encoder`:
+    ``encode(sentences) -> float32 (n, d)`` L2-normalised, in length-sorted batches (less padding)."""
+
+    def __init__(self, model: nn.Module, tokenizer: Any, max_length: int = 128, device: str | None = None) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.device = torch.device(device) if device else next(model.parameters()).device
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.embedding_dim)
+
+    @torch.inference_mode()
+    def encode(self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        del show_progress
+        sentences = list(sentences)
+        output = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        if not sentences:
+            return output
+        was_training = self.model.training
+        self.model.eval()
+        lengths = [len(ids) for ids in self.tokenizer(sentences, add_special_tokens=False)["input_ids"]]
+        order = np.argsort(lengths, kind="stable")
+        for start in range(0, len(sentences), batch_size):
+            index = order[start : start + batch_size]
+            encoded = self.tokenizer(
+                [sentences[i] for i in index],
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
+            embeddings = self.model(
+                input_ids=encoded["input_ids"].to(self.device),
+                attention_mask=encoded["attention_mask"].to(self.device),
+            ).sentence_embedding
+            output[index] = torch.nn.functional.normalize(embeddings.float(), dim=-1).cpu().numpy()
+        self.model.train(was_training)
+        return output
+
+
+def evaluate_xsim(
+    student: Any, cache: TeacherEmbeddingCache, bitexts: Sequence[Bitext], *, k: int = 4, batch_size: int = 64
+) -> dict[str, dict[str, float]]:
+    """xsim (LASER's margin-based error rate, %) of student(xx) -> teacher(English) per language, and the
+    micro-average over languages under ``"all"``. ``student`` is any `Encoder` (the teacher itself gives the
+    zero-shot baseline)."""
+    from bitext_hf.metrics.functional import xsim
+
+    results: dict[str, dict[str, float]] = {}
+    errors, total = 0, 0
+    for bitext in bitexts:
+        source = np.asarray(student.encode(bitext.student_texts, batch_size=batch_size), dtype=np.float32)
+        target = np.asarray(cache.get(bitext.teacher_texts, 1.0), dtype=np.float32)
+        scores = xsim(source, target, k=k, margin="ratio", target_texts=bitext.teacher_texts)
+        results[bitext.language] = {key: float(value) for key, value in scores.items()}
+        errors += int(scores["errors"])
+        total += int(scores["n"])
+    if total:
+        results["all"] = {"xsim": 100.0 * errors / total, "errors": float(errors), "n": float(total)}
+    return results
