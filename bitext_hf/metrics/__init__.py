@@ -1,0 +1,49 @@
+"""Bitext metrics: pure numpy functions (`bitext_hf.metrics.functional`) and local `evaluate` modules.
+
+>>> import bitext_hf.metrics
+>>> xsim = bitext_hf.metrics.load("xsim")      # loads offline, no hub access
+>>> xsim.compute(source_embeddings=src, target_embeddings=tgt, k=4, margin="ratio")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bitext_hf.metrics.functional import (
+    bitext_accuracy,
+    bucc_f1,
+    bucc_labels,
+    bucc_optimal_threshold,
+    xsim,
+    xsim_from_similarity,
+    xsim_micro_average,
+)
+
+__all__ = [
+    "METRIC_NAMES",
+    "bitext_accuracy",
+    "bucc_f1",
+    "bucc_labels",
+    "bucc_optimal_threshold",
+    "load",
+    "metric_path",
+    "xsim",
+    "xsim_from_similarity",
+    "xsim_micro_average",
+]
+
+METRIC_NAMES: tuple[str, ...] = ("xsim", "bucc_f1", "bitext_accuracy")
+
+
+def metric_path(name: str) -> Path:
+    """Folder of the local `evaluate` module ``name`` (usable with ``evaluate.load(str(path))``)."""
+    if name not in METRIC_NAMES:
+        raise ValueError(f"unknown metric {name!r}; available: {', '.join(METRIC_NAMES)}")
+    return Path(__file__).parent / name
+
+
+def load(name: str, **kwargs):
+    """Load a bitext metric as an `evaluate` module from this package (offline; nothing is fetched)."""
+    import evaluate
+
+    return evaluate.load(str(metric_path(name)), **kwargs)

@@ -1,0 +1,46 @@
+"""Bitext retrieval accuracy as a local `evaluate` metric: top-1 cosine in both directions (Tatoeba-style)."""
+
+from __future__ import annotations
+
+import datasets
+import evaluate
+import numpy as np
+
+from bitext_hf.metrics.functional import bitext_accuracy
+
+_DESCRIPTION = """
+Top-1 retrieval accuracy by cosine similarity, source -> target and target -> source, and their mean, as in
+sentence-transformers' TranslationEvaluator (row i of each side is a translation pair). Higher is better.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    source_embeddings (list of float lists or np.ndarray (n, d)): source sentence embeddings.
+    target_embeddings (list of float lists or np.ndarray (n, d)): aligned target sentence embeddings.
+Returns:
+    src2tgt_accuracy (float), tgt2src_accuracy (float), accuracy (float): fractions in [0, 1].
+Examples:
+    >>> bitext_hf.metrics.load("bitext_accuracy").compute(source_embeddings=src, target_embeddings=tgt)
+    {'src2tgt_accuracy': 0.97, 'tgt2src_accuracy': 0.96, 'accuracy': 0.965}
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class BitextAccuracy(evaluate.Metric):
+    def _info(self) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation="",
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {
+                    "source_embeddings": datasets.Sequence(datasets.Value("float32")),
+                    "target_embeddings": datasets.Sequence(datasets.Value("float32")),
+                }
+            ),
+        )
+
+    def _compute(self, source_embeddings, target_embeddings):
+        return bitext_accuracy(
+            np.asarray(source_embeddings, dtype=np.float32), np.asarray(target_embeddings, dtype=np.float32)
+        )

@@ -1,0 +1,86 @@
+"""Margin-based bitext mining over embedding arrays: plain functions, exact search, one pass in both directions.
+
+>>> from bitext_hf.mining import mine
+>>> for src_index, tgt_index, score in mine(src_embeddings, tgt_embeddings, k=4, margin="ratio", mode="max"):
+...     ...
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bitext_hf.mining.documents import mine_documents
+from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_embeddings, knn_search
+from bitext_hf.mining.margin import MARGINS, apply_margin, neighbourhood_means
+from bitext_hf.mining.output import write_pairs
+from bitext_hf.mining.retrieval import MODES, MinedPairs, candidate_scores, retrieve
+from bitext_hf.mining.voting import mine_with_voting, vote
+
+__all__ = [
+    "MARGINS",
+    "MODES",
+    "BidirectionalKNN",
+    "MinedPairs",
+    "apply_margin",
+    "bidirectional_knn",
+    "candidate_scores",
+    "check_embeddings",
+    "knn_search",
+    "mine",
+    "mine_documents",
+    "mine_with_voting",
+    "neighbourhood_means",
+    "retrieve",
+    "score_pairs",
+    "vote",
+    "write_pairs",
+]
+
+
+def mine(
+    src_embeddings: np.ndarray,
+    tgt_embeddings: np.ndarray,
+    *,
+    k: int = 4,
+    margin: str = "ratio",
+    mode: str = "max",
+    threshold: float | None = None,
+    device: str | None = None,
+    show_progress: bool = False,
+) -> MinedPairs:
+    """Mine parallel sentence pairs from two embedding matrices (rows L2-normalized, same dimension).
+
+    Args:
+        k (int, defaults to 4): neighbourhood size for the margin, capped at the corpus sizes.
+        margin (str, defaults to "ratio"): "ratio", "distance" or "absolute" (plain cosine).
+        mode (str, defaults to "max"): "forward", "backward", "intersect", "union" or "max".
+        threshold (float, optional): minimum score of a kept pair, in every mode.
+        device: torch device for the similarity products (CUDA when available).
+
+    Returns:
+        MinedPairs sorted by decreasing score, iterable as ``(src_index, tgt_index, score)``.
+    """
+    knn = bidirectional_knn(src_embeddings, tgt_embeddings, k, device=device, show_progress=show_progress)
+    return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
+
+
+def score_pairs(
+    src_embeddings: np.ndarray,
+    tgt_embeddings: np.ndarray,
+    *,
+    k: int = 4,
+    margin: str = "ratio",
+    device: str | None = None,
+    show_progress: bool = False,
+) -> np.ndarray:
+    """Margin scores of given pairs (row i of the source with row i of the target), e.g. to filter an existing
+    parallel corpus. Neighbourhoods are taken over the whole corpus on both sides."""
+    src, tgt = (
+        check_embeddings(src_embeddings, "source embeddings"),
+        check_embeddings(tgt_embeddings, "target embeddings"),
+    )
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(f"score_pairs needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target embeddings")
+    knn = bidirectional_knn(src, tgt, k, device=device, show_progress=show_progress)
+    cosine = np.einsum("ij,ij->i", src, tgt)
+    return apply_margin(cosine, neighbourhood_means(knn.forward_sims), neighbourhood_means(knn.backward_sims), margin)

@@ -1,0 +1,149 @@
+"""From neighbourhoods to pairs: margin-scored candidates, the retrieval modes and the threshold.
+
+Modes (Artetxe & Schwenk, 2019): ``forward`` keeps each source's best-margin target among its k nearest; ``backward``
+the same for each target; ``intersect`` keeps the pairs found both ways; ``union`` the pairs found either way;
+``max`` sorts the forward and backward best pairs by score and keeps them greedily so that each sentence is used at
+most once. The threshold, when given, applies in every mode (a pair is kept when ``score >= threshold``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from bitext_hf.mining.knn import BidirectionalKNN
+from bitext_hf.mining.margin import apply_margin, check_margin, neighbourhood_means
+
+__all__ = ["MODES", "MinedPairs", "Mode", "candidate_scores", "retrieve"]
+
+Mode = Literal["forward", "backward", "intersect", "union", "max"]
+MODES: tuple[str, ...] = ("forward", "backward", "intersect", "union", "max")
+
+
+@dataclass
+class MinedPairs:
+    """Mined sentence pairs, sorted by decreasing score.
+
+    Iterating yields ``(src_index, tgt_index, score)`` tuples.
+
+    Attributes:
+        src_indices (np.ndarray of int64): row in the source embeddings.
+        tgt_indices (np.ndarray of int64): row in the target embeddings.
+        scores (np.ndarray of float32): margin scores.
+        cosines (np.ndarray of float32): plain cosine similarities of the pairs.
+    """
+
+    src_indices: np.ndarray
+    tgt_indices: np.ndarray
+    scores: np.ndarray
+    cosines: np.ndarray
+
+    @classmethod
+    def empty(cls) -> MinedPairs:
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.float32))
+
+    def __len__(self) -> int:
+        return int(self.src_indices.shape[0])
+
+    def __iter__(self) -> Iterator[tuple[int, int, float]]:
+        for src, tgt, score in zip(self.src_indices.tolist(), self.tgt_indices.tolist(), self.scores.tolist()):
+            yield src, tgt, score
+
+    def as_set(self) -> set[tuple[int, int]]:
+        """The (src_index, tgt_index) pairs as a set."""
+        return set(zip(self.src_indices.tolist(), self.tgt_indices.tolist()))
+
+    def select(self, mask_or_order: np.ndarray) -> MinedPairs:
+        return MinedPairs(
+            self.src_indices[mask_or_order],
+            self.tgt_indices[mask_or_order],
+            self.scores[mask_or_order],
+            self.cosines[mask_or_order],
+        )
+
+    def sorted(self) -> MinedPairs:
+        """Sorted by decreasing score, ties by source then target index (deterministic)."""
+        order = np.lexsort((self.tgt_indices, self.src_indices, -self.scores))
+        return self.select(order)
+
+    def offset(self, src_offset: np.ndarray, tgt_offset: np.ndarray) -> MinedPairs:
+        """Map local indices to global ones through index arrays (document-level mining)."""
+        return MinedPairs(src_offset[self.src_indices], tgt_offset[self.tgt_indices], self.scores, self.cosines)
+
+    @classmethod
+    def concatenate(cls, parts: list[MinedPairs]) -> MinedPairs:
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+
+
+def candidate_scores(knn: BidirectionalKNN, margin: str) -> tuple[np.ndarray, np.ndarray]:
+    """Margin scores of every forward candidate (N, kf) and every backward candidate (M, kb)."""
+    check_margin(margin)
+    source_mean = neighbourhood_means(knn.forward_sims)
+    target_mean = neighbourhood_means(knn.backward_sims)
+    forward = apply_margin(knn.forward_sims, source_mean[:, None], target_mean[knn.forward_indices], margin)
+    backward = apply_margin(knn.backward_sims, source_mean[knn.backward_indices], target_mean[:, None], margin)
+    return forward, backward
+
+
+def _best(scores: np.ndarray, sims: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Best-margin candidate per row. Candidates are sorted by decreasing cosine, so argmax (first maximum) breaks
+    score ties towards the higher cosine."""
+    column = scores.argmax(axis=1)
+    rows = np.arange(scores.shape[0])
+    return indices[rows, column], scores[rows, column], sims[rows, column]
+
+
+def _keys(src: np.ndarray, tgt: np.ndarray, n_tgt: int) -> np.ndarray:
+    return src.astype(np.int64) * n_tgt + tgt.astype(np.int64)
+
+
+def retrieve(knn: BidirectionalKNN, *, margin: str = "ratio", mode: str = "max", threshold: float | None = None):
+    """Pairs from neighbourhoods by margin, retrieval ``mode`` and ``threshold``; see the module docstring."""
+    if mode not in MODES:
+        raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)}")
+    forward_scores, backward_scores = candidate_scores(knn, margin)
+    n, m = forward_scores.shape[0], backward_scores.shape[0]
+
+    fwd_tgt, fwd_score, fwd_cos = _best(forward_scores, knn.forward_sims, knn.forward_indices)
+    forward = MinedPairs(np.arange(n, dtype=np.int64), fwd_tgt.astype(np.int64), fwd_score, fwd_cos)
+    bwd_src, bwd_score, bwd_cos = _best(backward_scores, knn.backward_sims, knn.backward_indices)
+    backward = MinedPairs(bwd_src.astype(np.int64), np.arange(m, dtype=np.int64), bwd_score, bwd_cos)
+
+    if mode == "forward":
+        pairs = forward
+    elif mode == "backward":
+        pairs = backward
+    elif mode in ("intersect", "union"):
+        fwd_keys = _keys(forward.src_indices, forward.tgt_indices, m)
+        bwd_keys = _keys(backward.src_indices, backward.tgt_indices, m)
+        if mode == "intersect":
+            pairs = forward.select(np.isin(fwd_keys, bwd_keys))
+        else:
+            # A pair found both ways has the same score both ways; keep the forward copy.
+            pairs = MinedPairs.concatenate([forward, backward.select(~np.isin(bwd_keys, fwd_keys))])
+    else:
+        pairs = _greedy_one_to_one(MinedPairs.concatenate([forward, backward]), n, m)
+
+    if threshold is not None:
+        pairs = pairs.select(pairs.scores >= threshold)
+    return pairs.sorted()
+
+
+def _greedy_one_to_one(candidates: MinedPairs, n: int, m: int) -> MinedPairs:
+    """Keep candidates by decreasing score (stable: forward before backward on ties), each sentence used once."""
+    order = np.argsort(-candidates.scores, kind="stable")
+    src_used = np.zeros(n, dtype=bool)
+    tgt_used = np.zeros(m, dtype=bool)
+    keep = []
+    for position, src, tgt in zip(
+        order.tolist(), candidates.src_indices[order].tolist(), candidates.tgt_indices[order].tolist()
+    ):
+        if not src_used[src] and not tgt_used[tgt]:
+            src_used[src] = tgt_used[tgt] = True
+            keep.append(position)
+    return candidates.select(np.asarray(keep, dtype=np.int64))
