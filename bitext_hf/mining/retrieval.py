@@ -49,8 +49,7 @@ class MinedPairs:
         return int(self.src_indices.shape[0])
 
     def __iter__(self) -> Iterator[tuple[int, int, float]]:
-        for src, tgt, score in zip(self.src_indices.tolist(), self.tgt_indices.tolist(), self.scores.tolist()):
-            yield src, tgt, score
+        yield from zip(self.src_indices.tolist(), self.tgt_indices.tolist(), self.scores.tolist())
 
     def as_set(self) -> set[tuple[int, int]]:
         """The (src_index, tgt_index) pairs as a set."""
