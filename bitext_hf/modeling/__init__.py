@@ -14,6 +14,7 @@ __all__ = ["MODEL_FAMILIES", "register_auto_classes"]
 # Each model helper appends its own line here.
 MODEL_FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("laser3", "Laser3StudentConfig", "Laser3Student", ()),
+    ("onealigner", "OneAlignerConfig", "OneAlignerModel", ()),
 ]
 
 _registered = False

@@ -1,0 +1,39 @@
+"""OneAligner: BERTScore similarity with in-batch normalization over an XLM-R-like encoder (onealigner paper).
+
+``configuration_onealigner`` and ``modeling_onealigner`` are self-contained (remote code); ``retrieval`` adds the
+two-stage search that uses :mod:`bitext_hf.mining` and is therefore not shipped with checkpoints.
+"""
+
+from __future__ import annotations
+
+from bitext_hf.modeling.onealigner.configuration_onealigner import (
+    ONEALIGNER_ENCODER_TYPES,
+    OneAlignerConfig,
+    OneAlignerConfigError,
+)
+from bitext_hf.modeling.onealigner.modeling_onealigner import (
+    OneAlignerInputError,
+    OneAlignerModel,
+    OneAlignerOutput,
+    OneAlignerPreTrainedModel,
+    bertscore_matrix,
+    bertscore_pairs,
+    contrastive_loss,
+    normalize_scores,
+)
+from bitext_hf.modeling.onealigner.retrieval import two_stage_retrieve
+
+__all__ = [
+    "ONEALIGNER_ENCODER_TYPES",
+    "OneAlignerConfig",
+    "OneAlignerConfigError",
+    "OneAlignerInputError",
+    "OneAlignerModel",
+    "OneAlignerOutput",
+    "OneAlignerPreTrainedModel",
+    "bertscore_matrix",
+    "bertscore_pairs",
+    "contrastive_loss",
+    "normalize_scores",
+    "two_stage_retrieve",
+]
