@@ -1,0 +1,430 @@
+"""Distillation components: curriculum, masking, task mixing, teacher cache, loss, training dynamics, resume,
+bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from bitext_hf.distillation import (
+    Bitext,
+    CosineDistillationLoss,
+    DistillationBatches,
+    DistillationDataError,
+    Stream,
+    StudentEncoder,
+    TaskSampler,
+    TeacherEmbeddingCache,
+    compute_batch_loss,
+    curriculum_ratios,
+    curriculum_stage,
+    load_bitext,
+    mask_tokens,
+    prefix_length,
+    prefix_texts_and_ids,
+    read_lines,
+    split_held_out,
+)
+from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
+
+
+class CountingTeacher:
+    """A frozen torch teacher (a random tiny Laser3Student) behind the Encoder protocol, counting what it encodes."""
+
+    def __init__(self, tokenizer, dim: int = 24) -> None:
+        torch.manual_seed(123)
+        config = Laser3StudentConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=dim,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        )
+        self.model = Laser3Student(config).eval().requires_grad_(False)
+        self.encoder = StudentEncoder(self.model, tokenizer, max_length=64)
+        self.dim = dim
+        self.encoded = 0
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        self.encoded += len(sentences)
+        return self.encoder.encode(sentences, batch_size=batch_size)
+
+
+def tiny_student(tokenizer, projection_dim: int = 24, seed: int = 0) -> Laser3Student:
+    torch.manual_seed(seed)
+    config = Laser3StudentConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        projection_dim=projection_dim,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    return Laser3Student(config)
+
+
+@pytest.fixture
+def bitexts(tiny_parallel_corpus_by_language):
+    return [
+        Bitext(language, [xx for _, xx in pairs], [en for en, _ in pairs])
+        for language, pairs in tiny_parallel_corpus_by_language.items()
+    ]
+
+
+# ---------------------------------------------------------------- curriculum
+
+
+@pytest.mark.parametrize(
+    ("increment", "expected"),
+    [
+        (0.1, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]),
+        (0.2, [0.2, 0.4, 0.6, 0.8, 1.0]),
+        (0.3, [0.3, 0.6, 0.9, 1.0]),
+        (1.0, [1.0]),
+    ],
+)
+def test_curriculum_ratios(increment, expected):
+    assert curriculum_ratios(increment) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("num_subwords", "ratio", "expected"),
+    [
+        (10, 0.1, 1),
+        (10, 0.3, 3),
+        (10, 1.0, 10),
+        (7, 0.5, 4),
+        (7, 0.1, 1),
+        (3, 0.2, 1),
+        (1, 0.1, 1),
+        (0, 0.5, 0),
+        (20, 0.7, 14),
+        (9, 0.9, 9),
+    ],
+)
+def test_prefix_length(num_subwords, ratio, expected):
+    assert prefix_length(num_subwords, ratio) == expected
+
+
+def test_curriculum_stage_splits_steps_evenly():
+    stages = [curriculum_stage(step, 100, 10) for step in range(100)]
+    assert stages == [step // 10 for step in range(100)]
+    assert curriculum_stage(99, 100, 4) == 3 and curriculum_stage(0, 100, 4) == 0
+
+
+def test_prefix_texts_and_ids_cut_both_sides(tiny_tokenizer):
+    texts = ["Save the file before closing.", "Enregistrez le fichier avant de fermer."]
+    full = tiny_tokenizer(texts, add_special_tokens=False)["input_ids"]
+    for ratio in curriculum_ratios(0.1):
+        prefix_texts, prefix_ids = prefix_texts_and_ids(texts, tiny_tokenizer, ratio)
+        for text, ids, whole, cut in zip(texts, prefix_ids, full, prefix_texts):
+            assert ids == whole[: prefix_length(len(whole), ratio)]
+            assert text.startswith(cut) and cut
+    assert prefix_texts_and_ids(texts, tiny_tokenizer, 1.0)[0] == texts
+    short = prefix_texts_and_ids(texts, tiny_tokenizer, 0.1)[0]
+    assert all(len(cut) < len(text) for cut, text in zip(short, texts))
+
+
+def test_batches_follow_the_curriculum(tiny_tokenizer, bitexts, tmp_path):
+    cache = TeacherEmbeddingCache(tmp_path, CountingTeacher(tiny_tokenizer), "counting")
+    batches = DistillationBatches(
+        tokenizer=tiny_tokenizer,
+        cache=cache,
+        bitexts=bitexts[:1],
+        curriculum_languages=[bitexts[0].language],
+        total_steps=50,
+        batch_size=8,
+        task_weights={"distil": 1.0, "self": 0.0, "mask": 0.0},
+        curriculum_increment=0.2,
+    )
+    full_lengths = {
+        text: len(ids)
+        for text, ids in zip(
+            bitexts[0].student_texts, tiny_tokenizer(bitexts[0].student_texts, add_special_tokens=False)["input_ids"]
+        )
+    }
+    longest = max(full_lengths.values())
+    for step in range(50):
+        batch = batches[step]
+        ratio = batch["ratio"]
+        assert ratio == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0][step // 10])
+        real_lengths = batch["attention_mask"].sum(dim=1) - 2
+        assert int(real_lengths.max()) <= prefix_length(longest, ratio)
+    # Teacher embeddings of every stage were computed once each: 5 stages x 20 English sentences.
+    assert cache.teacher.encoded == 5 * len(bitexts[0])
+
+
+# ---------------------------------------------------------------- masking
+
+
+def test_masking_rate_and_labels():
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(5, 300, (400, 50))
+    input_ids[:, 0], input_ids[:, -1] = 0, 2
+    input_ids[:200, 40:] = 1  # padding
+    masked, labels = mask_tokens(input_ids, mask_token_id=4, special_token_ids=[0, 1, 2, 4], generator=generator)
+    maskable = (input_ids != 0) & (input_ids != 1) & (input_ids != 2)
+    is_masked = masked == 4
+    rate = is_masked.sum().item() / maskable.sum().item()
+    assert rate == pytest.approx(0.15, abs=0.01)
+    assert not (is_masked & ~maskable).any(), "special tokens and padding are never masked"
+    assert torch.equal(labels[is_masked], input_ids[is_masked])
+    assert (labels[~is_masked] == -100).all()
+    assert torch.equal(masked[~is_masked], input_ids[~is_masked])
+
+
+def test_every_short_sentence_gets_a_mask():
+    input_ids = torch.tensor([[0, 7, 2, 1, 1]] * 100)
+    masked, labels = mask_tokens(input_ids, mask_token_id=4, special_token_ids=[0, 1, 2, 4])
+    assert ((labels != -100).sum(dim=1) == 1).all() and (masked[:, 1] == 4).all()
+
+
+# ---------------------------------------------------------------- task mixing
+
+
+def test_task_mixing_proportions():
+    streams = [
+        Stream("distil", "wo", 900),
+        Stream("distil", "ff", 100),
+        Stream("self", "eng", 1000),
+        Stream("mask", "wo", 500),
+    ]
+    sampler = TaskSampler(streams, alpha=0.5, seed=3)
+    draws = [sampler.sample(step) for step in range(20000)]
+    tasks = np.array([stream.task for stream in draws])
+    total = 1.0 + 1.0 + 0.09
+    assert np.mean(tasks == "distil") == pytest.approx(1.0 / total, abs=0.015)
+    assert np.mean(tasks == "self") == pytest.approx(1.0 / total, abs=0.015)
+    assert np.mean(tasks == "mask") == pytest.approx(0.09 / total, abs=0.006)
+    distil_names = np.array([stream.name for stream in draws if stream.task == "distil"])
+    # size ** 0.5: 30 vs 10, so Wolof gets 3/4 of the distillation batches.
+    assert np.mean(distil_names == "wo") == pytest.approx(0.75, abs=0.02)
+    assert sampler.task_probabilities()["mask"] == pytest.approx(0.09 / total)
+    assert [sampler.sample(step) for step in range(50)] == draws[:50], "draws are a function of (seed, step)"
+
+
+def test_task_sampler_skips_tasks_without_data():
+    sampler = TaskSampler([Stream("distil", "wo", 10), Stream("mask", "wo", 10)])
+    assert sampler.task_probabilities() == pytest.approx({"distil": 1.0 / 1.09, "mask": 0.09 / 1.09})
+
+
+# ---------------------------------------------------------------- teacher cache
+
+
+def test_teacher_cache_computes_once_per_text_set_and_ratio(tiny_tokenizer, tmp_path):
+    teacher = CountingTeacher(tiny_tokenizer)
+    texts = ["Where is the station?", "It is raining today."]
+    first = TeacherEmbeddingCache(tmp_path, teacher, "t").get(texts)
+    assert isinstance(first, np.memmap) and first.shape == (2, 24)
+    again = TeacherEmbeddingCache(tmp_path, teacher, "t").get(texts)
+    np.testing.assert_array_equal(first, again)
+    assert teacher.encoded == 2
+    TeacherEmbeddingCache(tmp_path, teacher, "t").get(texts, prefix_ratio=0.5)
+    TeacherEmbeddingCache(tmp_path, teacher, "other-teacher").get(texts)
+    TeacherEmbeddingCache(tmp_path, teacher, "t").get(texts[:1])
+    assert teacher.encoded == 7
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_teacher_cache_rejects_bad_teacher_output(tmp_path):
+    class Broken:
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            return np.zeros((len(sentences) + 1, 4), dtype=np.float32)
+
+    with pytest.raises(DistillationDataError, match="shape"):
+        TeacherEmbeddingCache(tmp_path, Broken(), "broken").get(["a", "b"])
+    assert not list(tmp_path.iterdir()), "no partial cache file is left behind"
+
+
+# ---------------------------------------------------------------- loss
+
+
+def test_cosine_distillation_loss():
+    student, teacher = torch.randn(6, 8), torch.randn(6, 8)
+    expected = (1 - torch.nn.functional.cosine_similarity(student, teacher)).mean()
+    assert CosineDistillationLoss()(student, teacher).item() == pytest.approx(expected.item(), rel=1e-5)
+    assert CosineDistillationLoss()(teacher * 3, teacher).item() == pytest.approx(0.0, abs=1e-6)
+    with_contrastive = CosineDistillationLoss(contrastive_weight=0.5)(student, teacher)
+    assert with_contrastive.item() > expected.item()
+
+
+# ---------------------------------------------------------------- training dynamics
+
+
+def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitexts, tmp_path):
+    teacher = CountingTeacher(tiny_tokenizer)
+    teacher_before = {name: value.clone() for name, value in teacher.model.state_dict().items()}
+    cache = TeacherEmbeddingCache(tmp_path, teacher, "counting")
+    batches = DistillationBatches(
+        tokenizer=tiny_tokenizer,
+        cache=cache,
+        bitexts=bitexts,
+        mlm_languages=["fr"],
+        curriculum_languages=["fr"],
+        total_steps=60,
+        batch_size=16,
+        task_weights={"distil": 1.0, "self": 1.0, "mask": 0.3},
+        seed=1,
+    )
+    encoded_after_setup = teacher.encoded
+    student = tiny_student(tiny_tokenizer)
+    student_before = {name: value.clone() for name, value in student.state_dict().items()}
+    loss_module = CosineDistillationLoss()
+    # Probe batches: the last steps (full sentences), one MLM batch; losses per task before and after.
+    probe = [batches[step] for step in range(50, 60)] + [
+        batches[step] for step in range(60) if batches[step]["task"] == "mask"
+    ][:1]
+
+    def probe_losses() -> dict[str, float]:
+        totals: dict[str, float] = {}
+        with torch.no_grad():
+            for batch in probe:
+                totals[batch["task"]] = (
+                    totals.get(batch["task"], 0.0) + compute_batch_loss(student, batch, loss_module).item()
+                )
+        return totals
+
+    initial = probe_losses()
+    optimizer = torch.optim.AdamW(student.parameters(), lr=3e-3)
+    seen_tasks = set()
+    for step in range(60):
+        batch = batches[step]
+        seen_tasks.add(batch["task"])
+        loss = compute_batch_loss(student, batch, loss_module)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    final = probe_losses()
+    assert seen_tasks == {"distil", "self", "mask"}
+    for task in ("distil", "self"):
+        assert final[task] < 0.5 * initial[task], (task, initial, final)
+    assert final["mask"] < initial["mask"], (initial, final)
+    changed = [name for name, value in student.state_dict().items() if not torch.equal(value, student_before[name])]
+    assert "layers.0.attention.query.weight" in changed and "projection.weight" in changed
+    assert "lm_head.decoder.weight" in changed
+    for name, value in teacher.model.state_dict().items():
+        assert torch.equal(value, teacher_before[name]), f"teacher parameter {name} changed"
+    assert teacher.encoded == encoded_after_setup, "teacher embeddings are never recomputed during training"
+
+
+def test_resume_from_checkpoint_reproduces_the_run(tiny_tokenizer, bitexts, tmp_path):
+    from bitext_hf.training import LoopArguments, run_training_loop
+
+    cache = TeacherEmbeddingCache(tmp_path / "cache", CountingTeacher(tiny_tokenizer), "counting")
+    batches = DistillationBatches(
+        tokenizer=tiny_tokenizer,
+        cache=cache,
+        bitexts=bitexts,
+        mlm_languages=["de"],
+        curriculum_languages=["de"],
+        total_steps=6,
+        batch_size=8,
+        seed=5,
+    )
+    loss_module = CosineDistillationLoss()
+
+    def train(output_dir, max_steps, resume=None):
+        student = tiny_student(tiny_tokenizer, seed=7)
+        args = LoopArguments(
+            output_dir=str(output_dir),
+            max_steps=max_steps,
+            per_device_train_batch_size=1,
+            learning_rate=1e-3,
+            save_steps=3,
+            logging_steps=0,
+            disable_tqdm=True,
+            seed=5,
+            resume_from_checkpoint=resume,
+        )
+        return run_training_loop(
+            student,
+            batches,
+            args=args,
+            compute_loss=lambda model, batch: compute_batch_loss(model, batch, loss_module),
+            collate_fn=lambda samples: samples[0],
+            shuffle=False,
+        ).model
+
+    # The learning-rate schedule depends on max_steps, so the interrupted run is the same 6-step run stopped early:
+    # resume continues from its step-3 checkpoint.
+    uninterrupted = train(tmp_path / "full", 6)
+    train(tmp_path / "resumed", 6)
+    resumed_dir = tmp_path / "resumed"
+    for stale in ["checkpoint-6"]:
+        import shutil
+
+        shutil.rmtree(resumed_dir / stale)
+    resumed = train(resumed_dir, 6, resume=str(resumed_dir / "checkpoint-3"))
+    for (name, value), other in zip(uninterrupted.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(value, other), name
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_misaligned_files_are_rejected(tmp_path):
+    (tmp_path / "wo.txt").write_text("Jàng\nBind\nDem\n", encoding="utf-8")
+    (tmp_path / "en.txt").write_text("Read\nWrite\n", encoding="utf-8")
+    with pytest.raises(DistillationDataError, match=r"3 lines but .* has 2"):
+        load_bitext(f"wo={tmp_path / 'wo.txt'},{tmp_path / 'en.txt'}")
+    with pytest.raises(DistillationDataError, match="line-aligned"):
+        Bitext("wo", ["a", "b"], ["a"])
+
+
+def test_empty_lines_are_rejected(tmp_path):
+    (tmp_path / "pairs.tsv").write_text("Read\tJàng\n\nWrite\tBind\n", encoding="utf-8")
+    with pytest.raises(DistillationDataError, match=r"pairs.tsv:2: empty line"):
+        load_bitext(f"wo={tmp_path / 'pairs.tsv'}")
+    (tmp_path / "bad.tsv").write_text("Read\tJàng\nWrite\t \n", encoding="utf-8")
+    with pytest.raises(DistillationDataError, match=r"bad.tsv:2"):
+        load_bitext(f"wo={tmp_path / 'bad.tsv'}")
+    with pytest.raises(DistillationDataError, match="not found"):
+        read_lines(tmp_path / "missing.txt")
+    with pytest.raises(DistillationDataError, match="LANG=SOURCE"):
+        load_bitext(str(tmp_path / "pairs.tsv"))
+
+
+def test_language_without_data_is_rejected(tiny_tokenizer, bitexts, tmp_path):
+    cache = TeacherEmbeddingCache(tmp_path, CountingTeacher(tiny_tokenizer), "counting")
+    common = dict(tokenizer=tiny_tokenizer, cache=cache, bitexts=bitexts, total_steps=4)
+    with pytest.raises(DistillationDataError, match="'wo' has no data"):
+        DistillationBatches(**common, mlm_languages=["wo"])
+    with pytest.raises(DistillationDataError, match="'wo' has no data"):
+        DistillationBatches(**common, curriculum_languages=["wo"])
+    with pytest.raises(DistillationDataError, match="'fr' has no data"):
+        DistillationBatches(**common, monolingual={"fr": []}, mlm_languages=["fr"])
+    with pytest.raises(DistillationDataError, match="'wo' has no data"):
+        Bitext("wo", [], [])
+
+
+def test_split_held_out_never_leaks(bitexts):
+    train, test = split_held_out(bitexts[0], 5, seed=1)
+    assert len(test) == 5 and len(train) == 15
+    assert not set(train.teacher_texts) & set(test.teacher_texts)
+    with pytest.raises(DistillationDataError, match="cannot hold out"):
+        split_held_out(bitexts[0], 20)
+
+
+def test_student_encoder_matches_model_and_normalises(tiny_tokenizer):
+    student = tiny_student(tiny_tokenizer).eval()
+    encoder = StudentEncoder(student, tiny_tokenizer)
+    texts = ["Hoy llueve.", "The children play in the garden.", "Où est la gare ?"]
+    embeddings = encoder.encode(texts, batch_size=2)
+    assert embeddings.dtype == np.float32 and embeddings.shape == (3, 24)
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, rtol=1e-5)
+    single = np.concatenate([encoder.encode([text]) for text in texts])
+    np.testing.assert_allclose(embeddings, single, atol=1e-5)
+
+
+def test_loop_arguments_are_dataclasses():
+    from bitext_hf.training import LoopArguments
+
+    assert dataclasses.is_dataclass(LoopArguments)
