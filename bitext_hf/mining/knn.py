@@ -165,7 +165,7 @@ def bidirectional_knn(
                 )
             fwd_vals[r0:r1], fwd_idx[r0:r1] = row_vals, row_idx
 
-    logger.info(
+    logger.debug(
         "bidirectional kNN: %d x %d, d=%d, k=%d/%d, blocks %d x %d on %s in %.2fs",
         n, m, x.shape[1], k_fwd, k_bwd, block_rows, block_cols, dev, time.perf_counter() - start,
     )  # fmt: skip
