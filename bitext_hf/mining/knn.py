@@ -89,7 +89,7 @@ def _merge_topk(
     """Top-k along dim 1 of the union of two candidate lists (both (rows, *))."""
     all_values = torch.cat([values, new_values], dim=1)
     all_indices = torch.cat([indices, new_indices], dim=1)
-    top_values, position = all_values.topk(k, dim=1)
+    top_values, position = all_values.topk(min(k, all_values.shape[1]), dim=1)
     return top_values, all_indices.gather(1, position)
 
 
