@@ -66,7 +66,7 @@ def test_tsv_pairs_with_header_and_errors(tmp_path):
 def test_moses_files_must_align(tmp_path):
     src = write(tmp_path / "c.en", "Hello\nYes\n")
     assert read_moses(src, write(tmp_path / "c.de", "Hallo\nJa\n")) == (["Hello", "Yes"], ["Hallo", "Ja"])
-    with pytest.raises(DataValidationError, match="has 2 lines but .* has 3"):
+    with pytest.raises(DataValidationError, match=r"has 2 lines but .* has 3"):
         read_moses(src, write(tmp_path / "d.de", "Hallo\nJa\nNein\n"))
 
 
