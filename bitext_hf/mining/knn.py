@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,6 +78,13 @@ def _check_pair(x: np.ndarray, y: np.ndarray, x_name: str, y_name: str) -> tuple
     return x, y
 
 
+def _as_tensor(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A tensor view of ``array``; read-only inputs (memory-mapped .npy files) are fine since nothing writes to it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array).to(device)
+
+
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -130,7 +138,7 @@ def bidirectional_knn(
     block_rows = max(1, min(n, block_elements // block_cols))
     start = time.perf_counter()
 
-    y_all = torch.from_numpy(y).to(dev)
+    y_all = _as_tensor(y, dev)
     fwd_vals = torch.empty((n, k_fwd), dtype=torch.float32, device=dev)
     fwd_idx = torch.empty((n, k_fwd), dtype=torch.int64, device=dev)
     bwd_vals = torch.full((m, k_bwd), -math.inf, dtype=torch.float32, device=dev)
@@ -144,7 +152,7 @@ def bidirectional_knn(
     with torch.inference_mode():
         for r0 in row_starts:
             r1 = min(n, r0 + block_rows)
-            x_block = torch.from_numpy(x[r0:r1]).to(dev)
+            x_block = _as_tensor(x[r0:r1], dev)
             row_vals = row_idx = None
             for c0 in range(0, m, block_cols):
                 c1 = min(m, c0 + block_cols)
