@@ -9,7 +9,16 @@ German and Spanish, in that order (rows 0-19 French, 20-39 German, 40-59 Spanish
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# Tests never touch the network: make every Hugging Face library fail fast instead of trying to download.
+for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.setdefault(_variable, "1")
+# Remote code loaded by tests (trust_remote_code) is cached here, not in the user's ~/.cache/huggingface/modules.
+os.environ.setdefault("HF_MODULES_CACHE", tempfile.mkdtemp(prefix="bitext-hf-test-modules-"))
 
 # English, French, German, Spanish; written for these tests.
 _PARALLEL_ROWS: tuple[tuple[str, str, str, str], ...] = (

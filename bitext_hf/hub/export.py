@@ -1,0 +1,395 @@
+"""Save a trained model as a Hub-ready folder (weights, remote code, tokenizer, card, sentence-transformers modules).
+
+``save_for_hub`` writes one folder that loads three ways:
+
+* ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` anywhere (the modeling code travels with it), and
+  without ``trust_remote_code`` once ``bitext_hf`` is imported;
+* ``AutoTokenizer.from_pretrained(folder)``;
+* ``SentenceTransformer(folder, trust_remote_code=True)``: ``Transformer -> Pooling -> [Dense] -> [Normalize]``.
+
+The contract with the model (what sentence-transformers 6 relies on): ``forward`` accepts ``input_ids`` and
+``attention_mask`` (and ``return_dict``, or ``**kwargs``) and returns a ``ModelOutput`` whose ``last_hidden_state``
+(or the field named by ``token_embeddings_field``) holds the token vectors, shape (batch, length, dim). With
+``pooling="model"`` the model's own pooled field (``sentence_embedding``) is used instead of a Pooling module.
+``save_for_hub`` runs the model on a probe sentence first and refuses, with the reason, a model that breaks it.
+
+``push_to_hub`` uploads such a folder with ``huggingface_hub``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "POOLING_MODES",
+    "HubExportError",
+    "push_to_hub",
+    "save_for_hub",
+]
+
+logger = logging.getLogger(__name__)
+
+# sentence-transformers' Pooling modes, plus "model": the model's own pooled output.
+POOLING_MODES = ("mean", "max", "cls", "lasttoken", "mean_sqrt_len_tokens", "weightedmean", "model")
+_SENTENCE_TRANSFORMERS_KEYS = {
+    "pooling",
+    "pooling_mode",  # alias of "pooling"
+    "normalize",
+    "dense",
+    "dense_activation",
+    "max_seq_length",
+    "token_embeddings_field",
+    "sentence_embedding_field",
+    "verify",
+}
+_PROBE_SENTENCES = ("The cat sleeps on the sofa.", "Le chat dort.")
+_ST_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
+_ST_MODULE_FOLDER = re.compile(r"^\d+_[A-Za-z]+$")  # 1_Pooling, 2_Dense, 3_Normalize
+
+
+class HubExportError(ValueError):
+    """The model, tokenizer, options or folder cannot make a valid Hub export."""
+
+
+def _sentence_transformers_modules():
+    """The installed sentence-transformers module classes (their import path moved in version 6)."""
+    try:
+        from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
+    except ImportError:  # sentence-transformers < 6
+        from sentence_transformers.models import Dense, Normalize, Pooling, Transformer
+    return Transformer, Pooling, Dense, Normalize
+
+
+def _class_reference(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+def _st_major_version() -> int:
+    import sentence_transformers
+
+    return int(sentence_transformers.__version__.split(".")[0])
+
+
+def _normalize_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(options) - _SENTENCE_TRANSFORMERS_KEYS)
+    if unknown:
+        raise HubExportError(
+            f"unknown sentence_transformers option(s) {unknown}; known: {sorted(_SENTENCE_TRANSFORMERS_KEYS)}"
+        )
+    if "pooling" in options and "pooling_mode" in options and options["pooling"] != options["pooling_mode"]:
+        raise HubExportError("give either 'pooling' or 'pooling_mode' (they are the same option), not both")
+    pooling = options.get("pooling", options.get("pooling_mode", "mean"))
+    if pooling not in POOLING_MODES:
+        raise HubExportError(f"sentence_transformers pooling must be one of {POOLING_MODES}, got {pooling!r}")
+    dense = options.get("dense")
+    if dense is not None and not isinstance(dense, torch.nn.Linear):
+        raise HubExportError(f"sentence_transformers 'dense' must be a torch.nn.Linear, got {type(dense).__name__}")
+    activation = options.get("dense_activation")
+    if activation not in (None, "tanh"):
+        raise HubExportError(f"dense_activation must be None or 'tanh', got {activation!r}")
+    max_seq_length = options.get("max_seq_length")
+    if max_seq_length is not None and (not isinstance(max_seq_length, int) or max_seq_length < 2):
+        raise HubExportError(f"max_seq_length must be an int >= 2, got {max_seq_length!r}")
+    if pooling == "model" and _st_major_version() < 6:
+        raise HubExportError("pooling='model' needs sentence-transformers >= 6; use a Pooling mode instead")
+    return {
+        "pooling": pooling,
+        "normalize": bool(options.get("normalize", False)),
+        "dense": dense,
+        "dense_activation": activation,
+        "max_seq_length": max_seq_length,
+        "token_embeddings_field": options.get("token_embeddings_field", "last_hidden_state"),
+        "sentence_embedding_field": options.get("sentence_embedding_field", "sentence_embedding"),
+        "verify": bool(options.get("verify", False)),
+    }
+
+
+def _output_field(output: Any, field: str) -> torch.Tensor | None:
+    if isinstance(output, Mapping):
+        return output.get(field)
+    return getattr(output, field, None)
+
+
+def _probe(model: torch.nn.Module, tokenizer: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Run the model as sentence-transformers will and check the contract; returns the probe inputs and outputs."""
+    features = tokenizer(list(_PROBE_SENTENCES), padding=True, truncation=True, return_tensors="pt")
+    features = {key: value for key, value in features.items() if key in ("input_ids", "attention_mask")}
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            output = model(**{key: value.to(device) for key, value in features.items()}, return_dict=True)
+    except TypeError as error:
+        raise HubExportError(
+            f"{type(model).__name__}.forward(input_ids=..., attention_mask=..., return_dict=True) failed ({error}): "
+            "sentence-transformers calls it that way"
+        ) from error
+    finally:
+        model.train(was_training)
+    field = options["sentence_embedding_field"] if options["pooling"] == "model" else options["token_embeddings_field"]
+    values = _output_field(output, field)
+    expected_ndim = 2 if options["pooling"] == "model" else 3
+    if not isinstance(values, torch.Tensor) or values.ndim != expected_ndim:
+        shape = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
+        raise HubExportError(
+            f"{type(model).__name__}'s output has no {expected_ndim}-d tensor {field!r} (got {shape}); set "
+            f"sentence_transformers={{'{'sentence' if expected_ndim == 2 else 'token'}_embeddings_field': ...}}"
+        )
+    dimension = values.shape[-1]
+    dense = options["dense"]
+    if dense is not None and dense.in_features != dimension:
+        raise HubExportError(f"the Dense layer takes {dense.in_features} features but the embeddings have {dimension}")
+    return {"features": features, "values": values.float().cpu(), "dimension": dimension}
+
+
+def _expected_embeddings(probe: dict[str, Any], options: dict[str, Any]) -> torch.Tensor | None:
+    """The embeddings the export should give for the probe sentences, computed by hand (None: mode not covered)."""
+    values, mask = probe["values"], probe["features"]["attention_mask"].unsqueeze(-1).float()
+    pooling = options["pooling"]
+    if pooling == "model":
+        pooled = values
+    elif pooling == "mean":
+        pooled = (values * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    elif pooling == "max":
+        pooled = values.masked_fill(mask == 0, -1e9).amax(1)
+    elif pooling == "cls":
+        pooled = values[:, 0]
+    else:
+        return None
+    dense = options["dense"]
+    if dense is not None:
+        pooled = torch.nn.functional.linear(pooled, dense.weight.detach().float().cpu(), _cpu_bias(dense))
+        if options["dense_activation"] == "tanh":
+            pooled = torch.tanh(pooled)
+    if options["normalize"]:
+        pooled = torch.nn.functional.normalize(pooled, dim=-1)
+    return pooled
+
+
+def _cpu_bias(dense: torch.nn.Linear) -> torch.Tensor | None:
+    return None if dense.bias is None else dense.bias.detach().float().cpu()
+
+
+def _register_remote_code(model: Any) -> bool:
+    """Ship the model's code with its weights unless it is a class of transformers itself."""
+    model_class, config_class = type(model), type(model.config)
+    if model_class.__module__.startswith("transformers.") or model_class.__module__ == "__main__":
+        return False
+    config_class.register_for_auto_class()
+    model_class.register_for_auto_class("AutoModel")
+    return True
+
+
+def _write_sentence_transformers(folder: Path, options: dict[str, Any], dimension: int, tokenizer: Any) -> None:
+    transformer_class, pooling_class, dense_class, normalize_class = _sentence_transformers_modules()
+    modules: list[tuple[str, Any]] = []  # (path, module or None for the Transformer at the root)
+    if options["pooling"] != "model":
+        modules.append(("1_Pooling", pooling_class(dimension, pooling_mode=options["pooling"])))
+    dense = options["dense"]
+    if dense is not None:
+        activation = torch.nn.Tanh() if options["dense_activation"] == "tanh" else torch.nn.Identity()
+        dense_module = dense_class(
+            dense.in_features,
+            dense.out_features,
+            bias=dense.bias is not None,
+            activation_function=activation,
+            init_weight=dense.weight.detach().float().cpu().clone(),
+            init_bias=None if dense.bias is None else _cpu_bias(dense).clone(),
+        )
+        modules.append((f"{len(modules) + 1}_Dense", dense_module))
+    if options["normalize"]:
+        modules.append((f"{len(modules) + 1}_Normalize", normalize_class()))
+
+    transformer_config: dict[str, Any] = {"do_lower_case": False}
+    max_seq_length = options["max_seq_length"] or getattr(tokenizer, "model_max_length", None)
+    if isinstance(max_seq_length, int) and max_seq_length < 1_000_000:  # tokenizers without a limit say 1e30
+        transformer_config["max_seq_length"] = max_seq_length
+    if _st_major_version() >= 6:
+        pooled_by_model = options["pooling"] == "model"
+        field = options["sentence_embedding_field"] if pooled_by_model else options["token_embeddings_field"]
+        transformer_config.update(
+            transformer_task="feature-extraction",
+            modality_config={"text": {"method": "forward", "method_output_name": field}},
+            module_output_name="sentence_embedding" if pooled_by_model else "token_embeddings",
+        )
+    (folder / "sentence_bert_config.json").write_text(json.dumps(transformer_config, indent=2), encoding="utf-8")
+
+    entries = [{"idx": 0, "name": "0", "path": "", "type": _class_reference(transformer_class)}]
+    for index, (path, module) in enumerate(modules, start=1):
+        (folder / path).mkdir()
+        module.save(str(folder / path))
+        entries.append({"idx": index, "name": str(index), "path": path, "type": _class_reference(type(module))})
+    (folder / "modules.json").write_text(json.dumps(entries, indent=2), encoding="utf-8")
+
+    import sentence_transformers
+    import transformers
+
+    model_config = {
+        "model_type": "SentenceTransformer",
+        "__version__": {
+            "sentence_transformers": sentence_transformers.__version__,
+            "transformers": transformers.__version__,
+            "pytorch": torch.__version__,
+        },
+        "prompts": {},
+        "default_prompt_name": None,
+        "similarity_fn_name": "cosine",
+    }
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(model_config, indent=2), encoding="utf-8")
+
+
+def _verify_sentence_transformers(folder: Path, probe: dict[str, Any], options: dict[str, Any]) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    expected = _expected_embeddings(probe, options)
+    loaded = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
+    actual = torch.as_tensor(loaded.encode(list(_PROBE_SENTENCES), convert_to_numpy=True))
+    if expected is None:
+        return
+    if actual.shape != expected.shape or not torch.allclose(actual, expected, atol=1e-4, rtol=1e-3):
+        raise HubExportError(
+            "the sentence-transformers export does not reproduce the model's pooled embeddings "
+            f"(max difference {(actual - expected).abs().max().item() if actual.shape == expected.shape else 'shape'})"
+        )
+
+
+def _move_into(staging: Path, output_dir: Path) -> None:
+    """Move the finished files into ``output_dir`` (which may hold other things, e.g. checkpoints)."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    # Module folders of an earlier export (1_Pooling, 2_Dense, ...) would confuse modules.json if left behind.
+    for stale in output_dir.iterdir():
+        if stale.is_dir() and _ST_MODULE_FOLDER.match(stale.name) and not (staging / stale.name).exists():
+            shutil.rmtree(stale)
+    for item in staging.iterdir():
+        target = output_dir / item.name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(item, target)
+
+
+def save_for_hub(
+    model: Any,
+    tokenizer: Any,
+    output_dir: str | os.PathLike,
+    *,
+    model_card: str,
+    sentence_transformers: Mapping[str, Any] | None = None,
+    remote_code: bool = True,
+) -> Path:
+    """Write ``model`` (a ``PreTrainedModel``), ``tokenizer`` and ``model_card`` to ``output_dir`` for the Hub.
+
+    Args:
+        model: the trained model; saved with ``save_pretrained`` (safetensors).
+        tokenizer: saved with ``save_pretrained`` next to it.
+        output_dir: the folder; created if missing. Files of an earlier export are replaced, other files (e.g.
+            training checkpoints) are kept. Everything is written to a temporary folder first and moved in at the
+            end, so a failure leaves no half-written export.
+        model_card: the README.md text, e.g. from :func:`bitext_hf.hub.render_model_card`.
+        sentence_transformers: ``None`` for no sentence-transformers export, else a dict of:
+            ``pooling`` (alias ``pooling_mode``): ``mean`` (default), ``max``, ``cls``, ``lasttoken``,
+            ``mean_sqrt_len_tokens``, ``weightedmean``, or ``model`` (the model's own pooled output
+            ``sentence_embedding_field``, default "sentence_embedding"; sentence-transformers >= 6);
+            ``dense``: a ``torch.nn.Linear`` applied after pooling (its weights are copied), ``dense_activation``:
+            None (identity) or "tanh"; ``normalize``: append L2 normalization (default False);
+            ``max_seq_length``: truncation length (default: the tokenizer's); ``token_embeddings_field``: the
+            output field with token vectors (default "last_hidden_state"); ``verify``: reload the export with
+            ``SentenceTransformer`` and check it reproduces the pooling computed here (default False).
+        remote_code: register the model's (non-transformers) classes for ``AutoConfig``/``AutoModel`` so that
+            ``save_pretrained`` copies their source files and writes ``auto_map`` into config.json.
+
+    Returns:
+        The output folder.
+
+    Raises:
+        HubExportError: an unknown or invalid option, or a model that breaks the sentence-transformers contract
+            (see the module docstring).
+    """
+    if not isinstance(model_card, str) or not model_card.strip():
+        raise HubExportError("model_card must be the non-empty README.md text (see bitext_hf.hub.render_model_card)")
+    if not hasattr(model, "save_pretrained") or not hasattr(model, "config"):
+        raise HubExportError(f"save_for_hub needs a transformers PreTrainedModel, got {type(model).__name__}")
+    if tokenizer is None or not hasattr(tokenizer, "save_pretrained"):
+        raise HubExportError("save_for_hub needs the tokenizer (anything with save_pretrained)")
+    options = _normalize_options(sentence_transformers) if sentence_transformers is not None else None
+    probe = _probe(model, tokenizer, options) if options is not None else None
+
+    output_dir = Path(output_dir)
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    # A fixed name (not mkdtemp): `verify` loads remote code from here, and transformers caches modules by folder name.
+    staging = output_dir.parent / f".{output_dir.name}.staging"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    try:
+        shipped_code = remote_code and _register_remote_code(model)
+        model.save_pretrained(str(staging), safe_serialization=True)
+        tokenizer.save_pretrained(str(staging))
+        (staging / "README.md").write_text(model_card if model_card.endswith("\n") else model_card + "\n", "utf-8")
+        if options is not None:
+            _write_sentence_transformers(staging, options, probe["dimension"], tokenizer)
+            if options["verify"]:
+                _verify_sentence_transformers(staging, probe, options)
+        if output_dir.is_dir():
+            for name in _ST_FILES:  # an earlier export with sentence-transformers files, this one without
+                if options is None and (output_dir / name).exists():
+                    (output_dir / name).unlink()
+        _move_into(staging, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    logger.info(
+        "Saved %s to %s (remote code: %s, sentence-transformers: %s)",
+        type(model).__name__,
+        output_dir,
+        shipped_code,
+        options["pooling"] if options else "no",
+    )
+    return output_dir
+
+
+def push_to_hub(
+    output_dir: str | os.PathLike,
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+    commit_message: str = "Upload model trained with bitext-hf",
+    revision: str | None = None,
+) -> str:
+    """Create ``repo_id`` on the Hub if needed and upload the folder written by :func:`save_for_hub`.
+
+    Returns the URL of the commit. Raises :class:`HubExportError` before any network access when the folder is not
+    an export (no config.json) or ``repo_id`` is not of the form ``owner/name`` or ``name``.
+    """
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        raise HubExportError(f"{str(folder)!r} is not a folder: run save_for_hub first")
+    if not (folder / "config.json").is_file():
+        raise HubExportError(f"{str(folder)!r} has no config.json: it is not a saved model (run save_for_hub first)")
+    if not repo_id or repo_id.count("/") > 1 or repo_id.startswith("/") or repo_id.endswith("/"):
+        raise HubExportError(f"repo_id must look like 'owner/name' or 'name', got {repo_id!r}")
+    if not (folder / "README.md").is_file():
+        logger.warning("%s has no README.md: the Hub page will have no model card", folder)
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+    # Checkpoints and logs of the training run stay local.
+    commit = api.upload_folder(
+        repo_id=repo_id,
+        folder_path=str(folder),
+        commit_message=commit_message,
+        revision=revision,
+        repo_type="model",
+        ignore_patterns=["checkpoint-*", "checkpoint-*/**", "logs.jsonl", ".*"],
+    )
+    return str(getattr(commit, "commit_url", commit))

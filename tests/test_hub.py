@@ -1,0 +1,322 @@
+"""Tests for ``bitext_hf.hub``: model cards, the Hub export with sentence-transformers modules, push refusal.
+
+The export is checked end to end with a tiny custom model whose source is written here into a module file (as a
+model engineer's ``modeling_*.py`` would be), registered for the Auto classes by ``save_for_hub`` and reloaded with
+``AutoModel.from_pretrained(..., trust_remote_code=True)`` and ``SentenceTransformer(..., trust_remote_code=True)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import textwrap
+
+import pytest
+import torch
+import yaml
+
+from bitext_hf.hub import (
+    MISSING_VALUE,
+    HubExportError,
+    ModelCardError,
+    available_templates,
+    markdown_table,
+    push_to_hub,
+    render_model_card,
+    save_for_hub,
+    template_fields,
+)
+
+TINY_MODEL_SOURCE = '''
+"""A tiny encoder for the hub tests: embeddings + 2 Transformer layers, hidden 32."""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
+from transformers.utils import ModelOutput
+
+
+class TinyHubConfig(PretrainedConfig):
+    model_type = "tiny-hub-test"
+
+    def __init__(self, vocab_size=300, hidden_size=32, num_hidden_layers=2, pad_token_id=1, **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        super().__init__(pad_token_id=pad_token_id, **kwargs)
+
+
+@dataclass
+class TinyHubOutput(ModelOutput):
+    loss: torch.FloatTensor | None = None
+    last_hidden_state: torch.FloatTensor | None = None
+    sentence_embedding: torch.FloatTensor | None = None
+
+
+class TinyHubModel(PreTrainedModel):
+    config_class = TinyHubConfig
+    base_model_prefix = "tiny"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        layer = nn.TransformerEncoderLayer(config.hidden_size, 2, 64, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, config.num_hidden_layers, enable_nested_tensor=False)
+        self.post_init()
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.data.normal_(0.0, 0.5)
+
+    def forward(self, input_ids, attention_mask=None, labels=None, return_dict=None, **kwargs):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        hidden = self.encoder(self.embeddings(input_ids), src_key_padding_mask=attention_mask == 0)
+        pooled = hidden.masked_fill(attention_mask.unsqueeze(-1) == 0, -1e4).amax(1) * 2.0
+        loss = None if labels is None else pooled.pow(2).mean()
+        return TinyHubOutput(loss=loss, last_hidden_state=hidden, sentence_embedding=pooled)
+'''
+
+SENTENCES = ["The cat sleeps on the sofa.", "Le chat dort.", "¿Dónde está la estación?"]
+
+
+@pytest.fixture
+def tiny_model_class(tmp_path, monkeypatch):
+    """Import the tiny model from a module file of its own (remote code must be a file to copy)."""
+    module_dir = tmp_path / "code"
+    module_dir.mkdir()
+    (module_dir / "tiny_hub_model.py").write_text(TINY_MODEL_SOURCE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(module_dir))
+    sys.modules.pop("tiny_hub_model", None)
+    module = importlib.import_module("tiny_hub_model")
+    yield module
+    sys.modules.pop("tiny_hub_model", None)
+
+
+@pytest.fixture
+def tiny_model(tiny_model_class, tiny_tokenizer):
+    torch.manual_seed(0)
+    config = tiny_model_class.TinyHubConfig(vocab_size=len(tiny_tokenizer))
+    return tiny_model_class.TinyHubModel(config).eval()
+
+
+def manual_embeddings(model, tokenizer, pooling, dense=None, normalize=False):
+    batch = tokenizer(SENTENCES, padding=True, truncation=True, return_tensors="pt")
+    with torch.no_grad():
+        output = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    tokens, mask = output.last_hidden_state, batch["attention_mask"].unsqueeze(-1).float()
+    if pooling == "mean":
+        pooled = (tokens * mask).sum(1) / mask.sum(1)
+    elif pooling == "max":
+        pooled = tokens.masked_fill(mask == 0, float("-inf")).amax(1)
+    elif pooling == "cls":
+        pooled = tokens[:, 0]
+    else:
+        pooled = output.sentence_embedding
+    if dense is not None:
+        with torch.no_grad():
+            pooled = dense(pooled)
+    if normalize:
+        pooled = torch.nn.functional.normalize(pooled, dim=-1)
+    return pooled
+
+
+@pytest.mark.parametrize(
+    ("options", "expected_modules"),
+    [
+        ({"pooling": "mean"}, ["Transformer", "Pooling"]),
+        ({"pooling_mode": "max", "normalize": True}, ["Transformer", "Pooling", "Normalize"]),
+        ({"pooling": "cls", "dense": "linear", "normalize": True}, ["Transformer", "Pooling", "Dense", "Normalize"]),
+        ({"pooling": "model", "verify": True}, ["Transformer"]),
+    ],
+)
+def test_sentence_transformers_export_matches_manual_pooling(
+    tiny_model, tiny_tokenizer, tmp_path, options, expected_modules
+):
+    from sentence_transformers import SentenceTransformer
+
+    options = dict(options)
+    dense = None
+    if options.get("dense") == "linear":
+        torch.manual_seed(1)
+        dense = options["dense"] = torch.nn.Linear(32, 16)
+    output_dir = tmp_path / "export"
+    save_for_hub(tiny_model, tiny_tokenizer, output_dir, model_card="# Tiny\n", sentence_transformers=options)
+
+    modules = json.loads((output_dir / "modules.json").read_text())
+    assert [entry["type"].rsplit(".", 1)[1] for entry in modules] == expected_modules
+    encoder = SentenceTransformer(str(output_dir), trust_remote_code=True, device="cpu")
+    actual = torch.as_tensor(encoder.encode(SENTENCES, convert_to_numpy=True))
+    pooling = options.get("pooling", options.get("pooling_mode"))
+    expected = manual_embeddings(tiny_model, tiny_tokenizer, pooling, dense, options.get("normalize", False))
+    assert actual.shape == expected.shape == (3, 16 if dense is not None else 32)
+    torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-4)
+    if options.get("normalize"):
+        torch.testing.assert_close(actual.norm(dim=-1), torch.ones(3))
+
+
+def test_export_loads_with_auto_classes_and_ships_code(tiny_model, tiny_tokenizer, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    output_dir = tmp_path / "export"
+    card = render_model_card("generic", model_name="Tiny", model_path=str(output_dir))
+    save_for_hub(tiny_model, tiny_tokenizer, output_dir, model_card=card, sentence_transformers=None)
+
+    names = {path.name for path in output_dir.iterdir()}
+    assert {"config.json", "model.safetensors", "tiny_hub_model.py", "README.md", "tokenizer.json"} <= names
+    assert not names & {"modules.json", "sentence_bert_config.json"}
+    config = json.loads((output_dir / "config.json").read_text())
+    assert config["auto_map"] == {
+        "AutoConfig": "tiny_hub_model.TinyHubConfig",
+        "AutoModel": "tiny_hub_model.TinyHubModel",
+    }
+    assert (output_dir / "README.md").read_text() == card
+    reloaded = AutoModel.from_pretrained(str(output_dir), trust_remote_code=True).eval()
+    assert type(reloaded).__name__ == "TinyHubModel"
+    tokenizer = AutoTokenizer.from_pretrained(str(output_dir))
+    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(**batch).last_hidden_state, tiny_model(**batch).last_hidden_state)
+    assert not (tmp_path / ".export.staging").exists()  # the staging folder is gone
+
+
+def test_export_into_a_training_folder_keeps_checkpoints_and_replaces_old_export(tiny_model, tiny_tokenizer, tmp_path):
+    output_dir = tmp_path / "run"
+    (output_dir / "checkpoint-5").mkdir(parents=True)
+    (output_dir / "checkpoint-5" / "loop_state.json").write_text("{}")
+    dense = torch.nn.Linear(32, 8)
+    options = {"pooling": "mean", "dense": dense, "normalize": True}
+    save_for_hub(tiny_model, tiny_tokenizer, output_dir, model_card="# v1\n", sentence_transformers=options)
+    assert (output_dir / "2_Dense").is_dir() and (output_dir / "3_Normalize").is_dir()
+    save_for_hub(tiny_model, tiny_tokenizer, output_dir, model_card="# v2\n", sentence_transformers={"pooling": "max"})
+    assert (output_dir / "checkpoint-5" / "loop_state.json").is_file()
+    assert not (output_dir / "2_Dense").exists() and not (output_dir / "3_Normalize").exists()
+    assert (output_dir / "README.md").read_text() == "# v2\n"
+    pooling = json.loads((output_dir / "1_Pooling" / "config.json").read_text())
+    assert pooling["pooling_mode"] == "max"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"pooling": "median"}, "pooling must be one of"),
+        ({"pool": "mean"}, "unknown sentence_transformers option"),
+        ({"pooling": "mean", "dense": torch.nn.Linear(16, 4)}, "takes 16 features"),
+        ({"pooling": "mean", "dense": "not a layer"}, "torch.nn.Linear"),
+        ({"pooling": "mean", "token_embeddings_field": "hidden_states"}, "no 3-d tensor 'hidden_states'"),
+        ({"pooling": "model", "sentence_embedding_field": "last_hidden_state"}, "no 2-d tensor"),
+        ({"pooling": "mean", "max_seq_length": 1}, "max_seq_length"),
+    ],
+)
+def test_invalid_exports_fail_before_writing(tiny_model, tiny_tokenizer, tmp_path, options, message):
+    output_dir = tmp_path / "export"
+    with pytest.raises(HubExportError, match=message):
+        save_for_hub(tiny_model, tiny_tokenizer, output_dir, model_card="# Tiny\n", sentence_transformers=options)
+    assert not output_dir.exists()
+    assert [path.name for path in tmp_path.iterdir()] == ["code"]  # no staging folder left behind
+
+
+def test_save_for_hub_rejects_missing_card_or_tokenizer(tiny_model, tiny_tokenizer, tmp_path):
+    with pytest.raises(HubExportError, match="model_card"):
+        save_for_hub(tiny_model, tiny_tokenizer, tmp_path / "a", model_card="  ")
+    with pytest.raises(HubExportError, match="tokenizer"):
+        save_for_hub(tiny_model, None, tmp_path / "b", model_card="# x")
+    with pytest.raises(HubExportError, match="PreTrainedModel"):
+        save_for_hub(torch.nn.Linear(2, 2), tiny_tokenizer, tmp_path / "c", model_card="# x")
+
+
+def test_push_to_hub_refuses_a_folder_that_is_not_an_export(tmp_path):
+    with pytest.raises(HubExportError, match="not a folder"):
+        push_to_hub(tmp_path / "missing", "owner/name")
+    (tmp_path / "README.md").write_text("# card")
+    with pytest.raises(HubExportError, match=r"no config\.json"):
+        push_to_hub(tmp_path, "owner/name")
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(HubExportError, match="repo_id"):
+        push_to_hub(tmp_path, "a/b/c")
+
+
+# ---------------------------------------------------------------------------------------------------- model cards
+
+
+def test_shipped_templates_render_with_the_recipes_fields():
+    assert {"generic", "laser3", "onealigner"} <= set(available_templates())
+    laser3 = render_model_card(
+        "laser3",
+        strict=True,
+        languages="wo",
+        teacher="use-multilingual-v3",
+        pooling="max",
+        embedding_dim=512,
+        xsim_table=[{"language": "wo", "xsim": 5.925}],
+        training_data="- `wo=data.tsv`",
+    )
+    assert "LASER3-style student encoder for wo" in laser3
+    assert "| language | xsim |" in laser3 and "| wo | 5.92 |" in laser3
+    assert "{" not in laser3.split("```bibtex")[0]  # every placeholder filled
+    assert "@inproceedings{heffernan-etal-2022-bitext," in laser3  # escaped braces come out single
+    front_matter = yaml.safe_load(laser3.split("---")[1])
+    assert front_matter["library_name"] == "transformers"
+
+
+def test_generic_template_fills_missing_fields_and_merges_card_data():
+    card = render_model_card(
+        "generic",
+        model_name="My aligner",
+        hyperparameters={"learning_rate": 3e-6, "batch_size": 64},
+        card_data={"license": "apache-2.0", "language": ["en", "fr"], "base_model": "xlm-roberta-base"},
+    )
+    front_matter = yaml.safe_load(card.split("---")[1])
+    assert front_matter["license"] == "apache-2.0"
+    assert front_matter["language"] == ["en", "fr"]
+    assert "bitext-hf" in front_matter["tags"]
+    assert "# My aligner" in card
+    assert "- **learning_rate**: 3e-06\n- **batch_size**: 64" in card
+    assert MISSING_VALUE in card
+
+
+def test_template_text_paths_and_format_specs(tmp_path):
+    text = textwrap.dedent(
+        """\
+        ---
+        license: mit
+        ---
+        # {name}: accuracy {accuracy:.1f}
+        code: {{"k": 1}} and {"literal": 2} stay
+        """
+    )
+    assert template_fields(text) == ["name", "accuracy"]
+    rendered = render_model_card(text, name="X", accuracy=93.456)
+    assert "# X: accuracy 93.5" in rendered
+    assert 'code: {"k": 1} and {"literal": 2} stay' in rendered
+    path = tmp_path / "card.md"
+    path.write_text(text)
+    assert render_model_card(str(path), name="X", accuracy=1.0) == render_model_card(text, name="X", accuracy=1.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: render_model_card("generic", model_nam="typo"), r"\['model_nam'\] are not used"),
+        (lambda: render_model_card("generic", strict=True, model_name="x"), "needs the fields"),
+        (lambda: render_model_card("no-such-template"), "neither a shipped template"),
+        (lambda: render_model_card("x {a:.2f}\n", a="text"), "does not fit format"),
+    ],
+)
+def test_model_card_errors(call, message):
+    with pytest.raises(ModelCardError, match=message):
+        call()
+
+
+def test_markdown_table():
+    table = markdown_table([{"pair": "en-fr", "acc": 0.5}, {"pair": "en|de", "xsim": 1.0}])
+    assert table.splitlines() == [
+        "| pair | acc | xsim |",
+        "|---|---|---|",
+        "| en-fr | 0.50 |  |",
+        "| en\\|de |  | 1.00 |",
+    ]
+    assert markdown_table([]) == MISSING_VALUE
