@@ -525,6 +525,28 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             weights[row, : states.shape[0]] = token_weights
         return vectors, weights, weights > 0
 
+    def _grouped_similarity(self, sources: Sequence[Any], targets: Sequence[Any], group: int = 64) -> torch.Tensor:
+        """f between two lists of per-sentence encodings, `(len(sources), len(targets))` float32.
+
+        BERTScore costs grow with the padded lengths, so both sides are cut into groups of similar length
+        (sorted by length) and every pair of groups is scored on its own; the scores do not depend on the grouping.
+        """
+        if self.config.similarity == "mean_pool":
+            return self.raw_similarity(self._stack(sources), self._stack(targets)).float()
+        source_order = sorted(range(len(sources)), key=lambda index: sources[index][0].shape[0])
+        target_order = sorted(range(len(targets)), key=lambda index: targets[index][0].shape[0])
+        source_groups = [source_order[start : start + group] for start in range(0, len(source_order), group)]
+        target_groups = [target_order[start : start + group] for start in range(0, len(target_order), group)]
+        stacked_targets = [self._stack([targets[index] for index in indices]) for indices in target_groups]
+        result = torch.empty((len(sources), len(targets)), dtype=torch.float32, device=self.device)
+        for source_indices in source_groups:
+            stacked_source = self._stack([sources[index] for index in source_indices])
+            rows = torch.as_tensor(source_indices, device=self.device).unsqueeze(1)
+            for target_indices, stacked_target in zip(target_groups, stacked_targets):
+                columns = torch.as_tensor(target_indices, device=self.device).unsqueeze(0)
+                result[rows, columns] = self.raw_similarity(stacked_source, stacked_target).float()
+        return result
+
     @torch.inference_mode()
     def encode(
         self, sentences: Sequence[str], tokenizer: Any = None, batch_size: int = 64, normalize: bool = True
@@ -553,17 +575,13 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         normalize = self.config.normalization if normalize is None else normalize
         source = self._encode_tokens(source_sentences, tokenizer, batch_size)
         target = self._encode_tokens(target_sentences, tokenizer, batch_size)
-        target_blocks = [
-            self._stack(target[start : start + batch_size]) for start in range(0, len(target), batch_size)
-        ]
         matrix = torch.empty((len(source), len(target)), dtype=torch.float32)
         for source_start in range(0, len(source), batch_size):
-            source_block = self._stack(source[source_start : source_start + batch_size])
-            for block_index, target_block in enumerate(target_blocks):
-                raw = self.raw_similarity(source_block, target_block).float()
+            source_block = source[source_start : source_start + batch_size]
+            for target_start in range(0, len(target), batch_size):
+                raw = self._grouped_similarity(source_block, target[target_start : target_start + batch_size])
                 if normalize:
                     raw = normalize_scores(raw, self.config.alpha, add_mean_term=False)
-                target_start = block_index * batch_size
                 matrix[source_start : source_start + raw.shape[0], target_start : target_start + raw.shape[1]] = (
                     raw.cpu()
                 )
@@ -593,16 +611,13 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         target = self._encode_tokens(target_sentences, tokenizer, batch_size)
         scores = []
         for start in range(0, len(source), batch_size):
-            source_block = self._stack(source[start : start + batch_size])
-            target_block = self._stack(target[start : start + batch_size])
             if normalize:
-                raw = self.raw_similarity(source_block, target_block).float()
-                scores.append(normalize_scores(raw, self.config.alpha, add_mean_term=False).diagonal())
-            elif self.config.similarity == "mean_pool":
-                scores.append((source_block[0] * target_block[0]).sum(-1).float())
+                raw = self._grouped_similarity(source[start : start + batch_size], target[start : start + batch_size])
+                scores.append(normalize_scores(raw, self.config.alpha, add_mean_term=False).diagonal().cpu())
             else:
-                scores.append(bertscore_pairs(*source_block[:2], *target_block[:2]).float())
-        return torch.cat(scores).cpu() if scores else torch.empty(0)
+                indices = torch.arange(start, min(start + batch_size, len(source)))
+                scores.append(self._pair_scores(source, target, indices, indices, batch_size))
+        return torch.cat(scores) if scores else torch.empty(0)
 
     @torch.inference_mode()
     def retrieve(
@@ -675,17 +690,21 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         pair_target: torch.Tensor,
         batch_size: int,
     ) -> torch.Tensor:
-        scores = []
-        # Pairs are processed in chunks; each chunk pads only to its own longest sentences.
+        # Pairs sorted by length are processed in chunks, each padded only to its own longest sentences.
+        lengths = [(source[int(i)][0].shape[0], target[int(j)][0].shape[0]) for i, j in zip(pair_source, pair_target)]
+        order = sorted(range(len(lengths)), key=lambda index: lengths[index])
+        scores = torch.empty(len(order), dtype=torch.float32)
         chunk = max(1, batch_size * 8)
-        for start in range(0, len(pair_source), chunk):
-            sources = self._stack([source[int(index)] for index in pair_source[start : start + chunk]])
-            targets = self._stack([target[int(index)] for index in pair_target[start : start + chunk]])
+        for start in range(0, len(order), chunk):
+            positions = order[start : start + chunk]
+            sources = self._stack([source[int(pair_source[index])] for index in positions])
+            targets = self._stack([target[int(pair_target[index])] for index in positions])
             if self.config.similarity == "mean_pool":
-                scores.append((sources[0] * targets[0]).sum(-1).float().cpu())
+                values = (sources[0] * targets[0]).sum(-1)
             else:
-                scores.append(bertscore_pairs(*sources[:2], *targets[:2]).float().cpu())
-        return torch.cat(scores) if scores else torch.empty(0)
+                values = bertscore_pairs(*sources[:2], *targets[:2])
+            scores[torch.as_tensor(positions)] = values.float().cpu()
+        return scores
 
     def _mean_against(
         self,
@@ -696,11 +715,11 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         batch_size: int,
     ) -> torch.Tensor:
         """Mean f of each selected query sentence against the sampled sentences of the other side."""
-        other_block = self._stack([others[int(index)] for index in other_sample])
+        sampled = [others[int(index)] for index in other_sample]
         means = []
         for start in range(0, len(query_indices), batch_size):
-            block = self._stack([queries[int(index)] for index in query_indices[start : start + batch_size]])
-            means.append(self.raw_similarity(block, other_block).float().mean(dim=1).cpu())
+            block = [queries[int(index)] for index in query_indices[start : start + batch_size]]
+            means.append(self._grouped_similarity(block, sampled).mean(dim=1).cpu())
         return torch.cat(means) if means else torch.empty(0)
 
     @torch.no_grad()
