@@ -289,41 +289,47 @@ def _first(samples: list[Any]) -> Any:
     return samples[0]
 
 
-def _xsim_table(results: dict[str, Any]) -> str:
-    rows = ["| language | teacher zero-shot | student before | student after |", "|---|---|---|---|"]
-    after = results.get("student_after", {})
-    for language in after:
-        cells = [
-            f"{results.get(key, {}).get(language, {}).get('xsim', float('nan')):.2f}"
-            for key in ("teacher_zero_shot", "student_before", "student_after")
-        ]
-        rows.append(f"| {language} | " + " | ".join(cells) + " |")
-    return "\n".join(rows) if after else "(no evaluation data was given)"
+def _xsim_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per evaluated language: the teacher zero-shot, the student before and after training."""
+    columns = {
+        "teacher zero-shot": "teacher_zero_shot",
+        "student before": "student_before",
+        "student after": "student_after",
+    }
+    rows = []
+    for language, after in results.get("student_after", {}).items():
+        row: dict[str, Any] = {"language": language, "pairs": int(after["n"])}
+        for title, key in columns.items():
+            value = results.get(key, {}).get(language, {}).get("xsim")
+            row[title] = None if value is None else float(value)
+        rows.append(row)
+    return rows
 
 
 def save_student(
     student: Laser3Student, tokenizer: Any, output_dir: Path, script_args: ScriptArguments, results: dict[str, Any]
 ) -> None:
-    """Weights, tokenizer, remote code, model card and sentence-transformers modules into ``output_dir``."""
+    """Weights, tokenizer, remote code, model card and sentence-transformers modules (Transformer -> Pooling(max
+    or cls) -> Dense(projection) when the student has a projection) into ``output_dir``."""
     from bitext_hf.hub import render_model_card, save_for_hub
 
-    card_template = (Path(__file__).resolve().parent.parent / "model_cards" / "laser3.md").read_text(encoding="utf-8")
+    languages = sorted({spec.partition("=")[0] for spec in script_args.bitexts})
     card = render_model_card(
-        card_template,
-        languages=", ".join(sorted({spec.partition("=")[0] for spec in script_args.bitexts})),
-        teacher=script_args.teacher,
+        "laser3",
+        card_data={
+            "language": sorted({language[:2] if len(language) > 3 else language for language in [*languages, "en"]})
+        },
+        languages=", ".join(languages),
+        teacher=script_args.teacher if script_args.teacher != "default" else "USE v3 multilingual (offline default)",
         pooling=student.config.pooling,
         embedding_dim=student.config.embedding_dim,
-        xsim_table=_xsim_table(results),
-        training_data="\n".join(f"- `{spec}`" for spec in script_args.bitexts + script_args.monolingual),
+        xsim_table=_xsim_rows(results) or "(no evaluation data was given)",
+        training_data="\n".join(f"- `{spec}`" for spec in [*script_args.bitexts, *script_args.monolingual]),
     )
-    save_for_hub(
-        student,
-        tokenizer,
-        output_dir,
-        model_card=card,
-        sentence_transformers={"pooling": "max" if student.config.pooling == "max" else "cls"},
-    )
+    options: dict[str, Any] = {"pooling": "max" if student.config.pooling == "max" else "cls", "verify": True}
+    if student.projection is not None:
+        options["dense"] = student.projection
+    save_for_hub(student, tokenizer, output_dir, model_card=card, sentence_transformers=options)
 
 
 if __name__ == "__main__":

@@ -258,7 +258,7 @@ def evaluate_xsim(
     errors, total = 0, 0
     for bitext in bitexts:
         source = np.asarray(student.encode(bitext.student_texts, batch_size=batch_size), dtype=np.float32)
-        target = np.asarray(cache.get(bitext.teacher_texts, 1.0), dtype=np.float32)
+        target = np.array(cache.get(bitext.teacher_texts, 1.0), dtype=np.float32)  # a writable copy of the memmap
         scores = xsim(source, target, k=k, margin="ratio", target_texts=bitext.teacher_texts)
         results[bitext.language] = {key: float(value) for key, value in scores.items()}
         errors += int(scores["errors"])

@@ -1,0 +1,130 @@
+"""recipes/distill_wolof.py end to end on a tiny offline corpus: the checkpoint loads through AutoModel and
+SentenceTransformer with the embeddings of the trained student, results and model card are written, bad input
+fails with clear errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    spec = importlib.util.spec_from_file_location("distill_wolof", REPO / "recipes" / "distill_wolof.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["distill_wolof"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def corpus_files(tmp_path, tiny_parallel_corpus_by_language):
+    specs = []
+    for language, pairs in tiny_parallel_corpus_by_language.items():
+        path = tmp_path / f"{language}.tsv"
+        path.write_text("".join(f"{english}\t{translation}\n" for english, translation in pairs), encoding="utf-8")
+        specs.append(f"{language}={path}")
+    return specs
+
+
+def tiny_args(recipe, corpus_files, output_dir, *extra):
+    from bitext_hf.training import parse_args
+    from bitext_hf.training.loop import LoopArguments
+
+    # Empty lists cannot be spelled on a command line: they come from a YAML file, as in the smoke config.
+    config = Path(output_dir).parent / f"{Path(output_dir).name}.yaml"
+    config.write_text("monolingual: []\neval_bitexts: []\n", encoding="utf-8")
+    flags = [
+        "--config", str(config), "--bitexts", *corpus_files, "--held_out", "5", "--eval_languages", "fr",
+        "--mlm_languages", "fr", "--curriculum_languages", "fr", "--curriculum_increment", "0.5",
+        "--vocab_size", "200", "--hidden_size", "32", "--num_hidden_layers", "2", "--num_attention_heads", "2",
+        "--intermediate_size", "64", "--max_length", "48", "--output_dir", str(output_dir),
+        "--per_device_train_batch_size", "8", "--max_steps", "8", "--learning_rate", "1e-3", "--save_steps", "4",
+        "--logging_steps", "4", "--disable_tqdm", "true", *extra,
+    ]  # fmt: skip
+    return parse_args(recipe.ScriptArguments, LoopArguments, recipe.ModelArguments, args=flags)
+
+
+def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    from bitext_hf.distillation import StudentEncoder
+
+    output_dir = tmp_path / "run"
+    results = recipe.main(*tiny_args(recipe, corpus_files, output_dir))
+    assert results["global_step"] == 8
+    # The corpus is N-way parallel: the English of the 5 held-out French pairs leaves the German and Spanish data too.
+    assert results["n_train_pairs"] == {"fr": 15, "de": 15, "es": 15}
+    saved = json.loads((output_dir / recipe.RESULTS_FILE).read_text())
+    for key in ("teacher_zero_shot", "student_before", "student_after"):
+        assert saved[key]["fr"]["n"] == 5 and 0.0 <= saved[key]["fr"]["xsim"] <= 100.0
+    card = (output_dir / "README.md").read_text()
+    assert "| fr | 5 |" in card and "{xsim_table}" not in card
+    assert (output_dir / "checkpoint-8").is_dir() and (output_dir / "checkpoint-4").is_dir()
+
+    model = AutoModel.from_pretrained(output_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    assert model.config.projection_dim == 512 and model.projection is not None
+    sentences = ["Il pleut aujourd'hui.", "Wo ist der Bahnhof?", "Open the window, please."]
+    expected = StudentEncoder(model, tokenizer).encode(sentences)
+    remote = AutoModel.from_pretrained(output_dir, trust_remote_code=True).eval()
+    np.testing.assert_allclose(StudentEncoder(remote, tokenizer).encode(sentences), expected, atol=1e-5)
+    st_model = SentenceTransformer(str(output_dir), trust_remote_code=True, device="cpu")
+    st_embeddings = st_model.encode(sentences, convert_to_numpy=True, normalize_embeddings=True)
+    assert st_embeddings.shape == (3, 512)
+    np.testing.assert_allclose(st_embeddings, expected, atol=1e-5)
+    # The trained weights were saved, not the initial ones.
+    checkpoint = (
+        torch.load(output_dir / "checkpoint-8" / "pytorch_model.bin", weights_only=True)
+        if (output_dir / "checkpoint-8" / "pytorch_model.bin").exists()
+        else None
+    )
+    if checkpoint is None:
+        from safetensors.torch import load_file
+
+        checkpoint = load_file(output_dir / "checkpoint-8" / "model.safetensors")
+    torch.testing.assert_close(checkpoint["projection.weight"], model.projection.weight)
+
+
+def test_recipe_resumes_from_its_last_checkpoint(recipe, corpus_files, tmp_path):
+    import shutil
+
+    output_dir = tmp_path / "run"
+    recipe.main(*tiny_args(recipe, corpus_files, output_dir, "--eval_steps", "0"))
+    full = json.loads((output_dir / recipe.RESULTS_FILE).read_text())["student_after"]
+    shutil.rmtree(output_dir / "checkpoint-8")
+    resumed = recipe.main(*tiny_args(recipe, corpus_files, output_dir, "--resume_from_checkpoint", "auto"))
+    assert resumed["global_step"] == 8
+    assert resumed["student_after"] == full, "the resumed run ends where the uninterrupted one did"
+
+
+def test_recipe_bad_teacher_names_the_id(recipe, corpus_files, tmp_path):
+    from bitext_hf.encoders import EncoderLoadError
+
+    args = tiny_args(recipe, corpus_files, tmp_path / "run", "--teacher", "no-such-org/no-such-teacher")
+    with pytest.raises(EncoderLoadError, match="no-such-org/no-such-teacher"):
+        recipe.main(*args)
+
+
+def test_recipe_bad_data(recipe, corpus_files, tmp_path):
+    from bitext_hf.distillation import DistillationDataError
+
+    (tmp_path / "wo.txt").write_text("Jàng\nBind\n", encoding="utf-8")
+    (tmp_path / "en.txt").write_text("Read\n", encoding="utf-8")
+    misaligned = f"wo={tmp_path / 'wo.txt'},{tmp_path / 'en.txt'}"
+    with pytest.raises(DistillationDataError, match="line-aligned"):
+        recipe.main(*tiny_args(recipe, [*corpus_files, misaligned], tmp_path / "a"))
+    with pytest.raises(DistillationDataError, match="'wo' has no data"):
+        recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "b", "--mlm_languages", "wo"))
+    with pytest.raises(DistillationDataError, match="eval language 'wo' has no data"):
+        recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "c", "--eval_languages", "wo"))
+    assert not (tmp_path / "a" / "model.safetensors").exists()
