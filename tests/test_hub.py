@@ -199,6 +199,18 @@ def test_export_into_a_training_folder_keeps_checkpoints_and_replaces_old_export
     assert pooling["pooling_mode"] == "max"
 
 
+@pytest.mark.parametrize(("pooling", "warns"), [("max", False), ("mean", True)])
+def test_warns_when_export_pools_differently_from_the_model(
+    tiny_model, tiny_tokenizer, tmp_path, caplog, pooling, warns
+):
+    # The tiny model's own sentence_embedding is 2 x max pooling: the same direction as a max-pooling export.
+    with caplog.at_level("WARNING", logger="bitext_hf.hub.export"):
+        save_for_hub(
+            tiny_model, tiny_tokenizer, tmp_path / "x", model_card="# x", sentence_transformers={"pooling": pooling}
+        )
+    assert ("does not reproduce TinyHubModel.sentence_embedding" in caplog.text) is warns
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

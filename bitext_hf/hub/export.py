@@ -149,7 +149,33 @@ def _probe(model: torch.nn.Module, tokenizer: Any, options: dict[str, Any]) -> d
     dense = options["dense"]
     if dense is not None and dense.in_features != dimension:
         raise HubExportError(f"the Dense layer takes {dense.in_features} features but the embeddings have {dimension}")
-    return {"features": features, "values": values.float().cpu(), "dimension": dimension}
+    own = _output_field(output, options["sentence_embedding_field"]) if options["pooling"] != "model" else None
+    return {
+        "features": features,
+        "values": values.float().cpu(),
+        "dimension": dimension,
+        "model_sentence_embedding": own.float().cpu() if isinstance(own, torch.Tensor) and own.ndim == 2 else None,
+    }
+
+
+def _warn_if_export_differs_from_model(model: Any, probe: dict[str, Any], options: dict[str, Any]) -> None:
+    """A model that pools by itself (e.g. with a projection) and an export that pools otherwise disagree silently."""
+    own, exported = probe["model_sentence_embedding"], _expected_embeddings(probe, options)
+    if own is None or exported is None:
+        return
+    # Directions only: the export may add normalization, which cosine similarity ignores anyway.
+    same = own.shape == exported.shape and torch.allclose(
+        torch.nn.functional.normalize(own, dim=-1), torch.nn.functional.normalize(exported, dim=-1), atol=1e-4
+    )
+    if not same:
+        logger.warning(
+            "The sentence-transformers export (pooling=%s%s) does not reproduce %s.%s; if the model's own "
+            "pooling is the one you want, pass sentence_transformers={'pooling': 'model'} (or the projection as 'dense')",
+            options["pooling"],
+            " + dense" if options["dense"] is not None else "",
+            type(model).__name__,
+            options["sentence_embedding_field"],
+        )
 
 
 def _expected_embeddings(probe: dict[str, Any], options: dict[str, Any]) -> torch.Tensor | None:
@@ -322,6 +348,8 @@ def save_for_hub(
         raise HubExportError("save_for_hub needs the tokenizer (anything with save_pretrained)")
     options = _normalize_options(sentence_transformers) if sentence_transformers is not None else None
     probe = _probe(model, tokenizer, options) if options is not None else None
+    if probe is not None:
+        _warn_if_export_differs_from_model(model, probe, options)
 
     output_dir = Path(output_dir)
     output_dir.parent.mkdir(parents=True, exist_ok=True)
