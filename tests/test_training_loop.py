@@ -379,3 +379,64 @@ def test_accelerate_launch_with_cpu_config(tmp_path):
     assert result["step"] == 4 and result["loss"] > 0
     assert result["dtypes"] == ["torch.bfloat16"]  # autocast reached the layers
     assert (tmp_path / "run" / "checkpoint-4" / "loop_state.json").is_file()
+
+
+DDP_SCRIPT = """
+import json, os
+import torch
+from accelerate import PartialState
+from bitext_hf.training import LoopArguments, parse_args, run_training_loop
+
+(args,) = parse_args(LoopArguments)
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.1), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+generator = torch.Generator().manual_seed(1)
+data = [{"x": torch.randn(4, generator=generator), "y": torch.tensor(1.0)} for _ in range(40)]
+calls = {"n": 0}
+crash_at = int(os.environ.get("CRASH_AT", "0"))
+
+def loss_fn(model, batch):
+    calls["n"] += 1
+    if crash_at and calls["n"] > crash_at:
+        raise SystemExit(3)
+    return torch.mean((model(batch["x"]).squeeze(-1) - batch["y"]) ** 2)
+
+result = run_training_loop(model, data, args=args, compute_loss=loss_fn)
+state = PartialState()
+if state.is_main_process:
+    parameters = [p.detach().flatten().tolist() for p in result.model.parameters()]
+    print("RESULT", json.dumps({"processes": state.num_processes, "step": result.global_step, "params": parameters}))
+"""
+
+
+@pytest.mark.slow  # three torchrun launches of two processes: about a minute on two cores
+def test_two_process_ddp_run_resumes_exactly(tmp_path):
+    """Two CPU processes (gloo DDP via torchrun): checkpoints hold every process's RNG state; resume is exact."""
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1", "ACCELERATE_USE_CPU": "true"}
+    flags = ["--max_steps", "6", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2"]
+    flags += ["--save_steps", "2", "--logging_steps", "2", "--disable_tqdm"]
+
+    def launch(output_dir, *extra, crash_at=0):
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
+        command += ["--output_dir", str(output_dir), *flags, *extra]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=240, cwd=tmp_path, env={**env, "CRASH_AT": str(crash_at)}
+        )
+
+    def result_of(completed):
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        return json.loads(completed.stdout.split("RESULT", 1)[1])
+
+    reference = result_of(launch(tmp_path / "reference"))
+    assert reference["processes"] == 2 and reference["step"] == 6
+    checkpoint = tmp_path / "reference" / "checkpoint-6"
+    assert {"random_states_0.pkl", "random_states_1.pkl"} <= {path.name for path in checkpoint.iterdir()}
+
+    # Per process: 5 batches per epoch, so steps end at micro-steps 2, 4, 5 (end of epoch), 7, 9, 10. Dying at
+    # micro-step 8 leaves checkpoint-4, in the middle of the second epoch.
+    assert launch(tmp_path / "run", crash_at=7).returncode != 0
+    assert find_last_checkpoint(tmp_path / "run").endswith("checkpoint-4")
+    resumed = result_of(launch(tmp_path / "run", "--resume_from_checkpoint", "auto"))
+    assert resumed["params"] == reference["params"]

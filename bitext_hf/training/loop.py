@@ -433,6 +433,7 @@ def _save_checkpoint(accelerator: Accelerator, output_dir: Path, state: dict[str
         shutil.rmtree(partial)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(partial))
+    accelerator.wait_for_everyone()  # every process writes its own RNG state file: all must be done before the rename
     if accelerator.is_main_process:
         (partial / LOOP_STATE_FILE).write_text(json.dumps(state, indent=2), encoding="utf-8")
         if final.exists():
