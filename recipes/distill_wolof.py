@@ -259,7 +259,9 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
     results: dict[str, Any] = {"teacher": script_args.teacher, "n_train_pairs": {b.language: len(b) for b in train}}
     if evaluation and state.is_main_process:
         results["teacher_zero_shot"] = evaluate_xsim(teacher, cache, evaluation)
-        results["student_before"] = evaluate_xsim(StudentEncoder(model, tokenizer), cache, evaluation)
+        results["student_before"] = evaluate_xsim(
+            StudentEncoder(model, tokenizer, max_length=script_args.max_length), cache, evaluation
+        )
         logger.info("xsim before training: %s", results["student_before"])
 
     started = time.perf_counter()
@@ -277,7 +279,9 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
     student = result.model
     if state.is_main_process:
         if evaluation:
-            results["student_after"] = evaluate_xsim(StudentEncoder(student, tokenizer), cache, evaluation)
+            results["student_after"] = evaluate_xsim(
+                StudentEncoder(student, tokenizer, max_length=script_args.max_length), cache, evaluation
+            )
             logger.info("xsim after training: %s", results["student_after"])
         save_student(student, tokenizer, output_dir, script_args, results)
         _atomic_write_text(output_dir / RESULTS_FILE, json.dumps(results, indent=2))

@@ -207,10 +207,14 @@ class StudentEncoder:
     """A student (any model whose output has ``sentence_embedding``) with its tokenizer, as an `Encoder`:
     ``encode(sentences) -> float32 (n, d)`` L2-normalised, in length-sorted batches (less padding)."""
 
-    def __init__(self, model: nn.Module, tokenizer: Any, max_length: int = 128, device: str | None = None) -> None:
+    def __init__(
+        self, model: nn.Module, tokenizer: Any, max_length: int | None = None, device: str | None = None
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
-        self.max_length = max_length
+        # Longer inputs than the position table are truncated, never an error at encoding time.
+        longest = int(getattr(model.config, "max_position_embeddings", 512))
+        self.max_length = min(max_length, longest) if max_length else longest
         self.device = torch.device(device) if device else next(model.parameters()).device
 
     @property
