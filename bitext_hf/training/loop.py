@@ -290,15 +290,18 @@ class EpochSeededRandomSampler(RandomSampler):
 
 @contextlib.contextmanager
 def _forked_rng(seed: int) -> Iterator[None]:
-    """Run a block with torch/numpy/random seeded from ``seed``, restoring the outer states afterwards."""
-    python_state, numpy_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        _seed_everything(seed)
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            np.random.set_state(numpy_state)
+    """Run a block with the CPU generators (torch, numpy, random) seeded from ``seed``; restore them afterwards.
+
+    Collation runs on the CPU, so accelerator generators are left alone.
+    """
+    python_state, numpy_state, torch_state = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    _seed_everything(seed)
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+        torch.set_rng_state(torch_state)
 
 
 def _derive_seed(*entropy: int) -> int:
@@ -306,10 +309,19 @@ def _derive_seed(*entropy: int) -> int:
     return int(np.random.SeedSequence([abs(int(value)) for value in entropy]).generate_state(1)[0])
 
 
-def _seed_everything(seed: int) -> None:
+def _seed_everything(seed: int, device: torch.device | None = None) -> None:
+    """Seed random, numpy, torch's CPU generator and, for an accelerator ``device``, that device's generator.
+
+    Not ``torch.manual_seed``: on a machine without CUDA it queues a lazy CUDA seeding with a formatted stack trace
+    on every call, about 2 ms, which this loop would pay at every micro-batch.
+    """
     random.seed(seed)
     np.random.seed(seed)
-    torch.manual_seed(seed)  # also seeds every CUDA device
+    torch.default_generator.manual_seed(seed)
+    if device is not None and device.type != "cpu":
+        device_module = getattr(torch, device.type, None)
+        if device_module is not None and hasattr(device_module, "manual_seed"):
+            device_module.manual_seed(seed)  # this process's current device
 
 
 class _SeededCollate:
@@ -517,7 +529,7 @@ def run_training_loop(
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
     # Initial seeding covers anything random before the first micro-batch (e.g. an optimizer's lazy state).
-    _seed_everything(_derive_seed(args.seed, 0, accelerator.process_index))
+    _seed_everything(_derive_seed(args.seed, 0, accelerator.process_index), accelerator.device)
 
     dataloader, seeded_collate = _build_dataloader(train_data, args, collate_fn, shuffle)
     try:
@@ -628,7 +640,9 @@ def run_training_loop(
         saw_batch = False
         for batch in epoch_loader:
             saw_batch = True
-            _seed_everything(_derive_seed(args.seed, 2, accelerator.process_index, state["micro_step"]))
+            _seed_everything(
+                _derive_seed(args.seed, 2, accelerator.process_index, state["micro_step"]), accelerator.device
+            )
             with accelerator.accumulate(model):
                 loss, extra_logs = _unpack_loss(compute_loss(model, batch))
                 accelerator.backward(loss)
