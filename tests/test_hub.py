@@ -274,6 +274,24 @@ def test_shipped_templates_render_with_the_recipes_fields():
     assert front_matter["library_name"] == "transformers"
 
 
+def test_onealigner_template_renders_with_the_recipe_fields():
+    card = render_model_card(
+        "onealigner",
+        strict=True,
+        layer=8,
+        similarity="bertscore",
+        alpha=0.75,
+        softmax_temperature=5.0,
+        loss_type="global",
+        encoder="xlm-roberta-base",
+        train_pairs="en-fr",
+        train_examples=1000,
+        results_table=markdown_table([{"set": "fr", "accuracy": 0.9}]),
+    )
+    assert "hidden state 8" in card and "| fr | 0.90 |" in card
+    assert "@inproceedings{niu-etal-2022-onealigner," in card
+
+
 def test_generic_template_fills_missing_fields_and_merges_card_data():
     card = render_model_card(
         "generic",
