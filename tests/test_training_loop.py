@@ -305,6 +305,21 @@ def test_iterable_dataset_needs_max_steps(tmp_path):
     assert result.global_step == 15  # crosses the end of the 10-batch stream into a second pass
 
 
+def test_mixed_precision_can_change_between_runs_in_one_process(tmp_path):
+    dtypes = []
+    for precision in ("no", "bf16", "no"):
+        model = TinyRegressor(dropout=0.0)
+        handle = model.hidden.register_forward_hook(lambda module, inputs, output: dtypes.append(output.dtype))
+        run_training_loop(
+            model,
+            make_dataset(n=8),
+            args=loop_args(tmp_path / precision, max_steps=1, mixed_precision=precision),
+            compute_loss=lambda model, batch: mse_loss(model, batch)[0].float(),
+        )
+        handle.remove()
+    assert dtypes == [torch.float32, torch.bfloat16, torch.float32]
+
+
 def test_bad_inputs_raise_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a checkpoint folder"):
         run_training_loop(

@@ -359,7 +359,25 @@ def find_last_checkpoint(output_dir: str | os.PathLike) -> str | None:
     return str(max(candidates)[1]) if candidates else None
 
 
+def _allow_new_mixed_precision(mixed_precision: str) -> None:
+    """Let one single-process Python session run the loop again with another ``mixed_precision``.
+
+    accelerate keeps its state in a process-wide singleton and refuses a second ``Accelerator`` with another
+    precision ("restart your runtime"); in a single process nothing else depends on it (a test session, a
+    notebook), so the accelerator part of it is cleared, the process group (PartialState) kept.
+    """
+    from accelerate.state import AcceleratorState
+
+    if not AcceleratorState._shared_state:
+        return
+    state = AcceleratorState()
+    if state.num_processes == 1 and str(state.mixed_precision) != mixed_precision:
+        logger.info("Resetting accelerate's state: mixed precision %s -> %s", state.mixed_precision, mixed_precision)
+        AcceleratorState._reset_state(reset_partial_state=False)
+
+
 def _build_accelerator(args: LoopArguments) -> Accelerator:
+    _allow_new_mixed_precision(args.mixed_precision)
     log_with: list[str | GeneralTracker] = []
     for name in args.trackers():
         log_with.append(JsonlTracker(args.run_name or "bitext-hf", args.output_dir) if name == JSONL_TRACKER else name)
