@@ -44,15 +44,34 @@ def assert_same_pairs(pairs: MinedPairs, reference: dict, atol=1e-5):
     assert np.all(np.diff(pairs.scores) <= 0), "pairs are sorted by decreasing score"
 
 
+@pytest.mark.parametrize("backend", ["fused", "torch"])
 @pytest.mark.parametrize("block_elements", [1 << 26, 64 * 7, 97])
-def test_bidirectional_knn_matches_brute_force_across_blocks(random_pair, block_elements):
+def test_bidirectional_knn_matches_brute_force_across_blocks(random_pair, block_elements, backend):
     x, y = random_pair
-    result = bidirectional_knn(x, y, 5, block_elements=block_elements)
+    result = bidirectional_knn(x, y, 5, block_elements=block_elements, backend=backend)
     sim, fwd, bwd, _, _ = brute_neighbourhoods(x, y, 5)
     np.testing.assert_array_equal(result.forward_indices, fwd)
     np.testing.assert_array_equal(result.backward_indices, bwd)
     np.testing.assert_allclose(result.forward_sims, np.take_along_axis(sim, fwd, 1), atol=1e-5)
     np.testing.assert_allclose(result.backward_sims, np.take_along_axis(sim.T, bwd, 1), atol=1e-5)
+
+
+def test_fused_backend_keeps_the_lower_index_on_ties():
+    x = np.eye(3, dtype=np.float32)
+    y = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 1, 0]], dtype=np.float32)
+    result = bidirectional_knn(x, y, 1, backend="fused")
+    assert result.forward_indices[:, 0].tolist()[:2] == [0, 2]
+    assert result.backward_indices[:, 0].tolist() == [0, 0, 1, 1]
+
+
+def test_bidirectional_knn_with_different_k_per_direction(random_pair):
+    x, y = random_pair
+    for backend in ("fused", "torch"):
+        result = bidirectional_knn(x, y, 3, k_backward=6, block_elements=500, backend=backend)
+        _, fwd, _, _, _ = brute_neighbourhoods(x, y, 3)
+        _, _, bwd, _, _ = brute_neighbourhoods(x, y, 6)
+        np.testing.assert_array_equal(result.forward_indices, fwd)
+        np.testing.assert_array_equal(result.backward_indices, bwd)
 
 
 def test_k_is_capped_at_the_corpus_size():

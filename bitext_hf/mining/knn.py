@@ -21,9 +21,9 @@ __all__ = ["BidirectionalKNN", "bidirectional_knn", "check_embeddings", "knn_sea
 
 logger = logging.getLogger(__name__)
 
-# Elements of one similarity block (float32): 2^26 elements = 256 MiB. Large enough that the matrix product runs at
+# Elements of one similarity block (float32): 2^25 elements = 128 MiB. Large enough that the matrix product runs at
 # full BLAS speed, small enough for a laptop; the top-k bookkeeping stays a few percent of the product's cost.
-DEFAULT_BLOCK_ELEMENTS = 1 << 26
+DEFAULT_BLOCK_ELEMENTS = 1 << 25
 
 
 @dataclass
@@ -110,6 +110,7 @@ def bidirectional_knn(
     block_elements: int = DEFAULT_BLOCK_ELEMENTS,
     device: str | torch.device | None = None,
     show_progress: bool = False,
+    backend: str = "auto",
 ) -> BidirectionalKNN:
     """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``.
 
@@ -124,6 +125,9 @@ def bidirectional_knn(
         block_elements (int): size of one similarity block in elements (memory = 4 bytes each).
         device: torch device for the products; defaults to CUDA when available, else CPU.
         show_progress (bool): a tqdm bar over row blocks.
+        backend (str, defaults to "auto"): "fused" (CPU: one numba sweep per block updates both top-k lists),
+            "torch" (``torch.topk`` per block and direction; the GPU path), or "auto" (fused on CPU when numba is
+            installed, else torch).
     """
     x, y = _check_pair(x, y, "source embeddings", "target embeddings")
     if k < 1 or (k_backward is not None and k_backward < 1):
@@ -136,19 +140,63 @@ def bidirectional_knn(
     # Whole target side per block when it fits: the row top-k then needs no merge across column blocks.
     block_cols = min(m, max(1, block_elements // 256))
     block_rows = max(1, min(n, block_elements // block_cols))
+    if backend == "auto":
+        backend = "fused" if dev.type == "cpu" and _fused_kernel() is not None else "torch"
+    if backend not in ("fused", "torch"):
+        raise ValueError(f"unknown backend {backend!r}; choose 'auto', 'fused' (CPU, numba) or 'torch'")
+    if backend == "fused" and (dev.type != "cpu" or _fused_kernel() is None):
+        raise ValueError("the fused backend needs numba and a CPU device")
     start = time.perf_counter()
-
-    y_all = _as_tensor(y, dev)
-    fwd_vals = torch.empty((n, k_fwd), dtype=torch.float32, device=dev)
-    fwd_idx = torch.empty((n, k_fwd), dtype=torch.int64, device=dev)
-    bwd_vals = torch.full((m, k_bwd), -math.inf, dtype=torch.float32, device=dev)
-    bwd_idx = torch.full((m, k_bwd), -1, dtype=torch.int64, device=dev)
-
     row_starts = range(0, n, block_rows)
     if show_progress:
         from tqdm.auto import tqdm
 
         row_starts = tqdm(row_starts, desc="kNN (both directions)", unit="block")
+    run = _fused_blocks if backend == "fused" else _torch_blocks
+    result = run(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev)
+    logger.debug(
+        "bidirectional kNN (%s): %d x %d, d=%d, k=%d/%d, blocks %d x %d on %s in %.2fs",
+        backend, n, m, x.shape[1], k_fwd, k_bwd, block_rows, block_cols, dev, time.perf_counter() - start,
+    )  # fmt: skip
+    return result
+
+
+def _fused_kernel():
+    """The numba kernel, or None when numba is not installed."""
+    try:
+        from bitext_hf.mining import _fused_topk
+    except ImportError:
+        return None
+    return _fused_topk
+
+
+def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
+    """CPU: matrix products by torch (BLAS), both top-k lists updated by one fused sweep per block."""
+    kernel = _fused_kernel()
+    n, m = x.shape[0], y.shape[0]
+    fwd_vals = np.full((n, k_fwd), -np.inf, dtype=np.float32)
+    fwd_idx = np.full((n, k_fwd), -1, dtype=np.int64)
+    bwd_vals = np.full((m, k_bwd), -np.inf, dtype=np.float32)
+    bwd_idx = np.full((m, k_bwd), -1, dtype=np.int64)
+    y_all = _as_tensor(y, dev)
+    threads = kernel.get_num_threads()
+    with torch.inference_mode():
+        for r0 in row_starts:
+            x_block = _as_tensor(x[r0 : r0 + block_rows], dev)
+            for c0 in range(0, m, block_cols):
+                sims = (x_block @ y_all[c0 : c0 + block_cols].T).numpy()
+                kernel.fused_block_topk(sims, r0, c0, fwd_vals, fwd_idx, bwd_vals, bwd_idx, threads)
+    return BidirectionalKNN(fwd_vals, fwd_idx, bwd_vals, bwd_idx)
+
+
+def _torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
+    """Any torch device (the GPU path): row top-k and column top-k of each block by ``torch.topk``, merged."""
+    n, m = x.shape[0], y.shape[0]
+    y_all = _as_tensor(y, dev)
+    fwd_vals = torch.empty((n, k_fwd), dtype=torch.float32, device=dev)
+    fwd_idx = torch.empty((n, k_fwd), dtype=torch.int64, device=dev)
+    bwd_vals = torch.full((m, k_bwd), -math.inf, dtype=torch.float32, device=dev)
+    bwd_idx = torch.full((m, k_bwd), -1, dtype=torch.int64, device=dev)
     with torch.inference_mode():
         for r0 in row_starts:
             r1 = min(n, r0 + block_rows)
@@ -172,16 +220,8 @@ def bidirectional_knn(
                     bwd_vals[c0:c1], bwd_idx[c0:c1], col_vals, col_idx, k_bwd
                 )
             fwd_vals[r0:r1], fwd_idx[r0:r1] = row_vals, row_idx
-
-    logger.debug(
-        "bidirectional kNN: %d x %d, d=%d, k=%d/%d, blocks %d x %d on %s in %.2fs",
-        n, m, x.shape[1], k_fwd, k_bwd, block_rows, block_cols, dev, time.perf_counter() - start,
-    )  # fmt: skip
     return BidirectionalKNN(
-        forward_sims=fwd_vals.cpu().numpy(),
-        forward_indices=fwd_idx.cpu().numpy(),
-        backward_sims=bwd_vals.cpu().numpy(),
-        backward_indices=bwd_idx.cpu().numpy(),
+        fwd_vals.cpu().numpy(), fwd_idx.cpu().numpy(), bwd_vals.cpu().numpy(), bwd_idx.cpu().numpy()
     )
 
 
