@@ -226,6 +226,47 @@ def test_resume_with_a_user_dataloader(tmp_path):
         assert torch.equal(parameters_of(resumed.model)[name], tensor), name
 
 
+def test_resume_with_an_iterable_dataset_and_random_collate(tmp_path):
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            yield from make_dataset(n=22)
+
+    settings = {"max_steps": 9, "save_steps": 4}
+    reference = run_training_loop(
+        TinyRegressor(),
+        Stream(),
+        args=loop_args(tmp_path / "reference", **settings),
+        compute_loss=mse_loss,
+        collate_fn=noisy_collate,
+    )
+    calls = {"n": 0}
+
+    def crashing_loss(model, batch):
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise Interrupted
+        return mse_loss(model, batch)
+
+    with pytest.raises(Interrupted):
+        run_training_loop(
+            TinyRegressor(),
+            Stream(),
+            args=loop_args(tmp_path / "run", **settings),
+            compute_loss=crashing_loss,
+            collate_fn=noisy_collate,
+        )
+    resumed = run_training_loop(
+        TinyRegressor(seed=5),
+        Stream(),
+        args=loop_args(tmp_path / "run", resume_from_checkpoint="auto", **settings),
+        compute_loss=mse_loss,
+        collate_fn=noisy_collate,
+    )
+    assert resumed.resumed_from.endswith("checkpoint-4")
+    for name, tensor in parameters_of(reference.model).items():
+        assert torch.equal(parameters_of(resumed.model)[name], tensor), name
+
+
 def test_checkpoints_are_complete_and_limited(tmp_path):
     args = loop_args(tmp_path, max_steps=7, save_steps=3, save_total_limit=2)
     result = run_training_loop(TinyRegressor(), make_dataset(), args=args, compute_loss=mse_loss)

@@ -652,7 +652,10 @@ def run_training_loop(
         if hasattr(dataloader, "set_epoch"):
             dataloader.set_epoch(state["epoch"])
         if seeded_collate is not None:
-            seeded_collate.start_epoch(state["epoch"], state["batches_in_epoch"])
+            # Skipping skips sampling for map-style data, but an iterable dataset has its skipped batches
+            # collated (and dropped) again: then the collate count starts from the epoch's first batch.
+            skipped_by_sampler = not isinstance(train_data, IterableDataset)
+            seeded_collate.start_epoch(state["epoch"], state["batches_in_epoch"] if skipped_by_sampler else 0)
         if state["batches_in_epoch"]:
             epoch_loader = accelerator.skip_first_batches(dataloader, state["batches_in_epoch"])
         saw_batch = False
