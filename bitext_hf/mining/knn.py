@@ -186,6 +186,7 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
             for c0 in range(0, m, block_cols):
                 sims = (x_block @ y_all[c0 : c0 + block_cols].T).numpy()
                 kernel.fused_block_topk(sims, r0, c0, fwd_vals, fwd_idx, bwd_vals, bwd_idx, threads)
+                del sims  # free the block before the next product allocates one: peak memory is one block
     return BidirectionalKNN(fwd_vals, fwd_idx, bwd_vals, bwd_idx)
 
 
