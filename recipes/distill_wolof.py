@@ -106,7 +106,8 @@ class ScriptArguments:
         default=0.5, metadata={"help": "Datasets of a task are sampled proportionally to size ** alpha."}
     )
     curriculum_increment: float = dataclasses.field(
-        default=0.1, metadata={"help": "Curriculum stage increment (0.1: 10%, 20%, ..., 100% of subwords)."}
+        default=0.1,
+        metadata={"help": "Curriculum stage increment (0.1: prefixes of 10, 20, ..., 100 percent of the subwords)."},
     )
     mask_rate: float = dataclasses.field(default=0.15, metadata={"help": "Fraction of tokens set to <mask>."})
     contrastive_weight: float = dataclasses.field(

@@ -128,3 +128,15 @@ def test_recipe_bad_data(recipe, corpus_files, tmp_path):
     with pytest.raises(DistillationDataError, match="eval language 'wo' has no data"):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "c", "--eval_languages", "wo"))
     assert not (tmp_path / "a" / "model.safetensors").exists()
+
+
+def test_recipe_help_lists_every_argument(recipe, capsys):
+    from bitext_hf.training import parse_args
+    from bitext_hf.training.loop import LoopArguments
+
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(recipe.ScriptArguments, LoopArguments, recipe.ModelArguments, args=["--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    for flag in ("--curriculum_increment", "--mask_weight", "--teacher", "--vocab_size", "--max_steps"):
+        assert flag in help_text
