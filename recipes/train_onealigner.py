@@ -98,6 +98,9 @@ class ScriptArguments:
         default=None, metadata={"help": "Hidden state L (0 = embeddings); default round(2/3 * layers)."}
     )
     vocab_size: int = dataclasses.field(default=8000, metadata={"help": "Random encoder: tokenizer vocabulary."})
+    tokenizer_training_texts: int = dataclasses.field(
+        default=100_000, metadata={"help": "Random encoder: train the tokenizer on at most this many sampled texts."}
+    )
     hidden_size: int = dataclasses.field(default=256, metadata={"help": "Random encoder: width."})
     num_hidden_layers: int = dataclasses.field(default=4, metadata={"help": "Random encoder: layers."})
     num_attention_heads: int = dataclasses.field(default=4, metadata={"help": "Random encoder: attention heads."})
@@ -375,7 +378,9 @@ def build_tokenizer_factory(script_args: ScriptArguments) -> Any:
             return AutoTokenizer.from_pretrained(script_args.tokenizer)
         if script_args.encoder != "random":
             return AutoTokenizer.from_pretrained(script_args.encoder)
-        return train_tokenizer(texts, vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)
+        # A sample is enough to fit a Unigram vocabulary and keeps this step short on large budgets.
+        sample = random.Random(0).sample(list(texts), min(len(texts), script_args.tokenizer_training_texts))
+        return train_tokenizer(sample, vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)
 
     return factory
 

@@ -90,6 +90,32 @@ class OneAlignerOutput(ModelOutput):
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def _with_mask_columns(
+    source_states: torch.Tensor,
+    source_weights: torch.Tensor,
+    target_states: torch.Tensor,
+    target_weights: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Append two columns so that one product both gives s.t and pushes left-out tokens below every real score.
+
+    source' = [s, -penalty * left_out_s, 1] and target' = [t, 1, -penalty * left_out_t], so
+    source'.target' = s.t - penalty * (left_out_s + left_out_t). With penalty > 2 max|s| max|t| (Cauchy-Schwarz),
+    a left-out token can never be the max over tokens, with no masked copy of the (large) similarity tensor.
+    """
+    with torch.no_grad():
+        bound = source_states.norm(dim=-1).amax() * target_states.norm(dim=-1).amax()
+        penalty = (4.0 * bound + 1.0).to(source_states.dtype)
+    source_out = (source_weights <= 0).to(source_states.dtype)
+    target_out = (target_weights <= 0).to(target_states.dtype)
+    source_augmented = torch.cat(
+        [source_states, (-penalty * source_out).unsqueeze(-1), torch.ones_like(source_out).unsqueeze(-1)], dim=-1
+    )
+    target_augmented = torch.cat(
+        [target_states, torch.ones_like(target_out).unsqueeze(-1), (-penalty * target_out).unsqueeze(-1)], dim=-1
+    )
+    return source_augmented, target_augmented
+
+
 def bertscore_matrix(
     source_states: torch.Tensor,
     source_weights: torch.Tensor,
@@ -103,7 +129,7 @@ def bertscore_matrix(
     Args:
         source_states: `(n_s, L_s, d)` token vectors (already L2-normalized for cosine).
         source_weights: `(n_s, L_s)` token weights; 0 marks tokens left out (padding, special tokens), 1 or the
-            idf weight marks tokens that count.
+            idf weight marks tokens that count. Every sentence needs at least one token with a positive weight.
         target_states, target_weights: the same for the targets.
 
     Returns:
@@ -114,25 +140,28 @@ def bertscore_matrix(
     n_target, target_length, _ = target_states.shape
     per_source = max(1, n_target * source_length * target_length)
     chunk = max(1, max_elements // per_source)
-    target_flat = target_states.reshape(n_target * target_length, -1).transpose(0, 1)
+    source_augmented, target_augmented = _with_mask_columns(
+        source_states, source_weights, target_states, target_weights
+    )
+    # Token-major layout ((length, sentence) rows): both max reductions then run over outer dimensions, which is
+    # several times faster on CPU than reducing a short innermost dimension.
+    target_flat = target_augmented.transpose(0, 1).reshape(target_length * n_target, -1).transpose(0, 1)
+    target_weights_by_token = target_weights.transpose(0, 1).unsqueeze(0)  # (1, L_t, n_t)
     target_total = target_weights.sum(-1)
-    target_invalid = (target_weights <= 0).view(1, 1, n_target, target_length)
     rows = []
     for start in range(0, n_source, chunk):
-        states = source_states[start : start + chunk]
+        states = source_augmented[start : start + chunk]
         weights = source_weights[start : start + chunk]
         n_chunk = states.shape[0]
-        similarity = (states.reshape(n_chunk * source_length, -1) @ target_flat).view(
-            n_chunk, source_length, n_target, target_length
+        similarity = (states.transpose(0, 1).reshape(source_length * n_chunk, -1) @ target_flat).view(
+            source_length, n_chunk, target_length, n_target
         )
-        lowest = torch.finfo(similarity.dtype).min
-        source_invalid = (weights <= 0).view(n_chunk, source_length, 1, 1)
-        # P: each target token takes its best source token (invalid source tokens can never win).
-        best_for_target = similarity.masked_fill(source_invalid, lowest).amax(dim=1)  # (n_chunk, n_t, L_t)
-        precision = (best_for_target * target_weights.unsqueeze(0)).sum(-1) / target_total.unsqueeze(0)
-        # R: each source token takes its best target token.
-        best_for_source = similarity.masked_fill(target_invalid, lowest).amax(dim=3)  # (n_chunk, L_s, n_t)
-        recall = (best_for_source * weights.unsqueeze(-1)).sum(1) / weights.sum(-1, keepdim=True)
+        # P: each target token takes its best source token; R: each source token its best target token. Left-out
+        # tokens never win a max (see _with_mask_columns) and have weight 0 in the means.
+        best_for_target = similarity.amax(dim=0)  # (n_chunk, L_t, n_t)
+        precision = (best_for_target * target_weights_by_token).sum(1) / target_total.unsqueeze(0)
+        best_for_source = similarity.amax(dim=2)  # (L_s, n_chunk, n_t)
+        recall = (best_for_source * weights.transpose(0, 1).unsqueeze(-1)).sum(0) / weights.sum(-1, keepdim=True)
         rows.append(_f_measure(precision, recall))
     return torch.cat(rows, dim=0)
 
@@ -149,12 +178,12 @@ def bertscore_pairs(
             f"bertscore_pairs needs as many sources as targets, got {source_states.shape[0]} and "
             f"{target_states.shape[0]}."
         )
-    similarity = torch.bmm(source_states, target_states.transpose(1, 2))  # (n, L_s, L_t)
-    lowest = torch.finfo(similarity.dtype).min
-    best_for_target = similarity.masked_fill((source_weights <= 0).unsqueeze(-1), lowest).amax(dim=1)
-    precision = (best_for_target * target_weights).sum(-1) / target_weights.sum(-1)
-    best_for_source = similarity.masked_fill((target_weights <= 0).unsqueeze(1), lowest).amax(dim=2)
-    recall = (best_for_source * source_weights).sum(-1) / source_weights.sum(-1)
+    source_augmented, target_augmented = _with_mask_columns(
+        source_states, source_weights, target_states, target_weights
+    )
+    similarity = torch.bmm(source_augmented, target_augmented.transpose(1, 2))  # (n, L_s, L_t)
+    precision = (similarity.amax(dim=1) * target_weights).sum(-1) / target_weights.sum(-1)
+    recall = (similarity.amax(dim=2) * source_weights).sum(-1) / source_weights.sum(-1)
     return _f_measure(precision, recall)
 
 
@@ -654,17 +683,30 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         Returns:
             `(scores, indices)`, both `(n_source, k)`, sorted by decreasing score; `indices` are target indices.
         """
-        candidates = torch.as_tensor(candidates, dtype=torch.long).cpu()
-        if candidates.ndim != 2 or candidates.shape[0] != len(source_sentences):
-            raise OneAlignerInputError(
-                f"candidates must be (n_source, k) = ({len(source_sentences)}, k), got {tuple(candidates.shape)}."
-            )
-        if candidates.numel() and (candidates.min() < 0 or candidates.max() >= len(target_sentences)):
-            raise OneAlignerInputError("candidates hold target indices outside [0, n_target).")
         batch_size = batch_size or self.config.eval_batch_size
-        normalize = self.config.normalization if normalize is None else normalize
         source = self._encode_tokens(source_sentences, tokenizer, batch_size)
         target = self._encode_tokens(target_sentences, tokenizer, batch_size)
+        return self._rerank_encoded(source, target, candidates, batch_size, normalize, normalization_sample, seed)
+
+    def _rerank_encoded(
+        self,
+        source: Sequence[Any],
+        target: Sequence[Any],
+        candidates: torch.Tensor,
+        batch_size: int,
+        normalize: bool | None,
+        normalization_sample: int | None,
+        seed: int,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`rerank` on encodings from `_encode_tokens` (lets the two-stage search encode each sentence once)."""
+        candidates = torch.as_tensor(candidates, dtype=torch.long).cpu()
+        if candidates.ndim != 2 or candidates.shape[0] != len(source):
+            raise OneAlignerInputError(
+                f"candidates must be (n_source, k) = ({len(source)}, k), got {tuple(candidates.shape)}."
+            )
+        if candidates.numel() and (candidates.min() < 0 or candidates.max() >= len(target)):
+            raise OneAlignerInputError("candidates hold target indices outside [0, n_target).")
+        normalize = self.config.normalization if normalize is None else normalize
         n_source, k = candidates.shape
         pair_source = torch.arange(n_source).repeat_interleave(k)
         pair_target = candidates.reshape(-1)

@@ -31,8 +31,14 @@ def two_stage_retrieve(
     normalize: bool | None = None,
     normalization_sample: int | None = None,
     knn_backend: str = "faiss",
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rank targets for every source: kNN over mean-pooled vectors, then BERTScore on the top_k only.
+
+    Args:
+        normalization_sample: sentences of the other side against which each sentence's normalization mean is
+            estimated (default: ``config.eval_batch_size``, the paper's evaluation batch); drawn with ``seed``.
+        knn_backend: ``"faiss"`` or ``"torch"`` (see :func:`bitext_hf.mining.knn_search`).
 
     Returns:
         `(scores, indices)`: float32 and int64 arrays `(n_source, min(top_k, n_target))`, best first; column 0 is
@@ -43,21 +49,25 @@ def two_stage_retrieve(
     if not len(source_sentences) or not len(target_sentences):
         raise OneAlignerInputError("two_stage_retrieve needs at least one source and one target sentence.")
     batch_size = batch_size or model.config.eval_batch_size
-    source_vectors = model.encode(source_sentences, tokenizer=tokenizer, batch_size=batch_size).cpu().numpy()
-    target_vectors = model.encode(target_sentences, tokenizer=tokenizer, batch_size=batch_size).cpu().numpy()
-    _, candidates = knn_search(
-        np.ascontiguousarray(source_vectors, dtype=np.float32),
-        np.ascontiguousarray(target_vectors, dtype=np.float32),
-        top_k,
-        backend=knn_backend,
-    )
-    scores, indices = model.rerank(
-        source_sentences,
-        target_sentences,
+    # Each sentence is encoded once: its pooled vector feeds the kNN, its token vectors the re-ranking.
+    source = model._encode_tokens(source_sentences, tokenizer, batch_size)
+    target = model._encode_tokens(target_sentences, tokenizer, batch_size)
+    source_vectors = _pooled(source)
+    target_vectors = _pooled(target)
+    _, candidates = knn_search(source_vectors, target_vectors, top_k, backend=knn_backend)
+    scores, indices = model._rerank_encoded(
+        source,
+        target,
         torch.from_numpy(np.asarray(candidates, dtype=np.int64)),
-        tokenizer=tokenizer,
-        batch_size=batch_size,
-        normalize=normalize,
-        normalization_sample=normalization_sample,
+        batch_size,
+        normalize,
+        normalization_sample,
+        seed,
     )
     return scores.numpy().astype(np.float32), indices.numpy().astype(np.int64)
+
+
+def _pooled(encoded: Sequence[Any]) -> np.ndarray:
+    """L2-normalized mean-pooled vectors (what ``OneAlignerModel.encode`` returns) as contiguous float32."""
+    vectors = torch.nn.functional.normalize(torch.stack([item[2] for item in encoded]), dim=-1)
+    return np.ascontiguousarray(vectors.cpu().numpy(), dtype=np.float32)

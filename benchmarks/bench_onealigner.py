@@ -1,0 +1,109 @@
+"""Two-stage OneAligner retrieval against the full BERTScore matrix, on the same model and the same sentences.
+
+For N real translation pairs (English -> xx gettext messages of this machine, a language the model was not trained
+on by default), every English sentence retrieves its translation among the N candidates:
+
+* full: ``OneAlignerModel.retrieve``: BERTScore of all N^2 pairs, in-batch normalization per 256 x 256 block
+  (the paper's inference);
+* two-stage: ``two_stage_retrieve``: exact kNN (``bitext_hf.mining.knn_search``) over the mean-pooled layer-L
+  vectors for the top-K candidates, then BERTScore with normalization terms estimated on a 256-sentence sample,
+  for those K only.
+
+Both timings include encoding the sentences. Printed: seconds, the speed-up, top-1 accuracy of each, their
+difference in points, and the first stage's recall@K (how often the gold translation is among the candidates).
+
+    python benchmarks/bench_onealigner.py --model runs/onealigner-gettext --sizes 1000 5000 20000
+    python benchmarks/bench_onealigner.py --model runs/onealigner-gettext --language sv --top_k 32 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+import bitext_hf  # noqa: F401  (registers OneAligner with the Auto classes)
+from bitext_hf.data import gettext_pairs
+from bitext_hf.modeling.onealigner import OneAlignerModel, two_stage_retrieve
+
+
+def load_pairs(language: str, count: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    pairs = gettext_pairs(language)
+    if len(pairs) < count:
+        raise SystemExit(f"only {len(pairs)} en-{language} pairs available, asked for {count}")
+    rng = np.random.default_rng(seed)
+    chosen = [pairs[index] for index in rng.choice(len(pairs), size=count, replace=False)]
+    return [english for english, _ in chosen], [translation for _, translation in chosen]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="runs/onealigner-gettext", help="a trained OneAligner folder")
+    parser.add_argument("--language", default="sv", help="gettext language of the targets (default: Swedish)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 20000])
+    parser.add_argument("--top_k", type=int, default=16, help="first-stage candidates per source")
+    parser.add_argument("--normalization_sample", type=int, default=256, help="second-stage normalization sample")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    model: OneAlignerModel = AutoModel.from_pretrained(args.model).eval()
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model.attach_tokenizer(tokenizer)
+    english, translations = load_pairs(args.language, max(args.sizes))
+    print(
+        f"model {args.model} (layer {model.config.layer}, hidden {model.config.hidden_size}), en->{args.language}, "
+        f"top_k {args.top_k}, normalization sample {args.normalization_sample}, torch threads "
+        f"{torch.get_num_threads()}"
+    )
+    header = (
+        f"{'N':>6} | {'full s':>8} | {'2-stage s':>9} | {'speed-up':>8} | {'acc full':>8} | {'acc 2-st':>8} | "
+        f"{'diff pts':>8} | {'recall@K':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for size in args.sizes:
+        sources, targets = english[:size], translations[:size]
+        gold = np.arange(size)
+        started = time.perf_counter()
+        full_top1 = model.retrieve(sources, targets).numpy()
+        full_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        _, indices = two_stage_retrieve(
+            model, sources, targets, top_k=args.top_k, normalization_sample=args.normalization_sample
+        )
+        two_stage_seconds = time.perf_counter() - started
+        full_accuracy = float((full_top1 == gold).mean())
+        two_stage_accuracy = float((indices[:, 0] == gold).mean())
+        recall = float((indices == gold[:, None]).any(axis=1).mean())
+        row = {
+            "n": size,
+            "full_seconds": full_seconds,
+            "two_stage_seconds": two_stage_seconds,
+            "speedup": full_seconds / two_stage_seconds,
+            "full_accuracy": full_accuracy,
+            "two_stage_accuracy": two_stage_accuracy,
+            "difference_points": 100 * (two_stage_accuracy - full_accuracy),
+            "recall_at_k": recall,
+        }
+        rows.append(row)
+        print(
+            f"{size:>6} | {full_seconds:>8.1f} | {two_stage_seconds:>9.1f} | {row['speedup']:>7.1f}x | "
+            f"{100 * full_accuracy:>8.1f} | {100 * two_stage_accuracy:>8.1f} | {row['difference_points']:>+8.1f} | "
+            f"{100 * recall:>8.1f}",
+            flush=True,
+        )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"args": vars(args), "rows": rows}, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()
