@@ -428,3 +428,16 @@ def test_loop_arguments_are_dataclasses():
     from bitext_hf.training import LoopArguments
 
     assert dataclasses.is_dataclass(LoopArguments)
+
+
+def test_unavailable_hub_dataset_names_it_and_the_local_alternative(monkeypatch, tmp_path):
+    import datasets.config
+    import huggingface_hub.constants
+
+    # Offline mode: load_dataset fails at once instead of reaching for the network.
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path))
+    with pytest.raises(DistillationDataError, match=r"no-such-org/no-such-bitext.*local files"):
+        load_bitext("wol=hub:no-such-org/no-such-bitext:eng_Latn-wol_Latn@train")

@@ -89,7 +89,7 @@ def _read_tsv_pairs(path: Path) -> tuple[list[str], list[str]]:
     return student, teacher
 
 
-def _load_hub(source: str, *, text_columns: int) -> list[dict]:
+def _load_hub(source: str) -> list[dict]:
     """Rows of ``hub:DATASET_ID[:CONFIG][@SPLIT]``; a missing dataset offline raises with the local-file hint."""
     spec = source.removeprefix("hub:")
     spec, _, split = spec.partition("@")
@@ -104,7 +104,6 @@ def _load_hub(source: str, *, text_columns: int) -> list[dict]:
             f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}; offline, pass local "
             "files instead (LANG=path/pairs.tsv or LANG=path/xx.txt,path/en.txt)"
         ) from error
-    del text_columns
     return list(dataset)
 
 
@@ -147,7 +146,7 @@ def load_bitext(spec: str, max_pairs: int | None = None) -> Bitext:
         pairs = gettext_pairs(language)
         teacher, student = [english for english, _ in pairs], [translation for _, translation in pairs]
     elif source.startswith("hub:"):
-        student, teacher = _pairs_from_rows(_load_hub(source, text_columns=2), language, source)
+        student, teacher = _pairs_from_rows(_load_hub(source), language, source)
     elif "," in source:
         student_file, teacher_file = (part.strip() for part in source.split(",", 1))
         student, teacher = read_lines(student_file), read_lines(teacher_file)
@@ -169,7 +168,7 @@ def load_monolingual(spec: str, max_sentences: int | None = None) -> tuple[str, 
     """Load monolingual student-language text of a ``LANG=path.txt`` or ``LANG=hub:...`` spec."""
     language, source = parse_source_spec(spec)
     if source.startswith("hub:"):
-        rows = _load_hub(source, text_columns=1)
+        rows = _load_hub(source)
         if rows and "text" not in rows[0]:
             raise DistillationDataError(f"{source}: monolingual hub data needs a 'text' column, got {list(rows[0])}")
         texts = [row["text"] for row in rows]
@@ -197,5 +196,8 @@ def split_held_out(bitext: Bitext, held_out: int, seed: int = 0) -> tuple[Bitext
         for i in sorted(order[held_out:].tolist())
         if bitext.teacher_texts[i] not in test_english and bitext.student_texts[i] not in test_student
     ]
-    pick = lambda index: ([bitext.student_texts[i] for i in index], [bitext.teacher_texts[i] for i in index])  # noqa: E731
-    return Bitext(bitext.language, *pick(train_index)), Bitext(bitext.language, *pick(test_index))
+    return _subset(bitext, train_index), _subset(bitext, test_index)
+
+
+def _subset(bitext: Bitext, index: list[int]) -> Bitext:
+    return Bitext(bitext.language, [bitext.student_texts[i] for i in index], [bitext.teacher_texts[i] for i in index])
