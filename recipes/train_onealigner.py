@@ -82,6 +82,10 @@ class ScriptArguments:
     eval_size: int = dataclasses.field(
         default=1000, metadata={"help": "At most this many pairs per evaluation set (sampled; Tatoeba-like 1k)."}
     )
+    eval_min_words: int = dataclasses.field(
+        default=0,
+        metadata={"help": "Keep evaluation pairs with at least this many whitespace-separated words on both sides."},
+    )
     eval_before_training: bool = dataclasses.field(default=True, metadata={"help": "Evaluate at step 0 too."})
     ablation: bool = dataclasses.field(
         default=True, metadata={"help": "Also report the Table 1 ablation (mean pool / BERTScore x norm on/off)."}
@@ -118,6 +122,10 @@ class ScriptArguments:
     softmax_temperature: float = dataclasses.field(default=5.0, metadata={"help": "Logits = S / temperature."})
     loss_type: str = dataclasses.field(default="global", metadata={"help": "global (N^2 - N negatives) or row."})
     eval_batch_size: int = dataclasses.field(default=256, metadata={"help": "Normalization block at evaluation."})
+    pooled_loss_weight: float = dataclasses.field(
+        default=0.0,
+        metadata={"help": "Not in the paper: extra InfoNCE on mean-pooled vectors (trains two-stage's first stage)."},
+    )
 
     def __post_init__(self) -> None:
         if not self.train_pairs:
@@ -127,7 +135,7 @@ class ScriptArguments:
         for name in ("example_budget", "eval_size"):
             if getattr(self, name) < 1:
                 raise OneAlignerDataError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        for name in ("top_k_pairs", "min_tokens", "held_out", "mlm_steps"):
+        for name in ("top_k_pairs", "min_tokens", "held_out", "mlm_steps", "eval_min_words"):
             if getattr(self, name) < 0:
                 raise OneAlignerDataError(f"{name} must be >= 0, got {getattr(self, name)}.")
         for spec in [*self.train_pairs, *self.eval_pairs]:
@@ -245,8 +253,14 @@ def prepare_data(script_args: ScriptArguments, tokenizer_factory: Any, seed: int
     rng = random.Random(seed)
     train_data = {spec: load_pairs(spec) for spec in script_args.train_pairs}
     eval_sets: dict[str, tuple[list[str], list[str]]] = {}
+
+    def long_enough(pair: tuple[str, str]) -> bool:
+        return min(len(pair[0].split()), len(pair[1].split())) >= script_args.eval_min_words
+
     for spec in script_args.eval_pairs:
-        pairs = load_pairs(spec)
+        pairs = [pair for pair in load_pairs(spec) if long_enough(pair)]
+        if not pairs:
+            raise OneAlignerDataError(f"{spec}: no pair has {script_args.eval_min_words} words on both sides.")
         rng.shuffle(pairs)
         pairs = pairs[: script_args.eval_size]
         eval_sets[eval_set_name(spec)] = (
@@ -260,8 +274,15 @@ def prepare_data(script_args: ScriptArguments, tokenizer_factory: Any, seed: int
                     f"{spec}: {len(pairs)} pairs, not enough to hold out {script_args.held_out}."
                 )
             rng.shuffle(pairs)
-            held = pairs[: min(script_args.held_out, script_args.eval_size)]
-            train_data[spec] = pairs[script_args.held_out :]
+            # Held-out pairs come from the pairs that pass the evaluation filter; all others stay for training.
+            held_indices = [index for index, pair in enumerate(pairs) if long_enough(pair)][: script_args.held_out]
+            if len(held_indices) < script_args.held_out:
+                raise OneAlignerDataError(
+                    f"{spec}: only {len(held_indices)} pairs have {script_args.eval_min_words} words on both sides."
+                )
+            held_set = set(held_indices)
+            held = [pairs[index] for index in held_indices][: script_args.eval_size]
+            train_data[spec] = [pair for index, pair in enumerate(pairs) if index not in held_set]
             eval_sets[f"{spec.split('=', 1)[0]}:held-out"] = ([a for a, _ in held], [b for _, b in held])
     if not eval_sets:
         logger.warning("no evaluation set: give eval_pairs or held_out to measure retrieval during training")
@@ -317,6 +338,7 @@ def _config_kwargs(script_args: ScriptArguments) -> dict[str, Any]:
         "loss_type": script_args.loss_type,
         "max_seq_length": script_args.max_seq_length,
         "eval_batch_size": script_args.eval_batch_size,
+        "pooled_loss_weight": script_args.pooled_loss_weight,
     }
 
 

@@ -23,6 +23,7 @@ from bitext_hf.modeling.onealigner import (
     bertscore_pairs,
     contrastive_loss,
     normalize_scores,
+    pooled_contrastive_loss,
     two_stage_retrieve,
 )
 
@@ -194,6 +195,20 @@ def test_loss_decreases_and_parameters_change(tiny_tokenizer, tiny_parallel_corp
     assert losses[-1] < losses[0] - 0.1
     changed = [name for name, parameter in model.named_parameters() if not torch.equal(parameter, before[name])]
     assert len(changed) == len(before)  # every parameter reaches hidden state L: no dead weights (pooler dropped)
+
+
+def test_pooled_loss_is_added_with_its_weight(tiny_tokenizer, tiny_parallel_corpus):
+    torch.manual_seed(0)
+    model = OneAlignerModel.from_encoder(
+        tiny_encoder_config(tiny_tokenizer), layer=1, tokenizer=tiny_tokenizer, pooled_loss_weight=0.5
+    ).eval()
+    source_ids, source_mask = batch(model, [pair[0] for pair in tiny_parallel_corpus[:4]])
+    target_ids, target_mask = batch(model, [pair[1] for pair in tiny_parallel_corpus[:4]])
+    output = model(source_ids, source_mask, target_ids, target_mask, return_loss=True)
+    paper_loss = contrastive_loss(output.scores, 5.0, "global")
+    pooled = pooled_contrastive_loss(output.sentence_embedding, output.target_sentence_embedding, 0.05)
+    assert pooled.item() > 0
+    assert output.loss.item() == pytest.approx((paper_loss + 0.5 * pooled).item(), rel=1e-6)
 
 
 def test_from_encoder_drops_layers_above_l(tiny_tokenizer):

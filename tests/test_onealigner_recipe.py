@@ -161,3 +161,15 @@ def test_mismatched_line_aligned_files(recipe, tmp_path):
     (tmp_path / "b.txt").write_text("un\n", encoding="utf-8")
     with pytest.raises(recipe.OneAlignerDataError, match="2 lines but"):
         recipe.load_pairs(f"en-fr={tmp_path / 'a.txt'},{tmp_path / 'b.txt'}")
+
+
+def test_eval_min_words_keeps_short_pairs_for_training_only(recipe, data_files, tmp_path):
+    script_args, _ = recipe_args(recipe, data_files, tmp_path / "out", "--eval_min_words", "5")
+    data, _ = recipe.prepare_data(script_args, recipe.build_tokenizer_factory(script_args), seed=0)
+    for sources, targets in data.eval_sets.values():
+        assert sources and all(len(text.split()) >= 5 for text in (*sources, *targets))
+    assert data.stats["eval_sets"]["en-fr:held-out"] == 4
+    with pytest.raises(recipe.OneAlignerDataError, match="words on both sides"):
+        recipe.prepare_data(
+            dataclasses.replace(script_args, eval_min_words=50), recipe.build_tokenizer_factory(script_args), seed=0
+        )

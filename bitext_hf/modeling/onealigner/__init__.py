@@ -20,6 +20,7 @@ from bitext_hf.modeling.onealigner.modeling_onealigner import (
     bertscore_pairs,
     contrastive_loss,
     normalize_scores,
+    pooled_contrastive_loss,
 )
 from bitext_hf.modeling.onealigner.retrieval import two_stage_retrieve
 
@@ -35,5 +36,6 @@ __all__ = [
     "bertscore_pairs",
     "contrastive_loss",
     "normalize_scores",
+    "pooled_contrastive_loss",
     "two_stage_retrieve",
 ]

@@ -86,6 +86,12 @@ class OneAlignerConfig(PretrainedConfig):
             Maximum tokens per sentence in the text-level helpers; longer inputs are truncated with one warning.
         eval_batch_size (`int`, defaults to 256):
             Block size of the in-batch normalization at evaluation time.
+        pooled_loss_weight (`float`, defaults to 0.0):
+            Not in the paper: weight of an extra symmetric InfoNCE loss on the cosine of the mean-pooled layer-L
+            vectors, which trains the first stage of two-stage retrieval (and the sentence-transformers export)
+            along with BERTScore. 0 reproduces the paper's objective.
+        pooled_loss_temperature (`float`, defaults to 0.05):
+            Temperature of that extra loss (logits = cosine / temperature).
     """
 
     model_type = "onealigner"
@@ -106,6 +112,8 @@ class OneAlignerConfig(PretrainedConfig):
         cosine_in_evaluation: bool = True,
         max_seq_length: int = 100,
         eval_batch_size: int = 256,
+        pooled_loss_weight: float = 0.0,
+        pooled_loss_temperature: float = 0.05,
         **kwargs: Any,
     ) -> None:
         self.encoder_config = _build_encoder_config(encoder_config)
@@ -133,6 +141,8 @@ class OneAlignerConfig(PretrainedConfig):
         self.cosine_in_evaluation = cosine_in_evaluation
         self.max_seq_length = max_seq_length
         self.eval_batch_size = eval_batch_size
+        self.pooled_loss_weight = pooled_loss_weight
+        self.pooled_loss_temperature = pooled_loss_temperature
         super().__init__(**kwargs)
         self._validate()
 
@@ -164,6 +174,12 @@ class OneAlignerConfig(PretrainedConfig):
             )
         if not isinstance(self.eval_batch_size, int) or self.eval_batch_size < 1:
             raise OneAlignerConfigError(f"eval_batch_size={self.eval_batch_size!r}: expected a positive integer.")
+        if float(self.pooled_loss_weight) < 0.0:
+            raise OneAlignerConfigError(f"pooled_loss_weight={self.pooled_loss_weight!r}: expected a value >= 0.")
+        if not float(self.pooled_loss_temperature) > 0.0:
+            raise OneAlignerConfigError(
+                f"pooled_loss_temperature={self.pooled_loss_temperature!r}: expected a positive number."
+            )
 
     @property
     def hidden_size(self) -> int:

@@ -47,6 +47,7 @@ __all__ = [
     "bertscore_pairs",
     "contrastive_loss",
     "normalize_scores",
+    "pooled_contrastive_loss",
 ]
 
 logger = logging.getLogger(__name__)
@@ -223,6 +224,13 @@ def contrastive_loss(scores: torch.Tensor, temperature: float, loss_type: str = 
     off_diagonal = logits.masked_fill(torch.eye(logits.shape[0], dtype=torch.bool, device=logits.device), -math.inf)
     negatives = torch.logsumexp(off_diagonal.flatten(), dim=0)
     return (torch.logaddexp(positives, negatives) - positives).mean()
+
+
+def pooled_contrastive_loss(source: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Symmetric InfoNCE on the cosine of pooled vectors (row i of each side aligned): the first-stage loss."""
+    logits = F.normalize(source.float(), dim=-1) @ F.normalize(target.float(), dim=-1).transpose(0, 1) / temperature
+    labels = torch.arange(logits.shape[0], device=logits.device)
+    return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.transpose(0, 1), labels)) / 2
 
 
 def mean_pool(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -462,7 +470,14 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                 target_sentence_embedding=mean_pool(target_states, target_attention_mask),
             )
             if return_loss:
-                fields["loss"] = contrastive_loss(scores, self.config.softmax_temperature, self.config.loss_type)
+                loss = contrastive_loss(scores, self.config.softmax_temperature, self.config.loss_type)
+                if self.config.pooled_loss_weight > 0:
+                    loss = loss + self.config.pooled_loss_weight * pooled_contrastive_loss(
+                        mean_pool(source_states, attention_mask),
+                        fields["target_sentence_embedding"],
+                        self.config.pooled_loss_temperature,
+                    )
+                fields["loss"] = loss
         elif return_loss:
             raise OneAlignerInputError("return_loss=True needs target_input_ids (the aligned target batch).")
         # Built in one call so that the tuple/key order is the field order (loss first).
