@@ -33,6 +33,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.rnn import pad_sequence
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
@@ -43,6 +44,7 @@ __all__ = [
     "OneAlignerModel",
     "OneAlignerOutput",
     "OneAlignerPreTrainedModel",
+    "bertscore_candidates",
     "bertscore_matrix",
     "bertscore_pairs",
     "contrastive_loss",
@@ -167,6 +169,34 @@ def bertscore_matrix(
     return torch.cat(rows, dim=0)
 
 
+def bertscore_candidates(
+    source_states: torch.Tensor,
+    source_weights: torch.Tensor,
+    candidate_states: torch.Tensor,
+    candidate_weights: torch.Tensor,
+) -> torch.Tensor:
+    """BERTScore F of each source against its own k candidates: `(n, L_s, d)` x `(n, k, L_t, d)` -> `(n, k)`.
+
+    One batched product per source against all of its candidates (weights as in `bertscore_matrix`).
+    """
+    n_source, source_length, hidden = source_states.shape
+    if candidate_states.ndim != 4 or candidate_states.shape[0] != n_source:
+        raise OneAlignerInputError(
+            f"candidate_states must be (n_source={n_source}, k, length, hidden), got {tuple(candidate_states.shape)}."
+        )
+    _, k, target_length, _ = candidate_states.shape
+    source_augmented, candidate_augmented = _with_mask_columns(
+        source_states, source_weights, candidate_states, candidate_weights
+    )
+    similarity = torch.bmm(
+        source_augmented, candidate_augmented.reshape(n_source, k * target_length, hidden + 2).transpose(1, 2)
+    ).view(n_source, source_length, k, target_length)
+    precision = (similarity.amax(dim=1) * candidate_weights).sum(-1) / candidate_weights.sum(-1)  # (n, k)
+    best_for_source = similarity.amax(dim=3)  # (n, L_s, k)
+    recall = (best_for_source * source_weights.unsqueeze(-1)).sum(1) / source_weights.sum(-1, keepdim=True)
+    return _f_measure(precision, recall)
+
+
 def bertscore_pairs(
     source_states: torch.Tensor,
     source_weights: torch.Tensor,
@@ -179,13 +209,9 @@ def bertscore_pairs(
             f"bertscore_pairs needs as many sources as targets, got {source_states.shape[0]} and "
             f"{target_states.shape[0]}."
         )
-    source_augmented, target_augmented = _with_mask_columns(
-        source_states, source_weights, target_states, target_weights
-    )
-    similarity = torch.bmm(source_augmented, target_augmented.transpose(1, 2))  # (n, L_s, L_t)
-    precision = (similarity.amax(dim=1) * target_weights).sum(-1) / target_weights.sum(-1)
-    recall = (similarity.amax(dim=2) * source_weights).sum(-1) / source_weights.sum(-1)
-    return _f_measure(precision, recall)
+    return bertscore_candidates(
+        source_states, source_weights, target_states.unsqueeze(1), target_weights.unsqueeze(1)
+    ).squeeze(1)
 
 
 def _f_measure(precision: torch.Tensor, recall: torch.Tensor) -> torch.Tensor:
@@ -560,13 +586,9 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         if self.config.similarity == "mean_pool":
             pooled = torch.stack([item[2] for item in items])
             return (F.normalize(pooled, dim=-1) if cosine else pooled), None, None
-        width = max(item[0].shape[0] for item in items)
-        hidden = items[0][0].shape[1]
-        vectors = items[0][0].new_zeros((len(items), width, hidden))
-        weights = items[0][1].new_zeros((len(items), width))
-        for row, (states, token_weights, _) in enumerate(items):
-            vectors[row, : states.shape[0]] = states
-            weights[row, : states.shape[0]] = token_weights
+        # pad_sequence copies in C++: a Python loop of row copies dominated the two-stage search.
+        vectors = pad_sequence([item[0] for item in items], batch_first=True)
+        weights = pad_sequence([item[1] for item in items], batch_first=True)
         return vectors, weights, weights > 0
 
     def _grouped_similarity(self, sources: Sequence[Any], targets: Sequence[Any], group: int = 64) -> torch.Tensor:
@@ -659,8 +681,9 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                 raw = self._grouped_similarity(source[start : start + batch_size], target[start : start + batch_size])
                 scores.append(normalize_scores(raw, self.config.alpha, add_mean_term=False).diagonal().cpu())
             else:
-                indices = torch.arange(start, min(start + batch_size, len(source)))
-                scores.append(self._pair_scores(source, target, indices, indices, batch_size))
+                block = slice(start, start + batch_size)
+                own = torch.arange(len(source[block])).unsqueeze(1)
+                scores.append(self._candidate_scores(source[block], target[block], own, batch_size)[:, 0])
         return torch.cat(scores) if scores else torch.empty(0)
 
     @torch.inference_mode()
@@ -722,45 +745,47 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         if candidates.numel() and (candidates.min() < 0 or candidates.max() >= len(target)):
             raise OneAlignerInputError("candidates hold target indices outside [0, n_target).")
         normalize = self.config.normalization if normalize is None else normalize
-        n_source, k = candidates.shape
-        pair_source = torch.arange(n_source).repeat_interleave(k)
-        pair_target = candidates.reshape(-1)
-        raw = self._pair_scores(source, target, pair_source, pair_target, batch_size).view(n_source, k)
+        n_source = candidates.shape[0]
+        raw = self._candidate_scores(source, target, candidates, batch_size)
         if normalize:
             sample_size = normalization_sample or self.config.eval_batch_size
             generator = torch.Generator().manual_seed(seed)
             target_sample = torch.randperm(len(target), generator=generator)[: min(sample_size, len(target))]
             source_sample = torch.randperm(len(source), generator=generator)[: min(sample_size, len(source))]
             row_means = self._mean_against(source, torch.arange(n_source), target, target_sample, batch_size)
-            used_targets = torch.unique(pair_target)
+            used_targets = torch.unique(candidates)
             column_means = torch.zeros(len(target))
             column_means[used_targets] = self._mean_against(target, used_targets, source, source_sample, batch_size)
             raw = raw - self.config.alpha * (row_means.unsqueeze(1) + column_means[candidates])
         scores, order = raw.sort(dim=1, descending=True)
         return scores, candidates.gather(1, order)
 
-    def _pair_scores(
-        self,
-        source: Sequence[Any],
-        target: Sequence[Any],
-        pair_source: torch.Tensor,
-        pair_target: torch.Tensor,
-        batch_size: int,
+    def _candidate_scores(
+        self, source: Sequence[Any], target: Sequence[Any], candidates: torch.Tensor, batch_size: int
     ) -> torch.Tensor:
-        # Pairs sorted by length are processed in chunks, each padded only to its own longest sentences.
-        lengths = [(source[int(i)][0].shape[0], target[int(j)][0].shape[0]) for i, j in zip(pair_source, pair_target)]
-        order = sorted(range(len(lengths)), key=lambda index: lengths[index])
-        scores = torch.empty(len(order), dtype=torch.float32)
-        chunk = max(1, batch_size * 8)
-        for start in range(0, len(order), chunk):
-            positions = order[start : start + chunk]
-            sources = self._stack([source[int(pair_source[index])] for index in positions])
-            targets = self._stack([target[int(pair_target[index])] for index in positions])
+        """f of every source i against its candidates `candidates[i]`, `(n_source, k)` float32 on CPU."""
+        n_source, k = candidates.shape
+        scores = torch.empty((n_source, k), dtype=torch.float32)
+        if not n_source or not k:
+            return scores
+        # Sources sorted by length, a chunk at a time, each padded only to its own longest sentences.
+        order = sorted(range(n_source), key=lambda index: source[index][0].shape[0])
+        chunk = max(1, (batch_size * 16) // k)
+        for start in range(0, n_source, chunk):
+            rows = order[start : start + chunk]
+            sources = self._stack([source[index] for index in rows])
+            targets = self._stack([target[index] for index in candidates[rows].reshape(-1).tolist()])
             if self.config.similarity == "mean_pool":
-                values = (sources[0] * targets[0]).sum(-1)
+                values = (sources[0].unsqueeze(1) * targets[0].view(len(rows), k, -1)).sum(-1)
             else:
-                values = bertscore_pairs(*sources[:2], *targets[:2])
-            scores[torch.as_tensor(positions)] = values.float().cpu()
+                length, hidden = targets[0].shape[1:]
+                values = bertscore_candidates(
+                    sources[0],
+                    sources[1],
+                    targets[0].view(len(rows), k, length, hidden),
+                    targets[1].view(len(rows), k, length),
+                )
+            scores[torch.as_tensor(rows)] = values.float().cpu()
         return scores
 
     def _mean_against(
