@@ -114,6 +114,9 @@ class ScriptArguments:
         default=0.0, metadata={"help": "Weight of the optional in-batch contrastive term."}
     )
     max_length: int = dataclasses.field(default=128, metadata={"help": "Student truncation length in subwords."})
+    group_by_length: bool = dataclasses.field(
+        default=True, metadata={"help": "Batch sentences of similar length (far less padding); else sample uniformly."}
+    )
 
     def __post_init__(self) -> None:
         if not self.bitexts:
@@ -196,9 +199,10 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
     )
 
     if model_args.tokenizer_name:
-        from transformers import AutoTokenizer
+        from transformers import PreTrainedTokenizerFast
 
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name)
+        # Not AutoTokenizer: a student folder's config.json carries an auto_map and would ask about remote code.
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(model_args.tokenizer_name)
     else:
         corpus = [text for bitext in train for text in (*bitext.student_texts, *bitext.teacher_texts)]
         corpus += [text for texts in monolingual.values() for text in texts] + english
@@ -244,6 +248,7 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
         curriculum_increment=script_args.curriculum_increment,
         mask_rate=script_args.mask_rate,
         max_length=script_args.max_length,
+        group_by_length=script_args.group_by_length,
         seed=loop_args.seed,
     )
     distillation_loss = CosineDistillationLoss(contrastive_weight=script_args.contrastive_weight)

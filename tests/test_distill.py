@@ -441,3 +441,30 @@ def test_unavailable_hub_dataset_names_it_and_the_local_alternative(monkeypatch,
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path))
     with pytest.raises(DistillationDataError, match=r"no-such-org/no-such-bitext.*local files"):
         load_bitext("wol=hub:no-such-org/no-such-bitext:eng_Latn-wol_Latn@train")
+
+
+def test_group_by_length_cuts_padding_and_covers_the_data(tiny_tokenizer, bitexts, tmp_path):
+    cache = TeacherEmbeddingCache(tmp_path, CountingTeacher(tiny_tokenizer), "counting")
+
+    def padding_and_coverage(group_by_length: bool) -> tuple[float, set[int]]:
+        batches = DistillationBatches(
+            tokenizer=tiny_tokenizer,
+            cache=cache,
+            bitexts=bitexts,
+            total_steps=300,
+            batch_size=4,
+            task_weights={"distil": 1.0, "self": 1.0, "mask": 0.0},
+            group_by_length=group_by_length,
+            seed=2,
+        )
+        padded, seen_lengths = 0.0, set()
+        for step in range(300):
+            batch = batches[step]
+            padded += 1.0 - batch["attention_mask"].float().mean().item()
+            seen_lengths.update(batch["attention_mask"].sum(dim=1).tolist())
+        return padded / 300, seen_lengths
+
+    grouped_padding, grouped_lengths = padding_and_coverage(True)
+    uniform_padding, uniform_lengths = padding_and_coverage(False)
+    assert grouped_padding < 0.5 * uniform_padding, (grouped_padding, uniform_padding)
+    assert grouped_lengths == uniform_lengths, "grouping still reaches the shortest and the longest sentences"

@@ -50,6 +50,8 @@ class DistillationBatches(torch.utils.data.Dataset):
         curriculum_increment: stage increment (0.1: prefixes of 10%, 20%, ..., 100%).
         mask_rate: fraction of tokens replaced by <mask> in MLM batches.
         max_length: truncation length in student subwords (specials included).
+        group_by_length: batch sentences of similar length (a random window of the length-sorted pool), which
+            removes most padding (several times faster on short sentences); otherwise sample uniformly.
         seed: the seed of every draw.
     """
 
@@ -70,6 +72,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         curriculum_increment: float = 0.1,
         mask_rate: float = 0.15,
         max_length: int = 128,
+        group_by_length: bool = True,
         seed: int = 0,
     ) -> None:
         if total_steps < 1 or batch_size < 1:
@@ -100,6 +103,8 @@ class DistillationBatches(torch.utils.data.Dataset):
         self.mask_rate = mask_rate
         self.max_length = max_length
         self.seed = seed
+        self.group_by_length = group_by_length
+        self._length_order: dict[tuple[str, str, float], np.ndarray] = {}
         self.ratios = curriculum_ratios(curriculum_increment)
         self.curriculum_languages = set(curriculum_languages)
         self._body_length = max_length - 2  # room for <s> and </s>
@@ -156,6 +161,21 @@ class DistillationBatches(torch.utils.data.Dataset):
             attention_mask[index, : len(row)] = 1
         return input_ids, attention_mask
 
+    def _choose(self, key: tuple[str, str, float], pool: list[list[int]], rng: np.random.Generator) -> np.ndarray:
+        """Sorted indices of the batch's examples: a random window of the pool sorted by length when grouping by
+        length (little padding, the same examples over an epoch on average), else a uniform sample."""
+        size = min(self.batch_size, len(pool))
+        if not self.group_by_length:
+            return np.sort(rng.choice(len(pool), size=size, replace=False))
+        order = self._length_order.get(key)
+        if order is None:
+            # Ties in length are broken by a fixed random permutation, so windows mix examples of equal length.
+            shuffled = np.random.default_rng([self.seed, len(pool)]).permutation(len(pool))
+            lengths = np.array([len(pool[i]) for i in shuffled])
+            order = self._length_order[key] = shuffled[np.argsort(lengths, kind="stable")]
+        start = int(rng.integers(0, len(pool) - size + 1))
+        return np.sort(order[start : start + size])
+
     def __getitem__(self, step: int) -> dict[str, Any]:
         if not 0 <= step < self.total_steps:
             raise IndexError(f"step {step} outside [0, {self.total_steps})")
@@ -163,7 +183,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         rng = np.random.default_rng([self.seed, step, 1])
         if stream.task == "mask":
             pool = self._mlm_ids[stream.name]
-            chosen = rng.choice(len(pool), size=min(self.batch_size, len(pool)), replace=False)
+            chosen = self._choose(("mask", stream.name, 1.0), pool, rng)
             input_ids, attention_mask = self._pad([pool[i] for i in chosen])
             generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
             input_ids, labels = mask_tokens(
@@ -182,7 +202,7 @@ class DistillationBatches(torch.utils.data.Dataset):
             }
         ratio = self.stage_ratio(step) if stream.name in self.curriculum_languages else 1.0
         pool = self._student_ids[stream.name, ratio]
-        chosen = np.sort(rng.choice(len(pool), size=min(self.batch_size, len(pool)), replace=False))
+        chosen = self._choose((stream.task, stream.name, ratio), pool, rng)
         input_ids, attention_mask = self._pad([pool[i] for i in chosen])
         targets = torch.from_numpy(np.asarray(self._targets[stream.name, ratio][chosen], dtype=np.float32))
         return {
