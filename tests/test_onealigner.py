@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 import torch
-from transformers import AutoModel, GPT2Config, XLMRobertaConfig
+from transformers import AutoModel, GPT2Config, XLMRobertaConfig, XLMRobertaModel
 
 import bitext_hf  # noqa: F401  (registers the Auto classes)
 from bitext_hf.modeling.onealigner import (
@@ -209,6 +209,18 @@ def test_pooled_loss_is_added_with_its_weight(tiny_tokenizer, tiny_parallel_corp
     pooled = pooled_contrastive_loss(output.sentence_embedding, output.target_sentence_embedding, 0.05)
     assert pooled.item() > 0
     assert output.loss.item() == pytest.approx((paper_loss + 0.5 * pooled).item(), rel=1e-6)
+
+
+def test_from_encoder_loads_pretrained_weights_and_tokenizer(tiny_tokenizer, tmp_path):
+    torch.manual_seed(0)
+    encoder = XLMRobertaModel(tiny_encoder_config(tiny_tokenizer, layers=3), add_pooling_layer=False)
+    encoder.save_pretrained(tmp_path)
+    tiny_tokenizer.save_pretrained(tmp_path)
+    model = OneAlignerModel.from_encoder(str(tmp_path), layer=2)
+    assert model.encoder.config.num_hidden_layers == 2 and model.tokenizer is not None
+    saved = encoder.state_dict()
+    for name, tensor in model.encoder.state_dict().items():
+        assert torch.equal(tensor, saved[name]), name
 
 
 def test_from_encoder_drops_layers_above_l(tiny_tokenizer):

@@ -366,7 +366,12 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             if drop_unused_layers and 1 <= layer < num_layers:
                 encoder_config.num_hidden_layers = layer
             if isinstance(name_or_path_or_config, str):
-                encoder_model = AutoModel.from_pretrained(name_or_path_or_config, config=encoder_config)
+                try:  # BERT-family encoders can skip building the unused pooler (and the load report about it)
+                    encoder_model = AutoModel.from_pretrained(
+                        name_or_path_or_config, config=encoder_config, add_pooling_layer=False
+                    )
+                except TypeError:
+                    encoder_model = AutoModel.from_pretrained(name_or_path_or_config, config=encoder_config)
                 if tokenizer is None:
                     try:
                         tokenizer = AutoTokenizer.from_pretrained(name_or_path_or_config)
