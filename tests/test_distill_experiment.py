@@ -10,7 +10,7 @@ training pairs, the remaining translations (their English dropped) as monolingua
 
 Knobs (environment): LASER3_EXPERIMENT_DIR (default /tmp/laser3_experiment), LASER3_LANGUAGES ("ka,el"),
 LASER3_TRAIN_PAIRS (4000), LASER3_EVAL_PAIRS (1000), LASER3_STEPS (1500), LASER3_VARIANTS (all three students),
-LASER3_REUSE_RUNS=1 (take the results of runs already finished in the folder instead of training them again).
+LASER3_GROUP_BY_LENGTH ("true"; "false" samples batches uniformly), LASER3_REUSE_RUNS=1 (take the results of runs already finished in the folder instead of training them again).
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ def test_students_beat_the_teacher_on_unseen_languages():
         "--per_device_train_batch_size", "64", "--learning_rate", "1e-3", "--warmup_steps", "200",
         "--max_steps", steps, "--logging_steps", "100", "--save_steps", "0", "--eval_steps", "0",
         "--disable_tqdm", "true", "--seed", "42",
+        "--group_by_length", os.environ.get("LASER3_GROUP_BY_LENGTH", "true"),
     ]  # fmt: skip
     table: dict[str, dict[str, float]] = {}
     first_output: Path | None = None
