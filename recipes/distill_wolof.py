@@ -42,7 +42,13 @@ from bitext_hf.distillation import (
     split_held_out,
 )
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
-from bitext_hf.training import LoopArguments, parse_args, run_training_loop, train_tokenizer
+from bitext_hf.training import (
+    LoopArguments,
+    parse_args,
+    resolve_resume_checkpoint,
+    run_training_loop,
+    train_or_reuse_tokenizer,
+)
 
 logger = logging.getLogger("distill_wolof")
 
@@ -206,7 +212,13 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
     else:
         corpus = [text for bitext in train for text in (*bitext.student_texts, *bitext.teacher_texts)]
         corpus += [text for texts in monolingual.values() for text in texts] + english
-        tokenizer = train_tokenizer(corpus, vocab_size=model_args.vocab_size, model_max_length=script_args.max_length)
+        tokenizer = train_or_reuse_tokenizer(
+            corpus,
+            output_dir=output_dir,
+            reuse=resolve_resume_checkpoint(loop_args) is not None,
+            vocab_size=model_args.vocab_size,
+            model_max_length=script_args.max_length,
+        )
     config = Laser3StudentConfig(
         vocab_size=len(tokenizer),
         hidden_size=model_args.hidden_size,

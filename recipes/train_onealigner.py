@@ -41,7 +41,14 @@ from bitext_hf.data import gettext_pairs
 from bitext_hf.data.readers import read_lines, read_tsv_pairs
 from bitext_hf.metrics.functional import xsim_from_similarity
 from bitext_hf.modeling.onealigner import OneAlignerModel, normalize_scores
-from bitext_hf.training import LoopArguments, parse_args, run_training_loop, train_tokenizer
+from bitext_hf.training import (
+    LoopArguments,
+    parse_args,
+    resolve_resume_checkpoint,
+    run_training_loop,
+    train_or_reuse_tokenizer,
+    train_tokenizer,
+)
 
 logger = logging.getLogger("train_onealigner")
 
@@ -392,8 +399,9 @@ def mlm_pretrain(
     return model
 
 
-def build_tokenizer_factory(script_args: ScriptArguments) -> Any:
-    """A callable texts -> tokenizer: a given/encoder tokenizer, or one trained on the sampled training text."""
+def build_tokenizer_factory(script_args: ScriptArguments, loop_args: LoopArguments | None = None) -> Any:
+    """A callable texts -> tokenizer: a given/encoder tokenizer, or one trained on the sampled training text (saved in
+    the output folder, and reused from there when the run resumes)."""
 
     def factory(texts: Sequence[str]) -> Any:
         if script_args.tokenizer:
@@ -402,7 +410,17 @@ def build_tokenizer_factory(script_args: ScriptArguments) -> Any:
             return AutoTokenizer.from_pretrained(script_args.encoder)
         # A sample is enough to fit a Unigram vocabulary and keeps this step short on large budgets.
         sample = random.Random(0).sample(list(texts), min(len(texts), script_args.tokenizer_training_texts))
-        return train_tokenizer(sample, vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)
+        if loop_args is None:
+            return train_tokenizer(
+                sample, vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length
+            )
+        return train_or_reuse_tokenizer(
+            sample,
+            output_dir=loop_args.output_dir,
+            reuse=resolve_resume_checkpoint(loop_args) is not None,
+            vocab_size=script_args.vocab_size,
+            model_max_length=script_args.max_seq_length,
+        )
 
     return factory
 
@@ -580,7 +598,7 @@ def save_outputs(
 def main(script_args: ScriptArguments, loop_args: LoopArguments) -> dict[str, Any]:
     """Prepare data, build the model, train with the shared accelerate loop, evaluate and save."""
     output_dir = Path(loop_args.output_dir)
-    data, tokenizer = prepare_data(script_args, build_tokenizer_factory(script_args), loop_args.seed)
+    data, tokenizer = prepare_data(script_args, build_tokenizer_factory(script_args, loop_args), loop_args.seed)
     logger.info("data: %s", json.dumps(data.stats))
     model = build_aligner(script_args, tokenizer, data.train_examples, loop_args.seed)
     history: list[dict[str, Any]] = []

@@ -96,3 +96,14 @@ def test_trains_on_a_generator(tiny_parallel_corpus):
 def test_bad_corpus_or_settings_raise_clear_errors(texts, vocab_size, message):
     with pytest.raises(TokenizerTrainingError, match=message):
         train_tokenizer(texts, vocab_size=vocab_size)
+
+
+def test_train_or_reuse_tokenizer_keeps_the_vocabulary_of_a_resumed_run(tmp_path, tiny_parallel_corpus):
+    from bitext_hf.training import train_or_reuse_tokenizer
+
+    texts = [text for pair in tiny_parallel_corpus for text in pair]
+    first = train_or_reuse_tokenizer(texts, output_dir=tmp_path, reuse=False, vocab_size=150)
+    assert (tmp_path / "tokenizer" / "tokenizer.json").is_file()
+    resumed = train_or_reuse_tokenizer(["unrelated text"] * 3, output_dir=tmp_path, reuse=True, vocab_size=150)
+    assert resumed.get_vocab() == first.get_vocab()
+    assert resumed("Le chat dort.")["input_ids"] == first("Le chat dort.")["input_ids"]

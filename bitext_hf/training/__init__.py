@@ -8,9 +8,15 @@ from bitext_hf.training.loop import (
     LoopArguments,
     TrainingResult,
     find_last_checkpoint,
+    resolve_resume_checkpoint,
     run_training_loop,
 )
-from bitext_hf.training.tokenizer import SPECIAL_TOKENS, TokenizerTrainingError, train_tokenizer
+from bitext_hf.training.tokenizer import (
+    SPECIAL_TOKENS,
+    TokenizerTrainingError,
+    train_or_reuse_tokenizer,
+    train_tokenizer,
+)
 
 __all__ = [
     "SPECIAL_TOKENS",
@@ -22,6 +28,8 @@ __all__ = [
     "find_last_checkpoint",
     "load_yaml_config",
     "parse_args",
+    "resolve_resume_checkpoint",
     "run_training_loop",
+    "train_or_reuse_tokenizer",
     "train_tokenizer",
 ]

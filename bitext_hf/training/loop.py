@@ -62,6 +62,7 @@ __all__ = [
     "LoopArguments",
     "TrainingResult",
     "find_last_checkpoint",
+    "resolve_resume_checkpoint",
     "run_training_loop",
 ]
 
@@ -481,7 +482,8 @@ def _save_checkpoint(accelerator: Accelerator, output_dir: Path, state: dict[str
     return str(final)
 
 
-def _resolve_resume(args: LoopArguments) -> str | None:
+def resolve_resume_checkpoint(args: LoopArguments) -> str | None:
+    """The checkpoint folder a run with these arguments resumes from, or None for a fresh start."""
     if args.resume_from_checkpoint is None:
         return None
     if args.resume_from_checkpoint == "auto":
@@ -535,7 +537,7 @@ def run_training_loop(
     if not callable(compute_loss):
         raise TypeError("compute_loss must be callable: compute_loss(model, batch) -> (loss, logs)")
     output_dir = Path(args.output_dir)
-    resume_path = _resolve_resume(args)
+    resume_path = resolve_resume_checkpoint(args)
     owns_accelerator = accelerator is None
     if accelerator is None:
         accelerator = _build_accelerator(args)

@@ -12,12 +12,14 @@ single sentences are encoded as ``<s> ... </s>``, pairs as ``<s> A </s></s> B </
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-__all__ = ["SPECIAL_TOKENS", "TokenizerTrainingError", "train_tokenizer"]
+__all__ = ["SPECIAL_TOKENS", "TokenizerTrainingError", "train_or_reuse_tokenizer", "train_tokenizer"]
 
 logger = logging.getLogger(__name__)
 
@@ -138,3 +140,31 @@ def train_tokenizer(
         padding_side="right",
         model_input_names=["input_ids", "attention_mask"],
     )
+
+
+def train_or_reuse_tokenizer(
+    texts: Iterable[str],
+    *,
+    output_dir: str | os.PathLike,
+    reuse: bool,
+    subfolder: str = "tokenizer",
+    **train_kwargs,
+) -> PreTrainedTokenizerFast:
+    """The training run's tokenizer: trained and saved to ``output_dir/subfolder`` at the start of a run, and read
+    back from there when the run resumes from a checkpoint (``reuse=True``).
+
+    Why: the `tokenizers` Unigram trainer is not deterministic (its vocabulary differs from one process to the
+    next, whatever the seeds), so a resumed run that trained its vocabulary again would pair the checkpoint's
+    embedding rows with other pieces.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    folder = Path(output_dir) / subfolder
+    if reuse and (folder / "tokenizer.json").is_file():
+        logger.info("resuming: reusing the tokenizer saved in %s", folder)
+        return PreTrainedTokenizerFast.from_pretrained(str(folder))
+    if reuse:
+        logger.warning("resuming, but %s holds no tokenizer: training a new one", folder)
+    tokenizer = train_tokenizer(texts, **train_kwargs)
+    tokenizer.save_pretrained(str(folder))
+    return tokenizer
