@@ -69,13 +69,30 @@ def child(method: str, n: int, dim: int, k: int, out: str) -> None:
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     peak = _rss_mb("VmHWM")
     np.save(out, np.stack([pairs.src_indices, pairs.tgt_indices]))
-    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_extra_mb": peak - base, "inputs_mb": base, "pairs": len(pairs)}))
+    print(
+        json.dumps(
+            {"wall_s": wall, "cpu_s": cpu, "peak_extra_mb": peak - base, "inputs_mb": base, "pairs": len(pairs)}
+        )
+    )
 
 
 def run_case(method: str, n: int, dim: int, k: int, workdir: str) -> tuple[dict, np.ndarray]:
     out = os.path.join(workdir, f"{method}-{n}.npy")
     result = subprocess.run(
-        [sys.executable, __file__, "--child", method, "--sizes", str(n), "--dim", str(dim), "--k", str(k), "--out", out],
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            method,
+            "--sizes",
+            str(n),
+            "--dim",
+            str(dim),
+            "--k",
+            str(k),
+            "--out",
+            out,
+        ],
         capture_output=True,
         text=True,
         check=True,
