@@ -122,11 +122,14 @@ class HFEncoder:
 
     Args:
         model_or_path: a loaded ``PreTrainedModel`` or a local path / hub id (hub ids must be cached: no network).
-        pooling (str, defaults to "mean"): "mean", "max" or "cls" (padding excluded).
-        max_length (int, defaults to 512): longer inputs are truncated, with one warning per ``encode`` call.
+        pooling (str, defaults to "mean"): "mean", "max" or "cls" (padding excluded), or "model" for models whose
+            output has their own ``sentence_embedding`` (e.g. a Laser3 student: pooling and projection).
+        max_length (int, defaults to 512): longer inputs are truncated, with one warning per ``encode`` call; never
+            more than the model's position table.
         tokenizer: a tokenizer or its path (defaults to the model's).
         layer (int, optional): hidden state to pool (0 = embeddings); defaults to the last.
-        device (str, optional): defaults to CUDA when available.
+        device (str, optional): defaults to CUDA when available for a loaded path, and to the device of a given
+            model. A given model is switched to eval mode only while it encodes (it may be in the middle of training).
     """
 
     def __init__(
@@ -143,10 +146,11 @@ class HFEncoder:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        if pooling not in ("mean", "max", "cls"):
-            raise ValueError(f"unknown pooling {pooling!r}; choose 'mean', 'max' or 'cls'")
-        self.pooling, self.max_length, self.layer = pooling, max_length, layer
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if pooling not in ("mean", "max", "cls", "model"):
+            raise ValueError(f"unknown pooling {pooling!r}; choose 'mean', 'max', 'cls' or 'model'")
+        if pooling == "model" and layer is not None:
+            raise ValueError("pooling='model' uses the model's own sentence_embedding; it cannot pool another layer")
+        self.pooling, self.layer = pooling, layer
         if isinstance(model_or_path, (str, os.PathLike)):
             name = str(model_or_path)
             model, tokenizer = _from_pretrained_cached_first(
@@ -157,15 +161,25 @@ class HFEncoder:
                 name,
                 trust_remote_code=trust_remote_code,
             )
+            default_device = "cuda" if torch.cuda.is_available() else "cpu"
+            model.eval()
         else:
             model = model_or_path
+            default_device = next(model.parameters()).device
             if tokenizer is None:
                 raise ValueError("pass `tokenizer=` together with a loaded model")
         if isinstance(tokenizer, (str, os.PathLike)):
             tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
-        self.model = model.to(self.device).eval()
+        self.device = torch.device(device or default_device)
+        self.model = model.to(self.device)
         self.tokenizer = tokenizer
-        self.dim = int(getattr(model.config, "hidden_size", 0) or model.config.d_model)
+        config = model.config
+        # Longer inputs than the position table would fail inside the model: truncate to it instead.
+        self.max_length = min(max_length, int(getattr(config, "max_position_embeddings", None) or max_length))
+        if pooling == "model":
+            self.dim = int(config.embedding_dim)
+        else:
+            self.dim = int(getattr(config, "hidden_size", 0) or config.d_model)
 
     def _pool(self, hidden, mask):
         if self.pooling == "cls":
@@ -187,6 +201,8 @@ class HFEncoder:
             )
         output = np.zeros((len(sentences), self.dim), dtype=np.float32)
         batches = _length_sorted_batches(lengths, batch_size)
+        was_training = self.model.training
+        self.model.eval()
         with torch.inference_mode():
             for rows in _progress(batches, show_progress, len(batches), "Encoding"):
                 inputs = self.tokenizer(
@@ -197,9 +213,15 @@ class HFEncoder:
                     return_tensors="pt",
                     return_token_type_ids=False,
                 ).to(self.device)
-                outputs = self.model(**inputs, output_hidden_states=self.layer is not None)
-                hidden = outputs.hidden_states[self.layer] if self.layer is not None else outputs[0]
-                output[rows] = self._pool(hidden, inputs["attention_mask"]).float().cpu().numpy()
+                if self.pooling == "model":
+                    pooled = self.model(**inputs).sentence_embedding
+                elif self.layer is not None:
+                    hidden = self.model(**inputs, output_hidden_states=True).hidden_states[self.layer]
+                    pooled = self._pool(hidden, inputs["attention_mask"])
+                else:
+                    pooled = self._pool(self.model(**inputs)[0], inputs["attention_mask"])
+                output[rows] = pooled.float().cpu().numpy()
+        self.model.train(was_training)
         return l2_normalize(output)
 
 

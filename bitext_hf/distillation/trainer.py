@@ -20,6 +20,7 @@ from bitext_hf.distillation.data import Bitext
 from bitext_hf.distillation.errors import DistillationDataError
 from bitext_hf.distillation.masking import mask_tokens
 from bitext_hf.distillation.sampling import Stream, TaskSampler
+from bitext_hf.encoders import HFEncoder
 
 __all__ = ["DistillationBatches", "StudentEncoder", "compute_batch_loss", "evaluate_xsim"]
 
@@ -223,51 +224,15 @@ def compute_batch_loss(model: nn.Module, batch: Mapping[str, Any], distillation_
     return distillation_loss(student, batch["teacher_embeddings"].to(student.device))
 
 
-class StudentEncoder:
-    """A student (any model whose output has ``sentence_embedding``) with its tokenizer, as an `Encoder`:
-    ``encode(sentences) -> float32 (n, d)`` L2-normalised, in length-sorted batches (less padding)."""
+class StudentEncoder(HFEncoder):
+    """A student (any model whose output has ``sentence_embedding``) with its tokenizer, as an `Encoder`: its own
+    pooling and projection, L2-normalised, in length-sorted batches; a student in training stays in training mode."""
 
     def __init__(
         self, model: nn.Module, tokenizer: Any, max_length: int | None = None, device: str | None = None
     ) -> None:
-        self.model = model
-        self.tokenizer = tokenizer
-        # Longer inputs than the position table are truncated, never an error at encoding time.
-        longest = int(getattr(model.config, "max_position_embeddings", 512))
-        self.max_length = min(max_length, longest) if max_length else longest
-        self.device = torch.device(device) if device else next(model.parameters()).device
-
-    @property
-    def dim(self) -> int:
-        return int(self.model.config.embedding_dim)
-
-    @torch.inference_mode()
-    def encode(self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
-        del show_progress
-        sentences = list(sentences)
-        output = np.zeros((len(sentences), self.dim), dtype=np.float32)
-        if not sentences:
-            return output
-        was_training = self.model.training
-        self.model.eval()
-        lengths = [len(ids) for ids in self.tokenizer(sentences, add_special_tokens=False)["input_ids"]]
-        order = np.argsort(lengths, kind="stable")
-        for start in range(0, len(sentences), batch_size):
-            index = order[start : start + batch_size]
-            encoded = self.tokenizer(
-                [sentences[i] for i in index],
-                padding=True,
-                truncation=True,
-                max_length=self.max_length,
-                return_tensors="pt",
-            )
-            embeddings = self.model(
-                input_ids=encoded["input_ids"].to(self.device),
-                attention_mask=encoded["attention_mask"].to(self.device),
-            ).sentence_embedding
-            output[index] = torch.nn.functional.normalize(embeddings.float(), dim=-1).cpu().numpy()
-        self.model.train(was_training)
-        return output
+        # Without max_length, the model's position table is the limit (HFEncoder caps at it).
+        super().__init__(model, tokenizer=tokenizer, pooling="model", max_length=max_length or 10**9, device=device)
 
 
 def evaluate_xsim(
