@@ -87,9 +87,8 @@ def _side_for_mining(args, path: str, what: str):
         return texts, _embed(args, texts, what), np.arange(len(texts))
     unique, inverse = deduplicate(texts)
     _dedup_note(path, texts, unique)
-    first_line = np.full(len(unique), -1, dtype=np.int64)
-    for line in range(len(inverse) - 1, -1, -1):
-        first_line[inverse[line]] = line
+    # Unique sentences are in first-occurrence order, so the first line of each is where its id first appears.
+    first_line = np.unique(np.asarray(inverse), return_index=True)[1]
     return texts, _embed(args, unique, what), first_line
 
 
@@ -234,7 +233,7 @@ def cmd_score(args) -> int:
 def cmd_eval(args) -> int:
     from bitext_hf.data import read_bucc, read_mteb
     from bitext_hf.metrics import functional as F
-    from bitext_hf.mining import mine
+    from bitext_hf.mining import bidirectional_knn, mine
     from bitext_hf.mining.output import atomic_output
 
     results: dict[str, object] = {"model": args.model or "use-multilingual-v3", "k": args.k, "margin": args.margin}
@@ -272,10 +271,10 @@ def cmd_eval(args) -> int:
         src_sel, tgt_sel = src_emb[gold_src], tgt_emb
         metrics = set(args.metrics)
         if "xsim" in metrics:
-            results["xsim"] = F.xsim(src_sel, tgt_sel, k=args.k, margin=args.margin, gold=gold_tgt)
-            results["xsim_text"] = F.xsim(
-                src_sel, tgt_sel, k=args.k, margin=args.margin, gold=gold_tgt, target_texts=targets
-            )
+            # One kNN for both the index-based and the text-based error counts.
+            knn = bidirectional_knn(src_sel, tgt_sel, args.k)
+            results["xsim"] = F.xsim_from_knn(knn, margin=args.margin, gold=gold_tgt)
+            results["xsim_text"] = F.xsim_from_knn(knn, margin=args.margin, gold=gold_tgt, target_texts=targets)
         if "accuracy" in metrics:
             if len(sources) == len(targets) and gold == [(i, i) for i in range(len(sources))]:
                 results["accuracy"] = F.bitext_accuracy(src_emb, tgt_emb)

@@ -156,7 +156,7 @@ class BitextTask:
         return not self.gold or self.gold == [(i, i) for i in range(len(self.sources))]
 
 
-def _load_table(path: str | os.PathLike, split: str | None, subset: str | None):
+def _load_table(path: str | os.PathLike, split: str | None):
     """Rows of an MTEB-style table from a file (.jsonl/.json/.parquet/.csv/.tsv) or a saved `datasets` folder."""
     path = Path(path)
     if path.is_dir():
@@ -215,7 +215,7 @@ def read_mteb(
         path: a .jsonl / .json / .parquet / .csv / .tsv file or a folder saved with ``datasets.save_to_disk``.
         subset (str, optional): keep only rows whose ``lang`` / ``subset`` column equals this value.
     """
-    rows = _load_table(path, split, subset)
+    rows = _load_table(path, split)
     if subset is not None:
         rows = [row for row in rows if row.get("lang", row.get("subset")) == subset]
     if not rows:

@@ -15,6 +15,7 @@ from bitext_hf.metrics.functional import (
     bucc_labels,
     bucc_optimal_threshold,
     xsim,
+    xsim_from_knn,
     xsim_from_similarity,
     xsim_micro_average,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "load",
     "metric_path",
     "xsim",
+    "xsim_from_knn",
     "xsim_from_similarity",
     "xsim_micro_average",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "bucc_labels",
     "bucc_optimal_threshold",
     "xsim",
+    "xsim_from_knn",
     "xsim_from_similarity",
     "xsim_micro_average",
 ]
@@ -41,6 +42,19 @@ def _gold_indices(gold: Sequence[int] | np.ndarray | None, n: int, m: int) -> np
     if gold.shape != (n,) or (gold < 0).any() or (gold >= m).any():
         raise ValueError(f"`gold` must hold one target index in [0, {m}) per source row ({n} rows)")
     return gold
+
+
+def xsim_from_knn(
+    knn: BidirectionalKNN,
+    *,
+    margin: str = "ratio",
+    gold: Sequence[int] | None = None,
+    target_texts: Sequence[str] | None = None,
+) -> dict[str, float | int]:
+    """xsim from neighbourhoods already computed (``bitext_hf.mining.bidirectional_knn``), e.g. to report the index
+    and the text mode from one search. Same definition as :func:`xsim`."""
+    n, m = knn.forward_sims.shape[0], knn.backward_sims.shape[0]
+    return _xsim_errors(knn, margin, _gold_indices(gold, n, m), target_texts)
 
 
 def _xsim_errors(
