@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bitext_hf.data import DataValidationError
+from bitext_hf.data import readers as data_readers
 from bitext_hf.distillation.errors import DistillationDataError
 
 __all__ = [
@@ -63,30 +65,22 @@ def parse_source_spec(spec: str) -> tuple[str, str]:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file without their newline; an empty or blank line is an error naming its number."""
-    path = Path(path)
-    if not path.is_file():
+    """Lines of a UTF-8 text file (``bitext_hf.data.read_lines``: the file and line of any problem are named)."""
+    if not Path(path).is_file():
         raise DistillationDataError(f"data file not found: {path}")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise DistillationDataError(f"{path}:{number}: empty line (remove it, or the pair it belongs to)")
-    if not lines:
-        raise DistillationDataError(f"data file is empty: {path}")
-    return lines
+    try:
+        return data_readers.read_lines(path)
+    except DataValidationError as error:
+        raise DistillationDataError(str(error)) from None
 
 
 def _read_tsv_pairs(path: Path) -> tuple[list[str], list[str]]:
-    student, teacher = [], []
-    for number, line in enumerate(read_lines(path), start=1):
-        fields = line.split("\t")
-        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
-            raise DistillationDataError(
-                f"{path}:{number}: expected 'English<TAB>translation' with both sides non-empty, got {line!r}"
-            )
-        teacher.append(fields[0].strip())
-        student.append(fields[1].strip())
-    return student, teacher
+    """(student, teacher) sides of an ``English<TAB>translation`` file (``bitext_hf.data.read_tsv_pairs``)."""
+    try:
+        english, translations = data_readers.read_tsv_pairs(path)
+    except DataValidationError as error:
+        raise DistillationDataError(str(error)) from None
+    return translations, english
 
 
 def _load_hub(source: str) -> list[dict]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from bitext_hf.data import DataValidationError
+
 __all__ = ["DistillationDataError"]
 
 
-class DistillationDataError(ValueError):
+class DistillationDataError(DataValidationError):
     """Bad distillation input: misaligned files, empty lines, a language without data, an unusable cache."""
