@@ -115,6 +115,13 @@ class ScriptArguments:
         default=0.1,
         metadata={"help": "Curriculum stage increment (0.1: prefixes of 10, 20, ..., 100 percent of the subwords)."},
     )
+    curriculum_fraction: float | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "Share of the steps spent on prefixes shorter than 100 percent, split evenly among those stages; "
+            "the whole-sentence stage runs for the rest (e.g. 0.5). Default: every stage gets an equal share."
+        },
+    )
     mask_rate: float = dataclasses.field(default=0.15, metadata={"help": "Fraction of tokens set to <mask>."})
     contrastive_weight: float = dataclasses.field(
         default=0.0, metadata={"help": "Weight of the optional in-batch contrastive term."}
@@ -258,6 +265,7 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
         },
         alpha=script_args.dataset_alpha,
         curriculum_increment=script_args.curriculum_increment,
+        curriculum_fraction=script_args.curriculum_fraction,
         mask_rate=script_args.mask_rate,
         max_length=script_args.max_length,
         group_by_length=script_args.group_by_length,

@@ -120,6 +120,16 @@ def test_curriculum_stage_splits_steps_evenly():
     assert curriculum_stage(99, 100, 4) == 3 and curriculum_stage(0, 100, 4) == 0
 
 
+def test_curriculum_fraction_gives_the_rest_to_whole_sentences():
+    # 10 stages, the 9 partial ones share the first 45 of 100 steps (5 each), whole sentences from step 45 on.
+    stages = [curriculum_stage(step, 100, 10, partial_fraction=0.45) for step in range(100)]
+    assert stages[:45] == [step // 5 for step in range(45)]
+    assert stages[45:] == [9] * 55
+    assert [curriculum_stage(step, 10, 3, partial_fraction=0.0) for step in range(10)] == [2] * 10
+    with pytest.raises(ValueError, match="partial_fraction"):
+        curriculum_stage(0, 10, 3, partial_fraction=1.0)
+
+
 def test_prefix_texts_and_ids_cut_both_sides(tiny_tokenizer):
     texts = ["Save the file before closing.", "Enregistrez le fichier avant de fermer."]
     full = tiny_tokenizer(texts, add_special_tokens=False)["input_ids"]

@@ -22,11 +22,25 @@ def curriculum_ratios(increment: float = 0.1) -> list[float]:
     return [round(min(1.0, increment * (stage + 1)), 6) for stage in range(stages)]
 
 
-def curriculum_stage(step: int, total_steps: int, num_stages: int) -> int:
-    """Stage index at ``step`` when ``total_steps`` are split evenly over ``num_stages`` stages."""
+def curriculum_stage(step: int, total_steps: int, num_stages: int, partial_fraction: float | None = None) -> int:
+    """Stage index at ``step`` of a run of ``total_steps``.
+
+    With ``partial_fraction=None`` the steps are split evenly over the ``num_stages`` stages (the last, whole-sentence
+    stage gets 1/num_stages of the run). Otherwise the stages before the last share the first ``partial_fraction``
+    of the steps evenly and the whole-sentence stage runs for the rest: the paper trains to convergence, so its
+    early stages are a small part of the run, and a short run with an even split sees whole sentences only at the
+    very end.
+    """
     if total_steps < 1 or num_stages < 1:
         raise ValueError(f"total_steps and num_stages must be positive, got {total_steps} and {num_stages}")
-    return min(num_stages - 1, step * num_stages // total_steps)
+    if partial_fraction is None:
+        return min(num_stages - 1, step * num_stages // total_steps)
+    if not 0.0 <= partial_fraction < 1.0:
+        raise ValueError(f"curriculum partial_fraction must be in [0, 1), got {partial_fraction}")
+    partial_steps = round(partial_fraction * total_steps)
+    if num_stages == 1 or step >= partial_steps:
+        return num_stages - 1
+    return min(num_stages - 2, step * (num_stages - 1) // partial_steps)
 
 
 def prefix_length(num_subwords: int, ratio: float) -> int:

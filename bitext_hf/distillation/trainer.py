@@ -35,7 +35,7 @@ class DistillationBatches(torch.utils.data.Dataset):
     Tasks: ``distil`` (student gets a language's sentence, the target is the teacher's embedding of its English
     translation), ``self`` (student and teacher both get the English sentence), ``mask`` (MLM on monolingual text
     of the ``mlm_languages``). With the curriculum, pairs of ``curriculum_languages`` are cut to growing prefixes
-    (stages split the steps evenly); the teacher's embeddings of every stage are cached once.
+    (stages split the steps evenly, or the partial stages share ``curriculum_fraction`` of them); the teacher's embeddings of every stage are cached once.
 
     Args:
         tokenizer: the student tokenizer (fast, with offsets).
@@ -49,6 +49,8 @@ class DistillationBatches(torch.utils.data.Dataset):
         task_weights: sampling weight of each task (default distil 1.0, self 1.0, mask 0.09).
         alpha: datasets within a task are drawn with probability proportional to size ** alpha.
         curriculum_increment: stage increment (0.1: prefixes of 10%, 20%, ..., 100%).
+        curriculum_fraction: share of the steps given to the stages shorter than 100% (split evenly among them; the
+            whole-sentence stage gets the rest); None splits all stages evenly.
         mask_rate: fraction of tokens replaced by <mask> in MLM batches.
         max_length: truncation length in student subwords (specials included).
         group_by_length: batch sentences of similar length (a random window of the length-sorted pool), which
@@ -71,6 +73,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         task_weights: Mapping[str, float] | None = None,
         alpha: float = 0.5,
         curriculum_increment: float = 0.1,
+        curriculum_fraction: float | None = None,
         mask_rate: float = 0.15,
         max_length: int = 128,
         group_by_length: bool = True,
@@ -107,6 +110,9 @@ class DistillationBatches(torch.utils.data.Dataset):
         self.group_by_length = group_by_length
         self._length_order: dict[tuple[str, str, float], np.ndarray] = {}
         self.ratios = curriculum_ratios(curriculum_increment)
+        if curriculum_fraction is not None and not 0.0 <= curriculum_fraction < 1.0:
+            raise ValueError(f"curriculum_fraction must be in [0, 1), got {curriculum_fraction}")
+        self.curriculum_fraction = curriculum_fraction
         self.curriculum_languages = set(curriculum_languages)
         self._body_length = max_length - 2  # room for <s> and </s>
 
@@ -149,7 +155,7 @@ class DistillationBatches(torch.utils.data.Dataset):
 
     def stage_ratio(self, step: int) -> float:
         """The curriculum prefix ratio at ``step``."""
-        return self.ratios[curriculum_stage(step, self.total_steps, len(self.ratios))]
+        return self.ratios[curriculum_stage(step, self.total_steps, len(self.ratios), self.curriculum_fraction)]
 
     def _pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         bos, eos, pad = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
