@@ -281,3 +281,22 @@ def test_write_pairs_refuses_tabs_in_tsv_and_leaves_no_file(tmp_path, random_pai
         write_pairs(pairs, out, src_texts=["a\tb"] * len(x), tgt_texts=["c"] * len(y))
     assert out.read_text() == "previous complete output\n"
     assert list(tmp_path.iterdir()) == [out], "no temporary file is left behind"
+
+
+def test_ivf_index_finds_exact_neighbours_when_every_cell_is_probed():
+    from bitext_hf.mining import ivf_index
+
+    rng = np.random.default_rng(3)
+    database, queries = unit(rng, 2000), unit(rng, 50)
+    index = ivf_index(database, nlist=16, nprobe=16, seed=0)
+    assert index.nlist == 16 and index.ntotal == 2000
+    sims, indices = index.search(queries, 5)
+    exact_sims, exact_indices = knn_search(queries, database, 5)
+    np.testing.assert_allclose(sims, exact_sims, rtol=1e-5, atol=1e-5)
+    assert (indices == exact_indices).all()
+    # One probed cell of 16 scans ~1/16 of the database: it must miss some true neighbours, never invent any.
+    index.nprobe = 1
+    approximate_sims, _ = index.search(queries, 5)
+    assert (approximate_sims <= exact_sims + 1e-5).all() and (approximate_sims < exact_sims - 1e-6).any()
+    # nlist is capped so that every cell has the training points FAISS needs.
+    assert ivf_index(database[:100], nlist=16).nlist == 2

@@ -266,6 +266,72 @@ def test_two_stage_equals_full_matrix_when_it_sees_everything(tiny_model, tiny_p
     assert all(len(set(row)) == 3 for row in indices_k.tolist())
 
 
+def _reference_token_candidates(source, target, top_k, neighbours):
+    """token_candidates by its definition, one source token and one target sentence at a time (exact search)."""
+    target_tokens = [(j, vector) for j, (states, weights, _) in enumerate(target) for vector in states[weights > 0]]
+    all_vectors = torch.stack([vector for _, vector in target_tokens])
+    rows = []
+    for states, weights, _ in source:
+        content = weights > 0
+        token_weights = weights[content] / weights[content].sum()
+        gains: dict[int, float] = {}
+        for vector, weight in zip(states[content], token_weights):
+            sims = all_vectors @ vector
+            order = sorted(range(len(sims)), key=lambda u: (-float(sims[u]), u))[:neighbours]
+            kth = float(sims[order[-1]])
+            best: dict[int, float] = {}
+            for u in order:
+                best.setdefault(target_tokens[u][0], float(sims[u]))
+            for j, sim in best.items():
+                if sim > kth:
+                    gains[j] = gains.get(j, 0.0) + float(weight) * (sim - kth)
+        rows.append(sorted(gains, key=lambda j: (-gains[j], j))[:top_k])
+    return rows
+
+
+def test_token_first_stage_matches_its_definition(tiny_model, tiny_parallel_corpus):
+    from bitext_hf.modeling.onealigner.retrieval import token_candidates
+
+    english = [pair[0] for pair in tiny_parallel_corpus[:10]]
+    german = [pair[1] for pair in tiny_parallel_corpus[:30]]
+    source = tiny_model._encode_tokens(english, None, 8)
+    target = tiny_model._encode_tokens(german, None, 8)
+    top_k, neighbours = 6, 12
+    candidates = token_candidates(source, target, top_k, token_neighbours=neighbours)
+    expected = _reference_token_candidates(source, target, top_k, neighbours)
+    assert candidates.shape == (10, top_k)
+    for row, reference in zip(candidates.tolist(), expected):
+        # The targets that gained come first, in the reference's order; the rest is topped up from pooled kNN.
+        assert row[: len(reference)] == reference
+        assert len(set(row)) == top_k and all(0 <= index < 30 for index in row)
+
+
+def test_token_first_stage_ivf_path_with_every_cell_probed_is_exact(tiny_model, tiny_parallel_corpus, monkeypatch):
+    from bitext_hf.modeling.onealigner import retrieval
+
+    english = [pair[0] for pair in tiny_parallel_corpus[:10]]
+    german = [pair[1] for pair in tiny_parallel_corpus[:60]]
+    source = tiny_model._encode_tokens(english, None, 8)
+    target = tiny_model._encode_tokens(german, None, 8)
+    exact = retrieval.token_candidates(source, target, 5, token_neighbours=8)
+    monkeypatch.setattr(retrieval, "EXACT_TOKEN_PRODUCTS", 0)
+    approximate = retrieval.token_candidates(source, target, 5, token_neighbours=8, nprobe=10_000)
+    assert approximate.tolist() == exact.tolist()
+
+
+def test_two_stage_first_stages_and_bad_arguments(tiny_model, tiny_parallel_corpus):
+    english = [pair[0] for pair in tiny_parallel_corpus[:12]]
+    german = [pair[1] for pair in tiny_parallel_corpus[:40]]
+    full_top1 = tiny_model.similarity_matrix(english, german).argmax(dim=1).tolist()
+    for first_stage in ("tokens", "pooled"):
+        scores, indices = two_stage_retrieve(tiny_model, english, german, top_k=40, first_stage=first_stage)
+        # K = every target: the first stage only orders candidates, the re-ranked top-1 is the full matrix's.
+        assert indices[:, 0].tolist() == full_top1
+        assert (scores[:, :-1] >= scores[:, 1:]).all()
+    with pytest.raises(OneAlignerInputError, match="first_stage"):
+        two_stage_retrieve(tiny_model, english, german, first_stage="bm25")
+
+
 def test_mean_pool_similarity_variant(tiny_tokenizer, tiny_parallel_corpus):
     torch.manual_seed(0)
     model = OneAlignerModel.from_encoder(

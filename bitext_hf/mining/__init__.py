@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from bitext_hf.mining.documents import mine_documents
-from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_embeddings, knn_search
+from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_embeddings, ivf_index, knn_search
 from bitext_hf.mining.margin import MARGINS, apply_margin, neighbourhood_means
 from bitext_hf.mining.output import write_pairs
 from bitext_hf.mining.retrieval import MODES, MinedPairs, candidate_scores, retrieve
@@ -25,6 +25,7 @@ __all__ = [
     "bidirectional_knn",
     "candidate_scores",
     "check_embeddings",
+    "ivf_index",
     "knn_search",
     "mine",
     "mine_documents",

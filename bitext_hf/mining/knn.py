@@ -13,11 +13,12 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["BidirectionalKNN", "bidirectional_knn", "check_embeddings", "knn_search"]
+__all__ = ["BidirectionalKNN", "bidirectional_knn", "check_embeddings", "ivf_index", "knn_search"]
 
 logger = logging.getLogger(__name__)
 
@@ -262,3 +263,44 @@ def knn_search(
     else:
         sims, indices = faiss.knn(queries, database, k, metric=faiss.METRIC_INNER_PRODUCT)
     return sims.astype(np.float32, copy=False), indices.astype(np.int64, copy=False)
+
+
+def ivf_index(database: np.ndarray, *, nlist: int | None = None, nprobe: int = 16, seed: int = 0) -> Any:
+    """An approximate inner-product index over ``database``: FAISS inverted lists of exact vectors (IVF-Flat).
+
+    For searches too large for exact products (e.g. every token of every sentence against every token): k-means
+    cuts the database into ``nlist`` cells, and a query scans only the ``nprobe`` cells whose centroids are
+    nearest. Results can miss true neighbours (never invent them); a query whose probed cells hold fewer than k
+    vectors gets index -1 in the missing slots.
+
+    Args:
+        nlist: number of cells (default ``2 * sqrt(n)``, at most ``n / 40``: FAISS wants 39 training points a
+            cell). A query costs nlist centroid products plus about nprobe * n / nlist vector products; the
+            default balances the two at nprobe 1-4 (centroid products run at BLAS speed, list scans slower).
+        nprobe: cells scanned per query (more: slower and closer to exact).
+        seed: seed of the training sample and of k-means, so that the index is reproducible.
+
+    Returns:
+        A trained, filled ``faiss.IndexIVFFlat``; search it with ``index.search(queries, k)``.
+    """
+    import faiss
+
+    database = check_embeddings(np.ascontiguousarray(database, dtype=np.float32), "database")
+    n, dim = database.shape
+    if nlist is None:
+        nlist = int(2 * math.sqrt(n))
+    nlist = max(1, min(int(nlist), n // 40 or 1))
+    if nprobe < 1:
+        raise ValueError(f"nprobe must be >= 1, got {nprobe}")
+    quantizer = faiss.IndexFlatIP(dim)
+    index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    index.cp.seed = seed
+    # k-means on 40 points a cell (FAISS asks for 39) and 10 iterations: cells only route queries (the vectors in
+    # them are exact), so rough centroids cost a little recall at a given nprobe, while training time grows with
+    # sample x iterations.
+    index.cp.niter = 10
+    sample = np.random.default_rng(seed).choice(n, size=min(n, 40 * nlist), replace=False)
+    index.train(database[np.sort(sample)])
+    index.add(database)
+    index.nprobe = min(nprobe, nlist)
+    return index

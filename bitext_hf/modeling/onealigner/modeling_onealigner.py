@@ -98,25 +98,36 @@ def _with_mask_columns(
     source_weights: torch.Tensor,
     target_states: torch.Tensor,
     target_weights: torch.Tensor,
+    penalty: torch.Tensor | float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Append two columns so that one product both gives s.t and pushes left-out tokens below every real score.
 
     source' = [s, -penalty * left_out_s, 1] and target' = [t, 1, -penalty * left_out_t], so
     source'.target' = s.t - penalty * (left_out_s + left_out_t). With penalty > 2 max|s| max|t| (Cauchy-Schwarz),
     a left-out token can never be the max over tokens, with no masked copy of the (large) similarity tensor.
+    The default penalty is computed from these tensors; pass one to augment the two sides separately.
     """
+    if penalty is None:
+        penalty = _mask_penalty(source_states, target_states)
+    return _augment(source_states, source_weights, penalty, source=True), _augment(
+        target_states, target_weights, penalty, source=False
+    )
+
+
+def _mask_penalty(source_states: torch.Tensor, target_states: torch.Tensor) -> torch.Tensor:
+    """A penalty above 2 max|s| max|t|: larger than any difference of two real token similarities."""
     with torch.no_grad():
         bound = source_states.norm(dim=-1).amax() * target_states.norm(dim=-1).amax()
-        penalty = (4.0 * bound + 1.0).to(source_states.dtype)
-    source_out = (source_weights <= 0).to(source_states.dtype)
-    target_out = (target_weights <= 0).to(target_states.dtype)
-    source_augmented = torch.cat(
-        [source_states, (-penalty * source_out).unsqueeze(-1), torch.ones_like(source_out).unsqueeze(-1)], dim=-1
-    )
-    target_augmented = torch.cat(
-        [target_states, torch.ones_like(target_out).unsqueeze(-1), (-penalty * target_out).unsqueeze(-1)], dim=-1
-    )
-    return source_augmented, target_augmented
+        return (4.0 * bound + 1.0).to(source_states.dtype)
+
+
+def _augment(
+    states: torch.Tensor, weights: torch.Tensor, penalty: torch.Tensor | float, *, source: bool
+) -> torch.Tensor:
+    """One side of `_with_mask_columns`: [s, -penalty * left_out, 1] (source) or [t, 1, -penalty * left_out]."""
+    left_out = (-penalty * (weights <= 0).to(states.dtype)).unsqueeze(-1)
+    ones = torch.ones_like(left_out)
+    return torch.cat([states, left_out, ones] if source else [states, ones, left_out], dim=-1)
 
 
 def bertscore_matrix(
@@ -179,17 +190,28 @@ def bertscore_candidates(
 
     One batched product per source against all of its candidates (weights as in `bertscore_matrix`).
     """
-    n_source, source_length, hidden = source_states.shape
+    n_source = source_states.shape[0]
     if candidate_states.ndim != 4 or candidate_states.shape[0] != n_source:
         raise OneAlignerInputError(
             f"candidate_states must be (n_source={n_source}, k, length, hidden), got {tuple(candidate_states.shape)}."
         )
-    _, k, target_length, _ = candidate_states.shape
     source_augmented, candidate_augmented = _with_mask_columns(
         source_states, source_weights, candidate_states, candidate_weights
     )
+    return _bertscore_augmented_candidates(source_augmented, source_weights, candidate_augmented, candidate_weights)
+
+
+def _bertscore_augmented_candidates(
+    source_augmented: torch.Tensor,
+    source_weights: torch.Tensor,
+    candidate_augmented: torch.Tensor,
+    candidate_weights: torch.Tensor,
+) -> torch.Tensor:
+    """`bertscore_candidates` on sides already augmented by `_with_mask_columns` (`(n, L_s, d+2)`, `(n, k, L_t, d+2)`)."""
+    n_source, source_length, width = source_augmented.shape
+    _, k, target_length, _ = candidate_augmented.shape
     similarity = torch.bmm(
-        source_augmented, candidate_augmented.reshape(n_source, k * target_length, hidden + 2).transpose(1, 2)
+        source_augmented, candidate_augmented.reshape(n_source, k * target_length, width).transpose(1, 2)
     ).view(n_source, source_length, k, target_length)
     precision = (similarity.amax(dim=1) * candidate_weights).sum(-1) / candidate_weights.sum(-1)  # (n, k)
     best_for_source = similarity.amax(dim=3)  # (n, L_s, k)
@@ -773,23 +795,42 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         scores = torch.empty((n_source, k), dtype=torch.float32)
         if not n_source or not k:
             return scores
-        # Sources sorted by length, a chunk at a time, each padded only to its own longest sentences.
+        if self.config.similarity == "mean_pool":
+            sources = self._stack(source)[0]
+            targets = self._stack(target)[0]
+            for start in range(0, n_source, batch_size):
+                rows = candidates[start : start + batch_size].to(targets.device)
+                block = (sources[start : start + batch_size].unsqueeze(1) * targets[rows]).sum(-1)
+                scores[start : start + batch_size] = block.float().cpu()
+            return scores
+        # Every target is padded and augmented (`_with_mask_columns`) once; each chunk of sources gathers its
+        # candidates into one reused buffer. Fresh per-chunk copies (a Python gather, then the augmentation) cost
+        # several times the scoring itself, mostly in page faults of new allocations.
+        target_vectors, target_weights, _ = self._stack(target)
+        source_bound = max(float(item[0].norm(dim=-1).max()) for item in source)
+        penalty = 4.0 * source_bound * float(target_vectors.norm(dim=-1).max()) + 1.0
+        target_augmented = _augment(target_vectors, target_weights, penalty, source=False)
+        target_lengths = torch.as_tensor([item[0].shape[0] for item in target])
+        full_length, width = target_augmented.shape[1:]
+        # Sources sorted by length, a chunk at a time, each padded only to its own longest sentences; a chunk
+        # gathers about 2^24 candidate elements.
         order = sorted(range(n_source), key=lambda index: source[index][0].shape[0])
-        chunk = max(1, (batch_size * 16) // k)
+        chunk = max(1, min(n_source, (1 << 24) // (k * full_length * width)))
+        buffer = torch.empty(chunk * k * full_length * width, dtype=target_augmented.dtype, device=self.device)
         for start in range(0, n_source, chunk):
             rows = order[start : start + chunk]
-            sources = self._stack([source[index] for index in rows])
-            targets = self._stack([target[index] for index in candidates[rows].reshape(-1).tolist()])
-            if self.config.similarity == "mean_pool":
-                values = (sources[0].unsqueeze(1) * targets[0].view(len(rows), k, -1)).sum(-1)
-            else:
-                length, hidden = targets[0].shape[1:]
-                values = bertscore_candidates(
-                    sources[0],
-                    sources[1],
-                    targets[0].view(len(rows), k, length, hidden),
-                    targets[1].view(len(rows), k, length),
-                )
+            vectors, weights, _ = self._stack([source[index] for index in rows])
+            chosen = candidates[rows]
+            length = int(target_lengths[chosen].max())
+            flat = chosen.reshape(-1).to(target_augmented.device)
+            gathered = buffer[: flat.numel() * length * width].view(flat.numel(), length, width)
+            torch.index_select(target_augmented[:, :length], 0, flat, out=gathered)
+            values = _bertscore_augmented_candidates(
+                _augment(vectors, weights, penalty, source=True),
+                weights,
+                gathered.view(len(rows), k, length, width),
+                target_weights[:, :length][flat].view(len(rows), k, length),
+            )
             scores[torch.as_tensor(rows)] = values.float().cpu()
         return scores
 
