@@ -73,6 +73,12 @@ def main() -> None:
     from bitext_hf.training import train_tokenizer
 
     torch.set_num_threads(args.threads)
+    try:  # the teacher (USE) runs on numpy's BLAS, which otherwise takes a thread per core
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
+    except ImportError:
+        print("threadpoolctl is not installed: numpy's BLAS (the USE teacher) may use more threads than --threads")
     sentences = load_sentences(args.language, args.sentences, args.text_file)
     single = sentences[: args.single_sentences]
     tokenizer = train_tokenizer(sentences, vocab_size=min(8000, 4 * len(sentences)), min_vocab_fraction=0.0)

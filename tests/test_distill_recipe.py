@@ -138,5 +138,12 @@ def test_recipe_help_lists_every_argument(recipe, capsys):
         parse_args(recipe.ScriptArguments, LoopArguments, recipe.ModelArguments, args=["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
-    for flag in ("--curriculum_increment", "--mask_weight", "--teacher", "--vocab_size", "--max_steps"):
+    for flag in (
+        "--curriculum_increment",
+        "--curriculum_fraction",
+        "--mask_weight",
+        "--teacher",
+        "--vocab_size",
+        "--max_steps",
+    ):
         assert flag in help_text
