@@ -17,20 +17,26 @@ MODEL_FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("onealigner", "OneAlignerConfig", "OneAlignerModel", ()),
 ]
 
-_registered = False
+_registered: set[str] = set()
 
 
-def register_auto_classes() -> None:
-    """Register every model family with AutoConfig / AutoModel (idempotent)."""
-    global _registered
-    if _registered:
-        return
+def register_auto_classes(only: str | None = None) -> None:
+    """Register every model family (or the ``only`` one) with AutoConfig / AutoModel (idempotent).
+
+    A family whose package is still being imported (transformers was imported from inside it, which runs the
+    deferred registration of ``bitext_hf._auto_registration``) is skipped here: its package calls this function
+    again at the end of its own ``__init__``, once its classes exist.
+    """
     from transformers import AutoConfig, AutoModel
 
     for subpackage, config_name, model_name, _ in MODEL_FAMILIES:
+        if subpackage in _registered or only not in (None, subpackage):
+            continue
         module = importlib.import_module(f"bitext_hf.modeling.{subpackage}")
-        config_class = getattr(module, config_name)
-        model_class = getattr(module, model_name)
+        config_class = getattr(module, config_name, None)
+        model_class = getattr(module, model_name, None)
+        if config_class is None or model_class is None:
+            continue
         AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
         AutoModel.register(config_class, model_class, exist_ok=True)
-    _registered = True
+        _registered.add(subpackage)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from bitext_hf.modeling import register_auto_classes
+
 from .configuration_laser3 import Laser3StudentConfig
 from .modeling_laser3 import Laser3PreTrainedModel, Laser3Student, Laser3StudentOutput
 
 __all__ = ["Laser3PreTrainedModel", "Laser3Student", "Laser3StudentConfig", "Laser3StudentOutput"]
+
+# Importing the family registers it: this completes the registration when the package was being imported at the
+# moment transformers was (see bitext_hf.modeling.register_auto_classes).
+register_auto_classes(only="laser3")

@@ -6,6 +6,7 @@ two-stage search that uses :mod:`bitext_hf.mining` and is therefore not shipped 
 
 from __future__ import annotations
 
+from bitext_hf.modeling import register_auto_classes
 from bitext_hf.modeling.onealigner.configuration_onealigner import (
     ONEALIGNER_ENCODER_TYPES,
     OneAlignerConfig,
@@ -39,3 +40,7 @@ __all__ = [
     "pooled_contrastive_loss",
     "two_stage_retrieve",
 ]
+
+# Importing the family registers it: this completes the registration when the package was being imported at the
+# moment transformers was (see bitext_hf.modeling.register_auto_classes).
+register_auto_classes(only="onealigner")
