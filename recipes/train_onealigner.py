@@ -38,7 +38,7 @@ import torch
 from transformers import AutoTokenizer, DataCollatorForLanguageModeling, XLMRobertaConfig, XLMRobertaForMaskedLM
 
 from bitext_hf.data import gettext_pairs
-from bitext_hf.data.readers import read_lines, read_tsv_pairs
+from bitext_hf.data.readers import DataValidationError, read_moses, read_tsv_pairs
 from bitext_hf.metrics.functional import xsim_from_similarity
 from bitext_hf.modeling.onealigner import OneAlignerModel, normalize_scores
 from bitext_hf.training import (
@@ -220,12 +220,10 @@ def load_pairs(spec: str) -> list[tuple[str, str]]:
         pairs = _hub_pairs(source, src, tgt)
     elif "," in source:
         source_file, target_file = (part.strip() for part in source.split(",", 1))
-        sources, targets = read_lines(source_file), read_lines(target_file)
-        if len(sources) != len(targets):
-            raise OneAlignerDataError(
-                f"{spec}: {source_file} has {len(sources)} lines but {target_file} has {len(targets)}."
-            )
-        pairs = list(zip(sources, targets))
+        try:
+            pairs = list(zip(*read_moses(source_file, target_file)))
+        except DataValidationError as error:
+            raise OneAlignerDataError(f"{spec}: {error}") from None
     else:
         pairs = list(zip(*read_tsv_pairs(source)))
     pairs = [(a.strip(), b.strip()) for a, b in pairs if a and b and a.strip() and b.strip()]

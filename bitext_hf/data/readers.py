@@ -134,7 +134,7 @@ def read_moses(
     targets = read_lines(tgt_path, max_chars=max_chars)
     if len(sources) != len(targets):
         raise DataValidationError(
-            f"{src_path} has {len(sources)} lines but {tgt_path} has {len(targets)}: parallel files must align line by line"
+            f"{src_path} has {len(sources)} lines but {tgt_path} has {len(targets)}: parallel files must be line-aligned"
         )
     return sources, targets
 

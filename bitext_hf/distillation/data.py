@@ -11,9 +11,10 @@ one other text column). Monolingual specs take ``path/xx.txt`` or ``hub:...`` (a
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,23 +65,20 @@ def parse_source_spec(spec: str) -> tuple[str, str]:
     return language.strip(), source.strip()
 
 
+def _read(reader: Callable[..., Any], *paths: str | Path) -> Any:
+    """Run a ``bitext_hf.data`` reader: its errors (file and line named) become ``DistillationDataError``s."""
+    for path in paths:
+        if not Path(path).is_file():
+            raise DistillationDataError(f"data file not found: {path}")
+    try:
+        return reader(*paths)
+    except DataValidationError as error:
+        raise DistillationDataError(str(error)) from None
+
+
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a UTF-8 text file (``bitext_hf.data.read_lines``: the file and line of any problem are named)."""
-    if not Path(path).is_file():
-        raise DistillationDataError(f"data file not found: {path}")
-    try:
-        return data_readers.read_lines(path)
-    except DataValidationError as error:
-        raise DistillationDataError(str(error)) from None
-
-
-def _read_tsv_pairs(path: Path) -> tuple[list[str], list[str]]:
-    """(student, teacher) sides of an ``English<TAB>translation`` file (``bitext_hf.data.read_tsv_pairs``)."""
-    try:
-        english, translations = data_readers.read_tsv_pairs(path)
-    except DataValidationError as error:
-        raise DistillationDataError(str(error)) from None
-    return translations, english
+    return _read(data_readers.read_lines, path)
 
 
 def _load_hub(source: str) -> list[dict]:
@@ -143,14 +141,9 @@ def load_bitext(spec: str, max_pairs: int | None = None) -> Bitext:
         student, teacher = _pairs_from_rows(_load_hub(source), language, source)
     elif "," in source:
         student_file, teacher_file = (part.strip() for part in source.split(",", 1))
-        student, teacher = read_lines(student_file), read_lines(teacher_file)
-        if len(student) != len(teacher):
-            raise DistillationDataError(
-                f"{language}: {student_file} has {len(student)} lines but {teacher_file} has {len(teacher)}; "
-                "student and teacher files must be line-aligned"
-            )
+        student, teacher = _read(data_readers.read_moses, student_file, teacher_file)
     else:
-        student, teacher = _read_tsv_pairs(Path(source))
+        teacher, student = _read(data_readers.read_tsv_pairs, source)  # English<TAB>translation
     _validate_nonempty(student, f"{spec} (student side)")
     _validate_nonempty(teacher, f"{spec} (English side)")
     if max_pairs is not None:
