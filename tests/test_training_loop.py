@@ -134,6 +134,19 @@ class Interrupted(RuntimeError):
     """Raised by the loss function to simulate a crash."""
 
 
+def loss_that_crashes_after(micro_steps: int):
+    """mse_loss for ``micro_steps`` calls, then an Interrupted crash (a run killed mid-training)."""
+    calls = {"n": 0}
+
+    def crashing_loss(model, batch):
+        calls["n"] += 1
+        if calls["n"] > micro_steps:
+            raise Interrupted
+        return mse_loss(model, batch)
+
+    return crashing_loss
+
+
 @pytest.mark.parametrize("crash_at_micro_step", [11, 15])  # mid-epoch checkpoint (step 4) / epoch boundary (step 6)
 def test_resume_reproduces_an_uninterrupted_run(tmp_path, crash_at_micro_step):
     # 22 samples, batch 4: 6 batches per epoch (the last one short); accumulation 2: 3 steps per epoch.
@@ -153,13 +166,7 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, crash_at_micro_step):
         collate_fn=noisy_collate,
     )
 
-    calls = {"n": 0}
-
-    def crashing_loss(model, batch):
-        calls["n"] += 1
-        if calls["n"] > crash_at_micro_step:
-            raise Interrupted
-        return mse_loss(model, batch)
+    crashing_loss = loss_that_crashes_after(crash_at_micro_step)
 
     interrupted_dir = tmp_path / "interrupted"
     with pytest.raises(Interrupted):
@@ -203,13 +210,7 @@ def test_resume_with_a_user_dataloader(tmp_path):
     reference = run_training_loop(
         TinyRegressor(), make_loader(), args=loop_args(tmp_path / "reference", **settings), compute_loss=mse_loss
     )
-    calls = {"n": 0}
-
-    def crashing_loss(model, batch):
-        calls["n"] += 1
-        if calls["n"] > 5:
-            raise Interrupted
-        return mse_loss(model, batch)
+    crashing_loss = loss_that_crashes_after(5)
 
     with pytest.raises(Interrupted):
         run_training_loop(
@@ -239,13 +240,7 @@ def test_resume_with_an_iterable_dataset_and_random_collate(tmp_path):
         compute_loss=mse_loss,
         collate_fn=noisy_collate,
     )
-    calls = {"n": 0}
-
-    def crashing_loss(model, batch):
-        calls["n"] += 1
-        if calls["n"] > 5:
-            raise Interrupted
-        return mse_loss(model, batch)
+    crashing_loss = loss_that_crashes_after(5)
 
     with pytest.raises(Interrupted):
         run_training_loop(
