@@ -157,8 +157,9 @@ def bertscore_matrix(
     source_augmented, target_augmented = _with_mask_columns(
         source_states, source_weights, target_states, target_weights
     )
-    # Token-major layout ((length, sentence) rows): both max reductions then run over outer dimensions, which is
-    # several times faster on CPU than reducing a short innermost dimension.
+    # Token-major layout ((length, sentence) rows): both max reductions then run over outer dimensions, 5-12x faster
+    # on CPU than reducing a short innermost dimension (16 x 64 x 16 x 256 block, one thread: 1.0 / 0.7 ms against
+    # 5.2 / 8.9 ms).
     target_flat = target_augmented.transpose(0, 1).reshape(target_length * n_target, -1).transpose(0, 1)
     target_weights_by_token = target_weights.transpose(0, 1).unsqueeze(0)  # (1, L_t, n_t)
     target_total = target_weights.sum(-1)
@@ -804,8 +805,9 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                 scores[start : start + batch_size] = block.float().cpu()
             return scores
         # Every target is padded and augmented (`_with_mask_columns`) once; each chunk of sources gathers its
-        # candidates into one reused buffer. Fresh per-chunk copies (a Python gather, then the augmentation) cost
-        # several times the scoring itself, mostly in page faults of new allocations.
+        # candidates into one reused buffer. Fresh per-chunk copies cost more than the scoring itself, mostly in page
+        # faults of new allocations (63 sources x 64 candidates, one thread: gather 46 ms + augmentation 62 ms
+        # against a 16 ms product; into the reused buffer the gather takes 11 ms). 20k x 64 pairs: 18.3 s -> 8.8 s.
         target_vectors, target_weights, _ = self._stack(target)
         source_bound = max(float(item[0].norm(dim=-1).max()) for item in source)
         penalty = 4.0 * source_bound * float(target_vectors.norm(dim=-1).max()) + 1.0
