@@ -197,6 +197,8 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
 
     from bitext_hf.encoders import load_encoder
 
+    if loop_args.max_steps <= 0:  # before any data, teacher or tokenizer work
+        raise ValueError("distill_wolof needs max_steps > 0 (batches are drawn by step, there are no epochs)")
     state = PartialState()
     output_dir = Path(loop_args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -246,8 +248,6 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
 
     # One loop "batch" is one step's batch of sentences: the loop sees a step-indexed dataset with batch size 1.
     micro_batches = loop_args.max_steps * loop_args.gradient_accumulation_steps * state.num_processes
-    if loop_args.max_steps <= 0:
-        raise ValueError("distill_wolof needs max_steps > 0 (batches are drawn by step, there are no epochs)")
     batches = DistillationBatches(
         tokenizer=tokenizer,
         cache=cache,

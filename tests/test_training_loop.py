@@ -92,6 +92,23 @@ def test_loss_decreases_and_parameters_change(tmp_path):
     assert result.model is model  # one CPU process: the module itself, trained in place
 
 
+def test_a_value_reported_on_some_batches_is_averaged_over_those_batches(tmp_path):
+    calls = {"n": 0}
+
+    def loss_with_a_sometimes_value(model, batch):
+        calls["n"] += 1
+        extra = {"loss_even": float(calls["n"])} if calls["n"] % 2 == 0 else {}
+        return mse_loss(model, batch)[0], extra
+
+    result = run_training_loop(
+        TinyRegressor(),
+        make_dataset(),
+        args=loop_args(tmp_path, max_steps=4, logging_steps=4),
+        compute_loss=loss_with_a_sometimes_value,
+    )
+    assert result.log_history[0]["loss_even"] == pytest.approx(3.0)  # batches 2 and 4, not (2 + 4) / 4
+
+
 def test_epochs_define_length_and_linear_schedule_decays(tmp_path):
     args = loop_args(tmp_path, max_steps=-1, num_train_epochs=2, warmup_ratio=0.25)
     result = run_training_loop(TinyRegressor(), make_dataset(n=20), args=args, compute_loss=mse_loss)

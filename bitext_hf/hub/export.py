@@ -418,6 +418,15 @@ def push_to_hub(
         commit_message=commit_message,
         revision=revision,
         repo_type="model",
-        ignore_patterns=["checkpoint-*", "checkpoint-*/**", "logs.jsonl", ".*"],
+        # Training leftovers the recipes keep in output_dir: checkpoints, logs, the teacher embedding cache
+        # (gigabytes) and the tokenizer copy that resumed runs reuse (the model's tokenizer is at the top level).
+        ignore_patterns=[
+            "checkpoint-*",
+            "checkpoint-*/**",
+            "logs.jsonl",
+            ".*",
+            "teacher_cache/**",
+            "tokenizer/**",
+        ],
     )
     return str(getattr(commit, "commit_url", commit))

@@ -10,11 +10,10 @@ import importlib
 
 __all__ = ["MODEL_FAMILIES", "register_auto_classes"]
 
-# (subpackage, config class, model class, extra Auto classes the model is registered with)
-# Each model helper appends its own line here.
-MODEL_FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
-    ("laser3", "Laser3StudentConfig", "Laser3Student", ()),
-    ("onealigner", "OneAlignerConfig", "OneAlignerModel", ()),
+# (subpackage, config class, model class)
+MODEL_FAMILIES: list[tuple[str, str, str]] = [
+    ("laser3", "Laser3StudentConfig", "Laser3Student"),
+    ("onealigner", "OneAlignerConfig", "OneAlignerModel"),
 ]
 
 _registered: set[str] = set()
@@ -29,7 +28,7 @@ def register_auto_classes(only: str | None = None) -> None:
     """
     from transformers import AutoConfig, AutoModel
 
-    for subpackage, config_name, model_name, _ in MODEL_FAMILIES:
+    for subpackage, config_name, model_name in MODEL_FAMILIES:
         if subpackage in _registered or only not in (None, subpackage):
             continue
         module = importlib.import_module(f"bitext_hf.modeling.{subpackage}")

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.tracking import GeneralTracker
-from accelerate.utils import GradientAccumulationPlugin
+from accelerate.utils import GradientAccumulationPlugin, gather_object
 from torch.utils.data import DataLoader, IterableDataset, RandomSampler, SequentialSampler
 from tqdm.auto import tqdm
 from transformers import get_scheduler
@@ -80,9 +80,7 @@ _SCHEDULERS = (
     "constant",
     "constant_with_warmup",
     "inverse_sqrt",
-    "cosine_with_min_lr",
-    "warmup_stable_decay",
-)
+)  # transformers' cosine_with_min_lr and warmup_stable_decay need extra arguments this loop does not pass
 # accelerate tracker names and the check that tells whether the library behind each one is installed.
 _TRACKERS = {
     "tensorboard": "is_tensorboard_available",
@@ -587,12 +585,14 @@ def run_training_loop(
     lr_scheduler = accelerator.prepare(lr_scheduler)
 
     state: dict[str, Any] = {"global_step": 0, "epoch": 0, "batches_in_epoch": 0, "micro_step": 0}
-    window: dict[str, float] = {"count": 0}
+    # Per logged key: [sum, number of micro-batches that reported it]. A value compute_loss returns only on some
+    # batches (e.g. the loss of one task) is averaged over those batches, not over the whole window.
+    window: dict[str, list[float]] = {}
     if resume_path is not None:
         accelerator.load_state(resume_path)
         saved = json.loads((Path(resume_path) / LOOP_STATE_FILE).read_text(encoding="utf-8"))
         state.update({key: saved[key] for key in state})
-        window = dict(saved.get("log_window", window))
+        window = {key: list(entry) for key, entry in saved.get("log_window", {}).items()}
         logger.info("Resumed from %s at step %d", resume_path, state["global_step"])
     elif find_last_checkpoint(output_dir) is not None:
         logger.warning("%s holds checkpoints that this run does not resume from; they may be overwritten", output_dir)
@@ -624,23 +624,23 @@ def run_training_loop(
         logger.info("step %d: %s", state["global_step"], metrics)
 
     def flush_logs(progress: tqdm) -> None:
-        if not window.get("count"):
+        if not window:
             return
-        count = window["count"]
-        means = {key: value / count for key, value in window.items() if key != "count"}
-        # Average over processes too; every process takes part in the reduction.
-        keys = sorted(means)
-        reduced = accelerator.reduce(
-            torch.tensor([means[key] for key in keys], device=accelerator.device, dtype=torch.float64), "mean"
+        keys = sorted(window)
+        if accelerator.num_processes > 1:
+            # Processes may have seen different keys (one drew no batch of some task): agree on their union.
+            keys = sorted({key for process_keys in gather_object([keys]) for key in process_keys})
+        totals = torch.tensor(
+            [window.get(key, [0.0, 0]) for key in keys], device=accelerator.device, dtype=torch.float64
         )
-        logs = {key: float(value) for key, value in zip(keys, reduced.tolist())}
+        totals = accelerator.reduce(totals, "sum")  # sums and counts over processes
+        logs = {key: total / count for key, (total, count) in zip(keys, totals.tolist()) if count > 0}
         logs["learning_rate"] = float(lr_scheduler.get_last_lr()[0])
         logs["epoch"] = round(fractional_epoch(), 4)
         accelerator.log(logs, step=state["global_step"])
         log_history.append({**logs, "step": state["global_step"]})
         progress.set_postfix(loss=f"{logs.get('loss', float('nan')):.4g}")
         window.clear()
-        window["count"] = 0
 
     progress = tqdm(
         total=total_steps,
@@ -676,10 +676,10 @@ def run_training_loop(
                 optimizer.zero_grad(set_to_none=True)
             state["micro_step"] += 1
             state["batches_in_epoch"] += 1
-            window["count"] = window.get("count", 0) + 1
-            window["loss"] = window.get("loss", 0.0) + float(loss.detach().float())
-            for key, value in extra_logs.items():
-                window[key] = window.get(key, 0.0) + value
+            for key, value in {"loss": float(loss.detach().float()), **extra_logs}.items():
+                entry = window.setdefault(key, [0.0, 0])
+                entry[0] += value
+                entry[1] += 1
             if not accelerator.sync_gradients:
                 continue
             state["global_step"] += 1
