@@ -233,6 +233,23 @@ def test_from_encoder_drops_layers_above_l(tiny_tokenizer):
     assert OneAlignerModel.from_encoder(tiny_encoder_config(tiny_tokenizer, layers=12)).config.layer == 8
 
 
+def test_dropping_layers_keeps_hidden_state_l_of_an_encoder_with_a_final_norm(tiny_tokenizer):
+    from transformers import XLMRobertaXLConfig
+
+    config = XLMRobertaXLConfig(
+        vocab_size=len(tiny_tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=130, pad_token_id=tiny_tokenizer.pad_token_id,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    full = OneAlignerModel.from_encoder(config, layer=1, drop_unused_layers=False).eval()
+    cut = OneAlignerModel.from_encoder(config, layer=1).eval()
+    assert cut.encoder.config.num_hidden_layers == 2  # layer 1 and the next one, whose input is state 1
+    cut.encoder.load_state_dict(full.encoder.state_dict(), strict=False)
+    ids = torch.tensor([[0, 5, 6, 7, 2]])
+    with torch.no_grad():
+        torch.testing.assert_close(cut.token_states(ids), full.token_states(ids))
+
+
 def test_text_helpers_agree(tiny_model, tiny_parallel_corpus):
     english = [pair[0] for pair in tiny_parallel_corpus[:10]]
     spanish = [pair[1] for pair in tiny_parallel_corpus[40:50]]

@@ -56,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 # Upper bound on elements of one token-similarity tensor (source chunk x target block x tokens x tokens).
 _MAX_SIMILARITY_ELEMENTS = 1 << 24
+# Encoders whose last hidden state passes through a final LayerNorm: there, the last state of a model cut to L layers
+# is not hidden state L of the full model.
+_FINAL_NORM_ENCODER_TYPES = ("xlm-roberta-xl", "modernbert")
 
 
 class OneAlignerInputError(ValueError):
@@ -98,17 +101,14 @@ def _with_mask_columns(
     source_weights: torch.Tensor,
     target_states: torch.Tensor,
     target_weights: torch.Tensor,
-    penalty: torch.Tensor | float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Append two columns so that one product both gives s.t and pushes left-out tokens below every real score.
 
     source' = [s, -penalty * left_out_s, 1] and target' = [t, 1, -penalty * left_out_t], so
     source'.target' = s.t - penalty * (left_out_s + left_out_t). With penalty > 2 max|s| max|t| (Cauchy-Schwarz),
     a left-out token can never be the max over tokens, with no masked copy of the (large) similarity tensor.
-    The default penalty is computed from these tensors; pass one to augment the two sides separately.
     """
-    if penalty is None:
-        penalty = _mask_penalty(source_states, target_states)
+    penalty = _mask_penalty(source_states, target_states)
     return _augment(source_states, source_weights, penalty, source=True), _augment(
         target_states, target_weights, penalty, source=False
     )
@@ -350,8 +350,10 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
 
         Args:
             layer: hidden state to use, 0 = embeddings; defaults to round(2/3 * num_layers) (paper: 8 of 12).
-            drop_unused_layers: remove the layers above `layer` (they never influence the output) to save time
-                and memory; ignored when an instantiated model is passed.
+            drop_unused_layers: remove the layers above `layer` (they never influence hidden state `layer`) to save
+                time and memory; ignored when an instantiated model is passed. Encoders that normalize their last
+                hidden state (xlm-roberta-xl, modernbert) keep one layer more, so that state `layer` stays
+                un-normalized as in the full model.
             tokenizer: attached for the text helpers; by default loaded from the path when there is one.
             config_kwargs: other [`OneAlignerConfig`] fields.
         """
@@ -377,17 +379,13 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         num_layers = int(encoder_config.num_hidden_layers)
         if layer is None:
             layer = max(1, round(2 * num_layers / 3))
-        if not isinstance(layer, int) or not 0 <= layer <= num_layers:
-            raise OneAlignerConfigError(
-                f"layer={layer!r} is out of range for an encoder with {num_layers} layers (hidden states 0 to "
-                f"{num_layers}, 0 being the embeddings)."
-            )
-        # Validates the encoder type before any weights are loaded.
+        # Validates the encoder type and the layer range before any weights are loaded.
         OneAlignerConfig(encoder_config=encoder_config, layer=layer, **config_kwargs)
         if encoder_model is None:
             encoder_config = type(encoder_config).from_dict(encoder_config.to_dict())
-            if drop_unused_layers and 1 <= layer < num_layers:
-                encoder_config.num_hidden_layers = layer
+            kept = layer + 1 if encoder_config.model_type in _FINAL_NORM_ENCODER_TYPES else layer
+            if drop_unused_layers and 1 <= kept < num_layers:
+                encoder_config.num_hidden_layers = kept
             if isinstance(name_or_path_or_config, str):
                 try:  # BERT-family encoders can skip building the unused pooler (and the load report about it)
                     encoder_model = AutoModel.from_pretrained(
@@ -809,15 +807,16 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         # faults of new allocations (63 sources x 64 candidates, one thread: gather 46 ms + augmentation 62 ms
         # against a 16 ms product; into the reused buffer the gather takes 11 ms). 20k x 64 pairs: 18.3 s -> 8.8 s.
         target_vectors, target_weights, _ = self._stack(target)
-        source_bound = max(float(item[0].norm(dim=-1).max()) for item in source)
-        penalty = 4.0 * source_bound * float(target_vectors.norm(dim=-1).max()) + 1.0
+        # Each source sentence's largest token norm as a 1-d "vector": no copy of every source token is needed.
+        source_norms = torch.stack([item[0].norm(dim=-1).amax() for item in source]).unsqueeze(-1)
+        penalty = _mask_penalty(source_norms, target_vectors)
         target_augmented = _augment(target_vectors, target_weights, penalty, source=False)
         target_lengths = torch.as_tensor([item[0].shape[0] for item in target])
         full_length, width = target_augmented.shape[1:]
         # Sources sorted by length, a chunk at a time, each padded only to its own longest sentences; a chunk
         # gathers about 2^24 candidate elements.
         order = sorted(range(n_source), key=lambda index: source[index][0].shape[0])
-        chunk = max(1, min(n_source, (1 << 24) // (k * full_length * width)))
+        chunk = max(1, min(n_source, _MAX_SIMILARITY_ELEMENTS // (k * full_length * width)))
         buffer = torch.empty(chunk * k * full_length * width, dtype=target_augmented.dtype, device=self.device)
         for start in range(0, n_source, chunk):
             rows = order[start : start + chunk]

@@ -26,7 +26,6 @@ import numpy as np
 import torch
 
 from bitext_hf.mining import ivf_index, knn_search
-from bitext_hf.modeling.onealigner._token_gain import gain_topk
 from bitext_hf.modeling.onealigner.modeling_onealigner import OneAlignerInputError, OneAlignerModel
 
 __all__ = ["token_candidates", "two_stage_retrieve"]
@@ -129,6 +128,8 @@ def token_candidates(
     Returns:
         int64 ``(n_source, min(top_k, n_target))`` target indices, best first, no repeats within a row.
     """
+    from bitext_hf.modeling.onealigner._token_gain import gain_topk  # numba: loaded on first use only
+
     n_target = len(target)
     top_k = min(top_k, n_target)
     source_tokens, source_owner, source_weights = _content_tokens(source)
@@ -171,7 +172,8 @@ def token_candidates(
         _, pooled = knn_search(_pooled([source[i] for i in missing]), _pooled(target), top_k, backend=knn_backend)
         for row, proposals in zip(missing, pooled):
             have = candidates[row][candidates[row] >= 0]
-            extra = [index for index in proposals if index not in set(have.tolist())]
+            proposed = set(have.tolist())
+            extra = [index for index in proposals if index not in proposed]
             candidates[row] = np.concatenate([have, extra])[:top_k]
     return candidates
 
