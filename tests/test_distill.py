@@ -28,6 +28,7 @@ from bitext_hf.distillation import (
     read_lines,
     split_held_out,
 )
+from bitext_hf.distillation.trainer import ENGLISH
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 
 
@@ -267,6 +268,28 @@ def test_cosine_distillation_loss():
 
 
 # ---------------------------------------------------------------- training dynamics
+
+
+def test_self_task_reuses_the_bitexts_cached_english(tiny_tokenizer, bitexts, tmp_path):
+    teacher = CountingTeacher(tiny_tokenizer)
+    extra_english = ["A sentence found in no bitext.", "Another one."]
+    batches = DistillationBatches(
+        tokenizer=tiny_tokenizer,
+        cache=TeacherEmbeddingCache(tmp_path, teacher, "counting"),
+        bitexts=bitexts,
+        english=extra_english,
+        total_steps=4,
+        batch_size=4,
+    )
+    # Each distinct English side once (the cache is keyed by the text list), plus the extra English: the pool
+    # shared with the bitexts is not re-encoded.
+    english_sides = {tuple(bitext.teacher_texts) for bitext in bitexts}
+    assert teacher.encoded == sum(len(side) for side in english_sides) + len(extra_english)
+    pool = list(dict.fromkeys([*extra_english, *(t for bitext in bitexts for t in bitext.teacher_texts)]))
+    rows = np.arange(len(pool))
+    np.testing.assert_allclose(
+        batches._targets[ENGLISH, 1.0][rows], teacher.encoder.encode(pool), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitexts, tmp_path):

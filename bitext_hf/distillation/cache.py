@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.distillation.errors import DistillationDataError
+from bitext_hf.mining.output import atomic_output
 
 __all__ = ["TeacherEmbeddingCache", "cache_key"]
 
@@ -53,7 +53,6 @@ class TeacherEmbeddingCache:
         self.teacher = teacher
         self.teacher_id = teacher_id
         self.batch_size = batch_size
-        self.computed = 0  # how many texts this instance sent to the teacher (tests check caching with it)
 
     def path_for(self, texts: Sequence[str], prefix_ratio: float = 1.0) -> Path:
         return self.cache_dir / f"teacher-{cache_key(self.teacher_id, texts, prefix_ratio)}.npy"
@@ -73,15 +72,8 @@ class TeacherEmbeddingCache:
                     f"teacher {self.teacher_id!r} returned embeddings of shape {embeddings.shape} for {len(texts)} "
                     "texts; expected (n_texts, dim)"
                 )
-            self.computed += len(texts)
-            descriptor, temp_name = tempfile.mkstemp(dir=self.cache_dir, suffix=".npy.tmp")
-            try:
-                with os.fdopen(descriptor, "wb") as handle:
-                    np.save(handle, embeddings)
-                os.replace(temp_name, path)
-            except BaseException:
-                Path(temp_name).unlink(missing_ok=True)
-                raise
+            with atomic_output(path, "wb") as handle:
+                np.save(handle, embeddings)
             logger.info("Cached %d teacher embeddings (ratio %.2f) in %s", len(texts), prefix_ratio, path)
         embeddings = np.load(path, mmap_mode="r")
         if embeddings.shape[0] != len(texts):
