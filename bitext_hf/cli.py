@@ -37,10 +37,7 @@ def _encoder(args):
     from bitext_hf.encoders import load_encoder
 
     if getattr(args, "_encoder", None) is None:
-        kwargs = {}
-        if args.pooling and args.model not in (None, "default", "use", "use-multilingual-v3"):
-            kwargs["pooling"] = args.pooling
-        args._encoder = load_encoder(args.model, **kwargs)
+        args._encoder = load_encoder(args.model, pooling=args.pooling)
     return args._encoder
 
 
@@ -318,7 +315,7 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         "--pooling",
         choices=("mean", "max", "cls"),
         default=None,
-        help="pooling for Hugging Face models (default mean)",
+        help="pooling for Hugging Face models (default mean); sentence-transformers models and USE pool their own way",
     )
     group.add_argument("--batch-size", type=int, default=128, help="sentences per encoder batch (default 128)")
     group.add_argument(

@@ -272,23 +272,36 @@ def _offline_message(name: str, error: Exception) -> str:
     )
 
 
-def load_encoder(spec: str | os.PathLike | None = None, **kwargs) -> Encoder:
+def load_encoder(spec: str | os.PathLike | None = None, *, pooling: str | None = None, **kwargs) -> Encoder:
     """An encoder from a short spec.
 
     - ``None``, ``"default"``, ``"use"`` or ``"use-multilingual-v3"``: the embedded USE v3 (no download);
     - a folder with ``modules.json``: a SentenceTransformer;
-    - a folder with ``config.json`` or a cached hub id: a Hugging Face encoder (``HFEncoder``; kwargs such as
-      ``pooling`` are passed on), or a SentenceTransformer when the cached repo has ``modules.json``.
+    - a folder with ``config.json`` or a cached hub id: a Hugging Face encoder (``HFEncoder``; kwargs are passed
+      on), or a SentenceTransformer when the cached repo has ``modules.json``.
+
+    ``pooling`` applies to Hugging Face encoders only; the others pool their own way, and asking them for a pooling
+    raises ``EncoderLoadError`` rather than being silently ignored.
     """
+
+    def without_pooling(kind: str) -> None:
+        if pooling is not None:
+            raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: a {kind} pools by itself; drop pooling={pooling!r}")
+
+    def hf_encoder(source: str | os.PathLike) -> HFEncoder:
+        return HFEncoder(source, **({"pooling": pooling} if pooling is not None else {}), **kwargs)
+
     if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
+        without_pooling("USE encoder")
         return USEEncoder(**kwargs)
     spec = str(spec)
     path = Path(spec).expanduser()
     if path.exists():
         if (path / "modules.json").is_file():
+            without_pooling("sentence-transformers model")
             return SentenceTransformerEncoder(path, **kwargs)
         if (path / "config.json").is_file():
-            return HFEncoder(path, **kwargs)
+            return hf_encoder(path)
         raise EncoderLoadError(
             f"{path}: neither a sentence-transformers folder (modules.json) nor a model (config.json)"
         )
@@ -301,5 +314,6 @@ def load_encoder(spec: str | os.PathLike | None = None, **kwargs) -> Encoder:
     except Exception:  # an invalid repo id: let the loader below produce the message
         is_sentence_transformer = False
     if is_sentence_transformer:
+        without_pooling("sentence-transformers model")
         return SentenceTransformerEncoder(spec, **kwargs)
-    return HFEncoder(spec, **kwargs)
+    return hf_encoder(spec)

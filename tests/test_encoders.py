@@ -94,6 +94,12 @@ def test_sentence_transformer_adapter_and_dispatch(tiny_model_dir, tmp_path):
     expected = l2_normalize(model.encode(SENTENCES, convert_to_numpy=True))
     np.testing.assert_allclose(adapter.encode(SENTENCES), expected, atol=1e-5)
     assert isinstance(load_encoder(tiny_model_dir), HFEncoder)
+    assert load_encoder(tiny_model_dir, pooling="max").pooling == "max"
+    # A sentence-transformers model or USE pools by itself: a pooling request is an error, not silently dropped.
+    with pytest.raises(EncoderLoadError, match="pools by itself"):
+        load_encoder(st_dir, pooling="max")
+    with pytest.raises(EncoderLoadError, match="pools by itself"):
+        load_encoder("default", pooling="cls")
 
 
 def test_use_default_encoder_is_normalized_and_keeps_order():
