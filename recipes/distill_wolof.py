@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +39,7 @@ from bitext_hf.distillation import (
     read_lines,
     split_held_out,
 )
+from bitext_hf.mining.output import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.training import (
     LoopArguments,
@@ -155,13 +154,6 @@ class ModelArguments:
     intermediate_size: int = dataclasses.field(default=2048, metadata={"help": "Feed-forward width."})
     pooling: str = dataclasses.field(default="max", metadata={"help": "Sentence pooling: max or bos."})
     dropout: float = dataclasses.field(default=0.1, metadata={"help": "Hidden and attention dropout."})
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    descriptor, temp_name = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temp_name, path)
 
 
 def load_data(args: ScriptArguments) -> tuple[list[Bitext], dict[str, list[str]], list[str], list[Bitext]]:
@@ -310,7 +302,8 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
             )
             logger.info("xsim after training: %s", results["student_after"])
         save_student(student, tokenizer, output_dir, script_args, results)
-        _atomic_write_text(output_dir / RESULTS_FILE, json.dumps(results, indent=2))
+        with atomic_output(output_dir / RESULTS_FILE) as handle:
+            json.dump(results, handle, indent=2)
     state.wait_for_everyone()
     return results
 

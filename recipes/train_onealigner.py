@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import random
 import tempfile
 import time
@@ -40,6 +39,7 @@ from transformers import AutoTokenizer, DataCollatorForLanguageModeling, XLMRobe
 from bitext_hf.data import gettext_pairs
 from bitext_hf.data.readers import DataValidationError, read_moses, read_tsv_pairs
 from bitext_hf.metrics.functional import xsim_from_similarity
+from bitext_hf.mining.output import atomic_output
 from bitext_hf.modeling.onealigner import OneAlignerModel, normalize_scores
 from bitext_hf.training import (
     LoopArguments,
@@ -537,14 +537,6 @@ def evaluate_sets(
     return results
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(temporary, path)
-
-
 def _results_table(results: dict[str, float], eval_sets: Sequence[str]) -> list[dict[str, str]]:
     rows = []
     for name in [*eval_sets, "average"]:
@@ -590,7 +582,9 @@ def save_outputs(
         # Mean-pooled layer-L vectors, L2-normalized: exactly OneAlignerModel.encode (checked on reload).
         sentence_transformers={"pooling": "mean", "normalize": True, "verify": True},
     )
-    _write_json(output_dir / RESULTS_FILE, results)
+    with atomic_output(output_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
 
 
 def main(script_args: ScriptArguments, loop_args: LoopArguments) -> dict[str, Any]:

@@ -341,10 +341,6 @@ class _SeededCollate:
             return self.collate_fn(samples)
 
 
-def _default_collate(samples: list) -> Any:
-    return torch.utils.data.default_collate(samples)
-
-
 def find_last_checkpoint(output_dir: str | os.PathLike) -> str | None:
     """The ``checkpoint-<step>`` folder with the highest step in ``output_dir`` (complete ones only), or None."""
     output_dir = Path(output_dir)
@@ -419,10 +415,14 @@ def _build_dataloader(
                 "pass collate_fn to your DataLoader, not to run_training_loop, when you give a DataLoader"
             )
         return data, None
-    collate = _SeededCollate(collate_fn or _default_collate, args.seed) if args.dataloader_num_workers == 0 else None
+    collate = (
+        _SeededCollate(collate_fn or torch.utils.data.default_collate, args.seed)
+        if args.dataloader_num_workers == 0
+        else None
+    )
     common = {
         "batch_size": args.per_device_train_batch_size,
-        "collate_fn": collate or collate_fn or _default_collate,
+        "collate_fn": collate or collate_fn or torch.utils.data.default_collate,
         "drop_last": args.dataloader_drop_last,
         "num_workers": args.dataloader_num_workers,
         # A generator of its own: creating the iterator must not draw from the global RNG.
@@ -564,15 +564,14 @@ def run_training_loop(
         optimizer = _build_optimizer(model, args)
     model, optimizer, dataloader = accelerator.prepare(model, optimizer, dataloader)
     # After prepare: the length is now per process.
+    if batches_per_epoch is not None:
+        batches_per_epoch = len(dataloader)
     if args.max_steps > 0:
         total_steps = args.max_steps
     else:
-        batches_per_epoch = len(dataloader)
         total_steps = math.ceil(
             args.num_train_epochs * math.ceil(batches_per_epoch / args.gradient_accumulation_steps)
         )
-    if batches_per_epoch is not None:
-        batches_per_epoch = len(dataloader)
     if lr_scheduler is None:
         warmup = args.warmup_steps or math.ceil(args.warmup_ratio * total_steps)
         # accelerate steps a prepared scheduler once per process and optimizer step: count in those units.
@@ -660,9 +659,7 @@ def run_training_loop(
             seeded_collate.start_epoch(state["epoch"], state["batches_in_epoch"] if skipped_by_sampler else 0)
         if state["batches_in_epoch"]:
             epoch_loader = accelerator.skip_first_batches(dataloader, state["batches_in_epoch"])
-        saw_batch = False
         for batch in epoch_loader:
-            saw_batch = True
             _seed_everything(
                 _derive_seed(args.seed, 2, accelerator.process_index, state["micro_step"]), accelerator.device
             )
@@ -698,7 +695,7 @@ def run_training_loop(
             if finished:
                 break
         if not finished:
-            if not saw_batch and state["batches_in_epoch"] == 0:
+            if state["batches_in_epoch"] == 0:  # reset only at an epoch's end: this epoch yielded nothing
                 raise ValueError("the training data yielded no batch in a whole epoch")
             state["epoch"] += 1
             state["batches_in_epoch"] = 0

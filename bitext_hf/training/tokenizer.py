@@ -157,8 +157,6 @@ def train_or_reuse_tokenizer(
     next, whatever the seeds), so a resumed run that trained its vocabulary again would pair the checkpoint's
     embedding rows with other pieces.
     """
-    from transformers import PreTrainedTokenizerFast
-
     folder = Path(output_dir) / subfolder
     if reuse and (folder / "tokenizer.json").is_file():
         logger.info("resuming: reusing the tokenizer saved in %s", folder)
