@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["curriculum_ratios", "curriculum_stage", "prefix_length", "prefix_texts_and_ids"]
+__all__ = ["curriculum_ratios", "curriculum_stage", "prefix_cuts", "prefix_length", "prefix_texts_and_ids"]
 
 
 def curriculum_ratios(increment: float = 0.1) -> list[float]:
@@ -62,6 +62,14 @@ def prefix_texts_and_ids(
         (prefix_texts, prefix_ids): the text up to the end of the last kept subword (what the teacher sees), and
         the kept subword ids without special tokens (what the student sees, after adding its BOS/EOS).
     """
+    return prefix_cuts(texts, tokenizer, [ratio], max_length)[ratio]
+
+
+def prefix_cuts(
+    texts: Sequence[str], tokenizer: Any, ratios: Sequence[float], max_length: int | None = None
+) -> dict[float, tuple[list[str], list[list[int]]]]:
+    """:func:`prefix_texts_and_ids` for several ratios from one tokenization of ``texts`` (the curriculum's ten
+    stages would otherwise tokenize the same texts ten times)."""
     encoded = tokenizer(
         list(texts),
         add_special_tokens=False,
@@ -69,12 +77,15 @@ def prefix_texts_and_ids(
         truncation=max_length is not None,
         max_length=max_length,
     )
-    prefix_texts, prefix_ids = [], []
-    for text, ids, offsets in zip(texts, encoded["input_ids"], encoded["offset_mapping"]):
-        keep = prefix_length(len(ids), ratio)
-        prefix_ids.append(list(ids[:keep]))
-        if ratio >= 1.0 and max_length is None:
-            prefix_texts.append(text)
-        else:
-            prefix_texts.append(text[: offsets[keep - 1][1]].strip() if keep else "")
-    return prefix_texts, prefix_ids
+    cuts = {}
+    for ratio in ratios:
+        prefix_texts, prefix_ids = [], []
+        for text, ids, offsets in zip(texts, encoded["input_ids"], encoded["offset_mapping"]):
+            keep = prefix_length(len(ids), ratio)
+            prefix_ids.append(list(ids[:keep]))
+            if ratio >= 1.0 and max_length is None:
+                prefix_texts.append(text)
+            else:
+                prefix_texts.append(text[: offsets[keep - 1][1]].strip() if keep else "")
+        cuts[ratio] = (prefix_texts, prefix_ids)
+    return cuts

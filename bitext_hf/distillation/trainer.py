@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from bitext_hf.distillation.cache import TeacherEmbeddingCache
-from bitext_hf.distillation.curriculum import curriculum_ratios, curriculum_stage, prefix_texts_and_ids
+from bitext_hf.distillation.curriculum import curriculum_ratios, curriculum_stage, prefix_cuts, prefix_texts_and_ids
 from bitext_hf.distillation.data import Bitext
 from bitext_hf.distillation.errors import DistillationDataError
 from bitext_hf.distillation.masking import mask_tokens
@@ -159,15 +159,16 @@ class DistillationBatches(torch.utils.data.Dataset):
         streams = []
         for bitext in bitexts:
             ratios = self.ratios if bitext.language in self.curriculum_languages else [1.0]
+            partial = [ratio for ratio in ratios if ratio < 1.0]
+            teacher_cuts = prefix_cuts(bitext.teacher_texts, tokenizer, partial, self._body_length) if partial else {}
+            student_cuts = prefix_cuts(bitext.student_texts, tokenizer, ratios, self._body_length)
             for ratio in ratios:
-                teacher_texts, _ = prefix_texts_and_ids(bitext.teacher_texts, tokenizer, ratio, self._body_length)
-                _, student_ids = prefix_texts_and_ids(bitext.student_texts, tokenizer, ratio, self._body_length)
                 if ratio < 1.0:
                     # Teacher sees exactly the English prefix; at 100% it sees the untouched sentence.
-                    self._targets[bitext.language, ratio] = cache.get(teacher_texts, ratio)
+                    self._targets[bitext.language, ratio] = cache.get(teacher_cuts[ratio][0], ratio)
                 else:
                     self._targets[bitext.language, ratio] = cache.get(bitext.teacher_texts, 1.0)
-                self._student_ids[bitext.language, ratio] = student_ids
+                self._student_ids[bitext.language, ratio] = student_cuts[ratio][1]
             streams.append(Stream("distil", bitext.language, len(bitext)))
 
         english_pool = list(dict.fromkeys([*english, *(t for bitext in bitexts for t in bitext.teacher_texts)]))
