@@ -258,23 +258,24 @@ def cmd_eval(args) -> int:
     else:
         if args.mteb:
             task = read_mteb(args.mteb, split=args.split, subset=args.subset)
-            sources, targets, gold = task.sources, task.targets, task.gold
+            sources, targets, gold, aligned = task.sources, task.targets, task.gold, task.is_aligned
         else:
             sources, targets = _pair_texts(args)
-            gold = [(i, i) for i in range(len(sources))]
-        src_emb, tgt_emb = _embed(args, sources, "source"), _embed(args, targets, "target")
-        gold_src = [i for i, _ in gold]
+            gold, aligned = [(i, i) for i in range(len(sources))], True
         gold_tgt = [j for _, j in gold]
-        src_sel, tgt_sel = src_emb[gold_src], tgt_emb
+        # Only the sources of gold pairs are evaluated: the others are never encoded. When the data is aligned,
+        # they are every source in order.
+        src_sel = _embed(args, [sources[i] for i, _ in gold], "source")
+        tgt_emb = _embed(args, targets, "target")
         metrics = set(args.metrics)
         if "xsim" in metrics:
             # One kNN for both the index-based and the text-based error counts.
-            knn = bidirectional_knn(src_sel, tgt_sel, args.k)
+            knn = bidirectional_knn(src_sel, tgt_emb, args.k)
             results["xsim"] = F.xsim_from_knn(knn, margin=args.margin, gold=gold_tgt)
             results["xsim_text"] = F.xsim_from_knn(knn, margin=args.margin, gold=gold_tgt, target_texts=targets)
         if "accuracy" in metrics:
-            if len(sources) == len(targets) and gold == [(i, i) for i in range(len(sources))]:
-                results["accuracy"] = F.bitext_accuracy(src_emb, tgt_emb)
+            if aligned:
+                results["accuracy"] = F.bitext_accuracy(src_sel, tgt_emb)
             else:
                 logger.warning("accuracy needs row-aligned pairs; skipped for this data")
         results["n_pairs"] = len(gold)

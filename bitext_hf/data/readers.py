@@ -152,7 +152,9 @@ class BitextTask:
 
     @property
     def is_aligned(self) -> bool:
-        """Row i of the sources is the translation of row i of the targets."""
+        """Row i of the sources is the translation of row i of the targets, for every row of both."""
+        if len(self.sources) != len(self.targets):
+            return False
         return not self.gold or self.gold == [(i, i) for i in range(len(self.sources))]
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_embeddings
-from bitext_hf.mining.margin import apply_margin, check_margin, neighbourhood_means
+from bitext_hf.mining.retrieval import best_forward_candidates
 
 __all__ = [
     "bitext_accuracy",
@@ -60,12 +60,7 @@ def xsim_from_knn(
 def _xsim_errors(
     knn: BidirectionalKNN, margin: str, gold: np.ndarray, target_texts: Sequence[str] | None
 ) -> dict[str, float | int]:
-    check_margin(margin)
-    source_mean = neighbourhood_means(knn.forward_sims)
-    target_mean = neighbourhood_means(knn.backward_sims)
-    scores = apply_margin(knn.forward_sims, source_mean[:, None], target_mean[knn.forward_indices], margin)
-    # Candidates are sorted by decreasing cosine: argmax (first maximum) breaks ties towards the higher cosine.
-    predicted = knn.forward_indices[np.arange(scores.shape[0]), scores.argmax(axis=1)]
+    predicted = best_forward_candidates(knn, margin)
     if target_texts is None:
         wrong = predicted != gold
     else:

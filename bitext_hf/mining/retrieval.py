@@ -89,6 +89,12 @@ def candidate_scores(knn: BidirectionalKNN, margin: str) -> tuple[np.ndarray, np
     return forward, backward
 
 
+def best_forward_candidates(knn: BidirectionalKNN, margin: str) -> np.ndarray:
+    """The best-margin target of every source (forward retrieval's choice), (N,) int64."""
+    forward, _ = candidate_scores(knn, margin)
+    return _best(forward, knn.forward_sims, knn.forward_indices)[0]
+
+
 def _best(scores: np.ndarray, sims: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, ...]:
     """Best-margin candidate per row. Candidates are sorted by decreasing cosine, so argmax (first maximum) breaks
     score ties towards the higher cosine."""
