@@ -593,7 +593,9 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments) -> dict[str, An
     data, tokenizer = prepare_data(script_args, build_tokenizer_factory(script_args, loop_args), loop_args.seed)
     logger.info("data: %s", json.dumps(data.stats))
     model = build_aligner(script_args, tokenizer, data.train_examples, loop_args.seed)
-    history: list[dict[str, Any]] = []
+    from accelerate import PartialState
+
+    model.to(PartialState().device)  # the evaluation before training runs where training will (a GPU if any)
 
     def evaluate(trained: OneAlignerModel) -> dict[str, float]:
         return evaluate_sets(trained, data.eval_sets, ablation=False)
@@ -618,13 +620,12 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments) -> dict[str, An
     trained: OneAlignerModel = result.model
     trained.eval()
     final = evaluate_sets(trained, data.eval_sets, ablation=script_args.ablation) if data.eval_sets else {}
-    history.extend(result.eval_history)
     results = {
         "data": data.stats,
         "global_step": result.global_step,
         "initial": initial,
         "final": final,
-        "eval_history": history,
+        "eval_history": result.eval_history,
     }
     if result.global_step and _is_main_process():
         save_outputs(trained, tokenizer, output_dir, script_args, results)
