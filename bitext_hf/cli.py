@@ -46,7 +46,7 @@ def _embed(args, texts: list[str], what: str) -> np.ndarray:
     return _encoder(args).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
 
 
-def _load_side(args, path: str, what: str) -> tuple[list[str] | None, np.ndarray | None]:
+def _load_side(args, path: str) -> tuple[list[str] | None, np.ndarray | None]:
     """Texts of a side (plain text file) or precomputed embeddings (.npy)."""
     from bitext_hf.data import read_lines
 
@@ -77,7 +77,7 @@ def _side_for_mining(args, path: str, what: str):
     """(texts by line, embeddings of mined rows, line number of each mined row)."""
     from bitext_hf.data import deduplicate
 
-    texts, embeddings = _load_side(args, path, what)
+    texts, embeddings = _load_side(args, path)
     if embeddings is not None:
         return texts, embeddings, np.arange(embeddings.shape[0])
     if args.keep_duplicates:
@@ -169,7 +169,7 @@ def cmd_mine(args) -> int:
     shown = len(pairs) if args.show < 0 else min(args.show, len(pairs))
     if shown:
         print(f"{'score':>7}  {'src':>6}  {'tgt':>6}  sentences")
-        for src, tgt, score in list(pairs)[:shown]:
+        for src, tgt, score in pairs.select(slice(shown)):
             src_text = src_texts[src] if src_texts else ""
             tgt_text = tgt_texts[tgt] if tgt_texts else ""
             print(f"{score:7.4f}  {src:6d}  {tgt:6d}  {src_text}  |||  {tgt_text}")

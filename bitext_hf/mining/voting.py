@@ -42,7 +42,7 @@ def vote(runs: Sequence[MinedPairs], strategy: str = "pairwise") -> MinedPairs:
         keys = list(zip(run.src_indices.tolist(), run.tgt_indices.tolist()))
         mask = np.array([votes[key] >= needed and key not in taken for key in keys], dtype=bool)
         taken.update(key for key, keep in zip(keys, mask) if keep)
-        kept_parts.append(run.select(mask) if len(keys) else run)
+        kept_parts.append(run.select(mask))
     return MinedPairs.concatenate(kept_parts).sorted()
 
 
