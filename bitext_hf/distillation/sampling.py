@@ -71,10 +71,7 @@ class TaskSampler:
             marginal[stream.task] = marginal.get(stream.task, 0.0) + float(probability)
         return marginal
 
-    def rng(self, step: int) -> np.random.Generator:
-        """The random generator of ``step`` (also used to pick the batch's examples)."""
-        return np.random.default_rng([self.seed, step])
-
     def sample(self, step: int) -> Stream:
-        """The stream that feeds the batch of ``step``."""
-        return self.streams[int(self.rng(step).choice(len(self.streams), p=self.probabilities))]
+        """The stream that feeds the batch of ``step`` (a generator seeded by (seed, step): any step on its own)."""
+        generator = np.random.default_rng([self.seed, step])
+        return self.streams[int(generator.choice(len(self.streams), p=self.probabilities))]
