@@ -108,7 +108,7 @@ def _read_gold(path: Path) -> set[tuple[int, int]]:
 
 def cmd_encode(args) -> int:
     from bitext_hf.data import read_lines
-    from bitext_hf.mining.output import atomic_output
+    from bitext_hf.io import atomic_output
 
     texts = read_lines(args.input, max_chars=args.max_line_chars)
     embeddings = _embed(args, texts, "input")
@@ -231,7 +231,7 @@ def cmd_eval(args) -> int:
     from bitext_hf.data import read_bucc, read_mteb
     from bitext_hf.metrics import functional as F
     from bitext_hf.mining import bidirectional_knn, mine
-    from bitext_hf.mining.output import atomic_output
+    from bitext_hf.io import atomic_output
 
     results: dict[str, object] = {"model": args.model or "use-multilingual-v3", "k": args.k, "margin": args.margin}
     if args.bucc:

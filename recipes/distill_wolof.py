@@ -39,7 +39,7 @@ from bitext_hf.distillation import (
     read_lines,
     split_held_out,
 )
-from bitext_hf.mining.output import atomic_output
+from bitext_hf.io import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.training import (
     LoopArguments,

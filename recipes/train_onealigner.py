@@ -39,7 +39,7 @@ from transformers import AutoTokenizer, DataCollatorForLanguageModeling, XLMRobe
 from bitext_hf.data import gettext_pairs
 from bitext_hf.data.readers import DataValidationError, read_moses, read_tsv_pairs
 from bitext_hf.metrics.functional import xsim_from_similarity
-from bitext_hf.mining.output import atomic_output
+from bitext_hf.io import atomic_output
 from bitext_hf.modeling.onealigner import OneAlignerModel, normalize_scores
 from bitext_hf.training import (
     LoopArguments,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.distillation.errors import DistillationDataError
-from bitext_hf.mining.output import atomic_output
+from bitext_hf.io import atomic_output
 
 __all__ = ["TeacherEmbeddingCache", "cache_key"]
 

@@ -6,15 +6,14 @@ place, so an interrupted run never leaves a truncated output behind.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from bitext_hf.io import atomic_output
 from bitext_hf.mining.retrieval import MinedPairs
 
-__all__ = ["TSV_HEADER", "atomic_output", "output_format", "write_pairs"]
+__all__ = ["TSV_HEADER", "output_format", "write_pairs"]
 
 TSV_HEADER = ("score", "src_index", "tgt_index", "src", "tgt")
 
@@ -22,23 +21,6 @@ TSV_HEADER = ("score", "src_index", "tgt_index", "src", "tgt")
 def output_format(path: str | os.PathLike) -> str:
     """ "parquet" for ``.parquet`` / ``.pq``, else "tsv"."""
     return "parquet" if Path(path).suffix.lower() in (".parquet", ".pq") else "tsv"
-
-
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
-    """Open a temporary file next to ``path``; on success rename it to ``path``, on error delete it."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise FileNotFoundError(f"output folder does not exist: {path.parent}")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as handle:
-            yield handle
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
 
 
 def _text_column(texts: Sequence[str] | None, indices: list[int]) -> list[str]:
