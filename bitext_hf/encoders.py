@@ -18,6 +18,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from bitext_hf.errors import EncoderLoadError
+
 __all__ = [
     "DEFAULT_ENCODER",
     "USE_LANGUAGES",
@@ -36,10 +38,6 @@ DEFAULT_ENCODER = "use-multilingual-v3"
 USE_LANGUAGES = frozenset(
     {"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-TW"}
 )
-
-
-class EncoderLoadError(RuntimeError):
-    """An encoder could not be loaded (offline, missing files, unknown type); the message says what to pass."""
 
 
 @runtime_checkable

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bitext_hf.errors import DataValidationError
+
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
     "BitextTask",
@@ -32,10 +34,6 @@ logger = logging.getLogger(__name__)
 # Longer lines are almost always broken input (a whole document on one line, a binary file); encoders truncate far
 # earlier, so mining such a line would silently compare only its beginning.
 DEFAULT_MAX_LINE_CHARS = 10_000
-
-
-class DataValidationError(ValueError):
-    """Input data that cannot be used as is; the message names the file and line."""
 
 
 def _decode_lines(path: Path, *, max_chars: int, allow_empty_lines: bool) -> list[str]:
