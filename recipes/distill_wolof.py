@@ -9,7 +9,7 @@ written to ``<output_dir>/xsim_results.json`` and to the model card.
     accelerate launch recipes/distill_wolof.py --config recipes/configs/distill_wolof.yaml
     python recipes/distill_wolof.py --config recipes/configs/distill_wolof-smoke.yaml --output_dir runs/smoke
 
-Every data argument takes ``LANG=SOURCE`` specs (see ``bitext_hf.distillation.data``): local TSV files, pairs of
+Every data argument takes ``LANG=SOURCE`` specs (see ``bitext_hf.training.distillation.data``): local TSV files, pairs of
 line-aligned files, ``gettext`` (this machine's translation catalogs) or ``hub:DATASET_ID[:CONFIG][@SPLIT]``.
 """
 
@@ -24,7 +24,16 @@ from typing import Any
 
 import torch
 
-from bitext_hf.distillation import (
+from bitext_hf.io import atomic_output
+from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
+from bitext_hf.training import (
+    LoopArguments,
+    parse_args,
+    resolve_resume_checkpoint,
+    run_training_loop,
+    train_or_reuse_tokenizer,
+)
+from bitext_hf.training.distillation import (
     DEFAULT_TASK_WEIGHTS,
     Bitext,
     CosineDistillationLoss,
@@ -38,15 +47,6 @@ from bitext_hf.distillation import (
     load_monolingual,
     read_lines,
     split_held_out,
-)
-from bitext_hf.io import atomic_output
-from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
-from bitext_hf.training import (
-    LoopArguments,
-    parse_args,
-    resolve_resume_checkpoint,
-    run_training_loop,
-    train_or_reuse_tokenizer,
 )
 
 logger = logging.getLogger("distill_wolof")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from bitext_hf.distillation import (
+from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
+from bitext_hf.training.distillation import (
     Bitext,
     CosineDistillationLoss,
     DistillationBatches,
@@ -28,8 +29,7 @@ from bitext_hf.distillation import (
     read_lines,
     split_held_out,
 )
-from bitext_hf.distillation.trainer import ENGLISH
-from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
+from bitext_hf.training.distillation.trainer import ENGLISH
 
 
 class CountingTeacher:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bitext_hf.distillation.errors import DistillationDataError
+from bitext_hf.training.distillation.errors import DistillationDataError
 
 __all__ = ["DEFAULT_TASK_WEIGHTS", "Stream", "TaskSampler"]
 

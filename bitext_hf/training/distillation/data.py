@@ -20,7 +20,7 @@ import numpy as np
 
 from bitext_hf.data import DataValidationError
 from bitext_hf.data import readers as data_readers
-from bitext_hf.distillation.errors import DistillationDataError
+from bitext_hf.training.distillation.errors import DistillationDataError
 
 __all__ = [
     "Bitext",

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from bitext_hf.distillation.errors import DistillationDataError
 from bitext_hf.io import atomic_output
+from bitext_hf.training.distillation.errors import DistillationDataError
 
 __all__ = ["TeacherEmbeddingCache", "cache_key"]
 

@@ -14,13 +14,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from bitext_hf.distillation.cache import TeacherEmbeddingCache
-from bitext_hf.distillation.curriculum import curriculum_ratios, curriculum_stage, prefix_cuts, prefix_texts_and_ids
-from bitext_hf.distillation.data import Bitext
-from bitext_hf.distillation.errors import DistillationDataError
-from bitext_hf.distillation.masking import mask_tokens
-from bitext_hf.distillation.sampling import Stream, TaskSampler
 from bitext_hf.encoders import HFEncoder
+from bitext_hf.training.distillation.cache import TeacherEmbeddingCache
+from bitext_hf.training.distillation.curriculum import (
+    curriculum_ratios,
+    curriculum_stage,
+    prefix_cuts,
+    prefix_texts_and_ids,
+)
+from bitext_hf.training.distillation.data import Bitext
+from bitext_hf.training.distillation.errors import DistillationDataError
+from bitext_hf.training.distillation.masking import mask_tokens
+from bitext_hf.training.distillation.sampling import Stream, TaskSampler
 
 __all__ = ["DistillationBatches", "StudentEncoder", "compute_batch_loss", "evaluate_xsim"]
 

@@ -3,14 +3,14 @@ curriculum, task sampling, MLM masking, losses, step-indexed batches and xsim ev
 
 from __future__ import annotations
 
-from bitext_hf.distillation.cache import TeacherEmbeddingCache, cache_key
-from bitext_hf.distillation.curriculum import (
+from bitext_hf.training.distillation.cache import TeacherEmbeddingCache, cache_key
+from bitext_hf.training.distillation.curriculum import (
     curriculum_ratios,
     curriculum_stage,
     prefix_length,
     prefix_texts_and_ids,
 )
-from bitext_hf.distillation.data import (
+from bitext_hf.training.distillation.data import (
     Bitext,
     load_bitext,
     load_monolingual,
@@ -18,11 +18,16 @@ from bitext_hf.distillation.data import (
     read_lines,
     split_held_out,
 )
-from bitext_hf.distillation.errors import DistillationDataError
-from bitext_hf.distillation.losses import CosineDistillationLoss
-from bitext_hf.distillation.masking import mask_tokens
-from bitext_hf.distillation.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
-from bitext_hf.distillation.trainer import DistillationBatches, StudentEncoder, compute_batch_loss, evaluate_xsim
+from bitext_hf.training.distillation.errors import DistillationDataError
+from bitext_hf.training.distillation.losses import CosineDistillationLoss
+from bitext_hf.training.distillation.masking import mask_tokens
+from bitext_hf.training.distillation.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
+from bitext_hf.training.distillation.trainer import (
+    DistillationBatches,
+    StudentEncoder,
+    compute_batch_loss,
+    evaluate_xsim,
+)
 
 __all__ = [
     "DEFAULT_TASK_WEIGHTS",
