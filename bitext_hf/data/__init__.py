@@ -1,4 +1,4 @@
-"""Corpus readers that validate their input, and translation pairs from gettext catalogs."""
+"""Corpus readers that validate their input, gettext translation pairs, and the data specs of the recipes."""
 
 from __future__ import annotations
 
@@ -14,15 +14,22 @@ from bitext_hf.data.readers import (
     read_mteb,
     read_tsv_pairs,
 )
+from bitext_hf.data.specs import DataSpec, PairSet, is_english, load_monolingual, load_pairs, parse_spec
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
     "BitextTask",
+    "DataSpec",
     "DataValidationError",
+    "PairSet",
     "clean_message",
     "deduplicate",
     "find_catalogs",
     "gettext_pairs",
+    "is_english",
+    "load_monolingual",
+    "load_pairs",
+    "parse_spec",
     "read_bucc",
     "read_gettext",
     "read_lines",
