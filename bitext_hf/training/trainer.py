@@ -1,0 +1,198 @@
+"""``BitextTrainer``: ``transformers.Trainer`` with a family's loss function and retrieval evaluation.
+
+Every recipe trains through this class, so users get what they know from ``transformers``: ``TrainingArguments``
+(``--save_total_limit``, ``--resume_from_checkpoint``, ``--report_to``, ``--push_to_hub``, ``--bf16``,
+``--gradient_checkpointing``, DeepSpeed/FSDP through ``accelerate launch --config_file``), callbacks and the
+checkpoint layout. Two things are added:
+
+* ``loss_fn(model, inputs) -> loss`` or ``-> (loss, {"name": value, ...})``: the family's loss, for models whose
+  ``forward`` does not return the loss (or returns one without the parts worth watching). The named parts are
+  averaged over the micro-batches of each logging window that reported them (a task's loss that only some batches
+  carry is not diluted), summed and counted across processes, and logged with the Trainer's ``loss``.
+* ``retrieval_evaluator(model) -> {"xsim": ..., "accuracy": ...}``: retrieval on held-out pairs, run by
+  :meth:`BitextTrainer.evaluate` wherever the Trainer evaluates (``eval_strategy``/``eval_steps``,
+  ``eval_on_start``, the end of training when asked). Its keys get the ``eval_`` prefix, are logged through
+  ``report_to`` and passed to the callbacks' ``on_evaluate``, and feed the best-model bookkeeping, so
+  ``metric_for_best_model="eval_xsim"`` (with ``greater_is_better=False``: lower xsim is better) and
+  ``load_best_model_at_end`` work. No ``eval_dataset`` is needed.
+
+Why ``evaluate()`` and not a ``TrainerCallback``: a callback's ``on_evaluate`` runs after the Trainer has logged the
+metrics and cannot return new ones to the best-model logic (``_determine_best_metric`` reads what ``evaluate``
+returns). ``RetrievalEvalCallback`` (``bitext_hf.training.callbacks``) is kept as the callback-style spelling of the
+same thing: ``BitextTrainer(callbacks=[RetrievalEvalCallback(fn)])`` equals ``BitextTrainer(retrieval_evaluator=fn)``.
+
+The evaluator runs on every process (each gets the same numbers) so that every process agrees on the best
+checkpoint; it receives the model unwrapped from DDP (``self.model``: a ``PeftModel`` when LoRA is on) in eval mode
+under ``torch.no_grad``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+from transformers import Trainer
+
+from bitext_hf.training.callbacks import RetrievalEvalCallback
+
+__all__ = ["BitextTrainer", "LossFunction", "RetrievalEvalCallback", "RetrievalEvaluator", "unpack_loss"]
+
+logger = logging.getLogger(__name__)
+
+LossFunction = Callable[[torch.nn.Module, Any], "torch.Tensor | tuple[torch.Tensor, Mapping[str, Any]]"]
+RetrievalEvaluator = Callable[[torch.nn.Module], Mapping[str, float]]
+
+
+class _RetrievalOnly(Dataset):
+    """Stands in for ``eval_dataset`` when retrieval is the only evaluation.
+
+    ``Trainer.__init__`` refuses ``eval_strategy="steps"`` without an ``eval_dataset``; this placeholder satisfies
+    that check and is never iterated (``BitextTrainer.evaluate`` does not call the Trainer's evaluation loop for it).
+    """
+
+    def __len__(self) -> int:
+        return 0
+
+    def __getitem__(self, index: int) -> Any:
+        raise IndexError(index)
+
+
+def unpack_loss(output: Any) -> tuple[torch.Tensor, dict[str, Any]]:
+    """``loss`` or ``(loss, components)`` -> ``(loss, components)``, checking that the loss is a scalar tensor."""
+    if isinstance(output, tuple) and len(output) == 2:
+        loss, components = output
+    else:
+        loss, components = output, {}
+    if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
+        raise TypeError("loss_fn must return a scalar tensor, or (scalar tensor, dict of floats or tensors)")
+    return loss, dict(components or {})
+
+
+class BitextTrainer(Trainer):
+    """``transformers.Trainer`` with ``loss_fn`` and ``retrieval_evaluator`` (see the module docstring).
+
+    Args:
+        model, args: as for ``Trainer``.
+        loss_fn: ``loss_fn(model, inputs)`` -> scalar loss, or (loss, dict of named parts to log). ``None``: the
+            model's own loss (``Trainer.compute_loss``). With a ``loss_fn`` the Trainer keeps every dataset column
+            (``remove_unused_columns`` is turned off: the columns are the loss's inputs, not ``forward``'s).
+        retrieval_evaluator: ``evaluator(model) -> {metric: value}``, run at every evaluation.
+        **kwargs: every other ``Trainer`` argument (``train_dataset``, ``data_collator``, ``callbacks``, ...),
+            by keyword.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module | None = None,
+        args: Any = None,
+        *,
+        loss_fn: LossFunction | None = None,
+        retrieval_evaluator: RetrievalEvaluator | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if loss_fn is not None and not callable(loss_fn):
+            raise TypeError("loss_fn must be callable: loss_fn(model, inputs) -> loss or (loss, dict)")
+        for callback in kwargs.get("callbacks") or []:
+            if isinstance(callback, RetrievalEvalCallback):
+                if retrieval_evaluator is not None and retrieval_evaluator is not callback.evaluator:
+                    raise ValueError("give retrieval_evaluator or a RetrievalEvalCallback, not both")
+                retrieval_evaluator = callback.evaluator
+                callback.attached = True
+        if retrieval_evaluator is not None and not callable(retrieval_evaluator):
+            raise TypeError("retrieval_evaluator must be callable: evaluator(model) -> dict of metrics")
+        self.loss_fn = loss_fn
+        self.retrieval_evaluator = retrieval_evaluator
+        if retrieval_evaluator is not None and kwargs.get("eval_dataset") is None:
+            kwargs["eval_dataset"] = _RetrievalOnly()
+        if loss_fn is not None and args is not None and args.remove_unused_columns:
+            args.remove_unused_columns = False
+        # Per logged component: [sum (a float or a detached tensor: no device sync per step), micro-batch count].
+        self._component_window: dict[str, list[Any]] = {}
+        super().__init__(model=model, args=args, **kwargs)
+
+    # -- loss ---------------------------------------------------------------------------------------------------------
+
+    def compute_loss(
+        self,
+        model: torch.nn.Module,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        if self.loss_fn is None:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        loss, components = unpack_loss(self.loss_fn(model, inputs))
+        if model.training:
+            for key, value in components.items():
+                value = value.detach().float().mean() if isinstance(value, torch.Tensor) else float(value)
+                entry = self._component_window.setdefault(key, [0.0, 0])
+                entry[0] = entry[0] + value
+                entry[1] += 1
+        return (loss, {"loss": loss.detach()}) if return_outputs else loss
+
+    def _flush_components(self) -> dict[str, float]:
+        """The window's component averages, over the micro-batches (of every process) that reported each one."""
+        keys = sorted(self._component_window)
+        if self.args.world_size > 1:
+            from accelerate.utils import gather_object
+
+            # Processes may have seen different keys (one drew no batch of some task): agree on their union.
+            keys = sorted({key for process_keys in gather_object([keys]) for key in process_keys})
+        if not keys:
+            return {}
+        totals = torch.tensor(
+            [[float(self._component_window.get(key, [0.0, 0])[0]), self._component_window.get(key, [0.0, 0])[1]]
+             for key in keys],
+            dtype=torch.float64,
+            device=self.args.device,
+        )  # fmt: skip
+        if self.args.world_size > 1:
+            totals = self.accelerator.reduce(totals, "sum")
+        self._component_window.clear()
+        return {key: total / count for key, (total, count) in zip(keys, totals.tolist()) if count > 0}
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        # The Trainer's periodic training log is the one with "loss" (the end-of-training summary has "train_loss").
+        if "loss" in logs and (self._component_window or self.args.world_size > 1):
+            logs = {**logs, **self._flush_components()}
+        super().log(logs, start_time)
+
+    # -- evaluation ---------------------------------------------------------------------------------------------------
+
+    def evaluate(
+        self,
+        eval_dataset: Any = None,
+        ignore_keys: list[str] | None = None,
+        metric_key_prefix: str = "eval",
+    ) -> dict[str, float]:
+        if self.retrieval_evaluator is None:
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        metrics: dict[str, float] = {}
+        if eval_dataset is not None or not isinstance(self.eval_dataset, _RetrievalOnly):
+            metrics.update(super().evaluate(eval_dataset, ignore_keys, metric_key_prefix))
+        retrieval = self.run_retrieval_evaluation(metric_key_prefix)
+        self.log(retrieval)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, retrieval)
+        metrics.update(retrieval)
+        return metrics
+
+    def run_retrieval_evaluation(self, metric_key_prefix: str = "eval") -> dict[str, float]:
+        """Run the retrieval evaluator once on the current model; keys prefixed, plus ``<prefix>_runtime``."""
+        if self.retrieval_evaluator is None:
+            raise ValueError("this trainer has no retrieval_evaluator")
+        model = self.model
+        was_training = model.training
+        started = time.perf_counter()
+        model.eval()
+        try:
+            with torch.no_grad():
+                values = dict(self.retrieval_evaluator(model))
+        finally:
+            model.train(was_training)
+        metrics = {f"{metric_key_prefix}_{key}": float(value) for key, value in values.items()}
+        metrics[f"{metric_key_prefix}_runtime"] = round(time.perf_counter() - started, 4)
+        return metrics
