@@ -1,7 +1,9 @@
-"""Corpus readers that validate their input, gettext translation pairs, and the data specs of the recipes."""
+"""Corpus readers that validate their input, gettext translation pairs, and the recipes' data layer (specs, samplers,
+filters; the pair collator is `bitext_hf.data.collators`, imported on its own because it needs torch)."""
 
 from __future__ import annotations
 
+from bitext_hf.data.filters import drop_overlap, filter_pairs, min_tokens, min_words, split_held_out
 from bitext_hf.data.gettext import clean_message, find_catalogs, gettext_pairs, read_gettext
 from bitext_hf.data.readers import (
     DEFAULT_MAX_LINE_CHARS,
@@ -14,6 +16,13 @@ from bitext_hf.data.readers import (
     read_mteb,
     read_tsv_pairs,
 )
+from bitext_hf.data.samplers import (
+    budget_counts,
+    sample_budget,
+    sample_indices,
+    size_alpha_weights,
+    temperature_probabilities,
+)
 from bitext_hf.data.specs import DataSpec, PairSet, is_english, load_monolingual, load_pairs, parse_spec
 
 __all__ = [
@@ -22,13 +31,18 @@ __all__ = [
     "DataSpec",
     "DataValidationError",
     "PairSet",
+    "budget_counts",
     "clean_message",
     "deduplicate",
+    "drop_overlap",
+    "filter_pairs",
     "find_catalogs",
     "gettext_pairs",
     "is_english",
     "load_monolingual",
     "load_pairs",
+    "min_tokens",
+    "min_words",
     "parse_spec",
     "read_bucc",
     "read_gettext",
@@ -36,4 +50,9 @@ __all__ = [
     "read_moses",
     "read_mteb",
     "read_tsv_pairs",
+    "sample_budget",
+    "sample_indices",
+    "size_alpha_weights",
+    "split_held_out",
+    "temperature_probabilities",
 ]
