@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from bitext_hf.errors import DataValidationError
 from bitext_hf.mining.documents import mine_documents
-from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_embeddings, ivf_index, knn_search
+from bitext_hf.mining.knn import (
+    MAX_K,
+    BidirectionalKNN,
+    _check_pair,
+    bidirectional_knn,
+    check_embeddings,
+    check_k,
+    ivf_index,
+    knn_search,
+)
 from bitext_hf.mining.margin import MARGINS, apply_margin, neighbourhood_means
 from bitext_hf.mining.output import write_pairs
-from bitext_hf.mining.retrieval import MODES, MinedPairs, candidate_scores, retrieve
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs, candidate_scores, retrieve
 from bitext_hf.mining.voting import mine_with_voting, vote
 
 __all__ = [
+    "DEFAULT_MODE",
     "MARGINS",
+    "MAX_K",
     "MODES",
     "BidirectionalKNN",
     "MinedPairs",
@@ -25,6 +37,7 @@ __all__ = [
     "bidirectional_knn",
     "candidate_scores",
     "check_embeddings",
+    "check_k",
     "ivf_index",
     "knn_search",
     "mine",
@@ -44,15 +57,16 @@ def mine(
     *,
     k: int = 4,
     margin: str = "ratio",
-    mode: str = "max",
+    mode: str = DEFAULT_MODE,
     threshold: float | None = None,
     device: str | None = None,
     show_progress: bool = False,
 ) -> MinedPairs:
-    """Mine parallel sentence pairs from two embedding matrices (rows L2-normalized, same dimension).
+    """Mine parallel sentence pairs from two embedding matrices (same dimension; rows are L2-normalized first, see
+    :func:`check_embeddings`).
 
     Args:
-        k (int, defaults to 4): neighbourhood size for the margin, capped at the corpus sizes.
+        k (int, defaults to 4): neighbourhood size for the margin, capped at the corpus sizes, at most MAX_K.
         margin (str, defaults to "ratio"): "ratio", "distance" or "absolute" (plain cosine).
         mode (str, defaults to "max"): "forward", "backward", "intersect", "union" or "max".
         threshold (float, optional): minimum score of a kept pair, in every mode.
@@ -60,8 +74,13 @@ def mine(
 
     Returns:
         MinedPairs sorted by decreasing score, iterable as ``(src_index, tgt_index, score)``.
+
+    Raises:
+        UsageError: k out of range (:func:`check_k`); DataValidationError: unusable embeddings.
     """
-    knn = bidirectional_knn(src_embeddings, tgt_embeddings, k, device=device, show_progress=show_progress)
+    src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
+    check_k(k, src.shape[0], tgt.shape[0])
+    knn = bidirectional_knn(src, tgt, k, device=device, show_progress=show_progress)
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
 
 
@@ -76,12 +95,12 @@ def score_pairs(
 ) -> np.ndarray:
     """Margin scores of given pairs (row i of the source with row i of the target), e.g. to filter an existing
     parallel corpus. Neighbourhoods are taken over the whole corpus on both sides."""
-    src, tgt = (
-        check_embeddings(src_embeddings, "source embeddings"),
-        check_embeddings(tgt_embeddings, "target embeddings"),
-    )
+    src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     if src.shape[0] != tgt.shape[0]:
-        raise ValueError(f"score_pairs needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target embeddings")
+        raise DataValidationError(
+            f"score_pairs needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target embeddings"
+        )
+    check_k(k, src.shape[0], tgt.shape[0])
     knn = bidirectional_knn(src, tgt, k, device=device, show_progress=show_progress)
     cosine = np.einsum("ij,ij->i", src, tgt)
     return apply_margin(cosine, neighbourhood_means(knn.forward_sims), neighbourhood_means(knn.backward_sims), margin)

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["BidirectionalKNN", "bidirectional_knn", "check_embeddings", "ivf_index", "knn_search"]
+from bitext_hf.errors import DataValidationError, UsageError
+
+__all__ = ["MAX_K", "BidirectionalKNN", "bidirectional_knn", "check_embeddings", "check_k", "ivf_index", "knn_search"]
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +28,19 @@ logger = logging.getLogger(__name__)
 # full BLAS speed, small enough for a laptop. The top-k bookkeeping costs ~15% of the product with the fused CPU
 # sweep (`_fused_topk.py`); each topk pass of the torch path cost 40-80% of it on CPU (unmeasured on GPU).
 DEFAULT_BLOCK_ELEMENTS = 1 << 25
+
+# check_embeddings reads rows in blocks of this many elements (float64: 32 MiB), so a memory-mapped file is never
+# copied whole for the norms. Rows within _UNIT_TOLERANCE of unit length are used as they are (float32 rounding of a
+# normalized row is ~1e-7 per element); beyond _WARN_TOLERANCE the input was not normalized and the user is told.
+_CHECK_BLOCK_ELEMENTS = 1 << 22
+_UNIT_TOLERANCE = 1e-5
+_WARN_TOLERANCE = 1e-3
+_MAX_RAW_NORM = float(np.sqrt(np.finfo(np.float32).max))
+
+# The largest neighbourhood accepted. A similarity enters a sorted top-k list at a cost of up to k shifts, and the
+# larger k is the more of them enter, so time grows faster than k (benchmarks/README.md, 5k x 5k, one thread: 0.14 s
+# at k=4, 0.72 s at 128, 2.7 s at 256, 25 s at 1024); margin mining uses k = 4 to 16.
+MAX_K = 256
 
 
 @dataclass
@@ -45,35 +60,120 @@ class BidirectionalKNN:
     backward_indices: np.ndarray
 
 
-def check_embeddings(embeddings: np.ndarray, name: str = "embeddings") -> np.ndarray:
-    """Validate an embedding matrix and return it as C-contiguous float32.
+def check_embeddings(embeddings: np.ndarray, name: str = "embeddings", *, normalize: bool = True) -> np.ndarray:
+    """Validate an embedding matrix and return it as C-contiguous float32 with L2-normalized rows.
+
+    Cosines are inner products of unit vectors only: rows that are not unit length are normalized here, with ONE
+    warning (how many rows were off by more than 1e-3). Norms are computed in float64 block by block, so a
+    memory-mapped input is read in pieces; an input that is already float32 and unit length is returned without a
+    copy, otherwise one float32 copy is filled block by block.
+
+    Args:
+        name: what the error messages call the matrix (a file name, or "source embeddings").
+        normalize (bool, defaults to True): False keeps the rows as they are (raw inner-product search) and only
+            checks that every inner product of two rows fits in float32.
 
     Raises:
-        ValueError: not 2-D, empty, or containing NaN / inf, with the name and the first bad row.
+        DataValidationError: not 2-D, empty, not floating point, NaN / inf, an all-zero row, or values whose
+            products cannot be represented; the message names ``name`` and the first bad row (0-based).
     """
     array = np.asarray(embeddings)
     if array.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D array (n, dim), got shape {array.shape}")
+        raise DataValidationError(f"{name}: expected a 2-D array (n, dim), got shape {array.shape}")
     if array.shape[0] == 0 or array.shape[1] == 0:
-        raise ValueError(f"{name}: empty embedding matrix of shape {array.shape}")
+        raise DataValidationError(f"{name}: empty embedding matrix of shape {array.shape}")
     if not np.issubdtype(array.dtype, np.floating):
-        raise ValueError(f"{name}: expected floating-point embeddings, got dtype {array.dtype}")
-    array = np.ascontiguousarray(array, dtype=np.float32)
-    finite = np.isfinite(array).all(axis=1)
-    if not finite.all():
-        bad = np.flatnonzero(~finite)
-        raise ValueError(
-            f"{name}: {bad.size} row(s) contain NaN or inf (first: row {int(bad[0])}); "
+        raise DataValidationError(f"{name}: expected floating-point embeddings, got dtype {array.dtype}")
+    n, dim = array.shape
+    block = max(1, _CHECK_BLOCK_ELEMENTS // dim)
+    norms = np.empty(n, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, block):
+            rows = array[start : start + block].astype(np.float64)
+            norms[start : start + block] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    _refuse_bad_rows(array, norms, name, normalize)
+    off = np.abs(norms - 1.0)
+    if not normalize or off.max() <= _UNIT_TOLERANCE:
+        return np.ascontiguousarray(array, dtype=np.float32)
+    not_unit = int((off > _WARN_TOLERANCE).sum())
+    if not_unit:
+        worst = int(off.argmax())
+        logger.warning(
+            "%s: %d of %d rows were not unit length (e.g. row %d has L2 norm %.4g); normalized them, as cosine "
+            "similarity needs", name, not_unit, n, worst, norms[worst],
+        )  # fmt: skip
+    result = np.empty((n, dim), dtype=np.float32)
+    for start in range(0, n, block):
+        rows = array[start : start + block].astype(np.float64)
+        result[start : start + block] = rows / norms[start : start + block, None]
+    return result
+
+
+def _refuse_bad_rows(array: np.ndarray, norms: np.ndarray, name: str, normalize: bool) -> None:
+    """DataValidationError for the first row that cannot be used; ``norms`` are float64 row norms of ``array``."""
+    bad = ~np.isfinite(norms)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        row = int(rows[0])
+        if np.isfinite(array[row]).all():
+            reason = "values so large that their squares overflow even in float64"
+        else:
+            reason = "NaN or inf"
+        raise DataValidationError(
+            f"{name}: {rows.size} row(s) contain {reason} (first: row {row}, 0-based); "
             "check the encoder output or the .npy file"
         )
-    return array
+    if normalize:
+        zero = np.flatnonzero(norms == 0)
+        if zero.size:
+            row = int(zero[0])
+            what = (
+                "is all zeros" if not array[row].any() else "has values too small to normalize (their squares are 0)"
+            )
+            raise DataValidationError(
+                f"{name}: row {row} (0-based) {what} ({zero.size} such row(s)); a zero vector has no direction, so "
+                "it has no cosine with anything"
+            )
+    else:
+        # Without normalization an inner product is bounded by the product of the two norms; keep it within float32.
+        large = np.flatnonzero(norms > _MAX_RAW_NORM)
+        if large.size:
+            raise DataValidationError(
+                f"{name}: row {int(large[0])} (0-based) has L2 norm {norms[large[0]]:.3g}; inner products of such "
+                "rows overflow float32 (normalize the rows)"
+            )
 
 
-def _check_pair(x: np.ndarray, y: np.ndarray, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
-    x = check_embeddings(x, x_name)
-    y = check_embeddings(y, y_name)
+def _check_positive_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise UsageError(f"k must be an integer >= 1, got {k!r}")
+
+
+def check_k(k: int, n_src: int, n_tgt: int) -> None:
+    """Refuse a neighbourhood size that is not an integer >= 1 or, once capped at the corpus sizes, above MAX_K.
+
+    Raises:
+        UsageError: with the bound and the memory the neighbour lists alone would take.
+    """
+    _check_positive_k(k)
+    k_fwd, k_bwd = min(int(k), n_tgt), min(int(k), n_src)
+    if max(k_fwd, k_bwd) > MAX_K:
+        # Per neighbour: a float32 similarity and an int64 index, for every source and every target.
+        list_bytes = 12 * (n_src * k_fwd + n_tgt * k_bwd)
+        raise UsageError(
+            f"k={k} is above the maximum of {MAX_K} neighbours: exact neighbour lists get slower faster than k grows "
+            f"(one thread, 5k x 5k: 0.14 s at k=4, 25 s at k=1024; benchmarks/README.md) and for {n_src} x {n_tgt} "
+            f"sentences they alone would take about {list_bytes / 2**20:,.0f} MiB; margin mining uses k = 4 to 16"
+        )
+
+
+def _check_pair(
+    x: np.ndarray, y: np.ndarray, x_name: str, y_name: str, normalize: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    x = check_embeddings(x, x_name, normalize=normalize)
+    y = check_embeddings(y, y_name, normalize=normalize)
     if x.shape[1] != y.shape[1]:
-        raise ValueError(
+        raise DataValidationError(
             f"dimension mismatch: {x_name} has dimension {x.shape[1]} but {y_name} has {y.shape[1]}; "
             "both sides must come from the same encoder"
         )
@@ -113,6 +213,7 @@ def bidirectional_knn(
     device: str | torch.device | None = None,
     show_progress: bool = False,
     backend: str = "auto",
+    normalize: bool = True,
 ) -> BidirectionalKNN:
     """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``.
 
@@ -130,11 +231,18 @@ def bidirectional_knn(
         backend (str, defaults to "auto"): "fused" (CPU: one numba sweep per block updates both top-k lists),
             "torch" (``torch.topk`` per block and direction; the GPU path), or "auto" (fused on CPU when numba is
             installed, else torch).
+        normalize (bool, defaults to True): rows are L2-normalized (cosine, see :func:`check_embeddings`); False
+            searches raw inner products.
+
+    Raises:
+        UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`).
+        DataValidationError: unusable embeddings (see :func:`check_embeddings`).
     """
-    x, y = _check_pair(x, y, "source embeddings", "target embeddings")
-    if k < 1 or (k_backward is not None and k_backward < 1):
-        raise ValueError(f"k must be >= 1, got k={k}, k_backward={k_backward}")
+    x, y = _check_pair(x, y, "source embeddings", "target embeddings", normalize)
     n, m = x.shape[0], y.shape[0]
+    check_k(k, n, m)
+    if k_backward is not None:
+        check_k(k_backward, n, m)
     k_fwd = min(k, m)
     k_bwd = min(k if k_backward is None else k_backward, n)
     dev = _resolve_device(device)
@@ -237,22 +345,26 @@ def knn_search(
     *,
     backend: str = "faiss",
     device: str | torch.device | None = None,
+    normalize: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k inner-product search of ``queries`` in ``database`` (one direction).
 
     Args:
         backend (str, defaults to "faiss"): "faiss" (``faiss.knn``, or ``faiss.knn_gpu`` with the ``gpu`` extra and a
             GPU) or "torch" (blocked products, the engine of :func:`bidirectional_knn`).
+        normalize (bool, defaults to True): rows are L2-normalized first, so the search is by cosine (see
+            :func:`check_embeddings`); False searches raw inner products.
 
     Returns:
         (sims, indices): float32 (n, k') and int64 (n, k') with k' = min(k, len(database)), best first.
     """
-    queries, database = _check_pair(queries, database, "queries", "database")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    _check_positive_k(k)
+    # No MAX_K here: FAISS keeps its top-k in heaps, whose cost grows only with log k; the torch backend goes
+    # through bidirectional_knn, which applies check_k.
+    queries, database = _check_pair(queries, database, "queries", "database", normalize)
     k = min(k, database.shape[0])
     if backend == "torch":
-        result = bidirectional_knn(queries, database, k, k_backward=1, device=device)
+        result = bidirectional_knn(queries, database, k, k_backward=1, device=device, normalize=False)
         return result.forward_sims, result.forward_indices
     if backend != "faiss":
         raise ValueError(f"unknown kNN backend {backend!r}; choose 'faiss' or 'torch'")
@@ -266,7 +378,9 @@ def knn_search(
     return sims.astype(np.float32, copy=False), indices.astype(np.int64, copy=False)
 
 
-def ivf_index(database: np.ndarray, *, nlist: int | None = None, nprobe: int = 16, seed: int = 0) -> Any:
+def ivf_index(
+    database: np.ndarray, *, nlist: int | None = None, nprobe: int = 16, seed: int = 0, normalize: bool = True
+) -> Any:
     """An approximate inner-product index over ``database``: FAISS inverted lists of exact vectors (IVF-Flat).
 
     For searches too large for exact products (e.g. every token of every sentence against every token): k-means
@@ -281,13 +395,15 @@ def ivf_index(database: np.ndarray, *, nlist: int | None = None, nprobe: int = 1
             products ran at ~19 GMAC/s, list scans at ~4).
         nprobe: cells scanned per query (more: slower and closer to exact).
         seed: seed of the training sample and of k-means, so that the index is reproducible.
+        normalize (bool, defaults to True): index L2-normalized rows (cosine; normalize the queries too, e.g. with
+            :func:`check_embeddings`); False indexes the rows as they are.
 
     Returns:
         A trained, filled ``faiss.IndexIVFFlat``; search it with ``index.search(queries, k)``.
     """
     import faiss
 
-    database = check_embeddings(database, "database")
+    database = check_embeddings(database, "database", normalize=normalize)
     n, dim = database.shape
     if nlist is None:
         nlist = int(2 * math.sqrt(n))

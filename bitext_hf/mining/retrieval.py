@@ -17,10 +17,12 @@ import numpy as np
 from bitext_hf.mining.knn import BidirectionalKNN
 from bitext_hf.mining.margin import apply_margin, check_margin, neighbourhood_means
 
-__all__ = ["MODES", "MinedPairs", "Mode", "candidate_scores", "retrieve"]
+__all__ = ["DEFAULT_MODE", "MODES", "MinedPairs", "Mode", "candidate_scores", "retrieve"]
 
 Mode = Literal["forward", "backward", "intersect", "union", "max"]
 MODES: tuple[str, ...] = ("forward", "backward", "intersect", "union", "max")
+# The one default retrieval mode of mine, mine_documents and the CLI.
+DEFAULT_MODE: Mode = "max"
 
 
 @dataclass
@@ -34,12 +36,14 @@ class MinedPairs:
         tgt_indices (np.ndarray of int64): row in the target embeddings.
         scores (np.ndarray of float32): margin scores.
         cosines (np.ndarray of float32): plain cosine similarities of the pairs.
+        doc_ids (np.ndarray, optional): the document of each pair (document-level mining), else None.
     """
 
     src_indices: np.ndarray
     tgt_indices: np.ndarray
     scores: np.ndarray
     cosines: np.ndarray
+    doc_ids: np.ndarray | None = None
 
     @classmethod
     def empty(cls) -> MinedPairs:
@@ -61,6 +65,7 @@ class MinedPairs:
             self.tgt_indices[mask_or_order],
             self.scores[mask_or_order],
             self.cosines[mask_or_order],
+            None if self.doc_ids is None else self.doc_ids[mask_or_order],
         )
 
     def sorted(self) -> MinedPairs:
@@ -70,13 +75,20 @@ class MinedPairs:
 
     def offset(self, src_offset: np.ndarray, tgt_offset: np.ndarray) -> MinedPairs:
         """Map local indices to global ones through index arrays (document-level mining)."""
-        return MinedPairs(src_offset[self.src_indices], tgt_offset[self.tgt_indices], self.scores, self.cosines)
+        return MinedPairs(
+            src_offset[self.src_indices], tgt_offset[self.tgt_indices], self.scores, self.cosines, self.doc_ids
+        )
 
     @classmethod
     def concatenate(cls, parts: list[MinedPairs]) -> MinedPairs:
+        """All pairs of ``parts``; ``doc_ids`` is kept when every part has it (an error when only some do)."""
         if not parts:
             return cls.empty()
-        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+        with_docs = sum(p.doc_ids is not None for p in parts)
+        if with_docs not in (0, len(parts)):
+            raise ValueError("cannot concatenate pairs with document ids and pairs without")
+        fields = ("src_indices", "tgt_indices", "scores", "cosines") + (("doc_ids",) if with_docs else ())
+        return cls(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in fields})
 
 
 def candidate_scores(knn: BidirectionalKNN, margin: str) -> tuple[np.ndarray, np.ndarray]:
