@@ -1,28 +1,425 @@
-"""File input and output shared by every part of the package: outputs appear complete or not at all."""
+"""File input and output shared by every part of the package.
+
+Outputs: a regular file appears complete or not at all (temp file and rename, umask honoured, temp removed on
+error and on SIGTERM/SIGINT, leftovers of a killed run removed by the next one); anything else (``-`` for stdout,
+a FIFO, a device, ``/dev/stdout``) is written directly and never replaced; a symlink is followed, not replaced.
+
+Inputs: ``-`` (stdin), pipes and ``/dev/fd/N`` (process substitution) are read once as streams; ``.gz``, ``.xz``,
+``.bz2`` (standard library) and ``.zst`` (``zstandard``) are decompressed transparently, chosen by extension for
+files and by magic bytes for streams.
+"""
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import errno
+import gzip
+import io
+import lzma
 import os
+import re
+import secrets
+import signal
+import stat
+import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
-__all__ = ["atomic_output"]
+from bitext_hf.errors import BitextError, DataValidationError, OutputWriteError, UsageError
+
+__all__ = ["atomic_output", "check_output_path", "compression_of", "open_input", "read_input_bytes"]
+
+StrPath = str | os.PathLike
+
+# Errors that mean the storage failed under us, not a bug: reported as one line, with nothing left behind.
+_WRITE_ERRNOS = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EIO: "input/output error",
+    errno.EFBIG: "file too large for the file system",
+    errno.EROFS: "read-only file system",
+}
+_TEMP_MARK = ".bitext-hf-"
+_STD_STREAM = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/(self|\d+)/fd/\d+")
+# A temp name must stay under the usual 255-byte name limit; the rest of it is the marker, pid and token.
+_MAX_NAME_BYTES = 180
+
+
+# --------------------------------------------------------------------------------------------------- outputs
+
+
+def _display(path: StrPath) -> str:
+    return "<stdout>" if str(path) == "-" else str(path)
+
+
+def _is_direct(path: str) -> bool:
+    """Written in place: stdout, an existing non-regular file (FIFO, device), or a /dev or /proc path (/dev/stdout
+    may resolve to the regular file stdout is redirected to; replacing that file would detach it from the shell)."""
+    if path == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) or _STD_STREAM.fullmatch(os.path.abspath(path)) is not None
+
+
+def _temp_prefix(name: str) -> str:
+    short = os.fsdecode(os.fsencode(name)[:_MAX_NAME_BYTES])
+    return f".{short}{_TEMP_MARK}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def _remove_leftovers(folder: str, name: str) -> None:
+    """Delete temp files of earlier writes to the same path whose process is gone (killed with SIGKILL, a crash)."""
+    pattern = re.compile(re.escape(_temp_prefix(name)) + r"(\d+)-[0-9a-f]+\.tmp")
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.fullmatch(entry)
+        if match and int(match.group(1)) != os.getpid() and not _pid_alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, entry))
+
+
+# Temp files being written now, removed by the signal handler before the process dies of SIGTERM/SIGINT.
+_ACTIVE: set[str] = set()
+_ACTIVE_LOCK = threading.Lock()
+_PREVIOUS_HANDLERS: dict[int, object] = {}
+
+
+def _on_signal(signum: int, frame) -> None:
+    previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        # Python's own SIGINT handler (KeyboardInterrupt) or the application's: an exception unwinds through
+        # atomic_output, which removes its temp file; a handler that returns lets the write go on.
+        previous(signum, frame)
+        return
+    for name in list(_ACTIVE):
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+    # Die of the signal as the default disposition would, so the parent sees the conventional status (143 / -15).
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _register(temp: str) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE.add(temp)
+        if len(_ACTIVE) > 1 or threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(signum)
+            # Ignored (nohup), set outside Python, or still ours from a write another thread finished: leave it.
+            if previous in (signal.SIG_IGN, None) or previous is _on_signal:
+                continue
+            _PREVIOUS_HANDLERS[signum] = previous
+            signal.signal(signum, _on_signal)
+
+
+def _unregister(temp: str) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE.discard(temp)
+        if _ACTIVE or threading.current_thread() is not threading.main_thread():
+            return
+        for signum, previous in list(_PREVIOUS_HANDLERS.items()):
+            if signal.getsignal(signum) is _on_signal:
+                signal.signal(signum, previous)
+            del _PREVIOUS_HANDLERS[signum]
+
+
+def _write_error(path: StrPath, error: OSError, *, replaced: bool) -> OutputWriteError | None:
+    reason = _WRITE_ERRNOS.get(error.errno or -1)
+    if reason is None:
+        return None
+    tail = "nothing was written" if replaced else "the output is incomplete"
+    wrapped = OutputWriteError(f"{_display(path)}: {reason}; {tail}")  # one line: no "[Errno N]" prefix
+    wrapped.errno = error.errno
+    return wrapped
+
+
+def _open_kwargs(mode: str) -> dict:
+    return {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
-    """Open a temporary file next to ``path``; on success rename it to ``path``, on error delete it."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise FileNotFoundError(f"output folder does not exist: {path.parent}")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+def _direct_output(path: str, mode: str) -> Iterator[IO]:
+    """Write straight to stdout, a FIFO or a device: streaming, never replaced."""
     try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as handle:
+        if path == "-":
+            stream = sys.stdout.buffer if "b" in mode else sys.stdout
+            yield stream
+            stream.flush()
+        else:
+            with open(path, mode, **_open_kwargs(mode)) as handle:
+                yield handle
+    except OSError as error:
+        raise _write_error(path, error, replaced=False) or error from None
+
+
+@contextlib.contextmanager
+def atomic_output(path: StrPath, mode: str = "w") -> Iterator[IO]:
+    """Open ``path`` for writing so that a regular file appears complete or not at all.
+
+    ``-`` writes to stdout; an existing FIFO or device (``/dev/null``, ``/dev/stdout``) is written directly; a
+    symlink is followed and its target replaced atomically. A new file gets ``0o666 & ~umask``, an existing one
+    keeps its mode. A full disk or an I/O error raises ``OutputWriteError`` and leaves nothing behind.
+    """
+    path = os.fspath(path)
+    if _is_direct(path):
+        with _direct_output(path, mode) as handle:
             yield handle
-        os.replace(tmp_name, path)
-    except BaseException:
+        return
+    target = os.path.realpath(path)  # follow a symlink: its target gets the new content, the link stays
+    folder, name = os.path.split(target)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"output folder does not exist: {os.path.dirname(path) or '.'}")
+    _remove_leftovers(folder, name)
+    try:
+        kept_mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        kept_mode = None
+    temp = os.path.join(folder, f"{_temp_prefix(name)}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    _register(temp)
+    try:
+        # os.open applies the umask to 0o666, as any new file gets (mkstemp would force 0o600).
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        if kept_mode is not None:
+            os.fchmod(fd, kept_mode)
+        with os.fdopen(fd, mode, **_open_kwargs(mode)) as handle:
+            yield handle
+        os.replace(temp, target)
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
+            os.unlink(temp)
+        if isinstance(error, OSError):
+            wrapped = _write_error(path, error, replaced=True)
+            if wrapped is not None:
+                raise wrapped from None
         raise
+    finally:
+        _unregister(temp)
+
+
+def _probe_writable(folder: str) -> bool:
+    """Create and remove a file: the only test that holds for root, read-only mounts and ACLs alike."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{_TEMP_MARK}probe-", dir=folder)
+    except OSError:
+        return False
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+    return True
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)  # also catches hard links
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] = (), option: str = "--out") -> None:
+    """Refuse an output path that cannot work, before any work is done (``UsageError``, exit 2).
+
+    Refused: an empty path, an existing directory, a parent folder that is missing, not a folder or not writable,
+    and a path that is (through symlinks, ``..`` or a hard link) one of ``inputs``. ``-`` (stdout) and existing
+    non-regular files (``/dev/null``, a FIFO) are accepted.
+    """
+    text = "" if path is None else os.fspath(path)
+    if not text.strip():
+        raise UsageError(f"{option}: empty output path")
+    if text == "-":
+        return
+    if os.path.isdir(text):
+        raise UsageError(f"{option} {text}: is a directory; give a file path")
+    if _is_direct(text):
+        return
+    folder = os.path.dirname(os.path.realpath(text))
+    shown = os.path.dirname(text) or "."
+    try:
+        folder_mode = os.stat(folder).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"{option} {text}: folder {shown} does not exist") from None
+    except NotADirectoryError:
+        raise UsageError(f"{option} {text}: {shown} is not a folder") from None
+    if not stat.S_ISDIR(folder_mode):
+        raise UsageError(f"{option} {text}: {shown} is not a folder")
+    if not _probe_writable(folder):
+        raise UsageError(f"{option} {text}: folder {shown} is not writable")
+    for source in inputs:
+        if source is None or os.fspath(source) in ("", "-"):
+            continue
+        if _same_file(text, os.fspath(source)):
+            raise UsageError(f"{option} {text}: is the input {os.fspath(source)}; writing it would destroy the input")
+
+
+# ---------------------------------------------------------------------------------------------------- inputs
+
+_MAGIC = ((b"\x1f\x8b", "gz"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bz2"), (b"\x28\xb5\x2f\xfd", "zst"))
+_SUFFIXES = {".gz": "gz", ".xz": "xz", ".bz2": "bz2", ".zst": "zst"}
+_NAMES = {"gz": "gzip", "xz": "xz", "bz2": "bzip2", "zst": "zstandard"}
+
+
+def compression_of(path: StrPath) -> str | None:
+    """``gz`` / ``xz`` / ``bz2`` / ``zst`` for a compressed file name, else None."""
+    return _SUFFIXES.get(Path(os.fspath(path)).suffix.lower())
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream with its first bytes (read to sniff the format) put back in front: a pipe cannot seek back."""
+
+    def __init__(self, prefix: bytes, rest: IO[bytes]):
+        self._prefix, self._rest = prefix, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._prefix:
+            count = min(len(buffer), len(self._prefix))
+            buffer[:count] = self._prefix[:count]
+            self._prefix = self._prefix[count:]
+            return count
+        data = self._rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _ZstdReader(io.RawIOBase):
+    """Frame-by-frame zstandard decompression that reports a truncated frame (EOFError), as gzip/lzma/bz2 do;
+    ``zstandard``'s own stream_reader returns the partial data without a word."""
+
+    def __init__(self, raw: IO[bytes]):
+        import zstandard
+
+        self._raw, self._decompressor = raw, zstandard.ZstdDecompressor()
+        self._frame = None
+        self._out, self._pos, self._done = b"", 0, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while self._pos >= len(self._out) and not self._done:
+            chunk = self._raw.read(1 << 16)
+            if not chunk:
+                if self._frame is not None and not self._frame.eof:
+                    raise EOFError("compressed file ended before the end of the last zstandard frame")
+                self._done = True
+                break
+            pieces = []
+            while chunk:  # one file may hold several frames (pzstd, concatenated files)
+                if self._frame is None or self._frame.eof:
+                    self._frame = self._decompressor.decompressobj()
+                pieces.append(self._frame.decompress(chunk))
+                chunk = self._frame.unused_data if self._frame.eof else b""
+            self._out, self._pos = b"".join(pieces), 0
+        count = min(len(buffer), len(self._out) - self._pos)
+        buffer[:count] = self._out[self._pos : self._pos + count]
+        self._pos += count
+        return count
+
+
+def _decompressed(raw: IO[bytes], kind: str | None) -> IO[bytes]:
+    if kind == "gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == "xz":
+        return lzma.LZMAFile(raw, "rb")
+    if kind == "bz2":
+        return bz2.BZ2File(raw, "rb")
+    if kind == "zst":
+        return io.BufferedReader(_ZstdReader(raw))
+    return raw
+
+
+def _corrupt_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [EOFError, gzip.BadGzipFile, lzma.LZMAError]
+    with contextlib.suppress(ImportError):
+        import zstandard
+
+        errors.append(zstandard.ZstdError)
+    return tuple(errors)
+
+
+def _input_display(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+@contextlib.contextmanager
+def open_input(path: StrPath, mode: str = "rb") -> Iterator[IO]:
+    """Open an input for one pass of reading: ``-`` (stdin), a pipe, ``/dev/fd/N`` or a file, decompressing
+    ``.gz`` / ``.xz`` / ``.bz2`` / ``.zst``. ``mode`` is ``"rb"`` (bytes) or ``"r"`` (UTF-8 text).
+
+    A missing, unreadable or directory input, and corrupt compressed data, raise ``DataValidationError`` naming
+    the file.
+    """
+    if mode not in ("rb", "r", "rt"):
+        raise ValueError(f"open_input reads only: mode 'rb' or 'r', not {mode!r}")
+    path = os.fspath(path)
+    shown = _input_display(path)
+    with contextlib.ExitStack() as stack:
+        if path == "-":
+            raw, stream = sys.stdin.buffer, True  # not closed: it belongs to the process
+        else:
+            try:
+                if os.path.isdir(path):
+                    raise IsADirectoryError(errno.EISDIR, "is a directory")
+                stream = not stat.S_ISREG(os.stat(path).st_mode)
+                raw = stack.enter_context(open(path, "rb"))
+            except FileNotFoundError:
+                raise DataValidationError(f"{shown}: no such file") from None
+            except IsADirectoryError:
+                raise DataValidationError(f"{shown}: is a directory, expected a file") from None
+            except PermissionError:
+                raise DataValidationError(f"{shown}: permission denied") from None
+            except OSError as error:
+                raise DataValidationError(f"{shown}: cannot be read ({error.strerror or error})") from None
+        kind = None if stream else compression_of(path)
+        if stream:
+            head = raw.read(6)
+            kind = next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+            raw = io.BufferedReader(_Prefixed(head, raw))
+        binary = stack.enter_context(_decompressed(raw, kind)) if kind else raw
+        handle = io.TextIOWrapper(binary, encoding="utf-8", newline="") if mode != "rb" else binary
+        try:
+            yield handle
+        except Exception as error:
+            # bz2 reports bad data as an OSError without errno (real I/O failures carry one); errors of the
+            # caller's own (an OutputWriteError is an OSError too) pass through.
+            corrupt = isinstance(error, _corrupt_errors()) or (
+                isinstance(error, OSError) and error.errno is None and not isinstance(error, BitextError)
+            )
+            if kind and corrupt:
+                raise DataValidationError(f"{shown}: corrupt or truncated {_NAMES[kind]} data ({error})") from None
+            raise
+        finally:
+            if isinstance(handle, io.TextIOWrapper):
+                handle.detach()  # the ExitStack closes what was opened; stdin stays open
+
+
+def read_input_bytes(path: StrPath) -> bytes:
+    """All bytes of an input (see ``open_input``), decompressed."""
+    with open_input(path) as handle:
+        try:
+            return handle.read()
+        except OSError as error:
+            if error.errno is None:  # bad compressed data: open_input names it
+                raise
+            raise DataValidationError(f"{_input_display(os.fspath(path))}: read failed ({error.strerror})") from None
