@@ -262,6 +262,20 @@ def _string_columns(dataset: Any) -> list[str]:
     ]
 
 
+def _translation_keys(dataset: Any, parsed: DataSpec) -> list[str]:
+    """The languages of a ``translation`` column, from the features (not the first row, which may lack a side)."""
+    import datasets
+
+    feature = dataset.features["translation"]
+    if isinstance(feature, datasets.Translation):
+        return list(feature.languages)
+    if isinstance(feature, dict):
+        return list(feature)
+    raise DataValidationError(
+        f"{parsed.spec}: the 'translation' column is {type(feature).__name__}, expected a dict keyed by language"
+    )
+
+
 def _column_for(language: str, columns: Sequence[str]) -> str | None:
     """The one column named after ``language``: exactly, by a name part (``wol`` in ``sentence_wol_Latn``), or by
     substring (``wo`` in ``sentence_wol_Latn``); None when zero or several match."""
@@ -308,9 +322,8 @@ def _hub_pairs(parsed: DataSpec, max_pairs: int | None) -> tuple[list[Any], list
     if max_pairs is not None and max_pairs < len(dataset):
         dataset = dataset.select(range(max_pairs))  # before materializing: a 1M-row dataset stays on disk
     if "translation" in dataset.column_names:
+        src_key, tgt_key = _resolve_columns(_translation_keys(dataset, parsed), parsed, "'translation' keys")
         rows = list(dataset["translation"])
-        keys = [key for key, value in (rows[0] or {}).items() if isinstance(value, str)] if rows else []
-        src_key, tgt_key = _resolve_columns(keys, parsed, "'translation' keys")
         return [(row or {}).get(src_key) for row in rows], [(row or {}).get(tgt_key) for row in rows]
     src_column, tgt_column = _resolve_columns(_string_columns(dataset), parsed, "string columns")
     return list(dataset[src_column]), list(dataset[tgt_column])
