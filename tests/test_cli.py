@@ -218,7 +218,7 @@ def test_unloadable_encoder_exits_4(capsys, corpus, tmp_path, monkeypatch):
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     en, de = corpus
     code, _, err = run(capsys, "mine", "--src", str(en), "--tgt", str(de), "--model", "some-org/not-cached-model")
-    assert code == EXIT_ENCODER and "pass that local folder" in err
+    assert code == EXIT_ENCODER and "cannot load encoder" in err and len(err.strip().splitlines()) == 1
 
 
 def test_usage_errors(capsys, corpus):

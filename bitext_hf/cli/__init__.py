@@ -1,20 +1,40 @@
 """The ``bitext-hf`` command line: encode, mine, score and eval.
 
-Exit codes: 0 success; 2 wrong usage; 3 bad input data (the message names the file and line); 4 an encoder that
-cannot be loaded; 1 anything else. Results go to stdout, progress and warnings to stderr, files are written
-atomically (complete or not at all).
+Exit codes (README "Command line"): 0 success; 1 any other error, a failed output write included; 2 wrong usage;
+3 bad input data (the message names the file and line); 4 an encoder that cannot be loaded; 130 interrupted.
+Every error is one line on stderr (``--debug`` or ``BITEXT_HF_DEBUG=1`` re-raises it to show the traceback).
+Results go to stdout, progress and warnings to stderr, files are written atomically (complete or not at all).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from bitext_hf.cli.parser import build_parser
 from bitext_hf.errors import EXIT_DATA, EXIT_ENCODER, EXIT_ERROR, EXIT_OK, EXIT_USAGE, BitextError
 
-__all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+
+
+def _debug_requested(args) -> bool:
+    return bool(getattr(args, "debug", False)) or os.environ.get("BITEXT_HF_DEBUG", "") not in ("", "0")
+
+
+def _describe(error: Exception) -> tuple[int, str]:
+    """Exit code and one-line message of an error."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, BitextError):
+        return error.exit_code, message
+    # Library checks that predate the error classes raise ValueError for bad data (NaN embeddings, mismatched
+    # rows), and an input that vanished between the checks and the reading is a data problem too.
+    if isinstance(error, ValueError | FileNotFoundError | IsADirectoryError | UnicodeDecodeError):
+        return EXIT_DATA, message
+    return EXIT_ERROR, f"{type(error).__name__}: {message} (run with --debug for the traceback)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,19 +48,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for noisy in ("httpx", "httpcore", "urllib3", "huggingface_hub", "datasets", "evaluate"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    if getattr(args, "k", 1) < 1:
-        parser.error("--k must be >= 1")
-    if getattr(args, "batch_size", 1) < 1:
-        parser.error("--batch-size must be >= 1")
-
     try:
         return args.func(args)
-    except BitextError as error:
-        print(f"bitext-hf {args.command}: error: {error}", file=sys.stderr)
-        return error.exit_code
-    except (ValueError, FileNotFoundError) as error:
-        print(f"bitext-hf {args.command}: error: {error}", file=sys.stderr)
-        return EXIT_DATA
     except KeyboardInterrupt:
-        print("interrupted; no output file was written", file=sys.stderr)
-        return 130
+        print(f"bitext-hf {args.command}: interrupted; no output file was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (`bitext-hf mine ... --out - | head`): stop quietly, and keep Python
+        # from reporting the same broken pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except Exception as error:
+        if _debug_requested(args):
+            raise
+        code, message = _describe(error)
+        print(f"bitext-hf {args.command}: error: {message}", file=sys.stderr)
+        return code

@@ -1,35 +1,55 @@
-"""The ``encode``, ``mine`` and ``score`` commands."""
+"""The ``encode``, ``mine`` and ``score`` commands.
+
+Each checks everything cheap first (options, the output path, every input file, the gold pairs, that the sentences
+fit the output format) and only then loads an encoder and encodes: a bad input never costs an encoding run and
+never leaves an output behind.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from bitext_hf.cli.inputs import _embed, _pair_texts, _read_gold, _side_for_mining
+from bitext_hf.cli._pending import check_k, default_mode, mine_documents_with_keys
+from bitext_hf.cli.inputs import Side, check_inputs_and_output, embed, pair_texts, read_gold, read_side
 from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
+
+__all__ = ["cmd_encode", "cmd_mine", "cmd_score"]
 
 logger = logging.getLogger("bitext_hf")
 
 DEMO_DIR = Path(__file__).parent.parent / "demo"
 
 
+def _report_stream(out: str | None):
+    """Where the human-readable report goes: stderr when the results themselves go to stdout (``--out -``)."""
+    return sys.stderr if out == "-" else sys.stdout
+
+
 def cmd_encode(args) -> int:
     from bitext_hf.data import read_lines
     from bitext_hf.io import atomic_output
 
+    check_inputs_and_output(args.out, [args.input])
     texts = read_lines(args.input, max_chars=args.max_line_chars)
-    embeddings = _embed(args, texts, "input")
+    embeddings = embed(args, texts, "input")
     with atomic_output(args.out, "wb") as handle:
         np.save(handle, embeddings.astype(np.float32))
-    print(f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {args.out}")
+    print(
+        f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {args.out}",
+        file=_report_stream(args.out),
+    )
     return EXIT_OK
 
 
-def cmd_mine(args) -> int:
-    from bitext_hf.mining import MinedPairs, mine, mine_documents, write_pairs
+# ----------------------------------------------------------------------------------------------------- mine
 
+
+def _check_mine_options(args) -> None:
     if args.demo:
         if args.src or args.tgt:
             raise UsageError("--demo mines the bundled corpus; do not combine it with --src/--tgt")
@@ -38,8 +58,82 @@ def cmd_mine(args) -> int:
         print(f"Demo: {DEMO_DIR / 'README.md'} (Django UI messages, English-German, BSD-3-Clause)")
     if not args.src or not args.tgt:
         raise UsageError("give --src and --tgt (text or .npy files), or --demo")
-    src_texts, src_emb, src_lines = _side_for_mining(args, args.src, "source")
-    tgt_texts, tgt_emb, tgt_lines = _side_for_mining(args, args.tgt, "target")
+    if bool(args.src_docs) != bool(args.tgt_docs):
+        raise UsageError("document-level mining needs both --src-docs and --tgt-docs")
+    for side, model in (("src", args.src_model), ("tgt", args.tgt_model)):
+        if model is not None and getattr(args, side).lower().endswith(".npy"):
+            raise UsageError(f"--{side}-model has nothing to encode: --{side} is a .npy file of embeddings")
+    args.mode = args.mode or default_mode()
+
+
+def _read_docs(path: str, side: Side) -> np.ndarray:
+    from bitext_hf.data import read_lines
+
+    docs = read_lines(path)
+    if len(docs) != side.n_rows:
+        raise DataValidationError(
+            f"{path} has {len(docs)} lines but {side.path} has {side.n_rows}: give one document id per line"
+        )
+    return np.asarray(docs)
+
+
+def _rows_to_mine(args, side: Side, what: str, spec: str | None, per_document: bool):
+    """(embeddings of the rows to mine, the line of each row, the de-duplication key of each row or None)."""
+    from bitext_hf.data import deduplicate
+
+    lines = np.arange(side.n_rows)
+    if side.texts is None or args.keep_duplicates:
+        emb = side.embeddings if side.embeddings is not None else embed(args, side.texts, what, spec)
+        return emb, lines, None
+    unique, inverse = deduplicate(side.texts)
+    inverse = np.asarray(inverse, dtype=np.int64)
+    if per_document:
+        # No global de-duplication: a sentence repeated in two documents must be seen by both. Each distinct
+        # sentence is still encoded once; mine_documents mines it once per document (the texts are the keys).
+        emb = side.embeddings if side.embeddings is not None else embed(args, unique, what, spec)[inverse]
+        return emb, lines, side.texts
+    if len(unique) < len(side.texts):
+        logger.warning(
+            "%s: %d duplicate line(s); each distinct sentence is mined once and reported at its first line "
+            "(--keep-duplicates mines every line)",
+            side.text_path, len(side.texts) - len(unique),
+        )  # fmt: skip
+    # Unique sentences are in first-occurrence order, so the first line of each is where its id first appears.
+    first_line = np.unique(inverse, return_index=True)[1]
+    emb = side.embeddings[first_line] if side.embeddings is not None else embed(args, unique, what, spec)
+    return emb, first_line, None
+
+
+def cmd_mine(args) -> int:
+    from bitext_hf.mining import mine, write_pairs
+    from bitext_hf.mining.output import check_representable, output_format
+
+    _check_mine_options(args)
+    inputs = [args.src, args.tgt, args.src_text, args.tgt_text, args.src_docs, args.tgt_docs, args.gold]
+    check_inputs_and_output(args.out, inputs)
+    fmt = output_format(args.out, args.format) if args.out else None
+    # Every input is read and checked before any encoder is loaded.
+    src = read_side(args, args.src, args.src_text, "src")
+    tgt = read_side(args, args.tgt, args.tgt_text, "tgt")
+    if (
+        src.embeddings is not None
+        and tgt.embeddings is not None
+        and src.embeddings.shape[1] != tgt.embeddings.shape[1]
+    ):
+        raise DataValidationError(
+            f"{args.src} has dimension {src.embeddings.shape[1]} but {args.tgt} has {tgt.embeddings.shape[1]}"
+        )
+    docs = (_read_docs(args.src_docs, src), _read_docs(args.tgt_docs, tgt)) if args.src_docs else None
+    gold = read_gold(args.gold, src.n_rows, tgt.n_rows) if args.gold else None
+    if fmt is not None:
+        for side in (src, tgt):
+            check_representable(side.texts, side.text_path, fmt)
+        if docs is not None:
+            check_representable(list(docs[0]), args.src_docs, fmt)
+    check_k(args.k, src.n_rows, tgt.n_rows)
+
+    src_emb, src_lines, src_keys = _rows_to_mine(args, src, "source", args.src_model, docs is not None)
+    tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(args, tgt, "target", args.tgt_model, docs is not None)
     if src_emb.shape[1] != tgt_emb.shape[1]:
         raise DataValidationError(f"{args.src} has dimension {src_emb.shape[1]} but {args.tgt} has {tgt_emb.shape[1]}")
     for path, other in ((args.src, tgt_emb.shape[0]), (args.tgt, src_emb.shape[0])):
@@ -47,78 +141,82 @@ def cmd_mine(args) -> int:
             logger.warning(
                 "k=%d is larger than the other side (%d rows): using k=%d for %s", args.k, other, other, path
             )
-
     settings = dict(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold)
-    if args.src_docs or args.tgt_docs:
-        if not (args.src_docs and args.tgt_docs):
-            raise UsageError("document-level mining needs both --src-docs and --tgt-docs")
-        from bitext_hf.data import read_lines
-
-        doc_ids = []
-        for docs_path, texts, emb, side in (
-            (args.src_docs, src_texts, src_emb, args.src),
-            (args.tgt_docs, tgt_texts, tgt_emb, args.tgt),
-        ):
-            docs = np.asarray(read_lines(docs_path))
-            n_lines = len(texts) if texts is not None else emb.shape[0]
-            if len(docs) != n_lines:
-                raise DataValidationError(
-                    f"{docs_path} has {len(docs)} lines but {side} has {n_lines}: give one document id per line"
-                )
-            doc_ids.append(docs)
-        src_docs, tgt_docs = doc_ids
-        pairs = mine_documents(src_emb, tgt_emb, src_docs[src_lines], tgt_docs[tgt_lines], **settings)
+    if docs is not None:
+        pairs = mine_documents_with_keys(
+            src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings
+        )
     else:
         pairs = mine(src_emb, tgt_emb, show_progress=not args.quiet and src_emb.shape[0] > 50_000, **settings)
-    pairs = MinedPairs(src_lines[pairs.src_indices], tgt_lines[pairs.tgt_indices], pairs.scores, pairs.cosines)
+        pairs = dataclasses.replace(
+            pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
+        )
 
+    report = _report_stream(args.out)
     if args.out:
-        write_pairs(pairs, args.out, src_texts=src_texts, tgt_texts=tgt_texts)
-        print(f"wrote {len(pairs)} pairs to {args.out}")
-    shown = len(pairs) if args.show < 0 else min(args.show, len(pairs))
-    if shown:
-        print(f"{'score':>7}  {'src':>6}  {'tgt':>6}  sentences")
-        for src, tgt, score in pairs.select(slice(shown)):
-            src_text = src_texts[src] if src_texts else ""
-            tgt_text = tgt_texts[tgt] if tgt_texts else ""
-            print(f"{score:7.4f}  {src:6d}  {tgt:6d}  {src_text}  |||  {tgt_text}")
-        if shown < len(pairs):
-            print(f"... {len(pairs) - shown} more (--show -1 prints all, --out FILE writes them)")
+        write_pairs(pairs, args.out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
+        print(f"wrote {len(pairs)} pairs to {args.out}", file=report)
+    _show_pairs(args, pairs, src.texts, tgt.texts)
     print(
         f"mined {len(pairs)} pairs from {src_emb.shape[0]} source x {tgt_emb.shape[0]} target sentences "
-        f"(k={args.k}, margin={args.margin}, mode={args.mode}, threshold={args.threshold})"
+        f"(k={args.k}, margin={args.margin}, mode={args.mode}, threshold={args.threshold})",
+        file=report,
     )
-    if args.gold:
-        gold = _read_gold(Path(args.gold))
+    if gold is not None:
         found = pairs.as_set()
         true_positives = len(found & gold)
         precision = true_positives / len(found) if found else 0.0
-        recall = true_positives / len(gold) if gold else 0.0
+        recall = true_positives / len(gold)
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        print(f"against {len(gold)} gold pairs: precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}")
+        print(
+            f"against {len(gold)} gold pairs: precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}", file=report
+        )
     return EXIT_OK
+
+
+def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
+    if args.out == "-":
+        return  # stdout holds the pairs file itself
+    shown = len(pairs) if args.show < 0 else min(args.show, len(pairs))
+    if not shown:
+        return
+    print(f"{'score':>7}  {'src':>6}  {'tgt':>6}  sentences")
+    for src, tgt, score in pairs.select(slice(shown)):
+        src_text = src_texts[src] if src_texts else ""
+        tgt_text = tgt_texts[tgt] if tgt_texts else ""
+        print(f"{score:7.4f}  {src:6d}  {tgt:6d}  {src_text}  |||  {tgt_text}")
+    if shown < len(pairs):
+        print(f"... {len(pairs) - shown} more (--show -1 prints all, --out FILE writes them)")
+
+
+# ----------------------------------------------------------------------------------------------------- score
 
 
 def cmd_score(args) -> int:
     from bitext_hf.mining import MinedPairs, score_pairs, write_pairs
+    from bitext_hf.mining.output import check_representable, output_format
 
-    sources, targets = _pair_texts(args)
-    src_emb, tgt_emb = _embed(args, sources, "source"), _embed(args, targets, "target")
+    check_inputs_and_output(args.out, [args.pairs, args.src, args.tgt])
+    fmt = output_format(args.out, args.format)
+    sources, targets = pair_texts(args)
+    if not args.pairs:  # cells of a TSV pairs file cannot hold a tab or a line break; Moses lines can hold a tab
+        check_representable(sources, args.src, fmt)
+        check_representable(targets, args.tgt, fmt)
+    check_k(args.k, len(sources), len(targets))
+    src_emb, tgt_emb = embed(args, sources, "source"), embed(args, targets, "target")
     scores = score_pairs(src_emb, tgt_emb, k=args.k, margin=args.margin)
     rows = np.arange(len(sources))
     pairs = MinedPairs(rows, rows, scores, np.einsum("ij,ij->i", src_emb, tgt_emb))
     if args.threshold is not None:
         pairs = pairs.select(pairs.scores >= args.threshold)
-    write_pairs(pairs, args.out, src_texts=sources, tgt_texts=targets)
+    write_pairs(pairs, args.out, src_texts=sources, tgt_texts=targets, format=fmt)
+    report = _report_stream(args.out)
     print(
         f"scored {len(sources)} pairs (k={args.k}, margin={args.margin}); wrote {len(pairs)} to {args.out}"
-        + (f" (threshold {args.threshold})" if args.threshold is not None else "")
+        + (f" (threshold {args.threshold})" if args.threshold is not None else ""),
+        file=report,
     )
-    print(
-        "score quantiles: "
-        + "  ".join(
-            f"{q:.0%} {v:.4f}"
-            for q, v in zip((0.05, 0.25, 0.5, 0.75, 0.95), np.quantile(scores, [0.05, 0.25, 0.5, 0.75, 0.95]))
-        )
-    )
+    quantiles = (0.05, 0.25, 0.5, 0.75, 0.95)
+    values = np.quantile(scores, quantiles)
+    print("score quantiles: " + "  ".join(f"{q:.0%} {v:.4f}" for q, v in zip(quantiles, values)), file=report)
     return EXIT_OK

@@ -1,88 +1,150 @@
-"""Reading a command's inputs: sentences or embeddings of each side, gold pairs, and the encoder that embeds them."""
+"""Reading a command's inputs before any expensive work: sentences or embeddings of each side, gold pairs, the
+output path, and the encoders that embed the sentences (loaded once per model, only when needed)."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from bitext_hf.cli._pending import check_output_path, read_embeddings
 from bitext_hf.errors import DataValidationError, UsageError
+
+__all__ = [
+    "Side",
+    "check_inputs_and_output",
+    "embed",
+    "is_npy",
+    "pair_texts",
+    "read_gold",
+    "read_side",
+]
 
 logger = logging.getLogger("bitext_hf")
 
 
-def _encoder(args):
-    from bitext_hf.encoders import load_encoder
-
-    if getattr(args, "_encoder", None) is None:
-        args._encoder = load_encoder(args.model, pooling=args.pooling)
-    return args._encoder
+def is_npy(path: str) -> bool:
+    return path.lower().endswith(".npy")
 
 
-def _embed(args, texts: list[str], what: str) -> np.ndarray:
+def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> None:
+    """Cheap checks before any reading: at most one input is stdin (``-``), and ``out`` (when given) is a writable
+    path that is none of the inputs (writing it would destroy that input)."""
+    stdin = [path for path in inputs if path == "-"]
+    if len(stdin) > 1:
+        raise UsageError("only one input can be read from stdin ('-')")
+    if out is not None:
+        check_output_path(out, inputs=tuple(inputs), option="--out")
+
+
+# ----------------------------------------------------------------------------------------------------- encoders
+
+
+def _encoder(args, spec: str | None):
+    # Looked up at call time (not imported at module level) so that --help does not import torch.
+    from bitext_hf import encoders
+
+    cache = args.__dict__.setdefault("_encoders", {})
+    if spec not in cache:
+        cache[spec] = encoders.load_encoder(spec, pooling=args.pooling)
+    return cache[spec]
+
+
+def embed(args, texts: list[str], what: str, spec: str | None = None) -> np.ndarray:
+    """Embed ``texts`` with the encoder ``spec`` (default ``--model``); each encoder is loaded once per run."""
+    spec = spec if spec is not None else args.model
     logger.info("encoding %d %s sentences", len(texts), what)
-    return _encoder(args).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
+    return _encoder(args, spec).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
 
 
-def _load_side(args, path: str) -> tuple[list[str] | None, np.ndarray | None]:
-    """Texts of a side (plain text file) or precomputed embeddings (.npy)."""
+# ----------------------------------------------------------------------------------------------------- sides
+
+
+@dataclass
+class Side:
+    """One side of a mining run, as read from its files (nothing encoded yet).
+
+    ``texts`` has one sentence per line (None for a .npy file given without its text file); ``text_path`` is the
+    file they came from (for messages); ``embeddings`` are the rows of a .npy file, else None.
+    """
+
+    path: str
+    texts: list[str] | None
+    text_path: str | None
+    embeddings: np.ndarray | None
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.texts) if self.embeddings is None else self.embeddings.shape[0]
+
+
+def read_side(args, path: str, text_path: str | None, what: str) -> Side:
+    """Read a side: a text file, or a .npy file with, optionally, the text file of its sentences (``--src-text``:
+    one line per embedding row)."""
     from bitext_hf.data import read_lines
 
-    if path.endswith(".npy"):
-        try:
-            embeddings = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise DataValidationError(f"{path}: not a readable .npy embedding file ({error})") from None
-        from bitext_hf.mining import check_embeddings
-
-        try:
-            return None, check_embeddings(embeddings, path)
-        except ValueError as error:
-            raise DataValidationError(str(error)) from None
-    return read_lines(path, max_chars=args.max_line_chars), None
-
-
-def _dedup_note(path: str, texts: list[str], unique: list[str]) -> None:
-    if len(unique) < len(texts):
+    if not is_npy(path):
+        if text_path is not None:
+            raise UsageError(f"--{what}-text is for .npy inputs; {path} is read as text already")
+        return Side(path, read_lines(path, max_chars=args.max_line_chars), path, None)
+    embeddings = check_embeddings(read_embeddings(path), path)
+    texts = None
+    if text_path is not None:
+        texts = read_lines(text_path, max_chars=args.max_line_chars)
+        if len(texts) != embeddings.shape[0]:
+            raise DataValidationError(
+                f"{text_path} has {len(texts)} lines but {path} has {embeddings.shape[0]} embedding rows: "
+                "give the text file the embeddings were made from"
+            )
+    else:
         logger.warning(
-            "%s: %d duplicate line(s); each distinct sentence is mined once and reported at its first line "
-            "(--keep-duplicates mines every line)",
-            path, len(texts) - len(unique),
-        )  # fmt: skip
+            "%s: no sentences (give --%s-text FILE); the %s column of the output stays empty", path, what, what
+        )
+    return Side(path, texts, text_path, embeddings)
 
 
-def _side_for_mining(args, path: str, what: str):
-    """(texts by line, embeddings of mined rows, line number of each mined row)."""
-    from bitext_hf.data import deduplicate
+def check_embeddings(embeddings: np.ndarray, path: str) -> np.ndarray:
+    from bitext_hf.mining import check_embeddings as check
 
-    texts, embeddings = _load_side(args, path)
-    if embeddings is not None:
-        return texts, embeddings, np.arange(embeddings.shape[0])
-    if args.keep_duplicates:
-        return texts, _embed(args, texts, what), np.arange(len(texts))
-    unique, inverse = deduplicate(texts)
-    _dedup_note(path, texts, unique)
-    # Unique sentences are in first-occurrence order, so the first line of each is where its id first appears.
-    first_line = np.unique(np.asarray(inverse), return_index=True)[1]
-    return texts, _embed(args, unique, what), first_line
+    try:
+        return check(embeddings, path)
+    except DataValidationError:
+        raise
+    except ValueError as error:  # before the numeric checks raised DataValidationError themselves
+        raise DataValidationError(str(error)) from None
 
 
-def _read_gold(path: Path) -> set[tuple[int, int]]:
+# ----------------------------------------------------------------------------------------------------- gold pairs
+
+
+def read_gold(path: str, n_src: int, n_tgt: int) -> set[tuple[int, int]]:
+    """Gold pairs ``src_line<TAB>tgt_line`` (0-based; an optional header line, blank lines skipped), checked against
+    the number of lines of each side."""
     from bitext_hf.data import read_lines
 
     gold = set()
     for number, line in enumerate(read_lines(path, allow_empty_lines=True), start=1):
-        cells = line.split("\t")
-        if not line.strip() or (number == 1 and not cells[0].strip().isdigit()):
+        cells = [cell.strip() for cell in line.split("\t")]
+        if not line.strip() or (number == 1 and not cells[0].isdigit()):
             continue  # blank line or header
-        if len(cells) < 2 or not (cells[0].strip().isdigit() and cells[1].strip().isdigit()):
+        if len(cells) != 2 or not (cells[0].isdigit() and cells[1].isdigit()):
             raise DataValidationError(f"{path}:{number}: expected `src_line<TAB>tgt_line` (0-based line numbers)")
-        gold.add((int(cells[0]), int(cells[1])))
+        src, tgt = int(cells[0]), int(cells[1])
+        if src >= n_src or tgt >= n_tgt:
+            raise DataValidationError(
+                f"{path}:{number}: pair ({src}, {tgt}) is out of range: the sides have {n_src} and {n_tgt} lines "
+                "(line numbers are 0-based)"
+            )
+        gold.add((src, tgt))
+    if not gold:
+        raise DataValidationError(f"{path}: no gold pairs")
     return gold
 
 
-def _pair_texts(args) -> tuple[list[str], list[str]]:
+def pair_texts(args) -> tuple[list[str], list[str]]:
+    """Aligned sentences from ``--pairs FILE.tsv`` or the Moses-style ``--src`` / ``--tgt`` files."""
     from bitext_hf.data import read_moses, read_tsv_pairs
 
     if args.pairs:

@@ -1,25 +1,80 @@
-"""The argument parser of every command, with its help texts."""
+"""The argument parser of every command, with its help texts (what each option does, the exit codes).
+
+Options are checked here when they are parsed (a NaN threshold, a zero line limit, a negative batch size: exit 2)
+so that nothing is read or encoded with them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 
 from bitext_hf.cli.commands import cmd_encode, cmd_mine, cmd_score
-from bitext_hf.cli.evaluate import cmd_eval
+from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
+
+__all__ = ["EPILOG_EXIT", "build_parser"]
+
+EPILOG_EXIT = """exit codes:
+  0  success
+  1  any other error, including a failed output write (a full disk); nothing partial is left behind
+  2  wrong usage: bad options, an output path that cannot be written or that names an input
+  3  bad input data: the message names the file and line
+  4  an encoder that cannot be loaded (not cached offline, missing or corrupt files)
+  130  interrupted (Ctrl-C); no output file is left
+Errors are one line on stderr; --debug (before the command) or BITEXT_HF_DEBUG=1 shows the traceback."""
 
 _EPILOG_MINE = """examples:
   bitext-hf mine --demo
   bitext-hf mine --src corpus.en --tgt corpus.de --out pairs.tsv
-  bitext-hf mine --src en.npy --tgt de.npy --mode intersect --threshold 1.06 --out pairs.parquet
-  bitext-hf mine --src en.txt --tgt de.txt --src-docs en.docs --tgt-docs de.docs --out pairs.tsv
+  bitext-hf mine --src en.npy --tgt de.npy --src-text corpus.en --tgt-text corpus.de --out pairs.jsonl
+  bitext-hf mine --src corpus.wo --tgt corpus.en --src-model ./laser3-wol --tgt-model ./teacher --out pairs.csv
+  bitext-hf mine --src en.txt --tgt de.txt --src-docs en.docs --tgt-docs de.docs --out pairs.parquet
+  zcat big.de.gz | bitext-hf mine --src corpus.en --tgt - --out - > pairs.tsv
 
 Margins (Artetxe & Schwenk 2019): ratio = cos / mean of the two k-NN averages; distance = cos - that mean;
 absolute = cos. Modes: forward / backward (best candidate per source / target), intersect (both), union (either),
 max (forward and backward candidates by score, each sentence used once). --threshold applies in every mode.
-Output: TSV with header `score src_index tgt_index src tgt` (0-based line numbers), or Parquet (.parquet).
+
+Output columns: score src_index tgt_index src tgt (0-based line numbers), and doc_id with --src-docs; the format
+follows the extension: .tsv, .csv (RFC 4180 quoting), .jsonl (one JSON object a line), .parquet, or --format.
+A sentence holding a tab cannot be written as TSV: that is refused (exit 3, naming file:line) before encoding.
+Duplicate lines are encoded and mined once, reported at their first line (inside each document with --src-docs).
 """
 
-_EPILOG_EXIT = "exit codes: 0 ok, 2 usage, 3 bad input data, 4 encoder cannot be loaded, 1 other errors"
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _show_count(text: str) -> int:
+    value = int(text)
+    if value < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (all), 0 or more, got {value}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _column_pair(text: str) -> tuple[str, str]:
+    names = tuple(name.strip() for name in text.split(","))
+    if len(names) != 2 or not all(names):
+        raise argparse.ArgumentTypeError(f"give two column names as A,B, got {text!r}")
+    return names
+
+
+# argparse's messages for these types name the function; say what is expected instead.
+_positive_int.__name__ = "integer >= 1"
+_show_count.__name__ = "integer >= -1"
+_finite_float.__name__ = "finite number"
+_column_pair.__name__ = "A,B column names"
 
 
 def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
@@ -36,84 +91,146 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         default=None,
         help="pooling for Hugging Face models (default mean); sentence-transformers models and USE pool their own way",
     )
-    group.add_argument("--batch-size", type=int, default=128, help="sentences per encoder batch (default 128)")
     group.add_argument(
-        "--max-line-chars", type=int, default=10_000, help="reject input lines longer than this (default 10000)"
+        "--batch-size", type=_positive_int, default=128, help="sentences per encoder batch (default 128)"
+    )
+    group.add_argument(
+        "--max-line-chars",
+        type=_positive_int,
+        default=10_000,
+        help="an input line longer than this is a data error, exit 3 (default 10000)",
     )
     if k:
         group = parser.add_argument_group("margin")
         group.add_argument(
-            "--k", type=int, default=4, help="neighbours of the margin (default 4, capped at corpus size)"
+            "--k",
+            type=_positive_int,
+            default=4,
+            help="neighbours averaged by the margin (default 4, capped at corpus size; large k costs time and memory)",
         )
         group.add_argument(
-            "--margin", choices=("ratio", "distance", "absolute"), default="ratio", help="default ratio"
+            "--margin",
+            choices=("ratio", "distance", "absolute"),
+            default="ratio",
+            help="ratio (default), distance, or absolute (plain cosine)",
         )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or info logs")
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks of errors")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="bitext-hf",
-        description="Multilingual sentence alignment and bitext mining with margin scoring, offline by default.",
-        epilog="Run `bitext-hf <command> --help` for examples.\n" + _EPILOG_EXIT,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+def _add_output(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument(
+        "--out",
+        required=required,
+        help="write the pairs here: .tsv, .csv, .jsonl or .parquet by extension, `-` for stdout (TSV unless "
+        "--format); written atomically, never over an input",
     )
-    from bitext_hf import __version__
+    parser.add_argument(
+        "--format",
+        choices=("tsv", "csv", "jsonl", "parquet"),
+        default=None,
+        help="output format whatever the extension (an unknown extension without --format is exit 2)",
+    )
 
-    parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval}")
-    fmt = argparse.RawDescriptionHelpFormatter
 
-    p = commands.add_parser("encode", help="embed a text file (one sentence a line) into a .npy file", formatter_class=fmt,
-                            epilog="example:\n  bitext-hf encode --input corpus.de --out corpus.de.npy\n\n" + _EPILOG_EXIT)  # fmt: skip
-    p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line")
-    p.add_argument("--out", required=True, help="output .npy (float32, L2-normalized rows)")
+def _add_encode(commands, fmt) -> None:
+    p = commands.add_parser(
+        "encode",
+        help="embed a text file (one sentence a line) into a .npy file",
+        formatter_class=fmt,
+        epilog="example:\n  bitext-hf encode --input corpus.de --out corpus.de.npy\n  "
+        "zcat corpus.de.gz | bitext-hf encode --input - --out corpus.de.npy\n\n" + EPILOG_EXIT,
+    )
+    p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line (.gz/.xz/.bz2/.zst, - stdin)")
+    p.add_argument("--out", required=True, help="output .npy (float32, L2-normalized rows), never over the input")
     _add_common(p, k=False)
     p.set_defaults(func=cmd_encode)
 
-    p = commands.add_parser("mine", help="mine translation pairs from two monolingual files", formatter_class=fmt,
-                            epilog=_EPILOG_MINE + "\n" + _EPILOG_EXIT)  # fmt: skip
-    p.add_argument("--src", help="source sentences (.txt, one a line) or embeddings (.npy)")
-    p.add_argument("--tgt", help="target sentences (.txt) or embeddings (.npy)")
+
+def _add_mine(commands, fmt) -> None:
+    p = commands.add_parser(
+        "mine",
+        help="mine translation pairs from two monolingual files",
+        formatter_class=fmt,
+        epilog=_EPILOG_MINE + "\n" + EPILOG_EXIT,
+    )
+    p.add_argument(
+        "--src", help="source sentences (text, one a line; .gz/.xz/.bz2/.zst; - for stdin) or embeddings (.npy)"
+    )
+    p.add_argument("--tgt", help="target sentences or embeddings, as --src (only one side can be -)")
+    p.add_argument("--src-text", help="with a .npy --src: the text file of its sentences (one line per row)")
+    p.add_argument("--tgt-text", help="with a .npy --tgt: the text file of its sentences")
     p.add_argument(
         "--demo", action="store_true", help="mine the bundled English-German demo and score it against its gold pairs"
     )
-    p.add_argument("--out", help="write the pairs here (.tsv, or .parquet)")
+    _add_output(p, required=False)
     p.add_argument(
-        "--mode", choices=("forward", "backward", "intersect", "union", "max"), default="max", help="default max"
+        "--mode",
+        choices=("forward", "backward", "intersect", "union", "max"),
+        default=None,
+        help="retrieval mode (default max, also for document-level mining)",
     )
-    p.add_argument("--threshold", type=float, default=None, help="keep pairs with score >= this (all modes)")
+    p.add_argument("--threshold", type=_finite_float, default=None, help="keep pairs with score >= this (every mode)")
     p.add_argument("--src-docs", help="document id of each source line: mine inside aligned documents")
     p.add_argument("--tgt-docs", help="document id of each target line")
-    p.add_argument("--gold", help="gold pairs (`src_line<TAB>tgt_line`, 0-based) to report precision and recall")
+    p.add_argument(
+        "--gold",
+        help="gold pairs (`src_line<TAB>tgt_line`, 0-based) to report precision and recall; read before encoding",
+    )
     p.add_argument("--keep-duplicates", action="store_true", help="mine duplicate lines separately (default: once)")
-    p.add_argument("--show", type=int, default=10, help="pairs to print (default 10, -1 for all)")
+    p.add_argument("--show", type=_show_count, default=10, help="pairs to print (default 10, -1 for all, 0 none)")
+    group = p.add_argument_group("one encoder per side")
+    group.add_argument("--src-model", help="encoder of the source side (default --model), e.g. a LASER3 student")
+    group.add_argument("--tgt-model", help="encoder of the target side (default --model), e.g. its teacher")
     _add_common(p)
     p.set_defaults(func=cmd_mine)
 
-    p = commands.add_parser("score", help="margin-score the pairs of an existing parallel corpus (filtering)", formatter_class=fmt,
-                            epilog="examples:\n  bitext-hf score --pairs corpus.tsv --out scored.tsv\n"
-                            "  bitext-hf score --src corpus.en --tgt corpus.de --threshold 1.05 --out kept.tsv\n\n"
-                            "Neighbourhoods for the margin come from the whole corpus on both sides.\n" + _EPILOG_EXIT)  # fmt: skip
+
+def _add_score(commands, fmt) -> None:
+    p = commands.add_parser(
+        "score",
+        help="margin-score the pairs of an existing parallel corpus (filtering)",
+        formatter_class=fmt,
+        epilog="examples:\n  bitext-hf score --pairs corpus.tsv --out scored.tsv\n"
+        "  bitext-hf score --src corpus.en --tgt corpus.de --threshold 1.05 --out kept.jsonl\n\n"
+        "Neighbourhoods for the margin come from the whole corpus on both sides. Output columns as in `mine`,\n"
+        "one row per input pair, in input order.\n\n" + EPILOG_EXIT,
+    )
     p.add_argument("--pairs", help="TSV file: source<TAB>target per line")
     p.add_argument("--src", help="source side of Moses-style parallel files")
     p.add_argument("--tgt", help="target side of Moses-style parallel files")
-    p.add_argument("--out", required=True, help="output .tsv / .parquet, in input order")
-    p.add_argument("--threshold", type=float, default=None, help="keep only pairs with score >= this")
+    _add_output(p, required=True)
+    p.add_argument("--threshold", type=_finite_float, default=None, help="keep only pairs with score >= this")
     _add_common(p)
     p.set_defaults(func=cmd_score)
 
-    p = commands.add_parser("eval", help="xsim, retrieval accuracy or BUCC F1 of an encoder", formatter_class=fmt,
-                            epilog="examples:\n  bitext-hf eval --src test.en --tgt test.de --out results.json\n"
-                            "  bitext-hf eval --mteb tatoeba-deu.jsonl\n"
-                            "  bitext-hf eval --bucc de-en.test.de de-en.test.en de-en.test.gold "
-                            "--bucc-train de-en.train.de de-en.train.en de-en.train.gold\n\n" + _EPILOG_EXIT)  # fmt: skip
+
+def _add_eval(commands, fmt) -> None:
+    p = commands.add_parser(
+        "eval",
+        help="xsim, retrieval accuracy, MTEB bitext-mining metrics or BUCC F1 of an encoder",
+        formatter_class=fmt,
+        epilog="examples:\n  bitext-hf eval --src test.en --tgt test.de --out results.json\n"
+        "  bitext-hf eval --mteb tatoeba.jsonl --subset deu-eng\n"
+        "  bitext-hf eval --mteb flores.parquet --columns sentence_eng_Latn,sentence_deu_Latn\n"
+        "  bitext-hf eval --bucc de-en.test.de de-en.test.en de-en.test.gold "
+        "--bucc-train de-en.train.de de-en.train.en de-en.train.gold\n\n" + EVAL_KEYS + "\n" + EPILOG_EXIT,
+    )
     p.add_argument("--pairs", help="TSV file of aligned pairs")
     p.add_argument("--src", help="aligned source file")
     p.add_argument("--tgt", help="aligned target file")
     p.add_argument("--mteb", help="MTEB bitext-mining data: .jsonl/.parquet/.csv file or a saved datasets folder")
     p.add_argument("--split", help="split of a saved DatasetDict (default test)")
-    p.add_argument("--subset", help="rows of this `lang`/`subset` value only")
+    p.add_argument(
+        "--subset",
+        help="evaluate only this `lang`/`subset` value (default: every subset separately, then the average)",
+    )
+    p.add_argument(
+        "--columns",
+        type=_column_pair,
+        help="the two sentence columns as A,B when they are not sentence1,sentence2 (Flores: "
+        "sentence_eng_Latn,sentence_deu_Latn)",
+    )
     p.add_argument("--bucc", nargs=3, metavar=("SRC", "TGT", "GOLD"), help="BUCC files (id<TAB>sentence, gold ids)")
     p.add_argument(
         "--bucc-train", nargs=3, metavar=("SRC", "TGT", "GOLD"), help="BUCC split to optimise the threshold on"
@@ -121,11 +238,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--mode",
         choices=("forward", "backward", "intersect", "union", "max"),
-        default="max",
+        default=None,
         help="BUCC candidates (default max)",
     )
-    p.add_argument("--metrics", nargs="+", choices=("xsim", "accuracy"), default=["xsim", "accuracy"])
-    p.add_argument("--out", help="write the results as JSON")
+    p.add_argument(
+        "--metrics",
+        nargs="+",
+        choices=("xsim", "accuracy", "mteb"),
+        default=["xsim", "accuracy", "mteb"],
+        help="what to compute (default all three; see the keys below)",
+    )
+    p.add_argument("--out", help="also write the results as JSON here (never over an input)")
     _add_common(p)
     p.set_defaults(func=cmd_eval)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bitext_hf import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="bitext-hf",
+        description="Multilingual sentence alignment and bitext mining with margin scoring, offline by default.",
+        epilog="Run `bitext-hf <command> --help` for examples.\n\n" + EPILOG_EXIT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (also BITEXT_HF_DEBUG=1)")
+    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval}")
+    for add in (_add_encode, _add_mine, _add_score, _add_eval):
+        add(commands, argparse.RawDescriptionHelpFormatter)
     return parser

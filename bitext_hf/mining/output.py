@@ -1,30 +1,86 @@
-"""Writing mined pairs: TSV (header ``score src_index tgt_index src tgt``) or Parquet, always atomically.
+"""Writing mined pairs as TSV, CSV, JSON Lines or Parquet, always atomically (``-`` is stdout).
 
-The file appears complete or not at all: it is written to a temporary file in the same folder and renamed into
-place, so an interrupted run never leaves a truncated output behind.
+Columns, in every format: ``score src_index tgt_index src tgt`` (0-based line numbers), then ``doc_id`` for
+document-level mining. The file appears complete or not at all (:func:`bitext_hf.io.atomic_output`).
+
+TSV is the plain ``cut``-able format: a sentence holding a tab or a line break cannot be written in it, and
+:func:`check_representable` says so (naming the file and line) before any encoding. CSV (RFC 4180 quoting, through
+the ``csv`` module), JSON Lines and Parquet hold any text.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
+from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.mining.retrieval import MinedPairs
 
-__all__ = ["TSV_HEADER", "output_format", "write_pairs"]
+__all__ = ["FORMATS", "TSV_HEADER", "check_representable", "output_format", "write_pairs"]
 
 TSV_HEADER = ("score", "src_index", "tgt_index", "src", "tgt")
+FORMATS = ("tsv", "csv", "jsonl", "parquet")
+_EXTENSIONS = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+# Characters that end a TSV cell or row for the usual readers (cut, pandas, the csv module's excel-tab dialect).
+_TSV_BREAKERS = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
 
 
-def output_format(path: str | os.PathLike) -> str:
-    """ "parquet" for ``.parquet`` / ``.pq``, else "tsv"."""
-    return "parquet" if Path(path).suffix.lower() in (".parquet", ".pq") else "tsv"
+def output_format(path: str | os.PathLike, format: str | None = None) -> str:
+    """The format to write: ``format`` when given, else from the extension (``-`` for stdout is TSV).
+
+    Raises:
+        UsageError: an unknown ``format``, or an extension that names no format and no ``format`` given.
+    """
+    if format is not None:
+        if format not in FORMATS:
+            raise UsageError(f"unknown output format {format!r}; choose one of {', '.join(FORMATS)}")
+        return format
+    if str(path) == "-":
+        return "tsv"
+    suffix = Path(path).suffix.lower()
+    if suffix not in _EXTENSIONS:
+        raise UsageError(
+            f"{path}: cannot tell the output format from the extension {suffix or '(none)'!r}; name the file "
+            f"{', '.join('.' + f for f in FORMATS)}, or say --format {'|'.join(FORMATS)}"
+        )
+    return _EXTENSIONS[suffix]
+
+
+def check_representable(texts: Sequence[str] | None, path_of_texts: str | os.PathLike, format: str) -> None:
+    """Refuse sentences the output format cannot hold, naming ``path_of_texts`` and the 1-based line.
+
+    Only TSV has such sentences (a tab, a line break or a carriage return would shift or split the row).
+
+    Raises:
+        DataValidationError: the first such sentence.
+    """
+    if format != "tsv" or texts is None:
+        return
+    for number, text in enumerate(texts, start=1):
+        for char, name in _TSV_BREAKERS.items():
+            if char in text:
+                raise DataValidationError(
+                    f"{path_of_texts}:{number}: the sentence contains {name}, which TSV output cannot hold; "
+                    "write .csv, .jsonl or .parquet instead (or --format csv|jsonl|parquet)"
+                )
 
 
 def _text_column(texts: Sequence[str] | None, indices: list[int]) -> list[str]:
     return [""] * len(indices) if texts is None else [texts[i] for i in indices]
+
+
+def _doc_column(doc_ids: np.ndarray | None) -> list | None:
+    if doc_ids is None:
+        return None
+    values = np.asarray(doc_ids).tolist()
+    # Document ids read from a file are strings; ids given from Python may be ints (kept in JSON / Parquet).
+    return values if all(isinstance(v, int | str) for v in values) else [str(v) for v in values]
 
 
 def write_pairs(
@@ -35,44 +91,57 @@ def write_pairs(
     tgt_texts: Sequence[str] | None = None,
     format: str | None = None,
 ) -> Path:
-    """Write ``pairs`` with their sentences (empty when texts are not given) to ``path``.
+    """Write ``pairs`` with their sentences (empty when texts are not given) to ``path`` (``-``: stdout).
+
+    Args:
+        format (str, optional): "tsv", "csv", "jsonl" or "parquet"; by default taken from the extension
+            (.tsv/.txt, .csv, .jsonl, .parquet/.pq).
 
     Raises:
-        ValueError: in TSV, a sentence containing a tab or a newline (it would corrupt the columns; use Parquet).
+        UsageError: the format cannot be told (see :func:`output_format`).
+        DataValidationError: in TSV, a sentence holding a tab or a line break (see :func:`check_representable`).
     """
-    fmt = format or output_format(path)
+    fmt = output_format(path, format)
     src_indices, tgt_indices = pairs.src_indices.tolist(), pairs.tgt_indices.tolist()
     src_column = _text_column(src_texts, src_indices)
     tgt_column = _text_column(tgt_texts, tgt_indices)
+    doc_column = _doc_column(getattr(pairs, "doc_ids", None))
+    header = TSV_HEADER + (("doc_id",) if doc_column is not None else ())
     if fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.table(
-            {
-                "score": pa.array(pairs.scores, pa.float32()),
-                "src_index": pa.array(pairs.src_indices, pa.int64()),
-                "tgt_index": pa.array(pairs.tgt_indices, pa.int64()),
-                "src": pa.array(src_column, pa.string()),
-                "tgt": pa.array(tgt_column, pa.string()),
-            }
-        )
+        columns = {
+            "score": pa.array(pairs.scores, pa.float32()),
+            "src_index": pa.array(pairs.src_indices, pa.int64()),
+            "tgt_index": pa.array(pairs.tgt_indices, pa.int64()),
+            "src": pa.array(src_column, pa.string()),
+            "tgt": pa.array(tgt_column, pa.string()),
+        }
+        if doc_column is not None:
+            columns["doc_id"] = pa.array(doc_column)
         with atomic_output(path, "wb") as handle:
-            pq.write_table(table, handle)
+            pq.write_table(pa.table(columns), handle)
         return Path(path)
-    if fmt != "tsv":
-        raise ValueError(f"unknown output format {fmt!r}; use 'tsv' or 'parquet'")
-    for side, column, indices in (("source", src_column, src_indices), ("target", tgt_column, tgt_indices)):
-        for text, index in zip(column, indices):
-            if "\t" in text or "\n" in text or "\r" in text:
-                raise ValueError(
-                    f"{side} sentence {index} contains a tab or line break, which TSV cannot hold; "
-                    "write Parquet instead (--out pairs.parquet)"
-                )
+    scores = [f"{score:.6f}" for score in pairs.scores.tolist()]
+    rows = zip(scores, src_indices, tgt_indices, src_column, tgt_column, *([doc_column] if doc_column else []))
+    if fmt == "jsonl":
+        with atomic_output(path) as handle:
+            for row in rows:
+                record = dict(zip(header, row))
+                record["score"] = float(record["score"])  # the rounded value, as in TSV and CSV
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return Path(path)
+    if fmt == "csv":
+        with atomic_output(path) as handle:
+            writer = csv.writer(handle)  # RFC 4180: quotes cells with commas, quotes or line breaks
+            writer.writerow(header)
+            writer.writerows(rows)
+        return Path(path)
+    check_representable(src_texts, "source texts", fmt)
+    check_representable(tgt_texts, "target texts", fmt)
     with atomic_output(path) as handle:
-        handle.write("\t".join(TSV_HEADER) + "\n")
-        for score, src, tgt, src_text, tgt_text in zip(
-            pairs.scores.tolist(), src_indices, tgt_indices, src_column, tgt_column
-        ):
-            handle.write(f"{score:.6f}\t{src}\t{tgt}\t{src_text}\t{tgt_text}\n")
+        handle.write("\t".join(header) + "\n")
+        for row in rows:
+            handle.write("\t".join(map(str, row)) + "\n")
     return Path(path)
