@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bitext_hf.data.collators import PairCollator, pad_sequences
-from bitext_hf.data.filters import drop_overlap, filter_pairs, min_tokens, min_words, split_held_out
+from bitext_hf.data.filters import drop_overlap, filter_pairs, min_tokens, min_words, split_held_out, tokenize_pairs
 from bitext_hf.data.samplers import (
     budget_counts,
     sample_budget,
@@ -159,6 +159,12 @@ def test_min_tokens_with_a_callable_and_a_transformers_tokenizer():
     tokenizer = _word_tokenizer()
     assert len(tokenizer("a b c")["input_ids"]) == 5  # with <s> </s>, which min_tokens must not count
     assert min_tokens(pairs, 4, tokenizer).src == ["a b c d e"]
+    examples = tokenize_pairs(pairs, tokenizer, max_length=5, min_tokens=3)  # one tokenization: ids and filter
+    assert [len(example["src_input_ids"]) for example in examples] == [5, 5]  # <s> a b c </s>: truncated to 5
+    assert examples[1]["tgt_input_ids"][0] == 0 and examples[1]["tgt_input_ids"][-1] == 2
+    assert len(tokenize_pairs(pairs, tokenizer, max_length=5, min_tokens=4)) == 0  # 3 words fit after truncation
+    batch = PairCollator(tokenizer.pad_token_id)(tokenize_pairs(pairs, tokenizer))
+    assert batch["src_input_ids"].shape == (3, 8) and batch["tgt_attention_mask"].sum().item() == 7 + 7 + 3
 
 
 # -- collators --------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 from bitext_hf.data.specs import PairSet
 from bitext_hf.errors import DataValidationError, UsageError
 
-__all__ = ["drop_overlap", "filter_pairs", "min_tokens", "min_words", "split_held_out"]
+__all__ = ["drop_overlap", "filter_pairs", "min_tokens", "min_words", "split_held_out", "tokenize_pairs"]
 
 # Texts are tokenized in chunks of this many, so a 1M-example budget never holds all encodings at once.
 _TOKENIZE_CHUNK = 10_000
@@ -113,3 +113,28 @@ def min_tokens(pairs: PairSet, minimum: int, tokenizer: Any) -> PairSet:
     return pairs.select(
         [index for index, counts in enumerate(zip(source_counts, target_counts)) if min(counts) >= minimum]
     )
+
+
+def tokenize_pairs(
+    pairs: PairSet, tokenizer: Any, *, max_length: int | None = None, min_tokens: int = 0
+) -> list[dict[str, list[int]]]:
+    """Training examples ``{"src_input_ids", "tgt_input_ids"}`` (with the tokenizer's special tokens, truncated to
+    ``max_length``), keeping only pairs with at least ``min_tokens`` tokens besides the special ones on both sides.
+
+    One tokenization serves both the filter and the examples (``min_tokens`` on a PairSet would tokenize twice);
+    the result is what ``bitext_hf.data.collators.PairCollator`` pads.
+    """
+    min_tokens = _check_count(min_tokens, "min_tokens", minimum=0)
+    specials = tokenizer.num_special_tokens_to_add(pair=False)
+    examples = []
+    for start in range(0, len(pairs), _TOKENIZE_CHUNK):
+        chunk = slice(start, start + _TOKENIZE_CHUNK)
+        options = {"truncation": max_length is not None, "max_length": max_length}
+        sources = tokenizer(pairs.src[chunk], **options)["input_ids"]
+        targets = tokenizer(pairs.tgt[chunk], **options)["input_ids"]
+        examples.extend(
+            {"src_input_ids": list(src_ids), "tgt_input_ids": list(tgt_ids)}
+            for src_ids, tgt_ids in zip(sources, targets)
+            if min(len(src_ids), len(tgt_ids)) - specials >= min_tokens
+        )
+    return examples
