@@ -14,6 +14,7 @@ from bitext_hf.metrics.functional import (
     bucc_f1,
     bucc_labels,
     bucc_optimal_threshold,
+    mteb_bitext_mining,
     xsim,
     xsim_from_knn,
     xsim_from_similarity,
@@ -28,13 +29,14 @@ __all__ = [
     "bucc_optimal_threshold",
     "load",
     "metric_path",
+    "mteb_bitext_mining",
     "xsim",
     "xsim_from_knn",
     "xsim_from_similarity",
     "xsim_micro_average",
 ]
 
-METRIC_NAMES: tuple[str, ...] = ("xsim", "bucc_f1", "bitext_accuracy")
+METRIC_NAMES: tuple[str, ...] = ("xsim", "bucc_f1", "bitext_accuracy", "mteb_bitext_mining")
 
 
 def metric_path(name: str) -> Path:

@@ -7,6 +7,12 @@ Definitions (see DESIGN.md section 2):
 - BUCC F1: sweep the threshold over the sorted candidate scores of one split, keep the F1-best (the midpoint between
   neighbouring scores), apply it to another split.
 - Retrieval accuracy (Tatoeba-style): top-1 by cosine in both directions, and their mean.
+- MTEB's bitext mining (so numbers compare with its leaderboard): for each gold pair (i, j), the nearest sentence2 of
+  sentence1 i by cosine is the prediction and j the label; accuracy, and precision / recall / F1 with scikit-learn's
+  ``average="weighted"`` and ``zero_division=0`` over those labels; main_score = F1. All fractions in [0, 1].
+
+Every function validates its inputs and raises DataValidationError (a ValueError) for shapes that do not match, NaN,
+negative counts, labels that exceed the gold count and gold indices out of range.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_embeddings
+from bitext_hf.errors import DataValidationError
+from bitext_hf.mining.knn import BidirectionalKNN, _check_pair, bidirectional_knn, check_k, knn_search
 from bitext_hf.mining.retrieval import best_forward_candidates
 
 __all__ = [
@@ -24,6 +31,7 @@ __all__ = [
     "bucc_f1",
     "bucc_labels",
     "bucc_optimal_threshold",
+    "mteb_bitext_mining",
     "xsim",
     "xsim_from_knn",
     "xsim_from_similarity",
@@ -31,16 +39,29 @@ __all__ = [
 ]
 
 
+def _integer_array(values, what: str) -> np.ndarray:
+    """``values`` as int64; refuses floats that are not whole numbers (NaN included) instead of truncating them."""
+    try:
+        array = np.asarray(values)
+    except ValueError:  # ragged nested lists
+        raise DataValidationError(f"{what} must be integer indices of one shape") from None
+    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise DataValidationError(f"{what} must be integer indices, got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.floating) and not (np.isfinite(array).all() and (array == np.round(array)).all()):
+        raise DataValidationError(f"{what} must be integer indices, got non-integer values")
+    return array.astype(np.int64)
+
+
 def _gold_indices(gold: Sequence[int] | np.ndarray | None, n: int, m: int) -> np.ndarray:
     if gold is None:
         if n != m:
-            raise ValueError(
+            raise DataValidationError(
                 f"source and target have {n} and {m} rows: without `gold`, row i of each must be a translation pair"
             )
         return np.arange(n)
-    gold = np.asarray(gold, dtype=np.int64)
+    gold = _integer_array(gold, "`gold`")
     if gold.shape != (n,) or (gold < 0).any() or (gold >= m).any():
-        raise ValueError(f"`gold` must hold one target index in [0, {m}) per source row ({n} rows)")
+        raise DataValidationError(f"`gold` must hold one target index in [0, {m}) per source row ({n} rows)")
     return gold
 
 
@@ -65,7 +86,9 @@ def _xsim_errors(
         wrong = predicted != gold
     else:
         if len(target_texts) != knn.backward_sims.shape[0]:
-            raise ValueError(f"target_texts has {len(target_texts)} entries for {knn.backward_sims.shape[0]} targets")
+            raise DataValidationError(
+                f"target_texts has {len(target_texts)} entries for {knn.backward_sims.shape[0]} targets"
+            )
         wrong = np.array([target_texts[p] != target_texts[g] for p, g in zip(predicted, gold)], dtype=bool)
     errors, n = int(wrong.sum()), int(wrong.shape[0])
     return {"xsim": 100.0 * errors / n, "errors": errors, "n": n}
@@ -93,8 +116,7 @@ def xsim(
     Returns:
         ``{"xsim": error rate in percent, "errors": count, "n": number of sources}``
     """
-    src = check_embeddings(source_embeddings, "source embeddings")
-    tgt = check_embeddings(target_embeddings, "target embeddings")
+    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings")
     gold_idx = _gold_indices(gold, src.shape[0], tgt.shape[0])
     knn = bidirectional_knn(src, tgt, k, device=device)
     return _xsim_errors(knn, margin, gold_idx, target_texts)
@@ -112,9 +134,10 @@ def xsim_from_similarity(
     embeddings (e.g. OneAligner's BERTScore). Same definition as :func:`xsim`."""
     sim = np.asarray(similarity, dtype=np.float32)
     if sim.ndim != 2 or 0 in sim.shape:
-        raise ValueError(f"similarity must be a non-empty 2-D matrix, got shape {sim.shape}")
+        raise DataValidationError(f"similarity must be a non-empty 2-D matrix, got shape {sim.shape}")
     if not np.isfinite(sim).all():
-        raise ValueError("similarity matrix contains NaN or inf")
+        raise DataValidationError("similarity matrix contains NaN or inf")
+    check_k(k, *sim.shape)
     n, m = sim.shape
     k_fwd, k_bwd = min(k, m), min(k, n)
     matrix = torch.from_numpy(sim)
@@ -128,10 +151,27 @@ def xsim_micro_average(results: Iterable[Mapping[str, float | int]]) -> dict[str
     """Micro-average of several language pairs: sum(errors) / sum(n), in percent."""
     results = list(results)
     if not results:
-        raise ValueError("xsim_micro_average needs at least one result")
-    errors = sum(int(r["errors"]) for r in results)
-    n = sum(int(r["n"]) for r in results)
+        raise DataValidationError("xsim_micro_average needs at least one result")
+    counts = []
+    for position, result in enumerate(results):
+        try:
+            errors, n = result["errors"], result["n"]
+        except (KeyError, TypeError):
+            raise DataValidationError(f"result {position}: expected a mapping with 'errors' and 'n'") from None
+        if not all(_is_count(value) for value in (errors, n)) or not 0 <= errors <= n or n == 0:
+            raise DataValidationError(
+                f"result {position}: errors={errors!r}, n={n!r}; expected whole counts with 0 <= errors <= n and n > 0"
+            )
+        counts.append((int(errors), int(n)))
+    errors, n = sum(e for e, _ in counts), sum(c for _, c in counts)
     return {"xsim": 100.0 * errors / n, "errors": errors, "n": n}
+
+
+def _is_count(value) -> bool:
+    """A whole number (an int, or a float such as 3.0 read back from JSON), not a bool, NaN or a fraction."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    return bool(np.isfinite(value)) and float(value) == int(value)
 
 
 def _top1_lowest_index(knn_sims: np.ndarray, knn_indices: np.ndarray) -> np.ndarray:
@@ -149,16 +189,76 @@ def bitext_accuracy(
     Returns:
         ``{"src2tgt_accuracy", "tgt2src_accuracy", "accuracy"}`` (fractions; accuracy is their mean).
     """
-    src = check_embeddings(source_embeddings, "source embeddings")
-    tgt = check_embeddings(target_embeddings, "target embeddings")
+    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings")
     if src.shape[0] != tgt.shape[0]:
-        raise ValueError(f"bitext_accuracy needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target")
+        raise DataValidationError(
+            f"bitext_accuracy needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target"
+        )
     # A few neighbours per side so that exact ties (duplicate sentences) resolve to the lowest index.
     knn = bidirectional_knn(src, tgt, 8, device=device)
     gold = np.arange(src.shape[0])
     src2tgt = float((_top1_lowest_index(knn.forward_sims, knn.forward_indices) == gold).mean())
     tgt2src = float((_top1_lowest_index(knn.backward_sims, knn.backward_indices) == gold).mean())
     return {"src2tgt_accuracy": src2tgt, "tgt2src_accuracy": tgt2src, "accuracy": (src2tgt + tgt2src) / 2}
+
+
+def _gold_pairs(gold, n: int, m: int) -> np.ndarray:
+    """MTEB's gold: (i, j) index pairs, (g, 2) int64; None means row i with row i (equal row counts)."""
+    if gold is None:
+        if n != m:
+            raise DataValidationError(
+                f"source and target have {n} and {m} rows: without `gold`, row i of each must be a translation pair"
+            )
+        return np.repeat(np.arange(n, dtype=np.int64)[:, None], 2, axis=1)
+    pairs = _integer_array(gold, "`gold`") if len(gold) else np.empty((0, 2), np.int64)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
+        raise DataValidationError(
+            f"`gold` must be a non-empty list of (source, target) index pairs, got {pairs.shape}"
+        )
+    for column, (side, size) in enumerate((("source", n), ("target", m))):
+        bad = np.flatnonzero((pairs[:, column] < 0) | (pairs[:, column] >= size))
+        if bad.size:
+            raise DataValidationError(
+                f"`gold` pair {int(bad[0])} has {side} index {int(pairs[bad[0], column])}, outside [0, {size})"
+            )
+    return pairs
+
+
+def mteb_bitext_mining(
+    source_embeddings: np.ndarray,
+    target_embeddings: np.ndarray,
+    gold: Sequence[tuple[int, int]] | np.ndarray | None = None,
+) -> dict[str, float]:
+    """MTEB's bitext-mining metrics, as its BitextMining tasks compute them (comparable with the MTEB leaderboard).
+
+    For each gold pair (i, j), in order, the prediction is the target nearest to source i by cosine (ties to the
+    lowest index) and the label is j. ``accuracy`` is scikit-learn's ``accuracy_score``; ``precision``, ``recall``
+    and ``f1`` are scikit-learn's with ``average="weighted"`` (per-label scores weighted by each label's number of
+    gold pairs) and ``zero_division=0``; ``main_score`` is ``f1``. Weighted recall equals accuracy by definition.
+
+    Args:
+        source_embeddings (np.ndarray, (n, d)): the sentence1 column; target_embeddings (np.ndarray, (m, d)): the
+            sentence2 column (the candidate pool); rows are L2-normalized first (:func:`check_embeddings`).
+        gold (optional): (i, j) index pairs; defaults to row i with row i (then n must equal m).
+
+    Returns:
+        ``{"accuracy", "precision", "recall", "f1", "main_score"}``: fractions in [0, 1].
+    """
+    # scikit-learn computes the weighted scores: the exact functions MTEB calls, so the numbers match by construction.
+    from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings")
+    pairs = _gold_pairs(gold, src.shape[0], tgt.shape[0])
+    # A few neighbours, so that exact ties (duplicate targets) resolve to the lowest index.
+    sims, indices = knn_search(src[pairs[:, 0]], tgt, min(8, tgt.shape[0]), normalize=False)
+    predictions, labels = _top1_lowest_index(sims, indices), pairs[:, 1]
+    scores = {
+        name: float(function(labels, predictions, average="weighted", zero_division=0))
+        for name, function in (("precision", precision_score), ("recall", recall_score), ("f1", f1_score))
+    }
+    scores["accuracy"] = float(accuracy_score(labels, predictions))
+    scores["main_score"] = scores["f1"]
+    return scores
 
 
 def bucc_labels(
@@ -170,17 +270,20 @@ def bucc_labels(
     return labels, len(gold_set)
 
 
-def bucc_optimal_threshold(scores: np.ndarray, labels: np.ndarray, n_gold: int | None = None) -> float:
+def bucc_optimal_threshold(
+    scores: np.ndarray, labels: np.ndarray, n_gold: int | None = None, *, split: str = "train"
+) -> float:
     """The F1-best threshold over candidate scores: the midpoint between the last kept and the first dropped score.
 
     Args:
-        scores: candidate pair scores; labels: whether each candidate is a gold pair; n_gold: number of gold pairs
-            (defaults to the number of positive labels; gold pairs missing from the candidates lower recall).
+        scores: candidate pair scores; labels: whether each candidate is a gold pair (bool or 0/1); n_gold: number of
+            gold pairs (defaults to the number of positive labels; gold pairs missing from the candidates lower
+            recall, so it can never be below that number).
+        split: the split's name in error messages.
     """
-    scores, labels = _check_scored_labels(scores, labels, "train")
-    n_gold = int(labels.sum()) if n_gold is None else int(n_gold)
-    if n_gold <= 0:
-        raise ValueError("no gold pairs: the BUCC threshold cannot be optimised")
+    scores, labels, n_gold = _check_scored_labels(scores, labels, n_gold, split)
+    if n_gold == 0:
+        raise DataValidationError(f"{split} split: no gold pairs, so the BUCC threshold cannot be optimised")
     order = np.argsort(-scores, kind="stable")
     sorted_scores, true_positives = scores[order], np.cumsum(labels[order])
     kept = np.arange(1, scores.size + 1)
@@ -197,16 +300,33 @@ def bucc_optimal_threshold(scores: np.ndarray, labels: np.ndarray, n_gold: int |
     return float((sorted_scores[best] + sorted_scores[best + 1]) / 2)
 
 
-def _check_scored_labels(scores, labels, split: str) -> tuple[np.ndarray, np.ndarray]:
+def _check_scored_labels(scores, labels, n_gold, split: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Scores as float64, labels as bool and the gold count, after checking that they describe one split."""
     scores = np.asarray(scores, dtype=np.float64).ravel()
-    labels = np.asarray(labels).astype(bool).ravel()
-    if scores.shape != labels.shape:
-        raise ValueError(f"{split} split: {scores.size} scores but {labels.size} labels")
+    raw_labels = np.asarray(labels).ravel()
+    if scores.shape != raw_labels.shape:
+        raise DataValidationError(f"{split} split: {scores.size} scores but {raw_labels.size} labels")
     if scores.size == 0:
-        raise ValueError(f"{split} split has no candidate pairs")
+        raise DataValidationError(f"{split} split has no candidate pairs")
     if not np.isfinite(scores).all():
-        raise ValueError(f"{split} split: scores contain NaN or inf")
-    return scores, labels
+        raise DataValidationError(f"{split} split: scores contain NaN or inf")
+    # astype(bool) would read 2, -1 or NaN as "gold": accept only booleans and 0/1.
+    if raw_labels.dtype != bool and not np.isin(raw_labels, (0, 1)).all():
+        raise DataValidationError(f"{split} split: labels must be 0/1 or booleans")
+    labels = raw_labels.astype(bool)
+    positives = int(labels.sum())
+    if n_gold is None:
+        return scores, labels, positives
+    if not _is_count(n_gold) or n_gold < 0:
+        raise DataValidationError(
+            f"{split} split: the number of gold pairs must be a whole number >= 0, got {n_gold!r}"
+        )
+    if positives > n_gold:
+        raise DataValidationError(
+            f"{split} split: {positives} candidates are labelled gold but there are only {int(n_gold)} gold pairs "
+            "(duplicate candidates, or a gold count from another split?)"
+        )
+    return scores, labels, int(n_gold)
 
 
 def bucc_f1(
@@ -223,17 +343,28 @@ def bucc_f1(
 
     The threshold is, in order: the given ``threshold``; the F1-best threshold on the train split; the F1-best
     threshold on the test split itself (an oracle, reported as such by BUCC papers).
+
+    Raises:
+        DataValidationError: scores and labels of different lengths, NaN scores or threshold, labels other than
+            0/1, a negative gold count or one below the number of positive labels, train scores without labels.
     """
-    scores, labels = _check_scored_labels(test_scores, test_labels, "test")
+    scores, labels, n_gold = _check_scored_labels(test_scores, test_labels, n_gold_test, "test")
+    if (train_scores is None) != (train_labels is None):
+        raise DataValidationError("give both train_scores and train_labels, or neither")
     if threshold is None:
         if train_scores is not None:
-            threshold = bucc_optimal_threshold(train_scores, train_labels, n_gold_train)
+            threshold = bucc_optimal_threshold(train_scores, train_labels, n_gold_train, split="train")
         else:
-            threshold = bucc_optimal_threshold(scores, labels, n_gold_test)
-    n_gold = int(labels.sum()) if n_gold_test is None else int(n_gold_test)
+            threshold = bucc_optimal_threshold(scores, labels, n_gold, split="test")
+    elif not _is_number(threshold):
+        raise DataValidationError(f"the BUCC threshold must be a finite number, got {threshold!r}")
     kept = scores >= threshold
     true_positives = int((kept & labels).sum())
     precision = true_positives / int(kept.sum()) if kept.any() else 0.0
     recall = true_positives / n_gold if n_gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1, "threshold": float(threshold)}
+
+
+def _is_number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.number)) and bool(np.isfinite(value))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import datasets
 import evaluate
 import numpy as np
 
+from bitext_hf.metrics._module_info import embedding_pair_info
 from bitext_hf.metrics.functional import bitext_accuracy
 
 _DESCRIPTION = """
@@ -28,17 +28,7 @@ Examples:
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class BitextAccuracy(evaluate.Metric):
     def _info(self) -> evaluate.MetricInfo:
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="",
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "source_embeddings": datasets.Sequence(datasets.Value("float32")),
-                    "target_embeddings": datasets.Sequence(datasets.Value("float32")),
-                }
-            ),
-        )
+        return embedding_pair_info(_DESCRIPTION, _KWARGS_DESCRIPTION)
 
     def _compute(self, source_embeddings, target_embeddings):
         return bitext_accuracy(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import datasets
 import evaluate
 import numpy as np
 
+from bitext_hf.metrics._module_info import embedding_pair_info
 from bitext_hf.metrics.functional import xsim
 
 _DESCRIPTION = """
@@ -40,17 +40,7 @@ _CITATION = """@inproceedings{artetxe-schwenk-2019-margin,
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Xsim(evaluate.Metric):
     def _info(self) -> evaluate.MetricInfo:
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "source_embeddings": datasets.Sequence(datasets.Value("float32")),
-                    "target_embeddings": datasets.Sequence(datasets.Value("float32")),
-                }
-            ),
-        )
+        return embedding_pair_info(_DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION)
 
     def _compute(self, source_embeddings, target_embeddings, k: int = 4, margin: str = "ratio", target_texts=None):
         return xsim(
