@@ -1,7 +1,8 @@
 """OneAligner: BERTScore similarity with in-batch normalization over an XLM-R-like encoder (onealigner paper).
 
-``configuration_onealigner`` and ``modeling_onealigner`` are self-contained (remote code); ``retrieval`` adds the
-two-stage search that uses :mod:`bitext_hf.mining` and is therefore not shipped with checkpoints.
+``configuration_onealigner`` and ``modeling_onealigner`` are self-contained (they ship as remote code): they import
+only torch, transformers and each other. Text-level scoring and the two-stage retrieval over corpora use the model's
+public methods from :mod:`bitext_hf.mining.onealigner`.
 """
 
 from __future__ import annotations
@@ -13,32 +14,36 @@ from bitext_hf.modeling.onealigner.configuration_onealigner import (
     OneAlignerConfigError,
 )
 from bitext_hf.modeling.onealigner.modeling_onealigner import (
+    OneAlignerFeatures,
     OneAlignerInputError,
     OneAlignerModel,
     OneAlignerOutput,
     OneAlignerPreTrainedModel,
+    bertscore_candidates,
     bertscore_matrix,
     bertscore_pairs,
     contrastive_loss,
+    mean_pool,
     normalize_scores,
     pooled_contrastive_loss,
 )
-from bitext_hf.modeling.onealigner.retrieval import two_stage_retrieve
 
 __all__ = [
     "ONEALIGNER_ENCODER_TYPES",
     "OneAlignerConfig",
     "OneAlignerConfigError",
+    "OneAlignerFeatures",
     "OneAlignerInputError",
     "OneAlignerModel",
     "OneAlignerOutput",
     "OneAlignerPreTrainedModel",
+    "bertscore_candidates",
     "bertscore_matrix",
     "bertscore_pairs",
     "contrastive_loss",
+    "mean_pool",
     "normalize_scores",
     "pooled_contrastive_loss",
-    "two_stage_retrieve",
 ]
 
 # Importing the family registers it: this completes the registration when the package was being imported at the

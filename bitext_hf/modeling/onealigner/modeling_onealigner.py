@@ -1,7 +1,9 @@
 """OneAligner: cross-lingual BERTScore over hidden state L of an XLM-R-like encoder, with in-batch normalization.
 
 This file imports only its configuration, torch and transformers, so that ``save_pretrained`` can ship it as hub
-remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` works without bitext_hf installed).
+remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` works without bitext_hf installed). Text,
+corpora and retrieval (tokenizing, block-wise scoring, two-stage search) live in ``bitext_hf.mining.onealigner``,
+which uses the public methods below.
 
 The model adds no parameters to the encoder (paper 4.2). For a batch of N source and N target sentences,
 ``forward`` returns
@@ -19,43 +21,48 @@ The model adds no parameters to the encoder (paper 4.2). For a batch of N source
 ``target_last_hidden_state``, ``sentence_embedding``, ``target_sentence_embedding``. Called with source inputs
 only (as sentence-transformers does), the model returns the layer-L token states as ``last_hidden_state`` and their
 attention-mask mean as ``sentence_embedding``: a sentence-transformers ``Transformer -> Pooling(mean) ->
-Normalize`` stack built on it produces exactly ``OneAlignerModel.encode``.
+Normalize`` stack built on it produces exactly ``bitext_hf.mining.onealigner.encode``.
+
+Public model methods: ``from_encoder``, ``token_states``, ``token_weights``, ``features`` (token vectors, weights and
+pooled vector of a padded batch), ``similarity`` (f between two ``OneAlignerFeatures``), ``normalize``, ``fit_idf``
+(from token ids) and ``forward``.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pad_sequence
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
+from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_onealigner import OneAlignerConfig, OneAlignerConfigError
 
 __all__ = [
+    "OneAlignerFeatures",
     "OneAlignerInputError",
     "OneAlignerModel",
     "OneAlignerOutput",
     "OneAlignerPreTrainedModel",
+    "append_mask_columns",
+    "bertscore_augmented",
     "bertscore_candidates",
     "bertscore_matrix",
     "bertscore_pairs",
     "contrastive_loss",
+    "mask_penalty",
+    "mean_pool",
     "normalize_scores",
     "pooled_contrastive_loss",
 ]
 
-logger = logging.getLogger(__name__)
-
 # Upper bound on elements of one token-similarity tensor (source chunk x target block x tokens x tokens).
-_MAX_SIMILARITY_ELEMENTS = 1 << 24
+MAX_SIMILARITY_ELEMENTS = 1 << 24
 # Encoders whose last hidden state passes through a final LayerNorm: there, the last state of a model cut to L layers
 # is not hidden state L of the full model.
 _FINAL_NORM_ENCODER_TYPES = ("xlm-roberta-xl", "modernbert")
@@ -91,6 +98,20 @@ class OneAlignerOutput(ModelOutput):
     target_sentence_embedding: torch.FloatTensor | None = None
 
 
+class OneAlignerFeatures(NamedTuple):
+    """What f is computed from, for a padded batch `(n, length, hidden)` or one sentence `(length, hidden)`.
+
+    Attributes:
+        vectors: token vectors of hidden state `config.layer`, L2-normalized when compared by cosine.
+        weights: BERTScore token weights (0: left out; 1 or the idf weight).
+        pooled: attention-mask mean of the (un-normalized) token vectors, the `"mean_pool"` similarity's input.
+    """
+
+    vectors: torch.Tensor | None
+    weights: torch.Tensor | None
+    pooled: torch.Tensor
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Pure tensor functions (no model state): the definitions the tests check against direct computations.
 # ----------------------------------------------------------------------------------------------------------------
@@ -108,23 +129,26 @@ def _with_mask_columns(
     source'.target' = s.t - penalty * (left_out_s + left_out_t). With penalty > 2 max|s| max|t| (Cauchy-Schwarz),
     a left-out token can never be the max over tokens, with no masked copy of the (large) similarity tensor.
     """
-    penalty = _mask_penalty(source_states, target_states)
-    return _augment(source_states, source_weights, penalty, source=True), _augment(
+    penalty = mask_penalty(source_states, target_states)
+    return append_mask_columns(source_states, source_weights, penalty, source=True), append_mask_columns(
         target_states, target_weights, penalty, source=False
     )
 
 
-def _mask_penalty(source_states: torch.Tensor, target_states: torch.Tensor) -> torch.Tensor:
+def mask_penalty(source_states: torch.Tensor, target_states: torch.Tensor) -> torch.Tensor:
     """A penalty above 2 max|s| max|t|: larger than any difference of two real token similarities."""
     with torch.no_grad():
         bound = source_states.norm(dim=-1).amax() * target_states.norm(dim=-1).amax()
         return (4.0 * bound + 1.0).to(source_states.dtype)
 
 
-def _augment(
+def append_mask_columns(
     states: torch.Tensor, weights: torch.Tensor, penalty: torch.Tensor | float, *, source: bool
 ) -> torch.Tensor:
-    """One side of `_with_mask_columns`: [s, -penalty * left_out, 1] (source) or [t, 1, -penalty * left_out]."""
+    """One side of `_with_mask_columns`: [s, -penalty * left_out, 1] (source) or [t, 1, -penalty * left_out].
+
+    Public for callers that augment a large side once (with one `mask_penalty` for both sides) and reuse it.
+    """
     left_out = (-penalty * (weights <= 0).to(states.dtype)).unsqueeze(-1)
     ones = torch.ones_like(left_out)
     return torch.cat([states, left_out, ones] if source else [states, ones, left_out], dim=-1)
@@ -136,7 +160,7 @@ def bertscore_matrix(
     target_states: torch.Tensor,
     target_weights: torch.Tensor,
     *,
-    max_elements: int = _MAX_SIMILARITY_ELEMENTS,
+    max_elements: int = MAX_SIMILARITY_ELEMENTS,
 ) -> torch.Tensor:
     """BERTScore F between every source and every target sentence.
 
@@ -199,16 +223,17 @@ def bertscore_candidates(
     source_augmented, candidate_augmented = _with_mask_columns(
         source_states, source_weights, candidate_states, candidate_weights
     )
-    return _bertscore_augmented_candidates(source_augmented, source_weights, candidate_augmented, candidate_weights)
+    return bertscore_augmented(source_augmented, source_weights, candidate_augmented, candidate_weights)
 
 
-def _bertscore_augmented_candidates(
+def bertscore_augmented(
     source_augmented: torch.Tensor,
     source_weights: torch.Tensor,
     candidate_augmented: torch.Tensor,
     candidate_weights: torch.Tensor,
 ) -> torch.Tensor:
-    """`bertscore_candidates` on sides already augmented by `_with_mask_columns` (`(n, L_s, d+2)`, `(n, k, L_t, d+2)`)."""
+    """`bertscore_candidates` on sides already augmented by `append_mask_columns` with one penalty from `mask_penalty`
+    (`(n, L_s, d+2)`, `(n, k, L_t, d+2)`): lets a caller augment a large target bank once and gather candidates from it."""
     n_source, source_length, width = source_augmented.shape
     _, k, target_length, _ = candidate_augmented.shape
     similarity = torch.bmm(
@@ -312,8 +337,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
     """OneAligner over an XLM-R-like encoder (see the module docstring for the outputs).
 
     Build one from an encoder with [`OneAlignerModel.from_encoder`]; reload with `from_pretrained` /
-    `AutoModel.from_pretrained`. The text-level helpers (`encode`, `score_pairs`, `similarity_matrix`, `retrieve`,
-    `rerank`) take a `tokenizer=` argument or use the one attached by `from_encoder` / `attach_tokenizer`.
+    `AutoModel.from_pretrained`. The model holds no tokenizer: text goes through `bitext_hf.mining.onealigner`
+    (`similarity_matrix(model, tokenizer, sources, targets)`, ...) or through the tokenizer and `forward`.
     """
 
     def __init__(self, config: OneAlignerConfig, encoder: PreTrainedModel | None = None) -> None:
@@ -330,11 +355,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             self.register_buffer("idf_weights", torch.ones(config.encoder_config.vocab_size), persistent=True)
         else:
             self.idf_weights = None
-        self.tokenizer: Any = None
-        self._warned_truncation = False
         self.post_init()
-
-    # -- construction ------------------------------------------------------------------------------------------
 
     @classmethod
     def from_encoder(
@@ -343,8 +364,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         layer: int | None = None,
         *,
         drop_unused_layers: bool = True,
-        tokenizer: Any = None,
-        **config_kwargs: Any,
+        **config_kwargs: object,
     ) -> OneAlignerModel:
         """Wrap an encoder: a local path / hub id (pretrained weights), an encoder config (random init) or a model.
 
@@ -354,9 +374,12 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                 time and memory; ignored when an instantiated model is passed. Encoders that normalize their last
                 hidden state (xlm-roberta-xl, modernbert) keep one layer more, so that state `layer` stays
                 un-normalized as in the full model.
-            tokenizer: attached for the text helpers; by default loaded from the path when there is one.
             config_kwargs: other [`OneAlignerConfig`] fields.
         """
+        if "tokenizer" in config_kwargs:
+            raise OneAlignerInputError(
+                "OneAlignerModel keeps no tokenizer: pass it to the bitext_hf.mining.onealigner functions instead."
+            )
         encoder_model = None
         if isinstance(name_or_path_or_config, PreTrainedModel):
             encoder_model = name_or_path_or_config
@@ -393,26 +416,10 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                     )
                 except TypeError:
                     encoder_model = AutoModel.from_pretrained(name_or_path_or_config, config=encoder_config)
-                if tokenizer is None:
-                    try:
-                        tokenizer = AutoTokenizer.from_pretrained(name_or_path_or_config)
-                    except (OSError, ValueError):
-                        logger.info(
-                            "no tokenizer found next to %s; pass tokenizer= to the text helpers",
-                            name_or_path_or_config,
-                        )
             else:
                 encoder_model = AutoModel.from_config(encoder_config)
         config = OneAlignerConfig(encoder_config=encoder_model.config, layer=layer, **config_kwargs)
-        model = cls(config, encoder=encoder_model)
-        if tokenizer is not None:
-            model.attach_tokenizer(tokenizer)
-        return model
-
-    def attach_tokenizer(self, tokenizer: Any) -> OneAlignerModel:
-        """Remember the tokenizer used by the text-level helpers."""
-        self.tokenizer = tokenizer
-        return self
+        return cls(config, encoder=encoder_model)
 
     # -- tensor level --------------------------------------------------------------------------------------------
 
@@ -431,7 +438,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         """BERTScore token weights `(batch, length)`: 0 for padding and excluded ids, else 1 or the idf weight.
 
         A sentence left with no token (only special tokens) falls back to its attention mask, so its score is
-        defined; the text helpers refuse empty strings before that can happen.
+        defined; the text functions refuse empty strings before that can happen.
         """
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
@@ -444,21 +451,39 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             weights = weights * self.idf_weights.float()[input_ids]
         return weights
 
-    def _prepare(self, states: torch.Tensor, attention_mask: torch.Tensor, cosine: bool) -> torch.Tensor:
-        if self.config.similarity == "mean_pool":
-            pooled = mean_pool(states, attention_mask)
-            return F.normalize(pooled, dim=-1) if cosine else pooled
-        return F.normalize(states, dim=-1) if cosine else states
+    def _cosine(self, cosine: bool | None) -> bool:
+        """Paper 3.3: raw dot products in training, cosine in evaluation, unless the caller decides."""
+        if cosine is not None:
+            return cosine
+        return self.config.cosine_in_training if self.training else self.config.cosine_in_evaluation
 
-    def raw_similarity(
-        self,
-        source: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-        target: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    def features(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *, cosine: bool | None = None
+    ) -> OneAlignerFeatures:
+        """What `similarity` compares, for a padded batch (`cosine` defaults to the config's choice for the mode)."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        return self._features(self.token_states(input_ids, attention_mask), input_ids, attention_mask, cosine)
+
+    def _features(
+        self, states: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, cosine: bool | None
+    ) -> OneAlignerFeatures:
+        vectors = F.normalize(states, dim=-1) if self._cosine(cosine) else states
+        return OneAlignerFeatures(
+            vectors, self.token_weights(input_ids, attention_mask), mean_pool(states, attention_mask)
+        )
+
+    def similarity(
+        self, source: OneAlignerFeatures, target: OneAlignerFeatures, *, cosine: bool | None = None
     ) -> torch.Tensor:
-        """f between prepared (vectors, weights, attention mask) triples, `(n_source, n_target)`."""
+        """f between two padded batches of features, `(n_source, n_target)`: BERTScore F of the token vectors, or
+        with `similarity="mean_pool"` the dot product of the pooled vectors (L2-normalized when `cosine`)."""
         if self.config.similarity == "mean_pool":
-            return source[0] @ target[0].transpose(0, 1)
-        return bertscore_matrix(source[0], source[1], target[0], target[1])
+            source_pooled, target_pooled = source.pooled, target.pooled
+            if self._cosine(cosine):
+                source_pooled, target_pooled = F.normalize(source_pooled, dim=-1), F.normalize(target_pooled, dim=-1)
+            return source_pooled @ target_pooled.transpose(0, 1)
+        return bertscore_matrix(source.vectors, source.weights, target.vectors, target.weights)
 
     def normalize(self, raw_scores: torch.Tensor, *, training: bool | None = None) -> torch.Tensor:
         """Apply the configured in-batch normalization to a block of f (identity when normalization is off)."""
@@ -492,6 +517,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             attention_mask = torch.ones_like(input_ids)
         return_dict = self.config.return_dict if return_dict is None else return_dict
         source_states = self.token_states(input_ids, attention_mask)
+        source = self._features(source_states, input_ids, attention_mask, None)
         fields: dict[str, torch.Tensor | None] = {}
         if target_input_ids is not None:
             if target_attention_mask is None:
@@ -502,379 +528,36 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                     "targets."
                 )
             target_states = self.token_states(target_input_ids, target_attention_mask)
-            cosine = self.config.cosine_in_training if self.training else self.config.cosine_in_evaluation
-            source = (
-                self._prepare(source_states, attention_mask, cosine),
-                self.token_weights(input_ids, attention_mask),
-                attention_mask,
-            )
-            target = (
-                self._prepare(target_states, target_attention_mask, cosine),
-                self.token_weights(target_input_ids, target_attention_mask),
-                target_attention_mask,
-            )
-            raw_scores = self.raw_similarity(source, target)
+            target = self._features(target_states, target_input_ids, target_attention_mask, None)
+            raw_scores = self.similarity(source, target)
             scores = self.normalize(raw_scores)
             fields.update(
                 raw_scores=raw_scores,
                 scores=scores,
                 target_last_hidden_state=target_states,
-                target_sentence_embedding=mean_pool(target_states, target_attention_mask),
+                target_sentence_embedding=target.pooled,
             )
             if return_loss:
                 loss = contrastive_loss(scores, self.config.softmax_temperature, self.config.loss_type)
                 if self.config.pooled_loss_weight > 0:
                     loss = loss + self.config.pooled_loss_weight * pooled_contrastive_loss(
-                        mean_pool(source_states, attention_mask),
-                        fields["target_sentence_embedding"],
-                        self.config.pooled_loss_temperature,
+                        source.pooled, target.pooled, self.config.pooled_loss_temperature
                     )
                 fields["loss"] = loss
         elif return_loss:
             raise OneAlignerInputError("return_loss=True needs target_input_ids (the aligned target batch).")
         # Built in one call so that the tuple/key order is the field order (loss first).
-        output = OneAlignerOutput(
-            last_hidden_state=source_states, sentence_embedding=mean_pool(source_states, attention_mask), **fields
-        )
+        output = OneAlignerOutput(last_hidden_state=source_states, sentence_embedding=source.pooled, **fields)
         return output if return_dict else output.to_tuple()
 
-    # -- text level ----------------------------------------------------------------------------------------------
-
-    def _tokenizer(self, tokenizer: Any) -> Any:
-        tokenizer = tokenizer if tokenizer is not None else self.tokenizer
-        if tokenizer is None:
-            raise OneAlignerInputError(
-                "no tokenizer: pass tokenizer= or call model.attach_tokenizer(AutoTokenizer.from_pretrained(path))."
-            )
-        return tokenizer
-
-    def tokenize(self, sentences: Sequence[str], tokenizer: Any = None) -> list[list[int]]:
-        """Token ids with special tokens, truncated to `config.max_seq_length` (keeping the final EOS); warns once."""
-        tokenizer = self._tokenizer(tokenizer)
-        if isinstance(sentences, str):
-            raise OneAlignerInputError("expected a list of sentences, got a single string.")
-        for index, sentence in enumerate(sentences):
-            if not isinstance(sentence, str):
-                raise OneAlignerInputError(f"sentence {index} is a {type(sentence).__name__}, not a string.")
-            if not sentence.strip():
-                raise OneAlignerInputError(f"sentence {index} is empty: remove empty lines before scoring.")
-        encoded = tokenizer(list(sentences), add_special_tokens=True, truncation=False)["input_ids"]
-        limit = self.config.max_seq_length
-        too_long = sum(len(ids) > limit for ids in encoded)
-        if too_long and not self._warned_truncation:
-            logger.warning(
-                "%d sentence(s) exceed max_seq_length=%d tokens and are truncated (this warning is shown once).",
-                too_long,
-                limit,
-            )
-            self._warned_truncation = True
-        return [ids if len(ids) <= limit else [*ids[: limit - 1], ids[-1]] for ids in encoded]
-
-    def _pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        pad_id = self.config.encoder_config.pad_token_id
-        pad_id = 0 if pad_id is None else int(pad_id)
-        width = max(len(ids) for ids in sequences)
-        input_ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, ids in enumerate(sequences):
-            input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-            attention_mask[row, : len(ids)] = 1
-        return input_ids.to(self.device), attention_mask.to(self.device)
-
-    @torch.inference_mode()
-    def _encode_tokens(
-        self, sentences: Sequence[str], tokenizer: Any, batch_size: int
-    ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """Per sentence (cosine-ready token vectors or pooled vector, BERTScore weights, pooled vector), in order.
-
-        Batches are formed from length-sorted sentences so that padding costs little.
-        """
-        token_ids = self.tokenize(sentences, tokenizer)
-        order = sorted(range(len(token_ids)), key=lambda index: len(token_ids[index]))
-        encoded: list[Any] = [None] * len(token_ids)
-        cosine = self.config.cosine_in_evaluation
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
-            input_ids, attention_mask = self._pad([token_ids[index] for index in batch])
-            states = self.token_states(input_ids, attention_mask)
-            pooled = mean_pool(states, attention_mask).float()
-            vectors = F.normalize(states, dim=-1) if cosine else states
-            weights = self.token_weights(input_ids, attention_mask)
-            lengths = attention_mask.sum(1).tolist()
-            for row, index in enumerate(batch):
-                length = int(lengths[row])
-                encoded[index] = (vectors[row, :length].float(), weights[row, :length], pooled[row])
-        return encoded
-
-    def _stack(self, items: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, ...]:
-        """Pad per-sentence encodings into (vectors, weights, attention mask) for `raw_similarity`."""
-        cosine = self.config.cosine_in_evaluation
-        if self.config.similarity == "mean_pool":
-            pooled = torch.stack([item[2] for item in items])
-            return (F.normalize(pooled, dim=-1) if cosine else pooled), None, None
-        # pad_sequence copies in C++: a Python loop of row copies dominated the two-stage search.
-        vectors = pad_sequence([item[0] for item in items], batch_first=True)
-        weights = pad_sequence([item[1] for item in items], batch_first=True)
-        return vectors, weights, weights > 0
-
-    def _grouped_similarity(self, sources: Sequence[Any], targets: Sequence[Any], group: int = 64) -> torch.Tensor:
-        """f between two lists of per-sentence encodings, `(len(sources), len(targets))` float32.
-
-        BERTScore costs grow with the padded lengths, so both sides are cut into groups of similar length
-        (sorted by length) and every pair of groups is scored on its own; the scores do not depend on the grouping.
-        """
-        if self.config.similarity == "mean_pool":
-            return self.raw_similarity(self._stack(sources), self._stack(targets)).float()
-        source_order = sorted(range(len(sources)), key=lambda index: sources[index][0].shape[0])
-        target_order = sorted(range(len(targets)), key=lambda index: targets[index][0].shape[0])
-        source_groups = [source_order[start : start + group] for start in range(0, len(source_order), group)]
-        target_groups = [target_order[start : start + group] for start in range(0, len(target_order), group)]
-        stacked_targets = [self._stack([targets[index] for index in indices]) for indices in target_groups]
-        result = torch.empty((len(sources), len(targets)), dtype=torch.float32, device=self.device)
-        for source_indices in source_groups:
-            stacked_source = self._stack([sources[index] for index in source_indices])
-            rows = torch.as_tensor(source_indices, device=self.device).unsqueeze(1)
-            for target_indices, stacked_target in zip(target_groups, stacked_targets):
-                columns = torch.as_tensor(target_indices, device=self.device).unsqueeze(0)
-                result[rows, columns] = self.raw_similarity(stacked_source, stacked_target).float()
-        return result
-
-    @torch.inference_mode()
-    def encode(
-        self, sentences: Sequence[str], tokenizer: Any = None, batch_size: int = 64, normalize: bool = True
-    ) -> torch.Tensor:
-        """Mean-pooled layer-L sentence vectors `(n, hidden)` (L2-normalized by default): the first-stage index."""
-        encoded = self._encode_tokens(sentences, tokenizer, batch_size)
-        pooled = torch.stack([item[2] for item in encoded])
-        return F.normalize(pooled, dim=-1) if normalize else pooled
-
-    @torch.inference_mode()
-    def similarity_matrix(
-        self,
-        source_sentences: Sequence[str],
-        target_sentences: Sequence[str],
-        tokenizer: Any = None,
-        batch_size: int | None = None,
-        normalize: bool | None = None,
-    ) -> torch.Tensor:
-        """Evaluation scores for every source-target pair, `(n_source, n_target)` float32 on CPU.
-
-        Cosine similarities; in-batch normalization (when configured, or forced with `normalize`) is applied
-        per evaluation block of `batch_size` sources x `batch_size` targets, as the paper does at inference, so a
-        score depends only on its block.
-        """
-        matrix = torch.empty((len(source_sentences), len(target_sentences)), dtype=torch.float32)
-        start = 0
-        for rows in self._score_row_blocks(source_sentences, target_sentences, tokenizer, batch_size, normalize):
-            matrix[start : start + rows.shape[0]] = rows
-            start += rows.shape[0]
-        return matrix
-
-    def _score_row_blocks(
-        self,
-        source_sentences: Sequence[str],
-        target_sentences: Sequence[str],
-        tokenizer: Any,
-        batch_size: int | None,
-        normalize: bool | None,
-    ) -> Iterator[torch.Tensor]:
-        """`similarity_matrix` one block of `batch_size` source rows at a time, `(rows, n_target)` float32 on CPU."""
-        batch_size = batch_size or self.config.eval_batch_size
-        normalize = self.config.normalization if normalize is None else normalize
-        source = self._encode_tokens(source_sentences, tokenizer, batch_size)
-        target = self._encode_tokens(target_sentences, tokenizer, batch_size)
-        for source_start in range(0, len(source), batch_size):
-            source_block = source[source_start : source_start + batch_size]
-            rows = torch.empty((len(source_block), len(target)), dtype=torch.float32)
-            for target_start in range(0, len(target), batch_size):
-                raw = self._grouped_similarity(source_block, target[target_start : target_start + batch_size])
-                if normalize:
-                    raw = normalize_scores(raw, self.config.alpha, add_mean_term=False)
-                rows[:, target_start : target_start + raw.shape[1]] = raw.cpu()
-            yield rows
-
-    @torch.inference_mode()
-    def score_pairs(
-        self,
-        source_sentences: Sequence[str],
-        target_sentences: Sequence[str],
-        tokenizer: Any = None,
-        batch_size: int | None = None,
-        normalize: bool | None = None,
-    ) -> torch.Tensor:
-        """Scores of aligned pairs (source i with target i), `(n,)`.
-
-        With normalization, each consecutive block of `batch_size` pairs is normalized against itself (the pairs'
-        own sources and targets are the in-batch context), as in training and evaluation.
-        """
-        if len(source_sentences) != len(target_sentences):
-            raise OneAlignerInputError(
-                f"score_pairs needs aligned lists: {len(source_sentences)} sources vs {len(target_sentences)} targets."
-            )
-        batch_size = batch_size or self.config.eval_batch_size
-        normalize = self.config.normalization if normalize is None else normalize
-        source = self._encode_tokens(source_sentences, tokenizer, batch_size)
-        target = self._encode_tokens(target_sentences, tokenizer, batch_size)
-        scores = []
-        for start in range(0, len(source), batch_size):
-            if normalize:
-                raw = self._grouped_similarity(source[start : start + batch_size], target[start : start + batch_size])
-                scores.append(normalize_scores(raw, self.config.alpha, add_mean_term=False).diagonal().cpu())
-            else:
-                block = slice(start, start + batch_size)
-                own = torch.arange(len(source[block])).unsqueeze(1)
-                scores.append(self._candidate_scores(source[block], target[block], own, batch_size)[:, 0])
-        return torch.cat(scores) if scores else torch.empty(0)
-
-    @torch.inference_mode()
-    def retrieve(
-        self,
-        source_sentences: Sequence[str],
-        target_sentences: Sequence[str],
-        tokenizer: Any = None,
-        batch_size: int | None = None,
-        normalize: bool | None = None,
-    ) -> torch.Tensor:
-        """Top-1 target index for every source over the full score matrix, `(n_source,)` int64.
-
-        Row block by row block: only `batch_size` rows of the matrix exist at a time (the whole matrix is 1.6 GB
-        at 20k x 20k)."""
-        blocks = self._score_row_blocks(source_sentences, target_sentences, tokenizer, batch_size, normalize)
-        best = [rows.argmax(dim=1) for rows in blocks]
-        return torch.cat(best) if best else torch.empty(0, dtype=torch.long)
-
-    @torch.inference_mode()
-    def rerank(
-        self,
-        source_sentences: Sequence[str],
-        target_sentences: Sequence[str],
-        candidates: torch.Tensor,
-        tokenizer: Any = None,
-        batch_size: int | None = None,
-        normalize: bool | None = None,
-        normalization_sample: int | None = None,
-        seed: int = 0,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Second stage: BERTScore only for the given candidates, `candidates[i]` = target indices for source i.
-
-        In-batch normalization needs each source's mean score against a batch of targets and each target's mean
-        against a batch of sources; here that batch is a fixed random sample of `normalization_sample`
-        (default: `config.eval_batch_size`) sentences of the other side, so that the terms estimate the same
-        quantity as in-batch normalization at that batch size, at the cost of n x sample pairs instead of n^2.
-
-        Returns:
-            `(scores, indices)`, both `(n_source, k)`, sorted by decreasing score; `indices` are target indices.
-        """
-        batch_size = batch_size or self.config.eval_batch_size
-        source = self._encode_tokens(source_sentences, tokenizer, batch_size)
-        target = self._encode_tokens(target_sentences, tokenizer, batch_size)
-        return self._rerank_encoded(source, target, candidates, batch_size, normalize, normalization_sample, seed)
-
-    def _rerank_encoded(
-        self,
-        source: Sequence[Any],
-        target: Sequence[Any],
-        candidates: torch.Tensor,
-        batch_size: int,
-        normalize: bool | None,
-        normalization_sample: int | None,
-        seed: int,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """`rerank` on encodings from `_encode_tokens` (lets the two-stage search encode each sentence once)."""
-        candidates = torch.as_tensor(candidates, dtype=torch.long).cpu()
-        if candidates.ndim != 2 or candidates.shape[0] != len(source):
-            raise OneAlignerInputError(
-                f"candidates must be (n_source, k) = ({len(source)}, k), got {tuple(candidates.shape)}."
-            )
-        if candidates.numel() and (candidates.min() < 0 or candidates.max() >= len(target)):
-            raise OneAlignerInputError("candidates hold target indices outside [0, n_target).")
-        normalize = self.config.normalization if normalize is None else normalize
-        n_source = candidates.shape[0]
-        raw = self._candidate_scores(source, target, candidates, batch_size)
-        if normalize:
-            sample_size = normalization_sample or self.config.eval_batch_size
-            generator = torch.Generator().manual_seed(seed)
-            target_sample = torch.randperm(len(target), generator=generator)[: min(sample_size, len(target))]
-            source_sample = torch.randperm(len(source), generator=generator)[: min(sample_size, len(source))]
-            row_means = self._mean_against(source, torch.arange(n_source), target, target_sample, batch_size)
-            used_targets = torch.unique(candidates)
-            column_means = torch.zeros(len(target))
-            column_means[used_targets] = self._mean_against(target, used_targets, source, source_sample, batch_size)
-            raw = raw - self.config.alpha * (row_means.unsqueeze(1) + column_means[candidates])
-        scores, order = raw.sort(dim=1, descending=True)
-        return scores, candidates.gather(1, order)
-
-    def _candidate_scores(
-        self, source: Sequence[Any], target: Sequence[Any], candidates: torch.Tensor, batch_size: int
-    ) -> torch.Tensor:
-        """f of every source i against its candidates `candidates[i]`, `(n_source, k)` float32 on CPU."""
-        n_source, k = candidates.shape
-        scores = torch.empty((n_source, k), dtype=torch.float32)
-        if not n_source or not k:
-            return scores
-        if self.config.similarity == "mean_pool":
-            sources = self._stack(source)[0]
-            targets = self._stack(target)[0]
-            for start in range(0, n_source, batch_size):
-                rows = candidates[start : start + batch_size].to(targets.device)
-                block = (sources[start : start + batch_size].unsqueeze(1) * targets[rows]).sum(-1)
-                scores[start : start + batch_size] = block.float().cpu()
-            return scores
-        # Every target is padded and augmented (`_with_mask_columns`) once; each chunk of sources gathers its
-        # candidates into one reused buffer. Fresh per-chunk copies cost more than the scoring itself, mostly in page
-        # faults of new allocations (63 sources x 64 candidates, one thread: gather 46 ms + augmentation 62 ms
-        # against a 16 ms product; into the reused buffer the gather takes 11 ms). 20k x 64 pairs: 18.3 s -> 8.8 s.
-        target_vectors, target_weights, _ = self._stack(target)
-        # Each source sentence's largest token norm as a 1-d "vector": no copy of every source token is needed.
-        source_norms = torch.stack([item[0].norm(dim=-1).amax() for item in source]).unsqueeze(-1)
-        penalty = _mask_penalty(source_norms, target_vectors)
-        target_augmented = _augment(target_vectors, target_weights, penalty, source=False)
-        target_lengths = torch.as_tensor([item[0].shape[0] for item in target])
-        full_length, width = target_augmented.shape[1:]
-        # Sources sorted by length, a chunk at a time, each padded only to its own longest sentences; a chunk
-        # gathers about 2^24 candidate elements.
-        order = sorted(range(n_source), key=lambda index: source[index][0].shape[0])
-        chunk = max(1, min(n_source, _MAX_SIMILARITY_ELEMENTS // (k * full_length * width)))
-        buffer = torch.empty(chunk * k * full_length * width, dtype=target_augmented.dtype, device=self.device)
-        for start in range(0, n_source, chunk):
-            rows = order[start : start + chunk]
-            vectors, weights, _ = self._stack([source[index] for index in rows])
-            chosen = candidates[rows]
-            length = int(target_lengths[chosen].max())
-            flat = chosen.reshape(-1).to(target_augmented.device)
-            gathered = buffer[: flat.numel() * length * width].view(flat.numel(), length, width)
-            torch.index_select(target_augmented[:, :length], 0, flat, out=gathered)
-            values = _bertscore_augmented_candidates(
-                _augment(vectors, weights, penalty, source=True),
-                weights,
-                gathered.view(len(rows), k, length, width),
-                target_weights[:, :length][flat].view(len(rows), k, length),
-            )
-            scores[torch.as_tensor(rows)] = values.float().cpu()
-        return scores
-
-    def _mean_against(
-        self,
-        queries: Sequence[Any],
-        query_indices: torch.Tensor,
-        others: Sequence[Any],
-        other_sample: torch.Tensor,
-        batch_size: int,
-    ) -> torch.Tensor:
-        """Mean f of each selected query sentence against the sampled sentences of the other side."""
-        sampled = [others[int(index)] for index in other_sample]
-        means = []
-        for start in range(0, len(query_indices), batch_size):
-            block = [queries[int(index)] for index in query_indices[start : start + batch_size]]
-            means.append(self._grouped_similarity(block, sampled).mean(dim=1).cpu())
-        return torch.cat(means) if means else torch.empty(0)
-
     @torch.no_grad()
-    def fit_idf(self, sentences: Sequence[str], tokenizer: Any = None) -> torch.Tensor:
-        """Set the idf weights from a reference corpus: idf(w) = log((M + 1) / (df(w) + 1)) (BERTScore's)."""
+    def fit_idf(self, token_ids: Sequence[Sequence[int]]) -> torch.Tensor:
+        """Set the idf weights from a tokenized reference corpus: idf(w) = log((M + 1) / (df(w) + 1)) (BERTScore's).
+
+        `bitext_hf.mining.onealigner.fit_idf(model, tokenizer, texts)` tokenizes texts for it.
+        """
         if self.idf_weights is None:
             raise OneAlignerConfigError("this model was built with use_idf=False: rebuild it with use_idf=True.")
-        token_ids = self.tokenize(sentences, tokenizer)
         document_frequency = torch.zeros_like(self.idf_weights, dtype=torch.float64, device="cpu")
         for ids in token_ids:
             document_frequency[torch.as_tensor(sorted(set(ids)), dtype=torch.long)] += 1.0

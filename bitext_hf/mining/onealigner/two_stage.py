@@ -1,5 +1,5 @@
 """Two-stage OneAligner retrieval for large candidate sets: a cheap first stage proposes the top-K targets of every
-source, BERTScore with in-batch normalization re-ranks only those (:meth:`OneAlignerModel.rerank`).
+source, BERTScore with in-batch normalization re-ranks only those (:func:`bitext_hf.mining.onealigner.rerank`).
 
 The full BERTScore matrix costs n_source x n_target token-level comparisons. Two first stages:
 
@@ -13,8 +13,6 @@ The full BERTScore matrix costs n_source x n_target token-level comparisons. Two
   through :func:`bitext_hf.mining.knn_search`. Cheaper, but a sentence vector loses the token matches BERTScore
   relies on: with the small encoder of ``benchmarks/bench_onealigner.py`` it misses the full matrix's top-1 far
   more often (see benchmarks/README.md).
-
-Not shipped as remote code: it depends on :mod:`bitext_hf.mining`.
 """
 
 from __future__ import annotations
@@ -25,10 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from bitext_hf.mining import ivf_index, knn_search
-from bitext_hf.modeling.onealigner.modeling_onealigner import OneAlignerInputError, OneAlignerModel
+from bitext_hf.mining.knn import ivf_index, knn_search
+from bitext_hf.mining.onealigner.scoring import OneAlignerUsageError, encode_tokens, rerank_encoded
+from bitext_hf.modeling.onealigner.modeling_onealigner import OneAlignerFeatures, OneAlignerModel
 
-__all__ = ["token_candidates", "two_stage_retrieve"]
+__all__ = ["FIRST_STAGES", "token_candidates", "two_stage_retrieve"]
 
 FIRST_STAGES = ("tokens", "pooled")
 # Above this many query-token x target-token products the token search uses an IVF index instead of exact products.
@@ -39,6 +38,7 @@ TOKEN_CHUNK = 65_536
 
 def two_stage_retrieve(
     model: OneAlignerModel,
+    tokenizer: Any,
     source_sentences: Sequence[str],
     target_sentences: Sequence[str],
     *,
@@ -46,7 +46,6 @@ def two_stage_retrieve(
     first_stage: str = "tokens",
     token_neighbours: int = 64,
     nprobe: int = 2,
-    tokenizer: Any = None,
     batch_size: int | None = None,
     normalize: bool | None = None,
     normalization_sample: int | None = None,
@@ -56,6 +55,7 @@ def two_stage_retrieve(
     """Rank targets for every source: a first stage proposes ``top_k`` targets, BERTScore re-ranks those only.
 
     Args:
+        tokenizer: the model's tokenizer (the model keeps none).
         top_k: candidates per source that the second stage scores (its cost is n_source x top_k BERTScore pairs).
         first_stage: ``"tokens"`` (token-level neighbours, see the module docstring) or ``"pooled"`` (mean-pooled
             sentence vectors).
@@ -70,42 +70,43 @@ def two_stage_retrieve(
         the top-1 retrieval.
     """
     if top_k < 1:
-        raise OneAlignerInputError(f"top_k must be >= 1, got {top_k}.")
+        raise OneAlignerUsageError(f"top_k must be >= 1, got {top_k}.")
     if first_stage not in FIRST_STAGES:
-        raise OneAlignerInputError(f"first_stage must be one of {FIRST_STAGES}, got {first_stage!r}.")
+        raise OneAlignerUsageError(f"first_stage must be one of {FIRST_STAGES}, got {first_stage!r}.")
     if not len(source_sentences) or not len(target_sentences):
-        raise OneAlignerInputError("two_stage_retrieve needs at least one source and one target sentence.")
+        raise OneAlignerUsageError("two_stage_retrieve needs at least one source and one target sentence.")
     batch_size = batch_size or model.config.eval_batch_size
     # Each sentence is encoded once: its pooled vector feeds the kNN, its token vectors the re-ranking.
-    source = model._encode_tokens(source_sentences, tokenizer, batch_size)
-    target = model._encode_tokens(target_sentences, tokenizer, batch_size)
+    source = encode_tokens(model, tokenizer, source_sentences, batch_size)
+    target = encode_tokens(model, tokenizer, target_sentences, batch_size)
     if first_stage == "pooled" or model.config.similarity == "mean_pool":
         _, candidates = knn_search(_pooled(source), _pooled(target), top_k, backend=knn_backend)
     else:
         candidates = token_candidates(
             source, target, top_k, token_neighbours=token_neighbours, nprobe=nprobe, knn_backend=knn_backend, seed=seed
         )
-    scores, indices = model._rerank_encoded(
+    scores, indices = rerank_encoded(
+        model,
         source,
         target,
         torch.from_numpy(np.asarray(candidates, dtype=np.int64)),
-        batch_size,
-        normalize,
-        normalization_sample,
-        seed,
+        batch_size=batch_size,
+        normalize=normalize,
+        normalization_sample=normalization_sample,
+        seed=seed,
     )
     return scores.numpy().astype(np.float32), indices.numpy().astype(np.int64)
 
 
-def _pooled(encoded: Sequence[Any]) -> np.ndarray:
-    """L2-normalized mean-pooled vectors (what ``OneAlignerModel.encode`` returns) as contiguous float32."""
-    vectors = torch.nn.functional.normalize(torch.stack([item[2] for item in encoded]), dim=-1)
+def _pooled(encoded: Sequence[OneAlignerFeatures]) -> np.ndarray:
+    """L2-normalized mean-pooled vectors (what ``bitext_hf.mining.onealigner.encode`` returns), contiguous float32."""
+    vectors = torch.nn.functional.normalize(torch.stack([item.pooled for item in encoded]), dim=-1)
     return np.ascontiguousarray(vectors.cpu().numpy(), dtype=np.float32)
 
 
 def token_candidates(
-    source: Sequence[Any],
-    target: Sequence[Any],
+    source: Sequence[OneAlignerFeatures],
+    target: Sequence[OneAlignerFeatures],
     top_k: int,
     *,
     token_neighbours: int = 64,
@@ -123,12 +124,12 @@ def token_candidates(
     target). Sources with fewer than ``top_k`` targets that gained are topped up from the mean-pooled kNN.
 
     Args:
-        source, target: per-sentence encodings from ``OneAlignerModel._encode_tokens``.
+        source, target: per-sentence features from :func:`bitext_hf.mining.onealigner.encode_tokens`.
 
     Returns:
         int64 ``(n_source, min(top_k, n_target))`` target indices, best first, no repeats within a row.
     """
-    from bitext_hf.modeling.onealigner._token_gain import gain_topk  # numba: loaded on first use only
+    from bitext_hf.mining.onealigner._token_gain import gain_topk  # numba: loaded on first use only
 
     n_target = len(target)
     top_k = min(top_k, n_target)
@@ -178,7 +179,7 @@ def token_candidates(
     return candidates
 
 
-def _content_tokens(encoded: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _content_tokens(encoded: Sequence[OneAlignerFeatures]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Token vectors with a positive BERTScore weight, their sentence index and weight (summing to 1 a sentence)."""
     vectors, owners, weights = [], [], []
     for index, (states, token_weights, _) in enumerate(encoded):
