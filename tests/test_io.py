@@ -53,11 +53,27 @@ def test_fifo_is_written_directly_not_replaced(tmp_path):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and leftovers(tmp_path) == []
 
 
-def test_dev_null_stays_a_character_device():
-    before = os.stat("/dev/null")
-    with atomic_output("/dev/null", "wb") as handle:
+def char_device(folder, name: str, minor: int) -> str:
+    """A private copy of /dev/null (minor 3) or /dev/full (minor 7) in ``folder``: these tests are also run against
+    old code to see them fail, and as root the old code replaced the system's /dev/null and /dev/full."""
+    path = os.path.join(folder, name)
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+        with open(path, "wb"):
+            pass  # a folder mounted nodev refuses to open device nodes
+    except OSError:
+        if os.geteuid() == 0:
+            pytest.skip("cannot create a device node here, and the real one must not be put at risk as root")
+        return f"/dev/{name}"  # a user who cannot create device nodes cannot replace the real ones either
+    return path
+
+
+def test_char_device_stays_a_character_device(tmp_path):
+    null = char_device(tmp_path, "null", 3)
+    before = os.stat(null)
+    with atomic_output(null, "wb") as handle:
         handle.write(b"x" * 1000)
-    after = os.stat("/dev/null")
+    after = os.stat(null)
     assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
 
 
@@ -150,10 +166,12 @@ def test_leftover_of_a_killed_run_is_removed_by_the_next_write(tmp_path):
     assert not stale.exists() and alive.exists() and other.exists()
 
 
-def test_full_disk_raises_output_write_error():
-    full = pytest.raises(OutputWriteError, match=r"^/dev/full: no space left on device")
-    with full, atomic_output("/dev/full") as handle:
+def test_full_disk_raises_output_write_error(tmp_path):
+    path = char_device(tmp_path, "full", 7)
+    full = pytest.raises(OutputWriteError, match=r"^\S*full: no space left on device")
+    with full, atomic_output(path) as handle:
         handle.write("x" * 100_000)
+    assert stat.S_ISCHR(os.stat(path).st_mode)
 
 
 def test_full_disk_on_regular_file_leaves_nothing(tmp_path):
@@ -210,8 +228,7 @@ def test_check_output_path_refuses_an_unwritable_folder(tmp_path, monkeypatch):
 
 def test_check_output_path_accepts_stdout_and_devices(tmp_path):
     check_output_path("-", inputs=["-"])
-    check_output_path("/dev/null", inputs=["/dev/null"])
-    assert os.listdir(tmp_path) == []
+    check_output_path("/dev/null", inputs=["/dev/null"])  # no write: the real device is safe here
     check_output_path(tmp_path / "out.txt")
     assert os.listdir(tmp_path) == []  # the probe leaves nothing
 
