@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import json
+import lzma
+import subprocess
+import sys
 
+import numpy as np
 import pytest
+import zstandard
 
 from bitext_hf.data import (
     DataValidationError,
@@ -13,12 +21,14 @@ from bitext_hf.data import (
     find_catalogs,
     gettext_pairs,
     read_bucc,
+    read_embeddings,
     read_gettext,
     read_lines,
     read_moses,
     read_mteb,
     read_tsv_pairs,
 )
+from bitext_hf.errors import UsageError
 
 
 def write(path, data: bytes | str):
@@ -45,6 +55,54 @@ def test_read_lines_handles_bom_crlf_and_final_newline(tmp_path):
 def test_read_lines_rejects_bad_input_naming_file_and_line(tmp_path, data, message):
     with pytest.raises(DataValidationError, match=message):
         read_lines(write(tmp_path / "a.txt", data))
+
+
+def test_read_lines_cr_only_file_is_one_sentence_a_line(tmp_path):
+    # Classic-Mac line ends were read as one giant sentence.
+    assert read_lines(write(tmp_path / "mac.txt", b"Hello world\rZweite Zeile\rDritte\r")) == [
+        "Hello world",
+        "Zweite Zeile",
+        "Dritte",
+    ]
+    assert read_lines(write(tmp_path / "mixed.txt", b"a\r\nb\rc\nd")) == ["a", "b", "c", "d"]
+    with pytest.raises(DataValidationError, match=r"cr\.txt:2: empty line"):
+        read_lines(write(tmp_path / "cr.txt", b"a\r\rc\r"))
+
+
+def test_read_lines_splits_only_on_line_ends(tmp_path):
+    # \v, \f, \x1c and U+2028 sit inside sentences (str.splitlines would split there and shift line numbers)
+    path = write(tmp_path / "a.txt", "one\x0btwo\x0cthree\x1c\u2028four\nfive\n")
+    assert read_lines(path) == ["one\x0btwo\x0cthree\x1c\u2028four", "five"]
+
+
+def test_read_lines_tolerates_one_trailing_empty_line(tmp_path):
+    assert read_lines(write(tmp_path / "a.txt", "Hello\nWorld\n\n")) == ["Hello", "World"]
+    assert read_lines(write(tmp_path / "b.txt", "Hello\r\nWorld\r\n \r\n")) == ["Hello", "World"]
+    with pytest.raises(DataValidationError, match=r"c\.txt:3: empty line"):
+        read_lines(write(tmp_path / "c.txt", "Hello\nWorld\n\n\n"))
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".bz2", ".zst"])
+def test_read_lines_compressed(tmp_path, suffix):
+    compress = {".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress}.get(
+        suffix, zstandard.ZstdCompressor().compress
+    )
+    path = write(tmp_path / f"c.de{suffix}", compress(b"Hallo\nJa\n"))
+    assert read_lines(path) == ["Hallo", "Ja"]
+    write(tmp_path / f"bad{suffix}", compress(b"Hallo\n\nJa\n"))
+    with pytest.raises(DataValidationError, match=rf"bad\{suffix}:2: empty line"):
+        read_lines(tmp_path / f"bad{suffix}")
+
+
+def test_read_lines_from_stdin(tmp_path):
+
+    script = "import sys; from bitext_hf.data import read_lines; print(read_lines(sys.argv[1]))"
+    result = subprocess.run(
+        [sys.executable, "-c", script, "-"], input=b"Hallo\r\nJa\r\n", capture_output=True, timeout=120
+    )
+    assert result.stdout.decode().strip() == "['Hallo', 'Ja']", result.stderr
+    result = subprocess.run([sys.executable, "-c", script, "-"], input=b"a\n\nb\n", capture_output=True, timeout=120)
+    assert "<stdin>:2: empty line" in result.stderr.decode()
 
 
 def test_read_lines_missing_file(tmp_path):
@@ -75,12 +133,12 @@ def test_mteb_jsonl_parquet_and_saved_dataset(tmp_path):
 
     rows = [{"sentence1": "Hello", "sentence2": "Hallo"}, {"sentence1": "Yes", "sentence2": "Ja"}]
     jsonl = write(tmp_path / "t.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
-    task = read_mteb(jsonl)
+    task = read_mteb(jsonl)["default"]
     assert (task.sources, task.targets, task.gold) == (["Hello", "Yes"], ["Hallo", "Ja"], [(0, 0), (1, 1)])
     datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "t.parquet"))
-    assert read_mteb(tmp_path / "t.parquet").targets == ["Hallo", "Ja"]
+    assert read_mteb(tmp_path / "t.parquet")["default"].targets == ["Hallo", "Ja"]
     datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "saved"))
-    assert read_mteb(tmp_path / "saved").sources == ["Hello", "Yes"]
+    assert read_mteb(tmp_path / "saved")["default"].sources == ["Hello", "Yes"]
 
 
 def test_mteb_gold_column_is_one_based(tmp_path):
@@ -88,7 +146,7 @@ def test_mteb_gold_column_is_one_based(tmp_path):
         {"sentence1": "a", "sentence2": "x", "gold": [[1, 2], [2, 1]]},
         {"sentence1": "b", "sentence2": "y", "gold": []},
     ]
-    task = read_mteb(write(tmp_path / "g.jsonl", "\n".join(json.dumps(r) for r in rows)))
+    task = read_mteb(write(tmp_path / "g.jsonl", "\n".join(json.dumps(r) for r in rows)))["default"]
     assert task.gold == [(0, 1), (1, 0)] and not task.is_aligned
 
 
@@ -151,3 +209,96 @@ def test_clean_message_and_deduplicate():
     assert clean_message("  Save &As…\n now ") == "Save As… now"
     assert clean_message("Fish && Chips") == "Fish & Chips"
     assert deduplicate(["a", "b", "a", "c", "b"]) == (["a", "b", "c"], [0, 1, 0, 2, 1])
+
+
+def _npy(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def test_read_embeddings_memory_maps_a_2d_array(tmp_path):
+
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    loaded = read_embeddings(write(tmp_path / "e.npy", _npy(array)))
+    assert isinstance(loaded, np.memmap) and np.array_equal(loaded, array)
+
+    assert np.array_equal(read_embeddings(write(tmp_path / "e.npy.gz", gzip.compress(_npy(array)))), array)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (lambda: b"", r"e\.npy: empty file \(0 bytes\)"),
+        (lambda: _npy(np.ones((3, 4), np.float32))[:-10], r"e\.npy: truncated"),
+        (lambda: _npy(np.ones((3, 4), np.float32))[:40], r"e\.npy: truncated"),
+        (lambda: _npy(np.array([{"a": 1}], dtype=object)), r"e\.npy: holds pickled Python objects"),
+        (lambda: _npy(np.array([["a", "b"]])), r"e\.npy: dtype <U1 is not numeric"),
+        (lambda: _npy(np.ones(4, np.float32)), r"e\.npy: expected a 2-D array .* shape \(4,\)"),
+        (lambda: _npy(np.ones((0, 4), np.float32)), r"e\.npy: no embeddings"),
+        (lambda: b"Hello\nWorld\n", r"e\.npy: not a \.npy file"),
+    ],
+)
+def test_read_embeddings_rejects_bad_files(tmp_path, data, message):
+    with pytest.raises(DataValidationError, match=message):
+        read_embeddings(write(tmp_path / "e.npy", data()))
+
+
+def test_mteb_one_task_per_subset(tmp_path):
+    rows = [
+        {"lang": "deu-eng", "sentence1": "Hallo", "sentence2": "Hello"},
+        {"lang": "fra-eng", "sentence1": "Bonjour", "sentence2": "Hello"},
+        {"lang": "deu-eng", "sentence1": "Ja", "sentence2": "Yes"},
+    ]
+    path = write(tmp_path / "t.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    tasks = read_mteb(path)
+    assert list(tasks) == ["deu-eng", "fra-eng"]
+    assert (tasks["deu-eng"].sources, tasks["deu-eng"].name) == (["Hallo", "Ja"], "t/deu-eng")
+    assert tasks["fra-eng"].gold == [(0, 0)]
+    assert list(read_mteb(path, subset="fra-eng")) == ["fra-eng"]
+    with pytest.raises(UsageError, match=r"no subset 'xx'; valid subsets: deu-eng, fra-eng"):
+        read_mteb(path, subset="xx")
+    with pytest.raises(UsageError, match=r"valid subsets: default"):
+        read_mteb(write(tmp_path / "d.jsonl", json.dumps({"sentence1": "a", "sentence2": "b"})), subset="deu-eng")
+
+
+def test_mteb_columns_map_flores_names(tmp_path):
+    rows = [{"sentence_eng_Latn": "Hello", "sentence_deu_Latn": "Hallo", "id": 1}]
+    path = write(tmp_path / "flores.jsonl", "\n".join(json.dumps(r) for r in rows))
+    task = read_mteb(path, columns=("sentence_deu_Latn", "sentence_eng_Latn"))["default"]
+    assert (task.sources, task.targets) == (["Hallo"], ["Hello"])
+    with pytest.raises(UsageError, match=r"no column\(s\) sentence_fra_Latn .* found sentence_eng_Latn"):
+        read_mteb(path, columns=("sentence_fra_Latn", "sentence_eng_Latn"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"sentence1": "a", "sentence2": "b"}\n["a", "b"]\n',
+            r"m\.jsonl:2: expected a JSON object per row, got list",
+        ),
+        ('"just a string"\n', r"m\.jsonl:1: expected a JSON object"),
+        ('{"sentence1": "a", "sentence2": "b"}\n{"sentence1": "c"}\n', r"m\.jsonl:2: empty or missing sentence2"),
+        ('{"sentence1": "a", "sentence2": "x", "gold": [1, 2]}\n', r"m\.jsonl:1: gold must be a list of \[i, j\]"),
+        ('{"sentence1": "a", "sentence2": "x", "gold": [[1, "b"]]}\n', r"m\.jsonl:1: gold must be"),
+        ('{"sentence1": "a", "sentence2": "x", "gold": "oops"}\n', r"m\.jsonl:1: gold must be"),
+        (
+            '{"sentence1": "a", "sentence2": "x"}\n{"sentence1": "b", "gold": [[1, 3]]}\n',
+            r"m\.jsonl:2: gold pair \(1, 3\) out of range",
+        ),
+    ],
+)
+def test_mteb_bad_rows_name_file_and_line(tmp_path, text, message):
+    with pytest.raises(DataValidationError, match=message):
+        read_mteb(write(tmp_path / "m.jsonl", text))
+
+
+def test_mteb_csv_with_bom_and_gold_text(tmp_path):
+    path = write(tmp_path / "t.csv", b'\xef\xbb\xbfsentence1,sentence2\r\nHello,Hallo\r\n"Yes, indeed",Ja\r\n')
+    task = read_mteb(path)["default"]
+    assert (task.sources, task.targets) == (["Hello", "Yes, indeed"], ["Hallo", "Ja"])
+    gold = write(tmp_path / "g.csv", 'sentence1,sentence2,gold\na,x,"[[1, 2], [2, 1]]"\nb,y,\n')
+    assert read_mteb(gold)["default"].gold == [(0, 1), (1, 0)]
+    with pytest.raises(DataValidationError, match=r"bad\.csv:3: empty or missing sentence2"):
+        read_mteb(write(tmp_path / "bad.csv", "sentence1,sentence2\na,b\nc\n"))

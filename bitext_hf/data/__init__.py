@@ -3,8 +3,10 @@ filters; the pair collator is `bitext_hf.data.collators`, imported on its own be
 
 from __future__ import annotations
 
+from bitext_hf.data.embeddings import read_embeddings
 from bitext_hf.data.filters import drop_overlap, filter_pairs, min_tokens, min_words, split_held_out
 from bitext_hf.data.gettext import clean_message, find_catalogs, gettext_pairs, read_gettext
+from bitext_hf.data.mteb import read_mteb
 from bitext_hf.data.readers import (
     DEFAULT_MAX_LINE_CHARS,
     BitextTask,
@@ -13,7 +15,6 @@ from bitext_hf.data.readers import (
     read_bucc,
     read_lines,
     read_moses,
-    read_mteb,
     read_tsv_pairs,
 )
 from bitext_hf.data.samplers import (
@@ -45,6 +46,7 @@ __all__ = [
     "min_words",
     "parse_spec",
     "read_bucc",
+    "read_embeddings",
     "read_gettext",
     "read_lines",
     "read_moses",

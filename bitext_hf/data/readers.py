@@ -1,32 +1,36 @@
 """Readers for the corpus formats of the field. Each validates its input and fails with one line naming the file
 (and line) of the problem, before any work is done on it.
 
-Formats: plain text (a sentence a line), TSV pairs, Moses-style parallel files (two aligned plain-text files), the
-MTEB bitext-mining format (columns ``sentence1`` / ``sentence2``, optional ``gold``), BUCC files
-(``id<TAB>sentence`` plus a gold file of ``src_id<TAB>tgt_id`` lines).
+Formats: plain text (a sentence a line), TSV pairs, Moses-style parallel files (two aligned plain-text files), BUCC
+files (``id<TAB>sentence`` plus a gold file of ``src_id<TAB>tgt_id`` lines); the MTEB format is in ``mteb.py``,
+``.npy`` embeddings in ``embeddings.py``. Every input may be ``-`` (stdin), a pipe or a compressed file
+(``bitext_hf.io.open_input``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bitext_hf.errors import DataValidationError
+from bitext_hf.io import read_input_bytes
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
     "BitextTask",
     "DataValidationError",
+    "decode_text",
     "deduplicate",
+    "display_name",
     "read_bucc",
     "read_lines",
     "read_moses",
-    "read_mteb",
     "read_tsv_pairs",
+    "split_lines",
 ]
 
 logger = logging.getLogger(__name__)
@@ -36,41 +40,61 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_LINE_CHARS = 10_000
 
 
-def _decode_lines(path: Path, *, max_chars: int, allow_empty_lines: bool) -> list[str]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataValidationError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataValidationError(f"{path}: is a directory, expected a text file") from None
+# Line breaks are \r\n, \n and a lone \r (classic Mac files), nothing else: str.splitlines would also split on \v,
+# \f, \x1c-\x1e, \x85, \u2028 and \u2029, which can sit inside a sentence, and shift every later line number.
+_BREAK = re.compile(r"\r\n|\r|\n")
+_BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
+
+
+def display_name(path: str | os.PathLike) -> str:
+    """How messages name an input: the path as given, ``<stdin>`` for ``-``."""
+    return "<stdin>" if os.fspath(path) == "-" else os.fspath(path)
+
+
+def decode_text(path: str | os.PathLike) -> str:
+    """The whole input (see ``bitext_hf.io.open_input``) as UTF-8 text without a BOM; empty input, NUL bytes and
+    invalid UTF-8 raise ``DataValidationError`` naming the file and line."""
+    name = display_name(path)
+    raw = read_input_bytes(path)
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
-        raise DataValidationError(f"{path}: file is empty")
+        raise DataValidationError(f"{name}: file is empty")
     if b"\x00" in raw:
-        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
-        raise DataValidationError(f"{path}:{line}: NUL byte; this looks like a binary file, not UTF-8 text")
+        line = len(_BREAK_BYTES.split(raw[: raw.index(b"\x00")]))
+        raise DataValidationError(f"{name}:{line}: NUL byte; this looks like a binary file, not UTF-8 text")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
+        line = len(_BREAK_BYTES.split(raw[: error.start]))
         raise DataValidationError(
-            f"{path}:{line}: invalid UTF-8 (byte 0x{raw[error.start]:02x}); convert the file to UTF-8, "
+            f"{name}:{line}: invalid UTF-8 (byte 0x{raw[error.start]:02x}); convert the file to UTF-8, "
             "e.g. `iconv -f latin1 -t utf-8`"
         ) from None
-    lines = text.split("\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of a text, broken at \\r\\n, \\n or a lone \\r; a final line break ends the last line."""
+    lines = _BREAK.split(text)
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line, it does not start a new one
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
+
+
+def _decode_lines(path: str | os.PathLike, *, max_chars: int, allow_empty_lines: bool) -> list[str]:
+    name = display_name(path)
+    lines = split_lines(decode_text(path))
+    if not allow_empty_lines and lines and not lines[-1].strip():
+        lines.pop()  # one empty line at the end of a file is common and harmless: no sentence is shifted
     for number, line in enumerate(lines, start=1):
         if len(line) > max_chars:
             raise DataValidationError(
-                f"{path}:{number}: line of {len(line)} characters exceeds the limit of {max_chars} "
+                f"{name}:{number}: line of {len(line)} characters exceeds the limit of {max_chars} "
                 "(raise it with --max-line-chars if this is intended)"
             )
         if not allow_empty_lines and not line.strip():
             raise DataValidationError(
-                f"{path}:{number}: empty line; every line must hold a sentence (line numbers are sentence ids)"
+                f"{name}:{number}: empty line; every line must hold a sentence (line numbers are sentence ids)"
             )
     return lines
 
@@ -78,8 +102,13 @@ def _decode_lines(path: Path, *, max_chars: int, allow_empty_lines: bool) -> lis
 def read_lines(
     path: str | os.PathLike, *, max_chars: int = DEFAULT_MAX_LINE_CHARS, allow_empty_lines: bool = False
 ) -> list[str]:
-    """Read a plain-text file with one sentence per line (UTF-8, no NUL bytes, no empty or overlong lines)."""
-    return _decode_lines(Path(path), max_chars=max_chars, allow_empty_lines=allow_empty_lines)
+    """Read a plain-text file with one sentence per line (UTF-8, no NUL bytes, no empty or overlong lines).
+
+    ``path`` may be ``-`` (stdin), a pipe or a ``.gz`` / ``.xz`` / ``.bz2`` / ``.zst`` file; lines end with
+    ``\\n``, ``\\r\\n`` or a lone ``\\r``. One empty line at the end of the file is ignored; any other empty
+    line is an error naming it, because line numbers are the alignment.
+    """
+    return _decode_lines(path, max_chars=max_chars, allow_empty_lines=allow_empty_lines)
 
 
 def read_tsv_pairs(
@@ -96,7 +125,7 @@ def read_tsv_pairs(
         skip_header (bool, optional): drop the first line; by default, a first line that reads ``src<TAB>tgt``,
             ``source<TAB>target`` or ``sentence1<TAB>sentence2`` is taken as a header.
     """
-    path = Path(path)
+    name = display_name(path)
     lines = _decode_lines(path, max_chars=max_chars, allow_empty_lines=False)
     first = 1
     if skip_header is None:
@@ -107,18 +136,18 @@ def read_tsv_pairs(
     if skip_header:
         lines, first = lines[1:], 2
         if not lines:
-            raise DataValidationError(f"{path}: only a header, no sentence pairs")
+            raise DataValidationError(f"{name}: only a header, no sentence pairs")
     sources, targets = [], []
     needed = max(src_column, tgt_column) + 1
     for number, line in enumerate(lines, start=first):
         cells = line.split("\t")
         if len(cells) < needed:
             raise DataValidationError(
-                f"{path}:{number}: expected at least {needed} tab-separated columns, got {len(cells)}"
+                f"{name}:{number}: expected at least {needed} tab-separated columns, got {len(cells)}"
             )
         src, tgt = cells[src_column].strip(), cells[tgt_column].strip()
         if not src or not tgt:
-            raise DataValidationError(f"{path}:{number}: empty {'source' if not src else 'target'} sentence")
+            raise DataValidationError(f"{name}:{number}: empty {'source' if not src else 'target'} sentence")
         sources.append(src)
         targets.append(tgt)
     return sources, targets
@@ -132,7 +161,8 @@ def read_moses(
     targets = read_lines(tgt_path, max_chars=max_chars)
     if len(sources) != len(targets):
         raise DataValidationError(
-            f"{src_path} has {len(sources)} lines but {tgt_path} has {len(targets)}: parallel files must be line-aligned"
+            f"{display_name(src_path)} has {len(sources)} lines but {display_name(tgt_path)} has {len(targets)}: "
+            "parallel files must be line-aligned"
         )
     return sources, targets
 
@@ -156,106 +186,17 @@ class BitextTask:
         return not self.gold or self.gold == [(i, i) for i in range(len(self.sources))]
 
 
-def _load_table(path: str | os.PathLike, split: str | None):
-    """Rows of an MTEB-style table from a file (.jsonl/.json/.parquet/.csv/.tsv) or a saved `datasets` folder."""
-    path = Path(path)
-    if path.is_dir():
-        import datasets
-
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            name = split or ("test" if "test" in loaded else next(iter(loaded)))
-            if name not in loaded:
-                raise DataValidationError(f"{path}: no split {name!r}; available: {', '.join(loaded)}")
-            loaded = loaded[name]
-        return loaded.to_list()
-    if not path.exists():
-        raise DataValidationError(
-            f"{path}: no such file. MTEB data must be local here (a .jsonl/.parquet file or a `save_to_disk` folder); "
-            "download it elsewhere with `datasets.load_dataset(...).save_to_disk(...)`"
-        )
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pylist()
-    if suffix in (".jsonl", ".json"):
-        text = "\n".join(_decode_lines(path, max_chars=10**9, allow_empty_lines=True))
-        if suffix == ".json" and text.lstrip().startswith("["):
-            return json.loads(text)
-        rows = []
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise DataValidationError(f"{path}:{number}: invalid JSON ({error.msg})") from None
-        return rows
-    if suffix in (".csv", ".tsv"):
-        import csv
-
-        with path.open(encoding="utf-8", newline="") as handle:
-            return list(csv.DictReader(handle, delimiter="\t" if suffix == ".tsv" else ","))
-    raise DataValidationError(
-        f"{path}: unsupported MTEB file type {suffix!r}; use .jsonl, .json, .parquet, .csv or .tsv"
-    )
-
-
-def read_mteb(
-    path: str | os.PathLike,
-    *,
-    split: str | None = None,
-    subset: str | None = None,
-    gold_base: int = 1,
-) -> BitextTask:
-    """Read MTEB bitext-mining data: rows with ``sentence1`` / ``sentence2`` (row i of each is a pair), or, for
-    BUCC-style tasks, an optional ``gold`` column of (i, j) pairs (MTEB stores them 1-based: ``gold_base=1``).
-
-    Args:
-        path: a .jsonl / .json / .parquet / .csv / .tsv file or a folder saved with ``datasets.save_to_disk``.
-        subset (str, optional): keep only rows whose ``lang`` / ``subset`` column equals this value.
-    """
-    rows = _load_table(path, split)
-    if subset is not None:
-        rows = [row for row in rows if row.get("lang", row.get("subset")) == subset]
-    if not rows:
-        raise DataValidationError(f"{path}: no rows" + (f" for subset {subset!r}" if subset else ""))
-    missing = [column for column in ("sentence1", "sentence2") if column not in rows[0]]
-    if missing:
-        raise DataValidationError(f"{path}: missing column(s) {', '.join(missing)}; found {', '.join(rows[0])}")
-    gold_rows = [row.get("gold") for row in rows if row.get("gold")]
-    if gold_rows:
-        # Sentences of both sides (some rows may hold only one side), gold pairs as a list of pairs.
-        sources = [row["sentence1"] for row in rows if row.get("sentence1")]
-        targets = [row["sentence2"] for row in rows if row.get("sentence2")]
-        pairs = gold_rows[0] if len(gold_rows) == 1 else [pair for gold in gold_rows for pair in gold]
-        gold = [(int(i) - gold_base, int(j) - gold_base) for i, j in pairs]
-        bad = [(i, j) for i, j in gold if not (0 <= i < len(sources) and 0 <= j < len(targets))]
-        if bad:
-            raise DataValidationError(f"{path}: gold pair {bad[0]} out of range (gold_base={gold_base})")
-    else:
-        sources, targets = [], []
-        for number, row in enumerate(rows, start=1):
-            src, tgt = row.get("sentence1"), row.get("sentence2")
-            if not isinstance(src, str) or not isinstance(tgt, str) or not src.strip() or not tgt.strip():
-                raise DataValidationError(f"{path}: row {number} has an empty or missing sentence1/sentence2")
-            sources.append(src)
-            targets.append(tgt)
-        gold = [(i, i) for i in range(len(sources))]
-    return BitextTask(sources, targets, gold, name=Path(path).stem + (f"/{subset}" if subset else ""))
-
-
-def _read_bucc_side(path: Path, max_chars: int) -> tuple[list[str], list[str]]:
-    ids, sentences = [], []
+def _read_bucc_side(path: str | os.PathLike, max_chars: int) -> tuple[list[str], list[str]]:
+    name, ids, sentences = display_name(path), [], []
     for number, line in enumerate(_decode_lines(path, max_chars=max_chars, allow_empty_lines=False), start=1):
         sentence_id, sep, sentence = line.partition("\t")
         if not sep or not sentence.strip():
-            raise DataValidationError(f"{path}:{number}: expected `id<TAB>sentence`")
+            raise DataValidationError(f"{name}:{number}: expected `id<TAB>sentence`")
         ids.append(sentence_id.strip())
         sentences.append(sentence.strip())
     duplicates = len(ids) - len(set(ids))
     if duplicates:
-        raise DataValidationError(f"{path}: {duplicates} duplicate sentence id(s)")
+        raise DataValidationError(f"{name}: {duplicates} duplicate sentence id(s)")
     return ids, sentences
 
 
@@ -267,18 +208,20 @@ def read_bucc(
     max_chars: int = DEFAULT_MAX_LINE_CHARS,
 ) -> BitextTask:
     """Read BUCC shared-task files: ``id<TAB>sentence`` per language and a gold file of ``src_id<TAB>tgt_id``."""
-    src_ids, sources = _read_bucc_side(Path(src_path), max_chars)
-    tgt_ids, targets = _read_bucc_side(Path(tgt_path), max_chars)
+    src_ids, sources = _read_bucc_side(src_path, max_chars)
+    tgt_ids, targets = _read_bucc_side(tgt_path, max_chars)
     gold: list[tuple[int, int]] = []
     if gold_path is not None:
         src_row = {sid: i for i, sid in enumerate(src_ids)}
         tgt_row = {tid: j for j, tid in enumerate(tgt_ids)}
-        for number, line in enumerate(_decode_lines(Path(gold_path), max_chars=max_chars, allow_empty_lines=True), 1):
+        for number, line in enumerate(_decode_lines(gold_path, max_chars=max_chars, allow_empty_lines=True), 1):
             if not line.strip():
                 continue
             cells = line.split("\t")
             if len(cells) != 2 or cells[0] not in src_row or cells[1] not in tgt_row:
-                raise DataValidationError(f"{gold_path}:{number}: expected `src_id<TAB>tgt_id` with known ids")
+                raise DataValidationError(
+                    f"{display_name(gold_path)}:{number}: expected `src_id<TAB>tgt_id` with known ids"
+                )
             gold.append((src_row[cells[0]], tgt_row[cells[1]]))
     return BitextTask(sources, targets, gold, name=Path(src_path).stem, source_ids=src_ids, target_ids=tgt_ids)
 
