@@ -3,9 +3,9 @@
 For N real translation pairs (English -> xx gettext messages of this machine, a language the model was not trained
 on by default), every English sentence retrieves its translation among the N candidates:
 
-* full: ``OneAlignerModel.retrieve``: BERTScore of all N^2 pairs, in-batch normalization per 256 x 256 block
+* full: ``bitext_hf.mining.onealigner.retrieve``: BERTScore of all N^2 pairs, in-batch normalization per 256 x 256 block
   (the paper's inference);
-* two-stage: ``two_stage_retrieve``: a first stage proposes the top-K candidates, then BERTScore with
+* two-stage: ``bitext_hf.mining.onealigner.two_stage_retrieve``: a first stage proposes the top-K candidates, then BERTScore with
   normalization terms estimated on a 256-sentence sample scores those K only. First stages (``--first_stages``):
   ``tokens`` (every source token's nearest target tokens through FAISS, an IVF index at scale; the default) and
   ``pooled`` (exact kNN over the mean-pooled layer-L vectors); both run against the same full-matrix result.
@@ -38,7 +38,8 @@ from transformers import AutoModel, AutoTokenizer
 
 import bitext_hf  # noqa: F401  (registers OneAligner with the Auto classes)
 from bitext_hf.data import gettext_pairs
-from bitext_hf.modeling.onealigner import OneAlignerModel, two_stage_retrieve
+from bitext_hf.mining.onealigner import encode_tokens, retrieve, two_stage_retrieve
+from bitext_hf.modeling.onealigner import OneAlignerModel
 
 
 def load_pairs(language: str, count: int, min_words: int = 1, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -74,7 +75,6 @@ def main() -> None:
 
     model: OneAlignerModel = AutoModel.from_pretrained(args.model).eval()
     tokenizer = AutoTokenizer.from_pretrained(args.model)
-    model.attach_tokenizer(tokenizer)
     english, translations = load_pairs(args.language, max(args.sizes), args.min_words)
     print(
         f"model {args.model} (layer {model.config.layer}, hidden {model.config.hidden_size}), en->{args.language}, "
@@ -88,9 +88,9 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     warm_up = (english[:64], translations[:64])
-    model.retrieve(*warm_up)
+    retrieve(model, tokenizer, *warm_up)
     for first_stage in args.first_stages:
-        two_stage_retrieve(model, *warm_up, top_k=8, first_stage=first_stage)
+        two_stage_retrieve(model, tokenizer, *warm_up, top_k=8, first_stage=first_stage)
     rows = []
     for size in args.sizes:
         sources, targets = english[:size], translations[:size]
@@ -98,15 +98,15 @@ def main() -> None:
         if size <= args.full_max:
             rows_measured = size
             started = time.perf_counter()
-            full_top1 = model.retrieve(sources, targets).numpy()
+            full_top1 = retrieve(model, tokenizer, sources, targets).numpy()
             full_seconds = time.perf_counter() - started
         else:
             rows_measured = min(size, args.full_rows)
             started = time.perf_counter()
-            model._encode_tokens(targets, None, model.config.eval_batch_size)
+            encode_tokens(model, tokenizer, targets)
             target_encoding = time.perf_counter() - started
             started = time.perf_counter()
-            full_top1 = model.retrieve(sources[:rows_measured], targets).numpy()
+            full_top1 = retrieve(model, tokenizer, sources[:rows_measured], targets).numpy()
             measured = time.perf_counter() - started
             full_seconds = target_encoding + (measured - target_encoding) * size / rows_measured
         full_accuracy = float((full_top1 == gold[:rows_measured]).mean())
@@ -115,6 +115,7 @@ def main() -> None:
             started = time.perf_counter()
             _, indices = two_stage_retrieve(
                 model,
+                tokenizer,
                 sources,
                 targets,
                 top_k=args.top_k,
