@@ -97,8 +97,9 @@ def _remove_leftovers(folder: str, name: str) -> None:
                 os.unlink(os.path.join(folder, entry))
 
 
-# Temp files being written now, removed by the signal handler before the process dies of SIGTERM/SIGINT.
-_ACTIVE: set[str] = set()
+# Temp files being written now (with the pid that writes each: a forked child must not delete its parent's),
+# removed by the signal handler before the process dies of SIGTERM/SIGINT.
+_ACTIVE: dict[str, int] = {}
 _ACTIVE_LOCK = threading.Lock()
 _PREVIOUS_HANDLERS: dict[int, object] = {}
 
@@ -110,22 +111,24 @@ def _on_signal(signum: int, frame) -> None:
         # atomic_output, which removes its temp file; a handler that returns lets the write go on.
         previous(signum, frame)
         return
-    for name in list(_ACTIVE):
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+    for name, pid in list(_ACTIVE.items()):
+        if pid == os.getpid():
+            with contextlib.suppress(OSError):
+                os.unlink(name)
     # Die of the signal as the default disposition would, so the parent sees the conventional status (143 / -15).
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
 def _register(temp: str) -> None:
+    """Remember a temp file; in the main thread (the only one that may set handlers), handle SIGTERM/SIGINT."""
     with _ACTIVE_LOCK:
-        _ACTIVE.add(temp)
-        if len(_ACTIVE) > 1 or threading.current_thread() is not threading.main_thread():
+        _ACTIVE[temp] = os.getpid()
+        if threading.current_thread() is not threading.main_thread():
             return
         for signum in (signal.SIGTERM, signal.SIGINT):
             previous = signal.getsignal(signum)
-            # Ignored (nohup), set outside Python, or still ours from a write another thread finished: leave it.
+            # Ignored (nohup), set outside Python, or already ours: leave it.
             if previous in (signal.SIG_IGN, None) or previous is _on_signal:
                 continue
             _PREVIOUS_HANDLERS[signum] = previous
@@ -133,10 +136,11 @@ def _register(temp: str) -> None:
 
 
 def _unregister(temp: str) -> None:
+    """Forget a temp file; when none is left, give the signals back to their previous handlers."""
     with _ACTIVE_LOCK:
-        _ACTIVE.discard(temp)
+        _ACTIVE.pop(temp, None)
         if _ACTIVE or threading.current_thread() is not threading.main_thread():
-            return
+            return  # a handler left installed by another thread's write is harmless: it defers to the previous
         for signum, previous in list(_PREVIOUS_HANDLERS.items()):
             if signal.getsignal(signum) is _on_signal:
                 signal.signal(signum, previous)
@@ -203,6 +207,10 @@ def atomic_output(path: StrPath, mode: str = "w") -> Iterator[IO]:
             os.fchmod(fd, kept_mode)
         with os.fdopen(fd, mode, **_open_kwargs(mode)) as handle:
             yield handle
+            # On disk before the rename: a crash then leaves the old file or the new one, never an empty one, and
+            # some file systems (NFS, quotas) report a full disk only here.
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(temp, target)
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):

@@ -40,6 +40,14 @@ def test_regular_file_is_replaced_atomically_and_temp_removed_on_error(tmp_path)
     assert out.read_text() == "new" and leftovers(tmp_path) == []
 
 
+def test_signal_handlers_only_while_writing(tmp_path):
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with atomic_output(tmp_path / "out.txt") as handle:
+        handle.write("x")
+        assert signal.getsignal(signal.SIGTERM) is not before[0]
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
 def test_fifo_is_written_directly_not_replaced(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -172,6 +172,8 @@ def read_mteb(
         if not isinstance(row, dict):
             raise DataValidationError(f"{location}: expected a JSON object per row, got {type(row).__name__}")
     found = [str(key) for key in dict.fromkeys(key for _, row in rows for key in row) if key is not None]
+    if columns is not None and len(columns) != 2:
+        raise UsageError(f"columns: give two column names (source, target), not {len(columns)}")
     wanted = tuple(columns) if columns else ("sentence1", "sentence2")
     missing = [column for column in wanted if column not in found]
     if missing and columns:
