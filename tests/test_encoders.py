@@ -1,9 +1,17 @@
 """Encoder adapters: pooling against a manual computation, input order kept through length-sorted batches, one
-truncation warning, the sentence-transformers adapter, the embedded default and load_encoder's dispatch."""
+truncation warning, the sentence-transformers adapter, the embedded default and load_encoder's dispatch; loading
+failures (uncached hub ids, broken model folders) as one fast EncoderLoadError, and two encoders side by side."""
 
 from __future__ import annotations
 
+import builtins
+import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -128,14 +136,217 @@ def test_folder_that_is_not_a_model(tmp_path):
         load_encoder(tmp_path)
 
 
-def test_uncached_hub_id_fails_fast_offline(monkeypatch):
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
-    with pytest.raises(EncoderLoadError, match="hf download some-org/uncached-model"):
-        load_encoder("some-org/uncached-model")
-
-
 def test_encode_rejects_a_single_string_and_nan_output():
     with pytest.raises(TypeError, match="list of sentences"):
         USEEncoder().encode("one string")
     with pytest.raises(ValueError, match="NaN"):
         l2_normalize(np.array([[1.0, np.nan]]))
+
+
+# ---- loading failures: one EncoderLoadError, fast, whatever the offline variables say ---------------------------
+
+UNCACHED = "some-org/uncached-model"
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+@pytest.fixture()
+def fresh_hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face cache; huggingface_hub reads HF_HOME at import, so its constant is patched as well."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    return tmp_path / "hf" / "hub"
+
+
+@pytest.mark.parametrize("offline", [None, "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "constant"])
+def test_uncached_hub_id_fails_fast_in_one_message(fresh_hub_cache, monkeypatch, offline):
+    for variable in OFFLINE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", offline == "constant")
+    if offline in OFFLINE_VARIABLES:
+        monkeypatch.setenv(offline, "1")  # set after huggingface_hub's import: read at call time all the same
+    start = time.perf_counter()
+    with pytest.raises(EncoderLoadError) as caught:
+        load_encoder(UNCACHED)
+    assert time.perf_counter() - start < 10  # was 84 s of retries with the variables unset, 12 s with them set
+    message = str(caught.value)
+    assert "\n" not in message and caught.value.exit_code == 4
+    assert f"hf download {UNCACHED} --local-dir uncached-model" in message and "--model uncached-model" in message
+    if offline is None:  # the sandbox has no network: one attempt, then the reason
+        assert "cannot be reached" in message or "no such model" in message
+    else:
+        assert "downloads are off" in message
+
+
+def test_unreachable_hub_is_asked_once_and_briefly(fresh_hub_cache, monkeypatch):
+    calls = []
+
+    def hanging_head(url, **kwargs):  # a firewall that drops packets: no answer at all
+        calls.append(kwargs)
+        time.sleep(30)
+
+    for variable in OFFLINE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    monkeypatch.setattr("huggingface_hub.get_hf_file_metadata", hanging_head)
+    monkeypatch.setattr("bitext_hf.encoders._PROBE_SECONDS", 0.2)
+    start = time.perf_counter()
+    with pytest.raises(EncoderLoadError, match=r"cannot be reached \(no answer within 0\.4 s\)"):
+        load_encoder(UNCACHED)
+    assert time.perf_counter() - start < 2
+    assert len(calls) == 1 and calls[0]["retry_on_errors"] is False
+
+
+def test_uncached_hub_id_from_the_command_line(tmp_path):
+    """The reported case end to end: exit 4 and one line on stderr, in seconds, even with -q and no variables."""
+    (tmp_path / "in.txt").write_text("hello\nworld\n", encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if key not in OFFLINE_VARIABLES}
+    env["HF_HOME"] = str(tmp_path / "hf")
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "bitext_hf.cli", "encode", "--model", UNCACHED, "--input", str(tmp_path / "in.txt"),
+         "--out", str(tmp_path / "out.npy"), "-q"],
+        capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    assert time.perf_counter() - start < 10
+    assert result.returncode == 4, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and UNCACHED in result.stderr
+    assert not (tmp_path / "out.npy").exists()
+
+
+# ---- broken local folders ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_dir(tmp_path_factory):
+    """A 16-wide one-layer BERT with a ten-word WordPiece vocabulary: the smallest real model folder."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "short", "one", "text", "here"]
+    (path / "vocab.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizer(vocab_file=str(path / "vocab.txt"), model_max_length=32)
+    torch.manual_seed(1)
+    config = BertConfig(
+        vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=32,
+    )  # fmt: skip
+    BertModel(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _broken_copy(source, tmp_path, damage):
+    folder = tmp_path / "model"
+    shutil.copytree(source, folder)
+    damage(folder)
+    return folder
+
+
+def _edit_config(folder, **changes):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+
+
+def _cut_weights(folder, keep):
+    weights = folder / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(keep(data))
+
+
+BROKEN_FOLDERS = {
+    "no config.json": (lambda f: (f / "config.json").unlink(), r"neither a sentence-transformers folder"),
+    "config.json not JSON": (
+        lambda f: (f / "config.json").write_text("{oops"),
+        r"config\.json: cannot be read as JSON",
+    ),
+    "truncated weights": (lambda f: _cut_weights(f, lambda d: d[: len(d) // 2]), r"model\.safetensors: not a valid"),
+    "header only": (lambda f: _cut_weights(f, lambda d: d[:100]), r"model\.safetensors: not a valid"),
+    "empty weights": (lambda f: _cut_weights(f, lambda d: b""), r"model\.safetensors: not a valid"),
+    "garbage weights": (lambda f: _cut_weights(f, lambda d: b"\xff" * len(d)), r"model\.safetensors: not a valid"),
+    "unknown model_type": (
+        lambda f: _edit_config(f, model_type="frobnicator"),
+        r"config\.json: model_type 'frobnicator' is unknown to transformers",
+    ),
+    "remote code": (
+        lambda f: _edit_config(f, model_type="frobnicator", auto_map={"AutoModel": "modeling_frob.FrobModel"}),
+        r"ships its own code \(auto_map\), which is never run unasked",
+    ),
+    "no weights": (lambda f: (f / "model.safetensors").unlink(), r"model'?: .*no file named model\.safetensors"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_FOLDERS))
+def test_broken_model_folder_is_one_encoder_error(tiny_bert_dir, tmp_path, monkeypatch, case):
+    damage, expected = BROKEN_FOLDERS[case]
+    folder = _broken_copy(tiny_bert_dir, tmp_path, damage)
+
+    def no_prompt(*args, **kwargs):  # transformers asks on the terminal when trust_remote_code is left unset
+        raise AssertionError("load_encoder prompted for input")
+
+    monkeypatch.setattr(builtins, "input", no_prompt)
+    with pytest.raises(EncoderLoadError, match=expected) as caught:
+        load_encoder(folder)
+    assert caught.value.exit_code == 4 and "\n" not in str(caught.value)
+    if "weights" in case and case != "no weights":
+        assert str(folder / "model.safetensors") in str(caught.value)  # names the file
+
+
+def test_sentence_transformer_folder_without_config_is_an_encoder_error(tiny_model_dir, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    transformer = Transformer(str(tiny_model_dir), max_seq_length=64)
+    model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")])
+    model.save(str(tmp_path / "st"))
+    (tmp_path / "st" / "config.json").unlink()
+    with pytest.raises(EncoderLoadError, match=r"st/config\.json: missing"):  # was a ValueError: exit 3
+        load_encoder(tmp_path / "st")
+
+
+def _cache_entry(hub_cache, repo_id, folder, files=None):
+    """A hub cache entry as huggingface_hub lays it out: refs/main names a snapshot folder holding the files."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    entry = hub_cache / f"models--{repo_id.replace('/', '--')}"
+    (entry / "refs").mkdir(parents=True)
+    (entry / "refs" / "main").write_text(commit)
+    snapshot = entry / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for file in folder.iterdir():
+        if files is None or file.name in files:
+            shutil.copy(file, snapshot / file.name)
+
+
+def test_cached_hub_id_loads_without_any_request(tiny_bert_dir, fresh_hub_cache, monkeypatch):
+    _cache_entry(fresh_hub_cache, "tiny-org/tiny-bert", tiny_bert_dir)
+    for variable in OFFLINE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+
+    def no_request(*args, **kwargs):
+        raise AssertionError("a cached model must not touch the network")
+
+    monkeypatch.setattr("huggingface_hub.get_hf_file_metadata", no_request)
+    encoder = load_encoder("tiny-org/tiny-bert")
+    assert isinstance(encoder, HFEncoder) and encoder.dim == 16
+    np.testing.assert_allclose(encoder.encode(SENTENCES), load_encoder(tiny_bert_dir).encode(SENTENCES), atol=1e-6)
+
+
+def test_partly_cached_hub_id_offline(tiny_bert_dir, fresh_hub_cache, monkeypatch):
+    _cache_entry(fresh_hub_cache, "tiny-org/tiny-bert", tiny_bert_dir, files={"config.json"})  # AutoConfig ran once
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EncoderLoadError, match=r"not \(completely\) in the Hugging Face cache .*downloads are off"):
+        load_encoder("tiny-org/tiny-bert")
+
+
+# ---- two encoders side by side (--src-model / --tgt-model) ------------------------------------------------------
+
+
+def test_two_encoders_for_two_sides_do_not_interfere(tiny_model_dir, tiny_bert_dir):
+    alone_src = load_encoder(tiny_model_dir, pooling="max").encode(SENTENCES)
+    alone_tgt = load_encoder(tiny_bert_dir).encode(SENTENCES)
+    src, tgt = load_encoder(tiny_model_dir, pooling="max"), load_encoder(tiny_bert_dir)
+    default = load_encoder()
+    assert (src.dim, src.pooling, tgt.dim, tgt.pooling, default.dim) == (32, "max", 16, "mean", 512)
+    np.testing.assert_allclose(tgt.encode(SENTENCES), alone_tgt, atol=1e-6)
+    np.testing.assert_allclose(src.encode(SENTENCES), alone_src, atol=1e-6)  # still itself after the second load
+    assert default.encode(SENTENCES).shape == (len(SENTENCES), 512)
