@@ -192,3 +192,29 @@ def test_concatenate_keeps_document_ids_and_refuses_a_mix():
     assert MinedPairs.concatenate([MinedPairs.empty()]).doc_ids is None
     with pytest.raises(ValueError, match="document ids"):
         MinedPairs.concatenate([with_docs, MinedPairs.empty()])
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (dict(threshold=float("nan")), "finite number"),
+        (dict(threshold=float("inf")), "finite number"),
+        (dict(threshold="0.5"), "finite number"),
+        (dict(mode="best"), "retrieval mode"),
+        (dict(margin="cosine"), "unknown margin"),
+    ],
+)
+def test_settings_are_usage_errors_before_any_work(pair, monkeypatch, settings, message):
+    import bitext_hf.mining as mining
+    import bitext_hf.mining.documents as documents
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the neighbour search ran before the settings were checked")
+
+    monkeypatch.setattr(mining, "bidirectional_knn", no_search)
+    monkeypatch.setattr(documents, "bidirectional_knn", no_search)
+    x, y = pair
+    with pytest.raises(UsageError, match=message):
+        mining.mine(x, y, **settings)
+    with pytest.raises(UsageError, match=message):
+        mining.mine_documents(x, y, [0] * len(x), [0] * len(y), **settings)

@@ -23,7 +23,7 @@ from bitext_hf.mining.knn import (
 )
 from bitext_hf.mining.margin import MARGINS, apply_margin, neighbourhood_means
 from bitext_hf.mining.output import write_pairs
-from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs, candidate_scores, retrieve
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs, candidate_scores, check_settings, retrieve
 from bitext_hf.mining.voting import mine_with_voting, vote
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "candidate_scores",
     "check_embeddings",
     "check_k",
+    "check_settings",
     "ivf_index",
     "knn_search",
     "mine",
@@ -76,8 +77,10 @@ def mine(
         MinedPairs sorted by decreasing score, iterable as ``(src_index, tgt_index, score)``.
 
     Raises:
-        UsageError: k out of range (:func:`check_k`); DataValidationError: unusable embeddings.
+        UsageError: k out of range (:func:`check_k`), an unknown margin or mode, a threshold that is not finite
+            (:func:`check_settings`); DataValidationError: unusable embeddings.
     """
+    check_settings(margin, mode, threshold)
     src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     check_k(k, src.shape[0], tgt.shape[0])
     knn = bidirectional_knn(src, tgt, k, device=device, show_progress=show_progress)
@@ -95,6 +98,7 @@ def score_pairs(
 ) -> np.ndarray:
     """Margin scores of given pairs (row i of the source with row i of the target), e.g. to filter an existing
     parallel corpus. Neighbourhoods are taken over the whole corpus on both sides."""
+    check_settings(margin, DEFAULT_MODE, None)
     src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     if src.shape[0] != tgt.shape[0]:
         raise DataValidationError(

@@ -17,7 +17,7 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.mining.knn import _check_pair, bidirectional_knn, check_k
-from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, retrieve
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings, retrieve
 
 __all__ = ["mine_documents"]
 
@@ -81,9 +81,11 @@ def mine_documents(
         MinedPairs with ``doc_ids`` (the document of each pair), sorted by decreasing score.
 
     Raises:
-        UsageError: k out of range for the largest document pair; DataValidationError: unusable embeddings, or
+        UsageError: k out of range for the largest document pair, an unknown margin or mode, a threshold that is
+            not finite; DataValidationError: unusable embeddings, or
             ids / keys whose count differs from the rows.
     """
+    check_settings(margin, mode, threshold)
     src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     src_groups = _group_rows(src_doc_ids, src_keys, "source document ids", src.shape[0])
     tgt_groups = _group_rows(tgt_doc_ids, tgt_keys, "target document ids", tgt.shape[0])

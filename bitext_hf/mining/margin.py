@@ -10,6 +10,8 @@ from typing import Literal
 
 import numpy as np
 
+from bitext_hf.errors import UsageError
+
 __all__ = ["MARGINS", "Margin", "apply_margin", "neighbourhood_means"]
 
 Margin = Literal["ratio", "distance", "absolute"]
@@ -18,7 +20,7 @@ MARGINS: tuple[str, ...] = ("ratio", "distance", "absolute")
 
 def check_margin(margin: str) -> None:
     if margin not in MARGINS:
-        raise ValueError(f"unknown margin {margin!r}; choose one of {', '.join(MARGINS)}")
+        raise UsageError(f"unknown margin {margin!r}; choose one of {', '.join(MARGINS)}")
 
 
 def neighbourhood_means(neighbour_sims: np.ndarray) -> np.ndarray:

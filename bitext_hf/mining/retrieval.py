@@ -14,10 +14,11 @@ from typing import Literal
 
 import numpy as np
 
+from bitext_hf.errors import UsageError
 from bitext_hf.mining.knn import BidirectionalKNN
 from bitext_hf.mining.margin import apply_margin, check_margin, neighbourhood_means
 
-__all__ = ["DEFAULT_MODE", "MODES", "MinedPairs", "Mode", "candidate_scores", "retrieve"]
+__all__ = ["DEFAULT_MODE", "MODES", "MinedPairs", "Mode", "candidate_scores", "check_settings", "retrieve"]
 
 Mode = Literal["forward", "backward", "intersect", "union", "max"]
 MODES: tuple[str, ...] = ("forward", "backward", "intersect", "union", "max")
@@ -119,10 +120,20 @@ def _keys(src: np.ndarray, tgt: np.ndarray, n_tgt: int) -> np.ndarray:
     return src.astype(np.int64) * n_tgt + tgt.astype(np.int64)
 
 
+def check_settings(margin: str, mode: str, threshold: float | None) -> None:
+    """UsageError for an unknown margin or mode, or a threshold that is not a finite number (NaN keeps nothing)."""
+    check_margin(margin)
+    if mode not in MODES:
+        raise UsageError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)}")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)) or not np.isfinite(threshold)
+    ):
+        raise UsageError(f"the threshold must be a finite number, got {threshold!r}")
+
+
 def retrieve(knn: BidirectionalKNN, *, margin: str = "ratio", mode: str = "max", threshold: float | None = None):
     """Pairs from neighbourhoods by margin, retrieval ``mode`` and ``threshold``; see the module docstring."""
-    if mode not in MODES:
-        raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)}")
+    check_settings(margin, mode, threshold)
     forward_scores, backward_scores = candidate_scores(knn, margin)
     n, m = forward_scores.shape[0], backward_scores.shape[0]
 
