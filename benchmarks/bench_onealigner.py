@@ -3,10 +3,10 @@
 For N real translation pairs (English -> xx gettext messages of this machine, a language the model was not trained
 on by default), every English sentence retrieves its translation among the N candidates:
 
-* full: ``bitext_hf.mining.onealigner.retrieve``: BERTScore of all N^2 pairs, in-batch normalization per 256 x 256 block
-  (the paper's inference);
-* two-stage: ``bitext_hf.mining.onealigner.two_stage_retrieve``: a first stage proposes the top-K candidates, then BERTScore with
-  normalization terms estimated on a 256-sentence sample scores those K only. First stages (``--first_stages``):
+* full: ``retrieve`` (``bitext_hf.mining.onealigner``): BERTScore of all N^2 pairs, in-batch normalization per
+  256 x 256 block (the paper's inference);
+* two-stage: ``two_stage_retrieve``: a first stage proposes the top-K candidates, then BERTScore with normalization
+  terms estimated on a 256-sentence sample scores those K only. First stages (``--first_stages``):
   ``tokens`` (every source token's nearest target tokens through FAISS, an IVF index at scale; the default) and
   ``pooled`` (exact kNN over the mean-pooled layer-L vectors); both run against the same full-matrix result.
 

@@ -5,9 +5,9 @@ This file imports only transformers, so that ``save_pretrained`` can ship it as 
 Choices where the paper is silent or ambiguous (all are fields below):
 
 * ``layer`` counts the embedding output as hidden state 0 (paper: 8 for base, 17 for large).
-* ``softmax_temperature`` (the paper's temperature) divides the normalized scores before the softmax (logits = S / softmax_temperature): training
-  scores are raw dot products of hidden states, in the hundreds for XLM-R, so dividing is the reading that gives
-  trainable logits.
+* ``softmax_temperature`` (the paper's temperature) divides the normalized scores before the softmax
+  (logits = S / softmax_temperature): training scores are raw dot products of hidden states, in the hundreds for
+  XLM-R, so dividing is the reading that gives trainable logits.
 * ``exclude_token_ids`` defaults to the encoder's BOS/CLS and EOS/SEP ids; padding is always excluded through the
   attention mask.
 * In-batch normalization subtracts ``alpha`` times the *means* (the paper writes sums; its footnote's

@@ -232,8 +232,9 @@ def bertscore_augmented(
     candidate_augmented: torch.Tensor,
     candidate_weights: torch.Tensor,
 ) -> torch.Tensor:
-    """`bertscore_candidates` on sides already augmented by `append_mask_columns` with one penalty from `mask_penalty`
-    (`(n, L_s, d+2)`, `(n, k, L_t, d+2)`): lets a caller augment a large target bank once and gather candidates from it."""
+    """`bertscore_candidates` on sides already augmented by `append_mask_columns` (one `mask_penalty` for both),
+    `(n, L_s, d+2)` x `(n, k, L_t, d+2)` -> `(n, k)`: a caller can augment a large target bank once and gather
+    every source's candidates from it."""
     n_source, source_length, width = source_augmented.shape
     _, k, target_length, _ = candidate_augmented.shape
     similarity = torch.bmm(
