@@ -210,7 +210,7 @@ def test_corrupt_npy_is_reported(capsys, tmp_path, corpus):
     en, _ = corpus
     (tmp_path / "x.npy").write_bytes(b"not numpy")
     code, _, err = run(capsys, "mine", "--src", str(en), "--tgt", str(tmp_path / "x.npy"))
-    assert code == EXIT_DATA and "not a readable .npy" in err
+    assert code == EXIT_DATA and f"{tmp_path / 'x.npy'}: not a .npy file" in err
 
 
 def test_unloadable_encoder_exits_4(capsys, corpus, tmp_path, monkeypatch):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bitext_hf.cli._pending import check_k, default_mode, mine_documents_with_keys
 from bitext_hf.cli.inputs import Side, check_inputs_and_output, embed, pair_texts, read_gold, read_side
 from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
 
@@ -63,7 +62,9 @@ def _check_mine_options(args) -> None:
     for side, model in (("src", args.src_model), ("tgt", args.tgt_model)):
         if model is not None and getattr(args, side).lower().endswith(".npy"):
             raise UsageError(f"--{side}-model has nothing to encode: --{side} is a .npy file of embeddings")
-    args.mode = args.mode or default_mode()
+    from bitext_hf.mining import DEFAULT_MODE
+
+    args.mode = args.mode or DEFAULT_MODE
 
 
 def _read_docs(path: str, side: Side) -> np.ndarray:
@@ -105,7 +106,7 @@ def _rows_to_mine(args, side: Side, what: str, spec: str | None, per_document: b
 
 
 def cmd_mine(args) -> int:
-    from bitext_hf.mining import mine, write_pairs
+    from bitext_hf.mining import check_k, mine, mine_documents, write_pairs
     from bitext_hf.mining.output import check_representable, output_format
 
     _check_mine_options(args)
@@ -143,9 +144,7 @@ def cmd_mine(args) -> int:
             )
     settings = dict(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold)
     if docs is not None:
-        pairs = mine_documents_with_keys(
-            src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings
-        )
+        pairs = mine_documents(src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings)
     else:
         pairs = mine(src_emb, tgt_emb, show_progress=not args.quiet and src_emb.shape[0] > 50_000, **settings)
         pairs = dataclasses.replace(
@@ -193,7 +192,7 @@ def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
 
 
 def cmd_score(args) -> int:
-    from bitext_hf.mining import MinedPairs, score_pairs, write_pairs
+    from bitext_hf.mining import MinedPairs, check_k, score_pairs, write_pairs
     from bitext_hf.mining.output import check_representable, output_format
 
     check_inputs_and_output(args.out, [args.pairs, args.src, args.tgt])

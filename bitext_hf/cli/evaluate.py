@@ -13,7 +13,6 @@ import logging
 
 import numpy as np
 
-from bitext_hf.cli._pending import default_mode, mteb_bitext_mining, read_mteb_tasks
 from bitext_hf.cli.inputs import check_inputs_and_output, embed, pair_texts
 from bitext_hf.errors import EXIT_OK
 
@@ -62,7 +61,8 @@ def _evaluate(args, sources: list[str], targets: list[str], gold: list[tuple[int
         else:
             logger.warning("accuracy needs row-aligned pairs; skipped for this data")
     if "mteb" in metrics:
-        results["mteb"] = mteb_bitext_mining(src_sel, tgt_emb, [(row, j) for row, j in enumerate(gold_tgt)])
+        # src_sel holds the gold pairs' sources in gold order: gold pair number r is (r, j) in it.
+        results["mteb"] = F.mteb_bitext_mining(src_sel, tgt_emb, gold=list(enumerate(gold_tgt)))
     results["n_pairs"] = len(gold)
     return results
 
@@ -86,14 +86,14 @@ def _average(per_subset: dict[str, dict]) -> dict:
 def _bucc(args) -> dict:
     from bitext_hf.data import read_bucc
     from bitext_hf.metrics import functional as F
-    from bitext_hf.mining import mine
+    from bitext_hf.mining import DEFAULT_MODE, mine
 
     task = read_bucc(*args.bucc, max_chars=args.max_line_chars)
     train = read_bucc(*args.bucc_train, max_chars=args.max_line_chars) if args.bucc_train else None
 
     def candidates(t):
         src_emb, tgt_emb = embed(args, t.sources, "source"), embed(args, t.targets, "target")
-        pairs = mine(src_emb, tgt_emb, k=args.k, margin=args.margin, mode=args.mode or default_mode())
+        pairs = mine(src_emb, tgt_emb, k=args.k, margin=args.margin, mode=args.mode or DEFAULT_MODE)
         labels, n_gold = F.bucc_labels(zip(pairs.src_indices.tolist(), pairs.tgt_indices.tolist()), t.gold)
         return pairs.scores, labels, n_gold
 
@@ -107,6 +107,7 @@ def _bucc(args) -> dict:
 
 
 def cmd_eval(args) -> int:
+    from bitext_hf.data import read_mteb
     from bitext_hf.io import atomic_output
 
     sources_given = [bool(args.bucc), bool(args.mteb), bool(args.pairs or args.src or args.tgt)]
@@ -121,7 +122,7 @@ def cmd_eval(args) -> int:
         results["bucc_f1"] = _bucc(args)
     else:
         if args.mteb:
-            tasks = read_mteb_tasks(args.mteb, split=args.split, subset=args.subset, columns=args.columns)
+            tasks = read_mteb(args.mteb, split=args.split, subset=args.subset, columns=args.columns)
             inputs_by_name = {name: (t.sources, t.targets, t.gold, t.is_aligned) for name, t in tasks.items()}
         else:
             sources, targets = pair_texts(args)

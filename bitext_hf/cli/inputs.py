@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bitext_hf.cli._pending import check_output_path, read_embeddings
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.io import check_output_path
 
 __all__ = [
     "Side",
@@ -83,7 +83,8 @@ class Side:
 def read_side(args, path: str, text_path: str | None, what: str) -> Side:
     """Read a side: a text file, or a .npy file with, optionally, the text file of its sentences (``--src-text``:
     one line per embedding row)."""
-    from bitext_hf.data import read_lines
+    from bitext_hf.data import read_embeddings, read_lines
+    from bitext_hf.mining import check_embeddings
 
     if not is_npy(path):
         if text_path is not None:
@@ -103,17 +104,6 @@ def read_side(args, path: str, text_path: str | None, what: str) -> Side:
             "%s: no sentences (give --%s-text FILE); the %s column of the output stays empty", path, what, what
         )
     return Side(path, texts, text_path, embeddings)
-
-
-def check_embeddings(embeddings: np.ndarray, path: str) -> np.ndarray:
-    from bitext_hf.mining import check_embeddings as check
-
-    try:
-        return check(embeddings, path)
-    except DataValidationError:
-        raise
-    except ValueError as error:  # before the numeric checks raised DataValidationError themselves
-        raise DataValidationError(str(error)) from None
 
 
 # ----------------------------------------------------------------------------------------------------- gold pairs

@@ -105,7 +105,7 @@ def write_pairs(
     src_indices, tgt_indices = pairs.src_indices.tolist(), pairs.tgt_indices.tolist()
     src_column = _text_column(src_texts, src_indices)
     tgt_column = _text_column(tgt_texts, tgt_indices)
-    doc_column = _doc_column(getattr(pairs, "doc_ids", None))
+    doc_column = _doc_column(pairs.doc_ids)
     header = TSV_HEADER + (("doc_id",) if doc_column is not None else ())
     if fmt == "parquet":
         import pyarrow as pa

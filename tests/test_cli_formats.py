@@ -1,0 +1,133 @@
+"""Output formats of mined pairs: real CSV, JSON Lines, Parquet, TSV to stdout, a doc_id column, and an unknown
+extension refused before any work (issue 8)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from cli_fakes import SOURCES, TARGETS, install_fake_encoders, run, write_lines
+
+from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.mining import MinedPairs
+from bitext_hf.mining.output import TSV_HEADER, check_representable, output_format, write_pairs
+
+# Sentences that CSV must quote, and non-ASCII text that JSON Lines must keep as is.
+SOURCES_Q = ['cat|en, "the" cat', *SOURCES[1:]]
+TARGETS_Q = [*TARGETS[:2], "cat|de, die Katze – schön", *TARGETS[3:]]
+
+
+@pytest.fixture
+def fake_encoders(monkeypatch):
+    return install_fake_encoders(monkeypatch)
+
+
+@pytest.fixture
+def sides(tmp_path):
+    return write_lines(tmp_path / "src.txt", SOURCES_Q), write_lines(tmp_path / "tgt.txt", TARGETS_Q)
+
+
+def _mine(capsys, sides, out, *extra):
+    return run(capsys, "mine", "--src", sides[0], "--tgt", sides[1], "--out", str(out), *extra)
+
+
+def test_csv_is_real_csv(capsys, fake_encoders, sides, tmp_path):
+    out = tmp_path / "pairs.csv"
+    assert _mine(capsys, sides, out)[0] == EXIT_OK
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert tuple(rows[0]) == TSV_HEADER and len(rows) == 6
+    by_src = {int(r[1]): r for r in rows[1:]}
+    assert by_src[0][3] == SOURCES_Q[0] and by_src[0][4] == TARGETS_Q[2] and int(by_src[0][2]) == 2
+
+
+def test_jsonl_is_one_object_a_line_without_escaped_non_ascii(capsys, fake_encoders, sides, tmp_path):
+    out = tmp_path / "pairs.jsonl"
+    assert _mine(capsys, sides, out)[0] == EXIT_OK
+    text = out.read_text(encoding="utf-8")
+    assert "schön" in text and "\\u" not in text
+    records = [json.loads(line) for line in text.splitlines()]
+    assert len(records) == 5 and set(records[0]) == set(TSV_HEADER)
+    assert {(r["src_index"], r["tgt_index"]) for r in records} == {(0, 2), (1, 4), (2, 0), (3, 3), (4, 1)}
+    assert all(isinstance(r["score"], float) for r in records)
+
+
+def test_unknown_extension_is_refused_before_encoding_unless_format_is_given(capsys, fake_encoders, sides, tmp_path):
+    out = tmp_path / "pairs.out"
+    code, _, err = _mine(capsys, sides, out)
+    assert code == EXIT_USAGE and "--format" in err and not out.exists() and fake_encoders.loaded == []
+    assert _mine(capsys, sides, out, "--format", "jsonl")[0] == EXIT_OK
+    assert len([json.loads(line) for line in out.read_text().splitlines()]) == 5
+
+
+def test_dash_writes_tsv_to_stdout_and_the_report_to_stderr(capsys, fake_encoders, sides):
+    code, out, err = _mine(capsys, sides, "-")
+    assert code == EXIT_OK
+    lines = out.splitlines()
+    assert tuple(lines[0].split("\t")) == TSV_HEADER and len(lines) == 6
+    assert "mined 5 pairs" in err and "mined" not in out
+
+
+def test_parquet_to_a_file(capsys, fake_encoders, sides, tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "pairs.parquet"
+    assert _mine(capsys, sides, out)[0] == EXIT_OK
+    table = pq.read_table(out)
+    assert table.column_names == list(TSV_HEADER) and table.num_rows == 5
+
+
+def _pairs(doc_ids=None) -> MinedPairs:
+    scores, cosines = np.array([1.25, 1.0], np.float32), np.zeros(2, np.float32)
+    return MinedPairs(
+        np.array([1, 0]), np.array([0, 1]), scores, cosines, None if doc_ids is None else np.asarray(doc_ids)
+    )
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl", "parquet"])
+def test_write_pairs_adds_a_doc_id_column_for_document_mining(tmp_path, fmt):
+    out = tmp_path / f"pairs.{fmt}"
+    write_pairs(_pairs(["docA", "docB"]), out, src_texts=["a", "b"], tgt_texts=["x", "y"])
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(out).to_pylist()
+        assert [row["doc_id"] for row in table] == ["docA", "docB"]
+    elif fmt == "jsonl":
+        assert [json.loads(line)["doc_id"] for line in out.read_text().splitlines()] == ["docA", "docB"]
+    else:
+        with out.open(newline="") as handle:
+            rows = list(csv.reader(handle, delimiter="\t" if fmt == "tsv" else ","))
+        assert rows[0][-1] == "doc_id" and [r[-1] for r in rows[1:]] == ["docA", "docB"]
+        assert rows[1][:5] == ["1.250000", "1", "0", "b", "x"]
+
+
+def test_check_representable_names_the_file_and_line():
+    check_representable(["a\tb"], "x.txt", "csv")
+    with pytest.raises(DataValidationError, match=r"x\.txt:2: .*tab"):
+        check_representable(["fine", "a\tb"], "x.txt", "tsv")
+    with pytest.raises(DataValidationError, match="source texts:1"):
+        write_pairs(_pairs(), "unused.tsv", src_texts=["a\rb", "c"], tgt_texts=["x", "y"])
+
+
+def test_output_format_from_extension_or_option():
+    assert [output_format(p) for p in ("a.tsv", "a.CSV", "a.jsonl", "a.pq", "-")] == [
+        "tsv", "csv", "jsonl", "parquet", "tsv",
+    ]  # fmt: skip
+    assert output_format("a.out", "csv") == "csv"
+    with pytest.raises(UsageError):
+        output_format("pairs.json")
+
+
+def test_score_writes_the_format_of_its_extension(capsys, fake_encoders, tmp_path):
+    pairs = write_lines(tmp_path / "corpus.tsv", [f"{s}\t{t}" for s, t in zip(SOURCES, TARGETS)])
+    out = tmp_path / "scored.jsonl"
+    assert run(capsys, "score", "--pairs", pairs, "--out", str(out))[0] == EXIT_OK
+    assert [json.loads(line)["src_index"] for line in out.read_text().splitlines()] == [0, 1, 2, 3, 4]
+    src = write_lines(tmp_path / "src.txt", ["a|en\tb", *SOURCES[1:]])
+    tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
+    code, _, err = run(capsys, "score", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "scored.tsv"))
+    assert code == EXIT_DATA and f"{src}:1:" in err and fake_encoders.n_encoded == 10

@@ -1,0 +1,135 @@
+"""``mine`` with inputs as users have them: .npy embeddings with their sentences, one encoder per side, stdin and
+process substitution, and document-level mining that keeps a sentence repeated in two documents (issue 8)."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+
+import numpy as np
+import pytest
+from cli_fakes import GOLD, SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
+
+from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
+from bitext_hf.cli.parser import build_parser
+
+
+@pytest.fixture
+def fake_encoders(monkeypatch):
+    return install_fake_encoders(monkeypatch)
+
+
+def _read_tsv(path) -> list[list[str]]:
+    return [line.split("\t") for line in open(path, encoding="utf-8").read().splitlines()[1:]]
+
+
+def test_npy_inputs_carry_their_sentences(capsys, fake_encoders, tmp_path):
+    np.save(tmp_path / "src.npy", np.stack([fake_embedding(s) for s in SOURCES]))
+    np.save(tmp_path / "tgt.npy", np.stack([fake_embedding(t) for t in TARGETS]))
+    src_text, tgt_text = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    out = tmp_path / "pairs.tsv"
+    code, _, _ = run(
+        capsys, "mine", "--src", str(tmp_path / "src.npy"), "--tgt", str(tmp_path / "tgt.npy"),
+        "--src-text", src_text, "--tgt-text", tgt_text, "--out", str(out),
+    )  # fmt: skip
+    assert code == EXIT_OK and fake_encoders.loaded == []
+    rows = _read_tsv(out)
+    assert {(int(r[1]), int(r[2])) for r in rows} == GOLD
+    assert all(r[3] == SOURCES[int(r[1])] and r[4] == TARGETS[int(r[2])] for r in rows)
+
+
+def test_npy_text_with_another_line_count_is_a_data_error(capsys, fake_encoders, tmp_path):
+    np.save(tmp_path / "src.npy", np.stack([fake_embedding(s) for s in SOURCES]))
+    src_text = write_lines(tmp_path / "src.txt", SOURCES[:4])
+    tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
+    code, _, err = run(capsys, "mine", "--src", str(tmp_path / "src.npy"), "--src-text", src_text, "--tgt", tgt)
+    assert code == EXIT_DATA and "has 4 lines but" in err and "5 embedding rows" in err
+    assert fake_encoders.loaded == []
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (5, 16), }"]
+)
+def test_empty_or_truncated_npy_is_one_line_exit_3(capsys, fake_encoders, tmp_path, content):
+    (tmp_path / "src.npy").write_bytes(content)
+    tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
+    code, _, err = run(capsys, "mine", "--src", str(tmp_path / "src.npy"), "--tgt", tgt)
+    assert code == EXIT_DATA and str(tmp_path / "src.npy") in err and len(err.strip().splitlines()) == 1
+    assert fake_encoders.loaded == []
+
+
+def test_one_encoder_per_side_each_loaded_once(capsys, fake_encoders, tmp_path):
+    src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    code, _, _ = run(capsys, "mine", "--src", src, "--tgt", tgt, "--src-model", "student", "--tgt-model", "teacher")
+    assert code == EXIT_OK and fake_encoders.loaded == ["student", "teacher"]
+    assert fake_encoders.encoders[0].encoded == [SOURCES] and fake_encoders.encoders[1].encoded == [TARGETS]
+    fake_encoders.loaded.clear()
+    assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--model", "shared")[0] == EXIT_OK
+    assert fake_encoders.loaded == ["shared"]
+    fake_encoders.loaded.clear()
+    assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--model", "m", "--tgt-model", "t")[0] == EXIT_OK
+    assert fake_encoders.loaded == ["m", "t"]
+
+
+def test_a_side_model_for_an_npy_side_is_a_usage_error(capsys, fake_encoders, tmp_path):
+    np.save(tmp_path / "src.npy", np.stack([fake_embedding(s) for s in SOURCES]))
+    tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
+    code, _, err = run(capsys, "mine", "--src", str(tmp_path / "src.npy"), "--tgt", tgt, "--src-model", "x")
+    assert code == EXIT_USAGE and "--src-model" in err
+
+
+def test_stdin_for_one_side(capsys, fake_encoders, tmp_path, monkeypatch):
+    src = write_lines(tmp_path / "src.txt", SOURCES)
+    data = "".join(t + "\n" for t in TARGETS).encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    out = tmp_path / "pairs.tsv"
+    assert run(capsys, "mine", "--src", src, "--tgt", "-", "--out", str(out))[0] == EXIT_OK
+    assert {(int(r[1]), int(r[2])) for r in _read_tsv(out)} == GOLD
+
+
+def test_process_substitution_is_read_as_a_stream(capsys, fake_encoders, tmp_path):
+    # What `--tgt <(zcat de.gz)` passes: a /dev/fd/N path to a pipe, readable once, with no size.
+    read_end, write_end = os.pipe()
+
+    def feed():
+        with os.fdopen(write_end, "wb") as handle:
+            handle.write("".join(t + "\n" for t in TARGETS).encode())
+
+    thread = threading.Thread(target=feed)
+    thread.start()
+    try:
+        src = write_lines(tmp_path / "src.txt", SOURCES)
+        out = tmp_path / "pairs.tsv"
+        code, _, err = run(capsys, "mine", "--src", src, "--tgt", f"/dev/fd/{read_end}", "--out", str(out))
+    finally:
+        thread.join()
+        os.close(read_end)
+    assert code == EXIT_OK, err
+    assert {(int(r[1]), int(r[2])) for r in _read_tsv(out)} == GOLD
+
+
+def test_documents_keep_a_sentence_repeated_in_two_documents(capsys, fake_encoders, tmp_path):
+    # "cat|en" is in documents d1 and d2, and each has its translation: both pairs must be mined, and each
+    # distinct sentence is encoded once.
+    src = write_lines(tmp_path / "src.txt", ["cat|en", "dog|en", "cat|en", "tree|en"])
+    tgt = write_lines(tmp_path / "tgt.txt", ["dog|de", "cat|de", "tree|de", "cat|de"])
+    src_docs = write_lines(tmp_path / "src.docs", ["d1", "d1", "d2", "d2"])
+    tgt_docs = write_lines(tmp_path / "tgt.docs", ["d1", "d1", "d2", "d2"])
+    out = tmp_path / "pairs.tsv"
+    code, _, _ = run(
+        capsys, "mine", "--src", src, "--tgt", tgt, "--src-docs", src_docs, "--tgt-docs", tgt_docs, "--out", str(out)
+    )
+    assert code == EXIT_OK
+    rows = _read_tsv(out)
+    assert {(int(r[1]), int(r[2]), r[5]) for r in rows} == {(0, 1, "d1"), (1, 0, "d1"), (2, 3, "d2"), (3, 2, "d2")}
+    assert fake_encoders.n_encoded == 6  # 3 distinct source + 3 distinct target sentences
+
+
+def test_one_default_mode_for_python_and_the_command_line():
+    from bitext_hf.mining import DEFAULT_MODE
+
+    for command in ("mine", "eval"):
+        assert build_parser().parse_args([command]).mode is None  # resolved to DEFAULT_MODE when run
+    help_text = build_parser()._subparsers._group_actions[0].choices["mine"].format_help()
+    assert f"default {DEFAULT_MODE}" in help_text
