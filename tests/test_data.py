@@ -236,7 +236,7 @@ def test_read_embeddings_memory_maps_a_2d_array(tmp_path):
         (lambda: _npy(np.array([["a", "b"]])), r"e\.npy: dtype <U1 is not numeric"),
         (lambda: _npy(np.ones(4, np.float32)), r"e\.npy: expected a 2-D array .* shape \(4,\)"),
         (lambda: _npy(np.ones((0, 4), np.float32)), r"e\.npy: no embeddings"),
-        (lambda: b"Hello\nWorld\n", r"e\.npy: not a \.npy file"),
+        (lambda: b"Hello\nWorld\n", r"e\.npy: not a \.npy file \(no NumPy header\)"),
     ],
 )
 def test_read_embeddings_rejects_bad_files(tmp_path, data, message):
