@@ -419,7 +419,8 @@ def push_to_hub(
         revision=revision,
         repo_type="model",
         # Training leftovers the recipes keep in output_dir: checkpoints, logs, the teacher embedding cache
-        # (gigabytes) and the tokenizer copy that resumed runs reuse (the model's tokenizer is at the top level).
+        # (gigabytes), the tokenizer copy that resumed runs reuse (the model's tokenizer is at the top level) and the
+        # MLM pre-training's encoder and run folder.
         ignore_patterns=[
             "checkpoint-*",
             "checkpoint-*/**",
@@ -427,6 +428,8 @@ def push_to_hub(
             ".*",
             "teacher_cache/**",
             "tokenizer/**",
+            "mlm-encoder/**",
+            "mlm-run/**",
         ],
     )
     return str(getattr(commit, "commit_url", commit))

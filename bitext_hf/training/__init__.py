@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from bitext_hf.training.args import ConfigFileError, load_yaml_config, parse_args
+from bitext_hf.training.args import ConfigFileError, load_yaml_config, parse_args, run_recipe
 from bitext_hf.training.callbacks import RetrievalEvalCallback
 from bitext_hf.training.loop import (
     JsonlTracker,
@@ -22,7 +22,7 @@ from bitext_hf.training.tokenizer import (
     train_or_reuse_tokenizer,
     train_tokenizer,
 )
-from bitext_hf.training.trainer import BitextTrainer
+from bitext_hf.training.trainer import BitextTrainer, resume_checkpoint
 
 __all__ = [
     "SPECIAL_TOKENS",
@@ -40,6 +40,8 @@ __all__ = [
     "load_yaml_config",
     "parse_args",
     "resolve_resume_checkpoint",
+    "resume_checkpoint",
+    "run_recipe",
     "run_training_loop",
     "train_or_reuse_tokenizer",
     "train_tokenizer",

@@ -11,22 +11,25 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from transformers import HfArgumentParser
 
-__all__ = ["ConfigFileError", "load_yaml_config", "parse_args"]
+__all__ = ["ConfigFileError", "load_yaml_config", "parse_args", "run_recipe"]
 
 CONFIG_FLAG = "--config"
 
 
 class ConfigFileError(ValueError):
     """A ``--config`` YAML file is missing, malformed, or holds keys that no argument dataclass knows."""
+
+    exit_code = 2  # a usage error, as bitext_hf.errors.UsageError
 
 
 def load_yaml_config(path: str | os.PathLike) -> dict[str, Any]:
@@ -108,3 +111,20 @@ def parse_args(*dataclass_types: type, args: Sequence[str] | None = None) -> tup
         parser.set_defaults(**config)
     # look_for_args_file=False: a stray `<script>.args` file next to a recipe must not change its arguments.
     return parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
+
+
+def run_recipe(main: Callable[..., Any], *dataclass_types: type, args: Sequence[str] | None = None) -> Any:
+    """A recipe's ``if __name__ == "__main__"``: parse ``dataclass_types``, call ``main(*parsed)``.
+
+    Logging goes to stderr at INFO. A known error (``bitext_hf.errors.BitextError``, ``ConfigFileError``) is one
+    line ``<recipe>: error: <message>`` on stderr and the error's documented exit code, without a traceback.
+    """
+    from bitext_hf.errors import BitextError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    program = Path(sys.argv[0]).stem or "recipe"
+    try:
+        return main(*parse_args(*dataclass_types, args=args))
+    except (BitextError, ConfigFileError) as error:
+        print(f"{program}: error: {error}", file=sys.stderr)
+        raise SystemExit(error.exit_code) from None

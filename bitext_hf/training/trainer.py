@@ -29,17 +29,28 @@ under ``torch.no_grad``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch.utils.data import Dataset
 from transformers import Trainer
+from transformers.trainer_utils import get_last_checkpoint
 
+from bitext_hf.errors import UsageError
 from bitext_hf.training.callbacks import RetrievalEvalCallback
 
-__all__ = ["BitextTrainer", "LossFunction", "RetrievalEvalCallback", "RetrievalEvaluator", "unpack_loss"]
+__all__ = [
+    "BitextTrainer",
+    "LossFunction",
+    "RetrievalEvalCallback",
+    "RetrievalEvaluator",
+    "resume_checkpoint",
+    "unpack_loss",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +70,26 @@ class _RetrievalOnly(Dataset):
 
     def __getitem__(self, index: int) -> Any:
         raise IndexError(index)
+
+
+def resume_checkpoint(resume_from_checkpoint: str | None, output_dir: str | os.PathLike) -> str | None:
+    """The checkpoint a run resumes from, for ``Trainer.train(resume_from_checkpoint=...)``.
+
+    ``None`` / ``""`` / ``"none"``: a fresh start. ``"auto"`` (or ``"true"``): the latest ``checkpoint-N`` in
+    ``output_dir`` if there is one, else a fresh start (so one command line both starts and continues a run).
+    Anything else must be a checkpoint folder (with ``trainer_state.json``), checked before any expensive work.
+
+    Raises:
+        UsageError: the path is not a Trainer checkpoint.
+    """
+    value = (resume_from_checkpoint or "").strip()
+    if value.lower() in ("", "none", "false"):
+        return None
+    if value.lower() in ("auto", "true"):
+        return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+    if not (Path(value) / "trainer_state.json").is_file():
+        raise UsageError(f"--resume_from_checkpoint {value}: not a Trainer checkpoint folder (no trainer_state.json)")
+    return value
 
 
 def unpack_loss(output: Any) -> tuple[torch.Tensor, dict[str, Any]]:
