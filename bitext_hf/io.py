@@ -280,7 +280,15 @@ def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] 
 
 # ---------------------------------------------------------------------------------------------------- inputs
 
-_MAGIC = ((b"\x1f\x8b", "gz"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bz2"), (b"\x28\xb5\x2f\xfd", "zst"))
+# Magic bytes of the formats. gzip, xz and zstd start with bytes that cannot begin UTF-8 text; bzip2's "BZh" can,
+# so its block size digit and the magic of its first block (or of its end, for an empty stream) must follow.
+_MAGIC = (
+    (re.compile(rb"\x1f\x8b"), "gz"),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz"),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), "zst"),
+    (re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bz2"),
+)
+_MAGIC_BYTES = 10
 _SUFFIXES = {".gz": "gz", ".xz": "xz", ".bz2": "bz2", ".zst": "zst"}
 _NAMES = {"gz": "gzip", "xz": "xz", "bz2": "bzip2", "zst": "zstandard"}
 
@@ -401,8 +409,8 @@ def open_input(path: StrPath, mode: str = "rb") -> Iterator[IO]:
                 raise DataValidationError(f"{shown}: cannot be read ({error.strerror or error})") from None
         kind = None if stream else compression_of(path)
         if stream:
-            head = raw.read(6)
-            kind = next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+            head = raw.read(_MAGIC_BYTES)
+            kind = next((name for magic, name in _MAGIC if magic.match(head)), None)
             raw = io.BufferedReader(_Prefixed(head, raw))
         binary = stack.enter_context(_decompressed(raw, kind)) if kind else raw
         handle = io.TextIOWrapper(binary, encoding="utf-8", newline="") if mode != "rb" else binary

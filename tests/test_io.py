@@ -286,6 +286,12 @@ def test_stdin_and_process_substitution_are_sniffed(tmp_path, suffix):
     assert result.stdout == DATA.encode(), result.stderr
 
 
+def test_text_that_starts_like_bzip2_is_text():
+    text = b"BZh9 is how a bzip2 file starts\n"
+    result = subprocess.run([sys.executable, "-c", _CAT, "-"], input=text, capture_output=True, timeout=60)
+    assert result.stdout == text, result.stderr
+
+
 def test_unreadable_inputs_name_the_file(tmp_path):
     with pytest.raises(DataValidationError, match=r"missing\.txt: no such file"):
         read_input_bytes(tmp_path / "missing.txt")
