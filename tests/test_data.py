@@ -157,6 +157,9 @@ def test_mteb_errors(tmp_path):
         read_mteb(write(tmp_path / "m2.jsonl", json.dumps({"sentence1": "a", "sentence2": "b"}) + "\n{oops\n"))
     with pytest.raises(DataValidationError, match="save_to_disk"):
         read_mteb(tmp_path / "mteb/tatoeba")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(DataValidationError, match=r"folder: a folder, but not one saved with"):
+        read_mteb(tmp_path / "folder")
 
 
 def test_bucc_files(tmp_path):

@@ -68,7 +68,13 @@ def _load_rows(path: str, split: str | None) -> list[Located]:
     if path != "-" and os.path.isdir(path):
         import datasets
 
-        loaded = datasets.load_from_disk(path)
+        try:
+            loaded = datasets.load_from_disk(path)
+        except FileNotFoundError:
+            raise DataValidationError(
+                f"{name}: a folder, but not one saved with `datasets.save_to_disk` (no dataset_info.json / "
+                "dataset_dict.json)"
+            ) from None
         if isinstance(loaded, datasets.DatasetDict):
             chosen = split or ("test" if "test" in loaded else next(iter(loaded)))
             if chosen not in loaded:
