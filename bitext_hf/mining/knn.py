@@ -38,8 +38,8 @@ _WARN_TOLERANCE = 1e-3
 _MAX_RAW_NORM = float(np.sqrt(np.finfo(np.float32).max))
 
 # The largest neighbourhood accepted. A similarity enters a sorted top-k list at a cost of up to k shifts, and the
-# larger k is the more of them enter, so time grows faster than k (benchmarks/README.md, 5k x 5k, one thread: 0.14 s
-# at k=4, 0.72 s at 128, 2.7 s at 256, 25 s at 1024); margin mining uses k = 4 to 16.
+# larger k is the more of them enter, so time grows faster than k (measured in benchmarks/README.md, "what k
+# costs"); margin mining uses k = 4 to 16.
 MAX_K = 256
 
 
@@ -162,7 +162,7 @@ def check_k(k: int, n_src: int, n_tgt: int) -> None:
         list_bytes = 12 * (n_src * k_fwd + n_tgt * k_bwd)
         raise UsageError(
             f"k={k} is above the maximum of {MAX_K} neighbours: exact neighbour lists get slower faster than k grows "
-            f"(one thread, 5k x 5k: 0.14 s at k=4, 25 s at k=1024; benchmarks/README.md) and for {n_src} x {n_tgt} "
+            f"(one thread, 5k x 5k: 0.2 s at k=4, 30 s at k=1024; benchmarks/README.md) and for {n_src} x {n_tgt} "
             f"sentences they alone would take about {list_bytes / 2**20:,.0f} MiB; margin mining uses k = 4 to 16"
         )
 
