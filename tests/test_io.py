@@ -222,16 +222,23 @@ def test_check_output_path_refuses_unusable_paths(tmp_path, make, message):
         check_output_path(make(tmp_path))
 
 
-def test_check_output_path_refuses_an_unwritable_folder(tmp_path, monkeypatch):
-    # As root a chmod-555 folder is still writable, so the probe (create and remove a file) decides, not the mode.
-    import bitext_hf.io as io_module
-
-    def refuse(*args, **kwargs):
-        raise PermissionError(13, "Permission denied")
-
-    monkeypatch.setattr(io_module.tempfile, "mkstemp", refuse)
-    with pytest.raises(UsageError, match="is not writable"):
-        check_output_path(tmp_path / "out.txt")
+def test_check_output_path_refuses_an_unwritable_folder(tmp_path):
+    # As root a chmod-555 folder is still writable; an immutable one (chattr +i) is not, and the probe (create and
+    # remove a file) notices where a look at the mode bits would not.
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not available here")
+    else:
+        folder.chmod(0o555)
+    try:
+        with pytest.raises(UsageError, match=r"locked/out\.txt: folder .*locked is not writable"):
+            check_output_path(folder / "out.txt")
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o755)
 
 
 def test_check_output_path_accepts_stdout_and_devices(tmp_path):
