@@ -222,8 +222,25 @@ def test_save_total_limit_rotates_checkpoints(tmp_path):
 
 def test_report_to_tensorboard_writes_event_files_offline(tmp_path):
     pytest.importorskip("tensorboard")
-    train(tmp_path, max_steps=2, report_to="tensorboard", logging_dir=str(tmp_path / "tb"))
-    assert list((tmp_path / "tb").rglob("events.out.tfevents.*"))
+
+    def evaluator(model):
+        return {"xsim": 1.5}
+
+    trainer = BitextTrainer(
+        TinyRegressor(),
+        training_args(tmp_path, max_steps=2, report_to="tensorboard", eval_strategy="steps", eval_steps=2),
+        loss_fn=mse_loss,
+        train_dataset=make_dataset(),
+        retrieval_evaluator=evaluator,
+    )
+    trainer.train()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (events,) = list(tmp_path.rglob("events.out.tfevents.*"))  # under output_dir/runs/<date>_<host>
+    accumulator = EventAccumulator(str(events.parent))
+    accumulator.Reload()
+    tags = set(accumulator.Tags()["scalars"])
+    assert {"train/loss", "train/abs_error", "eval/xsim"} <= tags  # the loss part and the retrieval metric
 
 
 def test_push_to_hub_uploads_the_output_folder_without_network(tmp_path, monkeypatch):
