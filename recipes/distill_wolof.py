@@ -3,14 +3,16 @@
 The paper's setup (Heffernan et al., 2022, section 5.3): a student Transformer trained from random initialisation
 with its own vocabulary, on Wolof bitexts together with related Senegambian languages, plus English self-training
 (anchoring the student in the teacher's space); MLM on monolingual Wolof and the progressive curriculum apply to
-Wolof only. Evaluation: xsim of student(xx) against teacher(English) on held-out pairs, before and after training,
-written to ``<output_dir>/xsim_results.json`` and to the model card.
+Wolof only. Evaluation: xsim of student(xx) against teacher(English) on held-out pairs, before and after training
+(and every ``eval_steps`` with ``--eval_strategy steps``), written to ``<output_dir>/xsim_results.json`` and the card.
 
     accelerate launch recipes/distill_wolof.py --config recipes/configs/distill_wolof.yaml
     python recipes/distill_wolof.py --config recipes/configs/distill_wolof-smoke.yaml --output_dir runs/smoke
 
-Every data argument takes ``LANG=SOURCE`` specs (see ``bitext_hf.training.distillation.data``): local TSV files, pairs of
-line-aligned files, ``gettext`` (this machine's translation catalogs) or ``hub:DATASET_ID[:CONFIG][@SPLIT]``.
+Training runs on ``bitext_hf.training.BitextTrainer`` with the standard ``TrainingArguments`` (``--bf16``,
+``--save_total_limit``, ``--resume_from_checkpoint`` (a folder, or ``auto``: the last checkpoint if any),
+``--report_to``, ``--push_to_hub``...). Data arguments take ``bitext_hf.data`` specs: ``xx=pairs.tsv``,
+``xx=a.xx,a.en``, ``xx=gettext``, ``xx=hub:DATASET[:CONFIG][:SPLIT]``.
 """
 
 from __future__ import annotations
@@ -18,35 +20,28 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import torch
+from transformers import PreTrainedTokenizerFast, TrainingArguments, set_seed
+from transformers.trainer_utils import get_last_checkpoint
 
+from bitext_hf.data import PairSet, load_monolingual, load_pairs, read_lines
+from bitext_hf.data.filters import drop_overlap, split_held_out
+from bitext_hf.errors import BitextError, DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
-from bitext_hf.training import (
-    LoopArguments,
-    parse_args,
-    resolve_resume_checkpoint,
-    run_training_loop,
-    train_or_reuse_tokenizer,
-)
+from bitext_hf.training import BitextTrainer, ConfigFileError, parse_args, train_or_reuse_tokenizer
 from bitext_hf.training.distillation import (
     DEFAULT_TASK_WEIGHTS,
-    Bitext,
-    CosineDistillationLoss,
     DistillationBatches,
-    DistillationDataError,
-    StudentEncoder,
+    DistillationLoss,
     TeacherEmbeddingCache,
-    compute_batch_loss,
+    XsimEvaluator,
     evaluate_xsim,
-    load_bitext,
-    load_monolingual,
-    read_lines,
-    split_held_out,
+    save_student,
 )
 
 logger = logging.getLogger("distill_wolof")
@@ -54,35 +49,28 @@ logger = logging.getLogger("distill_wolof")
 RESULTS_FILE = "xsim_results.json"
 
 
+def _field(default: Any, help: str) -> Any:
+    factory = {"default_factory": lambda: list(default)} if isinstance(default, list) else {"default": default}
+    return dataclasses.field(**factory, metadata={"help": help})
+
+
 @dataclasses.dataclass
 class ScriptArguments:
     """Data, teacher and distillation settings."""
 
     bitexts: list[str] = dataclasses.field(
-        default_factory=lambda: [
-            "wol=hub:allenai/nllb:eng_Latn-wol_Latn",
-            "fuv=hub:allenai/nllb:eng_Latn-fuv_Latn",
-        ],
-        metadata={
-            "help": "Training bitexts, LANG=SOURCE: file.tsv (English<TAB>xx), xx.txt,en.txt, gettext, hub:ID[:CONFIG][@SPLIT]."
-        },
+        default_factory=lambda: ["wol=hub:allenai/nllb:eng_Latn-wol_Latn", "fuv=hub:allenai/nllb:eng_Latn-fuv_Latn"],
+        metadata={"help": "Training bitexts, xx=SOURCE: pairs.tsv (English<TAB>xx), a.xx,a.en, gettext, hub:..."},
     )
     monolingual: list[str] = dataclasses.field(
-        default_factory=lambda: ["wol=hub:allenai/MADLAD-400:wo@clean"],
-        metadata={
-            "help": "Monolingual text for MLM, LANG=file.txt or LANG=hub:ID[:CONFIG][@SPLIT] (a 'text' column)."
-        },
+        default_factory=lambda: ["wol=hub:allenai/MADLAD-400:wo@clean"], metadata={"help": "MLM text, xx=SOURCE."}
     )
-    english: list[str] = dataclasses.field(
-        default_factory=list, metadata={"help": "Extra English text files for the self task (one sentence a line)."}
-    )
+    english: list[str] = dataclasses.field(default_factory=list, metadata={"help": "English text files (self task)."})
     eval_bitexts: list[str] = dataclasses.field(
         default_factory=lambda: ["wol=hub:facebook/flores:wol_Latn-eng_Latn@devtest"],
-        metadata={"help": "Held-out evaluation pairs, LANG=SOURCE; empty: hold out --held_out pairs instead."},
+        metadata={"help": "Held-out evaluation pairs, xx=SOURCE; empty: hold out --held_out training pairs instead."},
     )
-    held_out: int = dataclasses.field(
-        default=0, metadata={"help": "With no eval_bitexts: pairs held out of each eval language's training data."}
-    )
+    held_out: int = _field(0, "With no eval_bitexts: pairs held out of each eval language's training data.")
     eval_languages: list[str] = dataclasses.field(
         default_factory=lambda: ["wol"], metadata={"help": "Languages evaluated when holding out pairs."}
     )
@@ -92,109 +80,94 @@ class ScriptArguments:
     curriculum_languages: list[str] = dataclasses.field(
         default_factory=lambda: ["wol"], metadata={"help": "Languages trained with progressive prefixes."}
     )
-    max_pairs_per_language: int | None = dataclasses.field(default=None, metadata={"help": "Cap per bitext."})
-    max_monolingual: int | None = dataclasses.field(default=None, metadata={"help": "Cap per monolingual corpus."})
-    teacher: str = dataclasses.field(
-        default="default",
-        metadata={
-            "help": "Teacher encoder: 'default' (offline USE), a sentence-transformers folder, a HF model path."
-        },
+    max_pairs_per_language: int | None = _field(None, "Cap per bitext.")
+    max_monolingual: int | None = _field(None, "Cap per monolingual corpus.")
+    teacher: str = _field("default", "Teacher: 'default' (offline USE), a sentence-transformers folder, a HF model.")
+    teacher_batch_size: int = _field(64, "Teacher encoding batch size.")
+    cache_dir: str | None = _field(None, "Teacher embedding cache (default: <output_dir>/teacher_cache).")
+    distil_weight: float = _field(DEFAULT_TASK_WEIGHTS["distil"], "Weight of the distil task (xx -> English).")
+    self_weight: float = _field(DEFAULT_TASK_WEIGHTS["self"], "Weight of the self task (English -> English).")
+    mask_weight: float = _field(DEFAULT_TASK_WEIGHTS["mask"], "Weight of the MLM task.")
+    dataset_alpha: float = _field(0.5, "Datasets of a task are sampled proportionally to size ** alpha.")
+    curriculum_increment: float = _field(0.1, "Stage increment (0.1: prefixes of 10, 20, ..., 100 percent).")
+    curriculum_fraction: float | None = _field(
+        None,
+        "Share of the steps spent on prefixes shorter than 100 percent, split evenly among those stages; the "
+        "whole-sentence stage runs for the rest (e.g. 0.5). Default: every stage gets an equal share.",
     )
-    teacher_batch_size: int = dataclasses.field(default=64, metadata={"help": "Teacher encoding batch size."})
-    cache_dir: str | None = dataclasses.field(
-        default=None, metadata={"help": "Teacher embedding cache (default: <output_dir>/teacher_cache)."}
-    )
-    distil_weight: float = dataclasses.field(default=DEFAULT_TASK_WEIGHTS["distil"], metadata={"help": "Task weight."})
-    self_weight: float = dataclasses.field(default=DEFAULT_TASK_WEIGHTS["self"], metadata={"help": "Task weight."})
-    mask_weight: float = dataclasses.field(default=DEFAULT_TASK_WEIGHTS["mask"], metadata={"help": "Task weight."})
-    dataset_alpha: float = dataclasses.field(
-        default=0.5, metadata={"help": "Datasets of a task are sampled proportionally to size ** alpha."}
-    )
-    curriculum_increment: float = dataclasses.field(
-        default=0.1,
-        metadata={"help": "Curriculum stage increment (0.1: prefixes of 10, 20, ..., 100 percent of the subwords)."},
-    )
-    curriculum_fraction: float | None = dataclasses.field(
-        default=None,
-        metadata={
-            "help": "Share of the steps spent on prefixes shorter than 100 percent, split evenly among those stages; "
-            "the whole-sentence stage runs for the rest (e.g. 0.5). Default: every stage gets an equal share."
-        },
-    )
-    mask_rate: float = dataclasses.field(default=0.15, metadata={"help": "Fraction of tokens set to <mask>."})
-    contrastive_weight: float = dataclasses.field(
-        default=0.0, metadata={"help": "Weight of the optional in-batch contrastive term."}
-    )
-    max_length: int = dataclasses.field(default=128, metadata={"help": "Student truncation length in subwords."})
-    group_by_length: bool = dataclasses.field(
-        default=True, metadata={"help": "Batch sentences of similar length (far less padding); else sample uniformly."}
-    )
+    mask_rate: float = _field(0.15, "Fraction of the tokens of MLM sentences set to <mask>.")
+    contrastive_weight: float = _field(0.0, "Weight of the optional in-batch contrastive term.")
+    max_length: int = _field(128, "Student truncation length in subwords.")
+    group_by_length: bool = _field(True, "Batch sentences of similar length (far less padding); else uniformly.")
 
     def __post_init__(self) -> None:
         if not self.bitexts:
-            raise ValueError("bitexts: give at least one LANG=SOURCE training bitext")
+            raise UsageError("bitexts: give at least one xx=SOURCE training bitext")
         if not self.eval_bitexts and self.held_out <= 0:
             logger.warning("no eval_bitexts and held_out=0: the run will not report xsim")
         for name in ("distil_weight", "self_weight", "mask_weight"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+                raise UsageError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
 @dataclasses.dataclass
 class ModelArguments:
     """The student and its vocabulary (defaults: the paper's student with an 8k vocabulary)."""
 
-    tokenizer_name: str | None = dataclasses.field(
-        default=None, metadata={"help": "An existing student tokenizer; by default one is trained on the data."}
-    )
-    vocab_size: int = dataclasses.field(default=8000, metadata={"help": "Student vocabulary size when trained."})
-    hidden_size: int = dataclasses.field(default=1024, metadata={"help": "Student width."})
-    num_hidden_layers: int = dataclasses.field(default=12, metadata={"help": "Student layers."})
-    num_attention_heads: int = dataclasses.field(default=4, metadata={"help": "Attention heads."})
-    intermediate_size: int = dataclasses.field(default=2048, metadata={"help": "Feed-forward width."})
-    pooling: str = dataclasses.field(default="max", metadata={"help": "Sentence pooling: max or bos."})
-    dropout: float = dataclasses.field(default=0.1, metadata={"help": "Hidden and attention dropout."})
+    tokenizer_name: str | None = _field(None, "An existing student tokenizer; by default one is trained on the data.")
+    vocab_size: int = _field(8000, "Student vocabulary size when trained.")
+    hidden_size: int = _field(1024, "Student width.")
+    num_hidden_layers: int = _field(12, "Student layers.")
+    num_attention_heads: int = _field(4, "Attention heads.")
+    intermediate_size: int = _field(2048, "Feed-forward width.")
+    pooling: str = _field("max", "Sentence pooling: max or bos.")
+    dropout: float = _field(0.1, "Hidden and attention dropout.")
 
 
-def load_data(args: ScriptArguments) -> tuple[list[Bitext], dict[str, list[str]], list[str], list[Bitext]]:
+def load_data(args: ScriptArguments) -> tuple[list[PairSet], dict[str, list[str]], list[str], list[PairSet]]:
     """Training bitexts, monolingual text, extra English and evaluation bitexts, validated."""
-    train = [load_bitext(spec, args.max_pairs_per_language) for spec in args.bitexts]
-    evaluation = [load_bitext(spec) for spec in args.eval_bitexts]
+    train = [load_pairs(spec, max_pairs=args.max_pairs_per_language) for spec in args.bitexts]
+    evaluation = [load_pairs(spec) for spec in args.eval_bitexts]
     if not evaluation and args.held_out > 0:
-        by_language = {bitext.language: index for index, bitext in enumerate(train)}
+        by_language = {pairs.src_lang: index for index, pairs in enumerate(train)}
         for language in args.eval_languages:
             if language not in by_language:
-                raise DistillationDataError(f"eval language {language!r} has no data among the training bitexts")
+                raise DataValidationError(f"eval language {language!r} has no data among the training bitexts")
             train[by_language[language]], held = split_held_out(train[by_language[language]], args.held_out)
             evaluation.append(held)
-    if evaluation:
-        # No evaluation sentence may be trained on: drop training pairs sharing a side with the evaluation pairs.
-        held_texts = {text for bitext in evaluation for text in (*bitext.student_texts, *bitext.teacher_texts)}
-        train = [_without(bitext, held_texts) for bitext in train]
+    # No evaluation sentence may be trained on: drop training pairs sharing a side with the evaluation pairs.
+    held_texts = [text for pairs in evaluation for text in (*pairs.src, *pairs.tgt)]
+    train = [drop_overlap(pairs, held_texts) for pairs in train] if held_texts else train
     monolingual: dict[str, list[str]] = {}
     for spec in args.monolingual:
-        language, texts = load_monolingual(spec, args.max_monolingual)
+        language, texts = load_monolingual(spec, max_sentences=args.max_monolingual)
         monolingual.setdefault(language, []).extend(texts)
     english = [line for path in args.english for line in read_lines(path)]
     return train, monolingual, english, evaluation
 
 
-def _without(bitext: Bitext, texts: set[str]) -> Bitext:
-    kept = [pair for pair in zip(bitext.student_texts, bitext.teacher_texts) if not texts.intersection(pair)]
-    return Bitext(bitext.language, [student for student, _ in kept], [teacher for _, teacher in kept])
+def resume_checkpoint(args: TrainingArguments) -> str | None:
+    """The checkpoint to resume from: ``auto`` (or ``true``) is the last one in output_dir, or none (a fresh run)."""
+    value = args.resume_from_checkpoint
+    if value in (None, "", "none", "None", "false", "False"):
+        return None
+    if value in ("auto", "true", "True"):
+        return get_last_checkpoint(args.output_dir) if Path(args.output_dir).is_dir() else None
+    if not (Path(value) / "trainer_state.json").is_file():
+        raise UsageError(f"--resume_from_checkpoint {value}: not a checkpoint folder (no trainer_state.json)")
+    return value
 
 
-def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: ModelArguments) -> dict[str, Any]:
-    from accelerate import PartialState
-
+def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict:
     from bitext_hf.encoders import load_encoder
 
-    if loop_args.max_steps <= 0:  # before any data, teacher or tokenizer work
-        raise ValueError("distill_wolof needs max_steps > 0 (batches are drawn by step, there are no epochs)")
-    state = PartialState()
-    output_dir = Path(loop_args.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(loop_args.seed)
+    # Cheap checks first, before any data, teacher or tokenizer work.
+    if training_args.max_steps <= 0:
+        raise UsageError("distill_wolof needs --max_steps > 0 (batches are drawn by step, there are no epochs)")
+    if training_args.activation_checkpointing and not Laser3Student.supports_gradient_checkpointing:
+        raise UsageError("--activation_checkpointing (--gradient_checkpointing): Laser3Student does not support it")
+    output_dir = Path(training_args.output_dir)
+    resume = resume_checkpoint(training_args)
 
     train, monolingual, english, evaluation = load_data(script_args)
     teacher = load_encoder(None if script_args.teacher == "default" else script_args.teacher)
@@ -204,157 +177,115 @@ def main(script_args: ScriptArguments, loop_args: LoopArguments, model_args: Mod
         teacher_id=script_args.teacher,
         batch_size=script_args.teacher_batch_size,
     )
-
-    if model_args.tokenizer_name:
-        from transformers import PreTrainedTokenizerFast
-
-        # Not AutoTokenizer: a student folder's config.json carries an auto_map and would ask about remote code.
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(model_args.tokenizer_name)
-    else:
-        corpus = [text for bitext in train for text in (*bitext.student_texts, *bitext.teacher_texts)]
-        corpus += [text for texts in monolingual.values() for text in texts] + english
-        tokenizer = train_or_reuse_tokenizer(
-            corpus,
-            output_dir=output_dir,
-            reuse=resolve_resume_checkpoint(loop_args) is not None,
-            vocab_size=model_args.vocab_size,
-            model_max_length=script_args.max_length,
+    # The first process trains the vocabulary and fills the teacher cache; the others then read both (a Unigram
+    # vocabulary differs from one training to the next, and every process must share one).
+    with training_args.main_process_first(desc="tokenizer and teacher cache", local=False):
+        if model_args.tokenizer_name:
+            # Not AutoTokenizer: a student folder's config.json has an auto_map and would ask about remote code.
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(model_args.tokenizer_name)
+        else:
+            corpus = [text for pairs in train for text in (*pairs.src, *pairs.tgt)]
+            corpus += [text for texts in monolingual.values() for text in texts] + english
+            tokenizer = train_or_reuse_tokenizer(
+                corpus,
+                output_dir=output_dir,
+                reuse=resume is not None or training_args.process_index > 0,
+                vocab_size=model_args.vocab_size,
+                model_max_length=script_args.max_length,
+            )
+        batches = DistillationBatches(
+            tokenizer=tokenizer,
+            cache=cache,
+            bitexts=train,
+            monolingual=monolingual,
+            english=english,
+            mlm_languages=script_args.mlm_languages,
+            curriculum_languages=script_args.curriculum_languages,
+            # Every process draws its own micro-batches: the dataset holds the batches of the whole run.
+            total_steps=training_args.max_steps * training_args.gradient_accumulation_steps * training_args.world_size,
+            batch_size=training_args.per_device_train_batch_size,
+            task_weights={task: getattr(script_args, f"{task}_weight") for task in DEFAULT_TASK_WEIGHTS},
+            alpha=script_args.dataset_alpha,
+            curriculum_increment=script_args.curriculum_increment,
+            curriculum_fraction=script_args.curriculum_fraction,
+            mask_rate=script_args.mask_rate,
+            max_length=script_args.max_length,
+            group_by_length=script_args.group_by_length,
+            seed=training_args.seed,
         )
+    # One dataset item is a whole micro-batch of per_device_train_batch_size sentences of one task, a function of
+    # (seed, step): the Trainer takes one item per micro-batch, in order (the curriculum follows the step).
+    training_args.per_device_train_batch_size = 1
+    training_args.train_sampling_strategy = "sequential"
+    # --push_to_hub uploads the final export once, without the teacher cache (the Trainer's own pushes during
+    # training would upload output_dir with it, and replace the model card with its own).
+    push, training_args.push_to_hub = training_args.push_to_hub, False
+
+    set_seed(training_args.seed)
+    sizes = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "pooling")
     config = Laser3StudentConfig(
         vocab_size=len(tokenizer),
-        hidden_size=model_args.hidden_size,
-        num_hidden_layers=model_args.num_hidden_layers,
-        num_attention_heads=model_args.num_attention_heads,
-        intermediate_size=model_args.intermediate_size,
         hidden_dropout_prob=model_args.dropout,
         attention_probs_dropout_prob=model_args.dropout,
         max_position_embeddings=max(script_args.max_length, 8),
-        pooling=model_args.pooling,
-        projection_dim=int(teacher.dim),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        mask_token_id=tokenizer.mask_token_id,
+        projection_dim=int(teacher.dim),  # none when the widths match
+        **{name: getattr(model_args, name) for name in sizes},
+        **{f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos", "mask")},
     )
     model = Laser3Student(config)
-
-    # One loop "batch" is one step's batch of sentences: the loop sees a step-indexed dataset with batch size 1.
-    micro_batches = loop_args.max_steps * loop_args.gradient_accumulation_steps * state.num_processes
-    batches = DistillationBatches(
-        tokenizer=tokenizer,
-        cache=cache,
-        bitexts=train,
-        monolingual=monolingual,
-        english=english,
-        mlm_languages=script_args.mlm_languages,
-        curriculum_languages=script_args.curriculum_languages,
-        total_steps=micro_batches,
-        batch_size=loop_args.per_device_train_batch_size,
-        task_weights={
-            "distil": script_args.distil_weight,
-            "self": script_args.self_weight,
-            "mask": script_args.mask_weight,
-        },
-        alpha=script_args.dataset_alpha,
-        curriculum_increment=script_args.curriculum_increment,
-        curriculum_fraction=script_args.curriculum_fraction,
-        mask_rate=script_args.mask_rate,
-        max_length=script_args.max_length,
-        group_by_length=script_args.group_by_length,
-        seed=loop_args.seed,
+    evaluator = XsimEvaluator(tokenizer, cache, evaluation, max_length=script_args.max_length) if evaluation else None
+    trainer = BitextTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=batches,
+        data_collator=DistillationBatches.collate,
+        processing_class=tokenizer,
+        loss_fn=DistillationLoss(contrastive_weight=script_args.contrastive_weight),
+        retrieval_evaluator=evaluator,
     )
-    distillation_loss = CosineDistillationLoss(contrastive_weight=script_args.contrastive_weight)
-
-    def compute_loss(student: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-        loss = compute_batch_loss(student, batch, distillation_loss)
-        return loss, {f"loss_{batch['task']}": float(loss.detach())}
-
-    def evaluate(student: torch.nn.Module) -> dict[str, float]:
-        encoder = StudentEncoder(student, tokenizer, max_length=script_args.max_length)
-        results = evaluate_xsim(encoder, cache, evaluation)
-        return {f"xsim_{language}": values["xsim"] for language, values in results.items()}
-
-    results: dict[str, Any] = {"teacher": script_args.teacher, "n_train_pairs": {b.language: len(b) for b in train}}
-    if evaluation and state.is_main_process:
+    results: dict[str, Any] = {"teacher": script_args.teacher, "n_train_pairs": {p.src_lang: len(p) for p in train}}
+    if evaluator is not None and trainer.is_world_process_zero():
         results["teacher_zero_shot"] = evaluate_xsim(teacher, cache, evaluation)
-        results["student_before"] = evaluate_xsim(
-            StudentEncoder(model, tokenizer, max_length=script_args.max_length), cache, evaluation
-        )
+        results["student_before"] = evaluator.details(model)
         logger.info("xsim before training: %s", results["student_before"])
 
     started = time.perf_counter()
-    result = run_training_loop(
-        model,
-        batches,
-        args=dataclasses.replace(loop_args, per_device_train_batch_size=1),
-        compute_loss=compute_loss,
-        collate_fn=_first,
-        evaluate=evaluate if evaluation and loop_args.eval_steps else None,
-        shuffle=False,
-    )
+    trainer.train(resume_from_checkpoint=resume)
     results["train_seconds"] = round(time.perf_counter() - started, 1)
-    results["global_step"] = result.global_step
-    student = result.model
-    if state.is_main_process:
-        if evaluation:
-            results["student_after"] = evaluate_xsim(
-                StudentEncoder(student, tokenizer, max_length=script_args.max_length), cache, evaluation
-            )
+    results["global_step"] = trainer.state.global_step
+    if trainer.is_world_process_zero():
+        if evaluator is not None:
+            results["student_after"] = evaluator.details(trainer.model)
             logger.info("xsim after training: %s", results["student_after"])
-        save_student(student, tokenizer, output_dir, script_args, results)
+        save_student(
+            trainer.model,
+            tokenizer,
+            output_dir,
+            languages=sorted({spec.partition("=")[0] for spec in script_args.bitexts}),
+            teacher=script_args.teacher,
+            training_data=[*script_args.bitexts, *script_args.monolingual],
+            results=results,
+        )
         with atomic_output(output_dir / RESULTS_FILE) as handle:
             json.dump(results, handle, indent=2)
-    state.wait_for_everyone()
+        if push:
+            from bitext_hf.hub import push_to_hub
+
+            push_to_hub(
+                output_dir,
+                training_args.hub_model_id or output_dir.name,
+                private=bool(training_args.hub_private_repo),
+                token=training_args.hub_token,
+                revision=training_args.hub_revision,
+            )
+    trainer.accelerator.wait_for_everyone()
     return results
-
-
-def _first(samples: list[Any]) -> Any:
-    return samples[0]
-
-
-def _xsim_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per evaluated language: the teacher zero-shot, the student before and after training."""
-    columns = {
-        "teacher zero-shot": "teacher_zero_shot",
-        "student before": "student_before",
-        "student after": "student_after",
-    }
-    rows = []
-    for language, after in results.get("student_after", {}).items():
-        row: dict[str, Any] = {"language": language, "pairs": int(after["n"])}
-        for title, key in columns.items():
-            value = results.get(key, {}).get(language, {}).get("xsim")
-            row[title] = None if value is None else float(value)
-        rows.append(row)
-    return rows
-
-
-def save_student(
-    student: Laser3Student, tokenizer: Any, output_dir: Path, script_args: ScriptArguments, results: dict[str, Any]
-) -> None:
-    """Weights, tokenizer, remote code, model card and sentence-transformers modules (Transformer -> Pooling(max
-    or cls) -> Dense(projection) when the student has a projection) into ``output_dir``."""
-    from bitext_hf.hub import render_model_card, save_for_hub
-
-    languages = sorted({spec.partition("=")[0] for spec in script_args.bitexts})
-    card = render_model_card(
-        "laser3",
-        card_data={
-            "language": sorted({language[:2] if len(language) > 3 else language for language in [*languages, "en"]})
-        },
-        languages=", ".join(languages),
-        teacher=script_args.teacher if script_args.teacher != "default" else "USE v3 multilingual (offline default)",
-        pooling=student.config.pooling,
-        embedding_dim=student.config.embedding_dim,
-        xsim_table=_xsim_rows(results) or "(no evaluation data was given)",
-        training_data="\n".join(f"- `{spec}`" for spec in [*script_args.bitexts, *script_args.monolingual]),
-    )
-    options: dict[str, Any] = {"pooling": "max" if student.config.pooling == "max" else "cls", "verify": True}
-    if student.projection is not None:
-        options["dense"] = student.projection
-    save_for_hub(student, tokenizer, output_dir, model_card=card, sentence_transformers=options)
 
 
 if __name__ == "__main__":
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    main(*parse_args(ScriptArguments, LoopArguments, ModelArguments))
+    try:
+        main(*parse_args(ScriptArguments, TrainingArguments, ModelArguments))
+    except (BitextError, ConfigFileError) as error:  # one line and the documented exit code, no traceback
+        print(f"distill_wolof: error: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)

@@ -3,18 +3,19 @@ bad input."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
 
+from bitext_hf.data import DataValidationError, PairSet, load_pairs, read_lines
+from bitext_hf.data.filters import split_held_out
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.training.distillation import (
-    Bitext,
     CosineDistillationLoss,
     DistillationBatches,
     DistillationDataError,
+    DistillationLoss,
+    SentenceMaskingCollator,
     Stream,
     StudentEncoder,
     TaskSampler,
@@ -22,14 +23,10 @@ from bitext_hf.training.distillation import (
     compute_batch_loss,
     curriculum_ratios,
     curriculum_stage,
-    load_bitext,
-    mask_tokens,
     prefix_length,
     prefix_texts_and_ids,
-    read_lines,
-    split_held_out,
 )
-from bitext_hf.training.distillation.trainer import ENGLISH
+from bitext_hf.training.distillation.tasks import ENGLISH
 
 
 class CountingTeacher:
@@ -56,7 +53,7 @@ class CountingTeacher:
         return self.encoder.encode(sentences, batch_size=batch_size)
 
 
-def tiny_student(tokenizer, projection_dim: int = 24, seed: int = 0) -> Laser3Student:
+def tiny_student(tokenizer, projection_dim: int = 24, seed: int = 0, dropout: float = 0.0) -> Laser3Student:
     torch.manual_seed(seed)
     config = Laser3StudentConfig(
         vocab_size=len(tokenizer),
@@ -66,8 +63,8 @@ def tiny_student(tokenizer, projection_dim: int = 24, seed: int = 0) -> Laser3St
         intermediate_size=64,
         max_position_embeddings=64,
         projection_dim=projection_dim,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
     )
     return Laser3Student(config)
 
@@ -75,7 +72,7 @@ def tiny_student(tokenizer, projection_dim: int = 24, seed: int = 0) -> Laser3St
 @pytest.fixture
 def bitexts(tiny_parallel_corpus_by_language):
     return [
-        Bitext(language, [xx for _, xx in pairs], [en for en, _ in pairs])
+        PairSet(language, "en", "tiny", [xx for _, xx in pairs], [en for en, _ in pairs])
         for language, pairs in tiny_parallel_corpus_by_language.items()
     ]
 
@@ -150,7 +147,7 @@ def test_batches_follow_the_curriculum(tiny_tokenizer, bitexts, tmp_path):
         tokenizer=tiny_tokenizer,
         cache=cache,
         bitexts=bitexts[:1],
-        curriculum_languages=[bitexts[0].language],
+        curriculum_languages=[bitexts[0].src_lang],
         total_steps=50,
         batch_size=8,
         task_weights={"distil": 1.0, "self": 0.0, "mask": 0.0},
@@ -158,9 +155,7 @@ def test_batches_follow_the_curriculum(tiny_tokenizer, bitexts, tmp_path):
     )
     full_lengths = {
         text: len(ids)
-        for text, ids in zip(
-            bitexts[0].student_texts, tiny_tokenizer(bitexts[0].student_texts, add_special_tokens=False)["input_ids"]
-        )
+        for text, ids in zip(bitexts[0].src, tiny_tokenizer(bitexts[0].src, add_special_tokens=False)["input_ids"])
     }
     longest = max(full_lengths.values())
     for step in range(50):
@@ -176,26 +171,55 @@ def test_batches_follow_the_curriculum(tiny_tokenizer, bitexts, tmp_path):
 # ---------------------------------------------------------------- masking
 
 
-def test_masking_rate_and_labels():
-    generator = torch.Generator().manual_seed(0)
-    input_ids = torch.randint(5, 300, (400, 50))
-    input_ids[:, 0], input_ids[:, -1] = 0, 2
-    input_ids[:200, 40:] = 1  # padding
-    masked, labels = mask_tokens(input_ids, mask_token_id=4, special_token_ids=[0, 1, 2, 4], generator=generator)
-    maskable = (input_ids != 0) & (input_ids != 1) & (input_ids != 2)
-    is_masked = masked == 4
-    rate = is_masked.sum().item() / maskable.sum().item()
-    assert rate == pytest.approx(0.15, abs=0.01)
+def masked_with_collator(tokenizer, input_ids, seed=0):
+    collator = SentenceMaskingCollator(tokenizer, mlm_probability=0.15)
+    collator.generator = torch.Generator().manual_seed(seed)
+    specials = torch.tensor([tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id])
+    return collator.torch_mask_tokens(input_ids.clone(), special_tokens_mask=torch.isin(input_ids, specials))
+
+
+def test_masking_rate_and_labels(tiny_tokenizer):
+    bos, eos, pad, mask = (tiny_tokenizer.convert_tokens_to_ids(t) for t in ("<s>", "</s>", "<pad>", "<mask>"))
+    input_ids = torch.randint(5, len(tiny_tokenizer), (400, 50), generator=torch.Generator().manual_seed(1))
+    input_ids[:, 0], input_ids[:, -1] = bos, eos
+    input_ids[:200, 40:] = pad
+    masked, labels = masked_with_collator(tiny_tokenizer, input_ids)
+    maskable = (input_ids != bos) & (input_ids != eos) & (input_ids != pad)
+    is_masked = labels != -100
+    assert is_masked.sum().item() / maskable.sum().item() == pytest.approx(0.15, abs=0.01)
     assert not (is_masked & ~maskable).any(), "special tokens and padding are never masked"
     assert torch.equal(labels[is_masked], input_ids[is_masked])
-    assert (labels[~is_masked] == -100).all()
+    # The paper's masking: every chosen token becomes <mask> (no 10% random, no 10% kept as in BERT's 80/10/10).
+    assert (masked[is_masked] == mask).all()
     assert torch.equal(masked[~is_masked], input_ids[~is_masked])
 
 
-def test_every_short_sentence_gets_a_mask():
-    input_ids = torch.tensor([[0, 7, 2, 1, 1]] * 100)
-    masked, labels = mask_tokens(input_ids, mask_token_id=4, special_token_ids=[0, 1, 2, 4])
-    assert ((labels != -100).sum(dim=1) == 1).all() and (masked[:, 1] == 4).all()
+def test_every_short_sentence_gets_a_mask(tiny_tokenizer):
+    bos, eos, pad, mask = (tiny_tokenizer.convert_tokens_to_ids(t) for t in ("<s>", "</s>", "<pad>", "<mask>"))
+    input_ids = torch.tensor([[bos, 7, eos, pad, pad]] * 100)
+    masked, labels = masked_with_collator(tiny_tokenizer, input_ids)
+    assert ((labels != -100).sum(dim=1) == 1).all() and (masked[:, 1] == mask).all()
+
+
+def test_mlm_batches_are_a_function_of_the_step(tiny_tokenizer, bitexts, tmp_path):
+    def mask_batches():
+        batches = DistillationBatches(
+            tokenizer=tiny_tokenizer,
+            cache=TeacherEmbeddingCache(tmp_path, CountingTeacher(tiny_tokenizer), "counting"),
+            bitexts=bitexts[:1],
+            mlm_languages=[bitexts[0].src_lang],
+            total_steps=6,
+            batch_size=8,
+            task_weights={"distil": 0.0, "self": 0.0, "mask": 1.0},
+        )
+        return [batches[step] for step in (5, 0, 3)]
+
+    first, again = mask_batches(), mask_batches()
+    for one, other in zip(first, again):
+        assert torch.equal(one["input_ids"], other["input_ids"]) and torch.equal(
+            one["mlm_labels"], other["mlm_labels"]
+        )
+    assert not torch.equal(first[0]["mlm_labels"], first[2]["mlm_labels"])
 
 
 # ---------------------------------------------------------------- task mixing
@@ -283,9 +307,9 @@ def test_self_task_reuses_the_bitexts_cached_english(tiny_tokenizer, bitexts, tm
     )
     # Each distinct English side once (the cache is keyed by the text list), plus the extra English: the pool
     # shared with the bitexts is not re-encoded.
-    english_sides = {tuple(bitext.teacher_texts) for bitext in bitexts}
+    english_sides = {tuple(bitext.tgt) for bitext in bitexts}
     assert teacher.encoded == sum(len(side) for side in english_sides) + len(extra_english)
-    pool = list(dict.fromkeys([*extra_english, *(t for bitext in bitexts for t in bitext.teacher_texts)]))
+    pool = list(dict.fromkeys([*extra_english, *(t for bitext in bitexts for t in bitext.tgt)]))
     rows = np.arange(len(pool))
     np.testing.assert_allclose(
         batches._targets[ENGLISH, 1.0][rows], teacher.encoder.encode(pool), rtol=1e-5, atol=1e-6
@@ -349,7 +373,11 @@ def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitext
 
 
 def test_resume_from_checkpoint_reproduces_the_run(tiny_tokenizer, bitexts, tmp_path):
-    from bitext_hf.training import LoopArguments, run_training_loop
+    import shutil
+
+    from transformers import TrainingArguments
+
+    from bitext_hf.training import BitextTrainer
 
     cache = TeacherEmbeddingCache(tmp_path / "cache", CountingTeacher(tiny_tokenizer), "counting")
     batches = DistillationBatches(
@@ -362,42 +390,43 @@ def test_resume_from_checkpoint_reproduces_the_run(tiny_tokenizer, bitexts, tmp_
         batch_size=8,
         seed=5,
     )
-    loss_module = CosineDistillationLoss()
 
-    def train(output_dir, max_steps, resume=None):
-        student = tiny_student(tiny_tokenizer, seed=7)
-        args = LoopArguments(
+    def train(output_dir, resume=None):
+        args = TrainingArguments(
             output_dir=str(output_dir),
-            max_steps=max_steps,
-            per_device_train_batch_size=1,
+            max_steps=6,
+            per_device_train_batch_size=1,  # an item is a whole batch
+            train_sampling_strategy="sequential",
             learning_rate=1e-3,
             save_steps=3,
-            logging_steps=0,
+            logging_steps=2,
             disable_tqdm=True,
             seed=5,
-            resume_from_checkpoint=resume,
+            report_to="none",
+            use_cpu=True,
         )
-        return run_training_loop(
-            student,
-            batches,
+        trainer = BitextTrainer(
+            model=tiny_student(tiny_tokenizer, seed=7, dropout=0.1),  # dropout: the RNG state must resume too
             args=args,
-            compute_loss=lambda model, batch: compute_batch_loss(model, batch, loss_module),
-            collate_fn=lambda samples: samples[0],
-            shuffle=False,
-        ).model
+            train_dataset=batches,
+            data_collator=DistillationBatches.collate,
+            loss_fn=DistillationLoss(),
+        )
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
 
     # The learning-rate schedule depends on max_steps, so the interrupted run is the same 6-step run stopped early:
     # resume continues from its step-3 checkpoint.
-    uninterrupted = train(tmp_path / "full", 6)
-    train(tmp_path / "resumed", 6)
-    resumed_dir = tmp_path / "resumed"
-    for stale in ["checkpoint-6"]:
-        import shutil
-
-        shutil.rmtree(resumed_dir / stale)
-    resumed = train(resumed_dir, 6, resume=str(resumed_dir / "checkpoint-3"))
-    for (name, value), other in zip(uninterrupted.state_dict().items(), resumed.state_dict().values()):
+    uninterrupted = train(tmp_path / "full")
+    train(tmp_path / "resumed")
+    shutil.rmtree(tmp_path / "resumed" / "checkpoint-6")
+    resumed = train(tmp_path / "resumed", resume=str(tmp_path / "resumed" / "checkpoint-3"))
+    assert resumed.state.global_step == 6
+    for (name, value), other in zip(uninterrupted.model.state_dict().items(), resumed.model.state_dict().values()):
         assert torch.equal(value, other), name
+    # Each task's loss is logged on its own, next to the Trainer's loss.
+    logged = {key for entry in uninterrupted.state.log_history if "loss" in entry for key in entry}
+    assert logged >= {"loss", "loss_distil", "loss_self"}
 
 
 # ---------------------------------------------------------------- bad input
@@ -406,23 +435,23 @@ def test_resume_from_checkpoint_reproduces_the_run(tiny_tokenizer, bitexts, tmp_
 def test_misaligned_files_are_rejected(tmp_path):
     (tmp_path / "wo.txt").write_text("Jàng\nBind\nDem\n", encoding="utf-8")
     (tmp_path / "en.txt").write_text("Read\nWrite\n", encoding="utf-8")
-    with pytest.raises(DistillationDataError, match=r"3 lines but .* has 2"):
-        load_bitext(f"wo={tmp_path / 'wo.txt'},{tmp_path / 'en.txt'}")
-    with pytest.raises(DistillationDataError, match="line-aligned"):
-        Bitext("wo", ["a", "b"], ["a"])
+    with pytest.raises(DataValidationError, match=r"3 lines but .* has 2.*line-aligned"):
+        load_pairs(f"wo={tmp_path / 'wo.txt'},{tmp_path / 'en.txt'}")
+    with pytest.raises(DataValidationError, match="2 source but 1 target"):
+        PairSet("wo", "en", "lists", ["a", "b"], ["a"])
 
 
 def test_empty_lines_are_rejected(tmp_path):
     (tmp_path / "pairs.tsv").write_text("Read\tJàng\n\nWrite\tBind\n", encoding="utf-8")
-    with pytest.raises(DistillationDataError, match=r"pairs.tsv:2: empty line"):
-        load_bitext(f"wo={tmp_path / 'pairs.tsv'}")
+    with pytest.raises(DataValidationError, match=r"pairs.tsv:2: empty line"):
+        load_pairs(f"wo={tmp_path / 'pairs.tsv'}")
     (tmp_path / "bad.tsv").write_text("Read\tJàng\nWrite\t \n", encoding="utf-8")
-    with pytest.raises(DistillationDataError, match=r"bad.tsv:2"):
-        load_bitext(f"wo={tmp_path / 'bad.tsv'}")
-    with pytest.raises(DistillationDataError, match="not found"):
+    with pytest.raises(DataValidationError, match=r"bad.tsv:2"):
+        load_pairs(f"wo={tmp_path / 'bad.tsv'}")
+    with pytest.raises(DataValidationError, match=r"missing\.txt: no such file"):
         read_lines(tmp_path / "missing.txt")
-    with pytest.raises(DistillationDataError, match="LANG=SOURCE"):
-        load_bitext(str(tmp_path / "pairs.tsv"))
+    with pytest.raises(DataValidationError, match="LANG=SOURCE"):
+        load_pairs(str(tmp_path / "pairs.tsv"))
 
 
 def test_language_without_data_is_rejected(tiny_tokenizer, bitexts, tmp_path):
@@ -435,14 +464,16 @@ def test_language_without_data_is_rejected(tiny_tokenizer, bitexts, tmp_path):
     with pytest.raises(DistillationDataError, match="'fr' has no data"):
         DistillationBatches(**common, monolingual={"fr": []}, mlm_languages=["fr"])
     with pytest.raises(DistillationDataError, match="'wo' has no data"):
-        Bitext("wo", [], [])
+        DistillationBatches(**{**common, "bitexts": [*bitexts, PairSet("wo", "en", "empty", [], [])]})
+    with pytest.raises(DistillationDataError, match="teacher side must be English"):
+        DistillationBatches(**{**common, "bitexts": [PairSet("fr", "de", "pivot", ["Bonjour"], ["Hallo"])]})
 
 
 def test_split_held_out_never_leaks(bitexts):
     train, test = split_held_out(bitexts[0], 5, seed=1)
     assert len(test) == 5 and len(train) == 15
-    assert not set(train.teacher_texts) & set(test.teacher_texts)
-    with pytest.raises(DistillationDataError, match="cannot hold out"):
+    assert not set(train.tgt) & set(test.tgt)
+    with pytest.raises(DataValidationError, match="not enough to hold out"):
         split_held_out(bitexts[0], 20)
 
 
@@ -457,12 +488,6 @@ def test_student_encoder_matches_model_and_normalises(tiny_tokenizer):
     np.testing.assert_allclose(embeddings, single, atol=1e-5)
 
 
-def test_loop_arguments_are_dataclasses():
-    from bitext_hf.training import LoopArguments
-
-    assert dataclasses.is_dataclass(LoopArguments)
-
-
 def test_unavailable_hub_dataset_names_it_and_the_local_alternative(monkeypatch, tmp_path):
     import datasets.config
     import huggingface_hub.constants
@@ -472,8 +497,8 @@ def test_unavailable_hub_dataset_names_it_and_the_local_alternative(monkeypatch,
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path))
-    with pytest.raises(DistillationDataError, match=r"no-such-org/no-such-bitext.*local files"):
-        load_bitext("wol=hub:no-such-org/no-such-bitext:eng_Latn-wol_Latn@train")
+    with pytest.raises(DataValidationError, match=r"no-such-org/no-such-bitext.*local files"):
+        load_pairs("wol=hub:no-such-org/no-such-bitext:eng_Latn-wol_Latn@train")
 
 
 def test_group_by_length_cuts_padding_and_covers_the_data(tiny_tokenizer, bitexts, tmp_path):

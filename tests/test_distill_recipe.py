@@ -36,8 +36,9 @@ def corpus_files(tmp_path, tiny_parallel_corpus_by_language):
 
 
 def tiny_args(recipe, corpus_files, output_dir, *extra):
+    from transformers import TrainingArguments
+
     from bitext_hf.training import parse_args
-    from bitext_hf.training.loop import LoopArguments
 
     # Empty lists cannot be spelled on a command line: they come from a YAML file, as in the smoke config.
     config = Path(output_dir).parent / f"{Path(output_dir).name}.yaml"
@@ -48,9 +49,9 @@ def tiny_args(recipe, corpus_files, output_dir, *extra):
         "--vocab_size", "200", "--hidden_size", "32", "--num_hidden_layers", "2", "--num_attention_heads", "2",
         "--intermediate_size", "64", "--max_length", "48", "--output_dir", str(output_dir),
         "--per_device_train_batch_size", "8", "--max_steps", "8", "--learning_rate", "1e-3", "--save_steps", "4",
-        "--logging_steps", "4", "--disable_tqdm", "true", *extra,
+        "--logging_steps", "4", "--disable_tqdm", "true", "--report_to", "none", "--use_cpu", "true", *extra,
     ]  # fmt: skip
-    return parse_args(recipe.ScriptArguments, LoopArguments, recipe.ModelArguments, args=flags)
+    return parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=flags)
 
 
 def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
@@ -60,7 +61,9 @@ def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
     from bitext_hf.training.distillation import StudentEncoder
 
     output_dir = tmp_path / "run"
-    results = recipe.main(*tiny_args(recipe, corpus_files, output_dir))
+    results = recipe.main(
+        *tiny_args(recipe, corpus_files, output_dir, "--eval_strategy", "steps", "--eval_steps", "4")
+    )
     assert results["global_step"] == 8
     # The corpus is N-way parallel: the English of the 5 held-out French pairs leaves the German and Spanish data too.
     assert results["n_train_pairs"] == {"fr": 15, "de": 15, "es": 15}
@@ -70,6 +73,11 @@ def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
     card = (output_dir / "README.md").read_text()
     assert "| fr | 5 |" in card and "{xsim_table}" not in card
     assert (output_dir / "checkpoint-8").is_dir() and (output_dir / "checkpoint-4").is_dir()
+    # xsim on the held-out pairs every eval_steps, logged like any Trainer metric; the last one is the final model's.
+    history = json.loads((output_dir / "checkpoint-8" / "trainer_state.json").read_text())["log_history"]
+    evaluated = {entry["step"]: entry["eval_xsim_fr"] for entry in history if "eval_xsim_fr" in entry}
+    assert sorted(evaluated) == [4, 8] and evaluated[8] == saved["student_after"]["fr"]["xsim"]
+    assert any("loss_distil" in entry and "loss_self" in entry for entry in history)
 
     model = AutoModel.from_pretrained(output_dir).eval()
     tokenizer = AutoTokenizer.from_pretrained(output_dir)
@@ -116,26 +124,34 @@ def test_recipe_bad_teacher_names_the_id(recipe, corpus_files, tmp_path):
 
 
 def test_recipe_bad_data(recipe, corpus_files, tmp_path):
+    from bitext_hf.errors import DataValidationError, UsageError
     from bitext_hf.training.distillation import DistillationDataError
 
     (tmp_path / "wo.txt").write_text("Jàng\nBind\n", encoding="utf-8")
     (tmp_path / "en.txt").write_text("Read\n", encoding="utf-8")
     misaligned = f"wo={tmp_path / 'wo.txt'},{tmp_path / 'en.txt'}"
-    with pytest.raises(DistillationDataError, match="line-aligned"):
+    with pytest.raises(DataValidationError, match="line-aligned"):
         recipe.main(*tiny_args(recipe, [*corpus_files, misaligned], tmp_path / "a"))
     with pytest.raises(DistillationDataError, match="'wo' has no data"):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "b", "--mlm_languages", "wo"))
-    with pytest.raises(DistillationDataError, match="eval language 'wo' has no data"):
+    with pytest.raises(DataValidationError, match="eval language 'wo' has no data"):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "c", "--eval_languages", "wo"))
-    assert not (tmp_path / "a" / "model.safetensors").exists()
+    with pytest.raises(UsageError, match="max_steps"):
+        recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "d", "--max_steps", "-1"))
+    with pytest.raises(UsageError, match="activation_checkpointing"):
+        recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "e", "--activation_checkpointing", "true"))
+    with pytest.raises(UsageError, match="not a checkpoint folder"):
+        recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "f", "--resume_from_checkpoint", str(tmp_path)))
+    assert not any((tmp_path / name / "model.safetensors").exists() for name in "abcdef")
 
 
 def test_recipe_help_lists_every_argument(recipe, capsys):
+    from transformers import TrainingArguments
+
     from bitext_hf.training import parse_args
-    from bitext_hf.training.loop import LoopArguments
 
     with pytest.raises(SystemExit) as exit_info:
-        parse_args(recipe.ScriptArguments, LoopArguments, recipe.ModelArguments, args=["--help"])
+        parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
     for flag in (
@@ -145,5 +161,41 @@ def test_recipe_help_lists_every_argument(recipe, capsys):
         "--teacher",
         "--vocab_size",
         "--max_steps",
+        "--save_total_limit",
+        "--push_to_hub",
     ):
         assert flag in help_text
+
+
+def test_recipe_push_to_hub_uploads_the_export_once(recipe, corpus_files, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    created, uploads = [], []
+
+    def fake_create_repo(self, repo_id, *args, **kwargs):
+        created.append(repo_id)
+        return huggingface_hub.RepoUrl(f"https://huggingface.co/{repo_id}")
+
+    def fake_upload_folder(self, *args, folder_path=None, repo_id=None, ignore_patterns=None, **kwargs):
+        files = [str(path.relative_to(folder_path)) for path in Path(folder_path).rglob("*") if path.is_file()]
+        kept = huggingface_hub.utils.filter_repo_objects(files, ignore_patterns=ignore_patterns)
+        uploads.append(
+            {"repo_id": repo_id, "files": sorted(kept), "card": (Path(folder_path) / "README.md").read_text()}
+        )
+
+        class Commit:
+            commit_url = "https://huggingface.co/someone/wolof-student/commit/fake"
+
+        return Commit()
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", fake_create_repo)
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", fake_upload_folder)
+    args = tiny_args(
+        recipe, corpus_files, tmp_path / "run", "--push_to_hub", "true", "--hub_model_id", "someone/wolof-student"
+    )
+    recipe.main(*args)
+    assert created == ["someone/wolof-student"] and len(uploads) == 1, "one upload, at the end"
+    files = uploads[0]["files"]
+    assert {"model.safetensors", "config.json", "modeling_laser3.py", "tokenizer.json", "modules.json"} <= set(files)
+    assert not [name for name in files if name.startswith(("checkpoint-", "teacher_cache", "tokenizer/"))]
+    assert "| fr | 5 |" in uploads[0]["card"], "the card with the xsim table, not the Trainer's"

@@ -11,13 +11,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from bitext_hf.errors import UsageError
+
 __all__ = ["curriculum_ratios", "curriculum_stage", "prefix_cuts", "prefix_length", "prefix_texts_and_ids"]
 
 
 def curriculum_ratios(increment: float = 0.1) -> list[float]:
     """The stage ratios: ``increment, 2 * increment, ..., 1.0`` (the last stage is always the full sentence)."""
     if not 0.0 < increment <= 1.0:
-        raise ValueError(f"curriculum increment must be in (0, 1], got {increment}")
+        raise UsageError(f"curriculum increment must be in (0, 1], got {increment}")
     stages = math.ceil(1.0 / increment - 1e-9)
     return [round(min(1.0, increment * (stage + 1)), 6) for stage in range(stages)]
 
@@ -32,11 +34,11 @@ def curriculum_stage(step: int, total_steps: int, num_stages: int, partial_fract
     very end.
     """
     if total_steps < 1 or num_stages < 1:
-        raise ValueError(f"total_steps and num_stages must be positive, got {total_steps} and {num_stages}")
+        raise UsageError(f"total_steps and num_stages must be positive, got {total_steps} and {num_stages}")
     if partial_fraction is None:
         return min(num_stages - 1, step * num_stages // total_steps)
     if not 0.0 <= partial_fraction < 1.0:
-        raise ValueError(f"curriculum partial_fraction must be in [0, 1), got {partial_fraction}")
+        raise UsageError(f"curriculum partial_fraction must be in [0, 1), got {partial_fraction}")
     partial_steps = round(partial_fraction * total_steps)
     if num_stages == 1 or step >= partial_steps:
         return num_stages - 1
@@ -46,7 +48,7 @@ def curriculum_stage(step: int, total_steps: int, num_stages: int, partial_fract
 def prefix_length(num_subwords: int, ratio: float) -> int:
     """Subwords kept at ``ratio``: ceil(ratio * n), at least 1 (when n > 0), at most n."""
     if not 0.0 < ratio <= 1.0:
-        raise ValueError(f"prefix ratio must be in (0, 1], got {ratio}")
+        raise UsageError(f"prefix ratio must be in (0, 1], got {ratio}")
     if num_subwords <= 0:
         return 0
     # round() first: 0.3 * 10 is 3.0000000000000004 in floating point and must not become 4.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bitext_hf.data import DataValidationError
+from bitext_hf.errors import DataValidationError
 
 __all__ = ["DistillationDataError"]
 

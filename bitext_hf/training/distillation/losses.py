@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bitext_hf.errors import UsageError
+
 __all__ = ["CosineDistillationLoss"]
 
 
@@ -25,9 +27,9 @@ class CosineDistillationLoss(nn.Module):
     def __init__(self, contrastive_weight: float = 0.0, temperature: float = 0.05) -> None:
         super().__init__()
         if contrastive_weight < 0:
-            raise ValueError(f"contrastive_weight must be non-negative, got {contrastive_weight}")
+            raise UsageError(f"contrastive_weight must be non-negative, got {contrastive_weight}")
         if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
+            raise UsageError(f"temperature must be positive, got {temperature}")
         self.contrastive_weight = contrastive_weight
         self.temperature = temperature
 

@@ -1,39 +1,49 @@
-"""Masked language modelling inputs: a fraction of the real (non-special, non-padding) tokens become ``<mask>``."""
+"""Masked language modelling inputs for the ``mask`` task, through ``transformers.DataCollatorForLanguageModeling``.
+
+The masking is the paper's (DESIGN.md: "15% of tokens to <mask>"), which is also what this package did by hand
+before: every chosen token becomes ``<mask>``. It is *not* BERT's 80/10/10 split (80% ``<mask>``, 10% a random
+token, 10% unchanged); the collator does the paper's variant with ``mask_replace_prob=1, random_replace_prob=0``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import torch
+from transformers import DataCollatorForLanguageModeling
 
-__all__ = ["mask_tokens"]
+__all__ = ["SentenceMaskingCollator"]
 
 
-def mask_tokens(
-    input_ids: torch.Tensor,
-    *,
-    mask_token_id: int,
-    special_token_ids: list[int] | tuple[int, ...],
-    rate: float = 0.15,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Replace ``rate`` of the maskable tokens by ``mask_token_id`` (the paper: 15% of tokens to <mask>).
+@dataclass
+class SentenceMaskingCollator(DataCollatorForLanguageModeling):
+    """``DataCollatorForLanguageModeling`` with the paper's masking (``mlm_probability`` of the real tokens, all to
+    ``<mask>``), plus one rule the collator lacks: a sentence where no token was drawn gets one masked token (a
+    random one among its real tokens), so every MLM example carries a prediction. Short sentences (UI strings of
+    two or three subwords) would otherwise often carry none, and a small batch with no masked token at all would
+    give a NaN loss.
 
-    Each maskable token is masked independently with probability ``rate``; a sentence with no masked token gets
-    one (a random maskable position), so every MLM example carries a prediction.
-
-    Returns:
-        (masked_input_ids, labels): labels hold the original id at masked positions and -100 elsewhere.
+    Use :meth:`torch_mask_tokens` on already padded ids with a ``special_tokens_mask`` (1 for BOS/EOS/padding); set
+    ``generator`` (a ``torch.Generator``) before each call for masks that are a function of the step.
     """
-    if not 0.0 < rate < 1.0:
-        raise ValueError(f"MLM masking rate must be in (0, 1), got {rate}")
-    maskable = torch.ones_like(input_ids, dtype=torch.bool)
-    for token_id in special_token_ids:
-        maskable &= input_ids != token_id
-    draws = torch.rand(input_ids.shape, generator=generator)
-    masked = (draws < rate) & maskable
-    # Rows with maskable tokens but no draw below the rate: mask their lowest-draw maskable token.
-    empty_rows = (~masked.any(dim=1)) & maskable.any(dim=1)
-    if empty_rows.any():
-        lowest = draws.masked_fill(~maskable, 2.0).argmin(dim=1)
-        masked[empty_rows, lowest[empty_rows]] = True
-    labels = input_ids.masked_fill(~masked, -100)
-    return input_ids.masked_fill(masked, mask_token_id), labels
+
+    mask_replace_prob: float = 1.0
+    random_replace_prob: float = 0.0
+
+    def torch_mask_tokens(
+        self, inputs: Any, special_tokens_mask: Any | None = None, offset_mapping: Any | None = None
+    ) -> tuple[Any, Any]:
+        if special_tokens_mask is None:
+            raise ValueError("SentenceMaskingCollator needs the special_tokens_mask of the padded batch")
+        inputs, labels = super().torch_mask_tokens(inputs, special_tokens_mask, offset_mapping)
+        maskable = ~torch.as_tensor(special_tokens_mask, dtype=torch.bool)
+        empty_rows = (labels == -100).all(dim=1) & maskable.any(dim=1)
+        if empty_rows.any():
+            # A uniform draw among the row's real tokens: random scores, non-maskable positions pushed above 1.
+            scores = torch.rand(inputs.shape, generator=self.generator).masked_fill(~maskable, 2.0)
+            rows = empty_rows.nonzero().squeeze(1)
+            columns = scores[rows].argmin(dim=1)
+            labels[rows, columns] = inputs[rows, columns]
+            inputs[rows, columns] = self.tokenizer.mask_token_id
+        return inputs, labels

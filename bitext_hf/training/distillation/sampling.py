@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bitext_hf.data.samplers import size_alpha_weights
+from bitext_hf.errors import UsageError
 from bitext_hf.training.distillation.errors import DistillationDataError
 
 __all__ = ["DEFAULT_TASK_WEIGHTS", "Stream", "TaskSampler"]
@@ -41,27 +43,25 @@ class TaskSampler:
         task_weights = dict(DEFAULT_TASK_WEIGHTS if task_weights is None else task_weights)
         if not streams:
             raise DistillationDataError("no training data: every task has an empty dataset list")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"dataset sampling alpha must be in [0, 1], got {alpha}")
         for stream in streams:
             if stream.task not in task_weights:
-                raise ValueError(f"no weight for task {stream.task!r}; known tasks: {sorted(task_weights)}")
+                raise UsageError(f"no weight for task {stream.task!r}; known tasks: {sorted(task_weights)}")
             if stream.size < 1:
                 raise DistillationDataError(f"dataset {stream.name!r} of task {stream.task!r} has no examples")
         negative = {task: weight for task, weight in task_weights.items() if weight < 0}
         if negative:
-            raise ValueError(f"task weights must be non-negative, got {negative}")
+            raise UsageError(f"task weights must be non-negative, got {negative}")
         self.streams = list(streams)
         self.seed = seed
         tasks = {stream.task for stream in self.streams}
         task_total = sum(task_weights[task] for task in tasks)
         if task_total <= 0:
-            raise ValueError(f"all tasks with data ({sorted(tasks)}) have weight 0")
-        probabilities = []
-        for stream in self.streams:
-            same_task = [other.size**alpha for other in self.streams if other.task == stream.task]
-            probabilities.append(task_weights[stream.task] / task_total * stream.size**alpha / sum(same_task))
-        self.probabilities = np.asarray(probabilities, dtype=np.float64)
+            raise UsageError(f"all tasks with data ({sorted(tasks)}) have weight 0")
+        self.probabilities = np.zeros(len(self.streams), dtype=np.float64)
+        for task in tasks:
+            members = [index for index, stream in enumerate(self.streams) if stream.task == task]
+            within = size_alpha_weights([self.streams[index].size for index in members], alpha)
+            self.probabilities[members] = task_weights[task] / task_total * within
         self.probabilities /= self.probabilities.sum()
 
     def task_probabilities(self) -> dict[str, float]:

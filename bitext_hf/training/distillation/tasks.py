@@ -1,5 +1,5 @@
-"""The distillation task: batches (one task per batch, curriculum prefixes, MLM masking, cached teacher targets),
-the per-batch loss, the student as an `Encoder`, and xsim evaluation against the teacher's English embeddings.
+"""The distillation tasks: step-indexed batches (one task per batch, curriculum prefixes, MLM masking, cached teacher
+targets) and the per-batch loss, the ``loss_fn`` of ``bitext_hf.training.trainer.BitextTrainer``.
 
 Every batch is a pure function of (seed, step): resuming at step s replays exactly what an uninterrupted run saw.
 """
@@ -14,7 +14,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from bitext_hf.encoders import HFEncoder
+from bitext_hf.data import PairSet, is_english
+from bitext_hf.data.collators import pad_sequences
+from bitext_hf.errors import UsageError
 from bitext_hf.training.distillation.cache import TeacherEmbeddingCache
 from bitext_hf.training.distillation.curriculum import (
     curriculum_ratios,
@@ -22,12 +24,12 @@ from bitext_hf.training.distillation.curriculum import (
     prefix_cuts,
     prefix_texts_and_ids,
 )
-from bitext_hf.training.distillation.data import Bitext
 from bitext_hf.training.distillation.errors import DistillationDataError
-from bitext_hf.training.distillation.masking import mask_tokens
+from bitext_hf.training.distillation.losses import CosineDistillationLoss
+from bitext_hf.training.distillation.masking import SentenceMaskingCollator
 from bitext_hf.training.distillation.sampling import Stream, TaskSampler
 
-__all__ = ["DistillationBatches", "StudentEncoder", "compute_batch_loss", "evaluate_xsim"]
+__all__ = ["DistillationBatches", "DistillationLoss", "compute_batch_loss"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,16 +54,16 @@ class _GatheredRows:
 
 def _english_targets(
     pool: Sequence[str],
-    bitexts: Sequence[Bitext],
+    bitexts: Sequence[PairSet],
     targets: Mapping[tuple[str, float], np.ndarray],
     cache: TeacherEmbeddingCache,
 ) -> _GatheredRows:
     """Teacher embeddings of the self task's English pool: rows already cached for a bitext's English side are
     reused, and only English found in no bitext is sent to the teacher."""
     located: dict[str, tuple[int, int]] = {}
-    parts = [targets[bitext.language, 1.0] for bitext in bitexts]
+    parts = [targets[bitext.src_lang, 1.0] for bitext in bitexts]
     for number, bitext in enumerate(bitexts):
-        for row, text in enumerate(bitext.teacher_texts):
+        for row, text in enumerate(bitext.tgt):
             located.setdefault(text, (number, row))
     extra = [text for text in pool if text not in located]
     if extra:
@@ -106,7 +108,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         *,
         tokenizer: Any,
         cache: TeacherEmbeddingCache,
-        bitexts: Sequence[Bitext],
+        bitexts: Sequence[PairSet],
         monolingual: Mapping[str, Sequence[str]] | None = None,
         english: Sequence[str] = (),
         mlm_languages: Sequence[str] = (),
@@ -123,14 +125,23 @@ class DistillationBatches(torch.utils.data.Dataset):
         seed: int = 0,
     ) -> None:
         if total_steps < 1 or batch_size < 1:
-            raise ValueError(f"total_steps and batch_size must be positive, got {total_steps} and {batch_size}")
+            raise UsageError(f"total_steps and batch_size must be positive, got {total_steps} and {batch_size}")
+        if not 0.0 < mask_rate < 1.0:
+            raise UsageError(f"MLM masking rate must be in (0, 1), got {mask_rate}")
         if max_length < 3:
-            raise ValueError(f"max_length must leave room for <s>, </s> and a token, got {max_length}")
+            raise UsageError(f"max_length must leave room for <s>, </s> and a token, got {max_length}")
         monolingual = dict(monolingual or {})
-        languages = [bitext.language for bitext in bitexts]
+        languages = [bitext.src_lang for bitext in bitexts]
         if len(set(languages)) != len(languages):
             raise DistillationDataError(f"a language appears twice among the bitexts: {languages}")
-        by_language = {bitext.language: bitext for bitext in bitexts}
+        by_language = {bitext.src_lang: bitext for bitext in bitexts}
+        for bitext in bitexts:
+            if not is_english(bitext.tgt_lang):
+                raise DistillationDataError(
+                    f"{bitext.name}: the teacher side must be English, got {bitext.tgt_lang!r} (use an xx=SOURCE spec)"
+                )
+            if not len(bitext):
+                raise DistillationDataError(f"language {bitext.src_lang!r} has no data (0 sentence pairs left)")
         for language in curriculum_languages:
             if language not in by_language:
                 raise DistillationDataError(
@@ -163,20 +174,20 @@ class DistillationBatches(torch.utils.data.Dataset):
         self._targets: dict[tuple[str, float], np.ndarray | _GatheredRows] = {}
         streams = []
         for bitext in bitexts:
-            ratios = self.ratios if bitext.language in self.curriculum_languages else [1.0]
+            ratios = self.ratios if bitext.src_lang in self.curriculum_languages else [1.0]
             partial = [ratio for ratio in ratios if ratio < 1.0]
-            teacher_cuts = prefix_cuts(bitext.teacher_texts, tokenizer, partial, self._body_length) if partial else {}
-            student_cuts = prefix_cuts(bitext.student_texts, tokenizer, ratios, self._body_length)
+            teacher_cuts = prefix_cuts(bitext.tgt, tokenizer, partial, self._body_length) if partial else {}
+            student_cuts = prefix_cuts(bitext.src, tokenizer, ratios, self._body_length)
             for ratio in ratios:
                 if ratio < 1.0:
                     # Teacher sees exactly the English prefix; at 100% it sees the untouched sentence.
-                    self._targets[bitext.language, ratio] = cache.get(teacher_cuts[ratio][0], ratio)
+                    self._targets[bitext.src_lang, ratio] = cache.get(teacher_cuts[ratio][0], ratio)
                 else:
-                    self._targets[bitext.language, ratio] = cache.get(bitext.teacher_texts, 1.0)
-                self._student_ids[bitext.language, ratio] = student_cuts[ratio][1]
-            streams.append(Stream("distil", bitext.language, len(bitext)))
+                    self._targets[bitext.src_lang, ratio] = cache.get(bitext.tgt, 1.0)
+                self._student_ids[bitext.src_lang, ratio] = student_cuts[ratio][1]
+            streams.append(Stream("distil", bitext.src_lang, len(bitext)))
 
-        english_pool = list(dict.fromkeys([*english, *(t for bitext in bitexts for t in bitext.teacher_texts)]))
+        english_pool = list(dict.fromkeys([*english, *(t for bitext in bitexts for t in bitext.tgt)]))
         if english_pool:
             self._student_ids[ENGLISH, 1.0] = prefix_texts_and_ids(english_pool, tokenizer, 1.0, self._body_length)[1]
             self._targets[ENGLISH, 1.0] = _english_targets(english_pool, bitexts, self._targets, cache)
@@ -184,32 +195,32 @@ class DistillationBatches(torch.utils.data.Dataset):
 
         self._mlm_ids: dict[str, list[list[int]]] = {}
         for language in mlm_languages:
-            texts = monolingual.get(language) or by_language[language].student_texts
+            texts = monolingual.get(language) or by_language[language].src
             self._mlm_ids[language] = prefix_texts_and_ids(texts, tokenizer, 1.0, self._body_length)[1]
             streams.append(Stream("mask", language, len(texts)))
 
         self.sampler = TaskSampler(streams, task_weights=task_weights, alpha=alpha, seed=seed)
-        self._special_ids = sorted(
-            {tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id}
+        self._pad_id = tokenizer.pad_token_id
+        self._masking = SentenceMaskingCollator(tokenizer, mlm_probability=mask_rate)
+        self._special_ids = torch.tensor(
+            sorted({tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id})
         )
 
     def __len__(self) -> int:
         return self.total_steps
+
+    @staticmethod
+    def collate(items: list[dict[str, Any]]) -> dict[str, Any]:
+        """The ``data_collator`` for a DataLoader of batch size 1 over this dataset: an item is already a batch."""
+        return items[0]
 
     def stage_ratio(self, step: int) -> float:
         """The curriculum prefix ratio at ``step``."""
         return self.ratios[curriculum_stage(step, self.total_steps, len(self.ratios), self.curriculum_fraction)]
 
     def _pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        bos, eos, pad = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
-        rows = [[bos, *sequence[: self._body_length], eos] for sequence in sequences]
-        width = max(len(row) for row in rows)
-        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for index, row in enumerate(rows):
-            input_ids[index, : len(row)] = torch.tensor(row)
-            attention_mask[index, : len(row)] = 1
-        return input_ids, attention_mask
+        bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
+        return pad_sequences([[bos, *sequence[: self._body_length], eos] for sequence in sequences], self._pad_id)
 
     def _choose(self, key: tuple[str, str, float], pool: list[list[int]], rng: np.random.Generator) -> np.ndarray:
         """Sorted indices of the batch's examples: a random window of the pool sorted by length when grouping by
@@ -235,20 +246,18 @@ class DistillationBatches(torch.utils.data.Dataset):
             pool = self._mlm_ids[stream.name]
             chosen = self._choose(("mask", stream.name, 1.0), pool, rng)
             input_ids, attention_mask = self._pad([pool[i] for i in chosen])
-            generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
-            input_ids, labels = mask_tokens(
-                input_ids,
-                mask_token_id=self.tokenizer.mask_token_id,
-                special_token_ids=self._special_ids,
-                rate=self.mask_rate,
-                generator=generator,
+            # A generator per step: the masks are a function of (seed, step), as resumption needs.
+            self._masking.generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
+            input_ids, labels = self._masking.torch_mask_tokens(
+                input_ids, special_tokens_mask=torch.isin(input_ids, self._special_ids)
             )
             return {
                 "task": "mask",
                 "language": stream.name,
                 "input_ids": input_ids,
                 "attention_mask": attention_mask,
-                "labels": labels,
+                # Not "labels": the Trainer would count label tokens to rescale a loss it then leaves unaveraged.
+                "mlm_labels": labels,
             }
         ratio = self.stage_ratio(step) if stream.name in self.curriculum_languages else 1.0
         pool = self._student_ids[stream.name, ratio]
@@ -268,36 +277,26 @@ class DistillationBatches(torch.utils.data.Dataset):
 def compute_batch_loss(model: nn.Module, batch: Mapping[str, Any], distillation_loss: nn.Module) -> torch.Tensor:
     """The loss of one batch: MLM cross-entropy for ``mask`` batches, ``distillation_loss`` otherwise."""
     if batch["task"] == "mask":
-        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+        output = model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["mlm_labels"]
+        )
+        return output.loss
     student = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).sentence_embedding
     return distillation_loss(student, batch["teacher_embeddings"].to(student.device))
 
 
-class StudentEncoder(HFEncoder):
-    """A student (any model whose output has ``sentence_embedding``) with its tokenizer, as an `Encoder`: its own
-    pooling and projection, L2-normalised, in length-sorted batches; a student in training stays in training mode."""
+class DistillationLoss:
+    """The ``loss_fn`` of ``BitextTrainer``: ``(model, batch) -> (loss, {"loss_<task>": loss})``, the MLM
+    cross-entropy for ``mask`` batches and :class:`CosineDistillationLoss` for ``distil`` and ``self`` batches; the
+    per-task value lets the logs show each task's loss.
 
-    def __init__(
-        self, model: nn.Module, tokenizer: Any, max_length: int | None = None, device: str | None = None
-    ) -> None:
-        # Without max_length, the model's position table is the limit (HFEncoder caps at it).
-        super().__init__(model, tokenizer=tokenizer, pooling="model", max_length=max_length or 10**9, device=device)
+    Args:
+        contrastive_weight: weight of the optional in-batch contrastive term (0: the paper's loss).
+    """
 
+    def __init__(self, contrastive_weight: float = 0.0) -> None:
+        self.distillation_loss = CosineDistillationLoss(contrastive_weight=contrastive_weight)
 
-def evaluate_xsim(
-    student: Any, cache: TeacherEmbeddingCache, bitexts: Sequence[Bitext], *, k: int = 4, batch_size: int = 64
-) -> dict[str, dict[str, float]]:
-    """xsim (LASER's margin-based error rate, %) of student(xx) -> teacher(English) per language, and the
-    micro-average over languages under ``"all"``. ``student`` is any `Encoder` (the teacher itself gives the
-    zero-shot baseline)."""
-    from bitext_hf.metrics.functional import xsim, xsim_micro_average
-
-    results: dict[str, dict[str, float]] = {}
-    for bitext in bitexts:
-        source = np.asarray(student.encode(bitext.student_texts, batch_size=batch_size), dtype=np.float32)
-        target = cache.get(bitext.teacher_texts, 1.0)
-        scores = xsim(source, target, k=k, margin="ratio", target_texts=bitext.teacher_texts)
-        results[bitext.language] = {key: float(value) for key, value in scores.items()}
-    if results:
-        results["all"] = {key: float(value) for key, value in xsim_micro_average(list(results.values())).items()}
-    return results
+    def __call__(self, model: nn.Module, batch: Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        loss = compute_batch_loss(model, batch, self.distillation_loss)
+        return loss, {f"loss_{batch['task']}": loss.detach()}
