@@ -131,3 +131,29 @@ def test_score_writes_the_format_of_its_extension(capsys, fake_encoders, tmp_pat
     tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
     code, _, err = run(capsys, "score", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "scored.tsv"))
     assert code == EXIT_DATA and f"{src}:1:" in err and fake_encoders.n_encoded == 10
+
+
+def test_a_stream_output_is_tsv_whatever_its_name(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    assert output_format(tmp_path / "fifo") == "tsv" and output_format("/dev/stdout") == "tsv"
+    with pytest.raises(UsageError):
+        output_format(tmp_path / "regular-file-to-be")
+
+
+def test_a_full_disk_is_one_line_exit_1_and_leaves_nothing(capsys, fake_encoders, sides, tmp_path, monkeypatch):
+    import errno
+
+    class FullDiskWriter:
+        def __init__(self, handle):
+            pass
+
+        def writerow(self, row):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(csv, "writer", FullDiskWriter)
+    before = set(tmp_path.iterdir())
+    code, _, err = _mine(capsys, sides, tmp_path / "pairs.csv")
+    assert code == 1 and "no space left on device" in err and len(err.strip().splitlines()) == 1
+    assert "--debug" not in err and set(tmp_path.iterdir()) == before

@@ -26,7 +26,11 @@ DEMO_DIR = Path(__file__).parent.parent / "demo"
 
 def _report_stream(out: str | None):
     """Where the human-readable report goes: stderr when the results themselves go to stdout (``--out -``)."""
-    return sys.stderr if out == "-" else sys.stdout
+    return sys.stderr if out in ("-", "/dev/stdout") else sys.stdout
+
+
+def _shown(out: str) -> str:
+    return "stdout" if out == "-" else out
 
 
 def cmd_encode(args) -> int:
@@ -39,7 +43,7 @@ def cmd_encode(args) -> int:
     with atomic_output(args.out, "wb") as handle:
         np.save(handle, embeddings.astype(np.float32))
     print(
-        f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {args.out}",
+        f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {_shown(args.out)}",
         file=_report_stream(args.out),
     )
     return EXIT_OK
@@ -154,7 +158,7 @@ def cmd_mine(args) -> int:
     report = _report_stream(args.out)
     if args.out:
         write_pairs(pairs, args.out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
-        print(f"wrote {len(pairs)} pairs to {args.out}", file=report)
+        print(f"wrote {len(pairs)} pairs to {_shown(args.out)}", file=report)
     _show_pairs(args, pairs, src.texts, tgt.texts)
     print(
         f"mined {len(pairs)} pairs from {src_emb.shape[0]} source x {tgt_emb.shape[0]} target sentences "
@@ -174,7 +178,7 @@ def cmd_mine(args) -> int:
 
 
 def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
-    if args.out == "-":
+    if _report_stream(args.out) is sys.stderr:
         return  # stdout holds the pairs file itself
     shown = len(pairs) if args.show < 0 else min(args.show, len(pairs))
     if not shown:
@@ -211,7 +215,7 @@ def cmd_score(args) -> int:
     write_pairs(pairs, args.out, src_texts=sources, tgt_texts=targets, format=fmt)
     report = _report_stream(args.out)
     print(
-        f"scored {len(sources)} pairs (k={args.k}, margin={args.margin}); wrote {len(pairs)} to {args.out}"
+        f"scored {len(sources)} pairs (k={args.k}, margin={args.margin}); wrote {len(pairs)} to {_shown(args.out)}"
         + (f" (threshold {args.threshold})" if args.threshold is not None else ""),
         file=report,
     )

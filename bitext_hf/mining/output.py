@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,7 +33,8 @@ _TSV_BREAKERS = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
 
 
 def output_format(path: str | os.PathLike, format: str | None = None) -> str:
-    """The format to write: ``format`` when given, else from the extension (``-`` for stdout is TSV).
+    """The format to write: ``format`` when given, else from the extension; TSV for a stream (``-`` for stdout, an
+    existing FIFO or device such as ``/dev/stdout``), whose name says nothing about a format.
 
     Raises:
         UsageError: an unknown ``format``, or an extension that names no format and no ``format`` given.
@@ -41,7 +43,7 @@ def output_format(path: str | os.PathLike, format: str | None = None) -> str:
         if format not in FORMATS:
             raise UsageError(f"unknown output format {format!r}; choose one of {', '.join(FORMATS)}")
         return format
-    if str(path) == "-":
+    if _is_stream(path):
         return "tsv"
     suffix = Path(path).suffix.lower()
     if suffix not in _EXTENSIONS:
@@ -50,6 +52,16 @@ def output_format(path: str | os.PathLike, format: str | None = None) -> str:
             f"{', '.join('.' + f for f in FORMATS)}, or say --format {'|'.join(FORMATS)}"
         )
     return _EXTENSIONS[suffix]
+
+
+def _is_stream(path: str | os.PathLike) -> bool:
+    # /dev/stdout may resolve to the regular file stdout is redirected to: still a stream, named as one.
+    if str(path) == "-" or os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # not there yet: a regular file to be
+        return False
 
 
 def check_representable(texts: Sequence[str] | None, path_of_texts: str | os.PathLike, format: str) -> None:
