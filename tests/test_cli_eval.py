@@ -80,3 +80,9 @@ def test_help_says_the_unit_of_every_key(capsys):
     for key in ("xsim ", "xsim_text", "accuracy", "mteb", "main_score", "n_pairs", "subsets", "bucc_f1"):
         assert key in text, key
     assert "percent" in text and "fractions in [0, 1]" in text
+
+
+def test_mteb_rows_that_are_not_objects_are_one_line_exit_3(capsys, fake_encoders, tmp_path):
+    path = write_lines(tmp_path / "bad.jsonl", [json.dumps({"sentence1": "a", "sentence2": "b"}), "[1, 2]"])
+    code, _, err = run(capsys, "eval", "--mteb", path)
+    assert code == 3 and f"{path}:2" in err and len(err.strip().splitlines()) == 1 and fake_encoders.loaded == []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from cli_fakes import GOLD, SOURCES, TARGETS, install_fake_encoders, run, write_lines
 
-from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from bitext_hf.cli import EXIT_DATA, EXIT_ENCODER, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 
 
 @pytest.fixture
@@ -175,3 +175,28 @@ def test_every_help_says_the_exit_codes_and_explains_each_option(capsys):
     text = capsys.readouterr().out
     for option in ("--src-text", "--src-model", "--format", "--keep-duplicates", "--show", "--gold"):
         assert option in text
+
+
+@pytest.mark.parametrize("out", ["", "{tmp}", "{tmp}/src.txt/pairs.tsv"])
+def test_unusable_output_paths_are_usage_errors_before_encoding(capsys, files, fake_encoders, tmp_path, out):
+    code, _, err = run(capsys, *_mine(files, "--out", out.format(tmp=tmp_path)))
+    assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and fake_encoders.loaded == []
+
+
+def test_a_model_folder_without_config_is_exit_4(capsys, files, tmp_path):
+    (tmp_path / "model").mkdir()
+    code, _, err = run(capsys, *_mine(files, "--model", str(tmp_path / "model")))
+    assert code == EXIT_ENCODER and str(tmp_path / "model") in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_k_beyond_the_bound_is_refused_before_encoding(capsys, fake_encoders, tmp_path):
+    from bitext_hf.mining import MAX_K
+
+    lines = [f"sentence {i}" for i in range(MAX_K + 10)]
+    src, tgt = write_lines(tmp_path / "a.txt", lines), write_lines(tmp_path / "b.txt", lines)
+    code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--k", str(MAX_K + 5))
+    assert (code == EXIT_USAGE and "--k" in err) or "k=" in err
+    assert fake_encoders.loaded == []
+    with pytest.raises(SystemExit):
+        main(["mine", "--help"])
+    assert f"at most {MAX_K}" in capsys.readouterr().out

@@ -21,7 +21,7 @@ EPILOG_EXIT = """exit codes:
   3  bad input data: the message names the file and line
   4  an encoder that cannot be loaded (not cached offline, missing or corrupt files)
   130  interrupted (Ctrl-C); no output file is left
-Errors are one line on stderr; --debug (before the command) or BITEXT_HF_DEBUG=1 shows the traceback."""
+Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback instead."""
 
 _EPILOG_MINE = """examples:
   bitext-hf mine --demo
@@ -106,7 +106,9 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
             "--k",
             type=_positive_int,
             default=4,
-            help="neighbours averaged by the margin (default 4, capped at corpus size; large k costs time and memory)",
+            # bitext_hf.mining.MAX_K, written out: importing mining here would import torch for --help.
+            help="neighbours averaged by the margin (default 4; capped at corpus size, then at most 256: time "
+            "and memory grow faster than k)",
         )
         group.add_argument(
             "--margin",
