@@ -86,3 +86,17 @@ def test_mteb_rows_that_are_not_objects_are_one_line_exit_3(capsys, fake_encoder
     path = write_lines(tmp_path / "bad.jsonl", [json.dumps({"sentence1": "a", "sentence2": "b"}), "[1, 2]"])
     code, _, err = run(capsys, "eval", "--mteb", path)
     assert code == 3 and f"{path}:2" in err and len(err.strip().splitlines()) == 1 and fake_encoders.loaded == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--src", "a.txt", "--tgt", "b.txt", "--subset", "de-en"),
+        ("--src", "a.txt", "--tgt", "b.txt", "--columns", "x,y"),
+        ("--mteb", "m.jsonl", "--src", "a.txt"),
+        (),
+    ],
+)
+def test_options_that_do_not_fit_the_data_source_are_usage_errors(capsys, fake_encoders, argv):
+    code, _, err = run(capsys, "eval", *argv)
+    assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and fake_encoders.loaded == []

@@ -58,7 +58,10 @@ def _check_mine_options(args) -> None:
             raise UsageError("--demo mines the bundled corpus; do not combine it with --src/--tgt")
         args.src, args.tgt = str(DEMO_DIR / "en.txt"), str(DEMO_DIR / "de.txt")
         args.gold = args.gold or str(DEMO_DIR / "gold.tsv")
-        print(f"Demo: {DEMO_DIR / 'README.md'} (Django UI messages, English-German, BSD-3-Clause)")
+        print(
+            f"Demo: {DEMO_DIR / 'README.md'} (Django UI messages, English-German, BSD-3-Clause)",
+            file=_report_stream(args.out),
+        )
     if not args.src or not args.tgt:
         raise UsageError("give --src and --tgt (text or .npy files), or --demo")
     if bool(args.src_docs) != bool(args.tgt_docs):
@@ -69,6 +72,11 @@ def _check_mine_options(args) -> None:
     from bitext_hf.mining import DEFAULT_MODE
 
     args.mode = args.mode or DEFAULT_MODE
+
+
+def _check_dimensions(args, src_emb: np.ndarray, tgt_emb: np.ndarray) -> None:
+    if src_emb.shape[1] != tgt_emb.shape[1]:
+        raise DataValidationError(f"{args.src} has dimension {src_emb.shape[1]} but {args.tgt} has {tgt_emb.shape[1]}")
 
 
 def _read_docs(path: str, side: Side) -> np.ndarray:
@@ -120,14 +128,8 @@ def cmd_mine(args) -> int:
     # Every input is read and checked before any encoder is loaded.
     src = read_side(args, args.src, args.src_text, "src")
     tgt = read_side(args, args.tgt, args.tgt_text, "tgt")
-    if (
-        src.embeddings is not None
-        and tgt.embeddings is not None
-        and src.embeddings.shape[1] != tgt.embeddings.shape[1]
-    ):
-        raise DataValidationError(
-            f"{args.src} has dimension {src.embeddings.shape[1]} but {args.tgt} has {tgt.embeddings.shape[1]}"
-        )
+    if src.embeddings is not None and tgt.embeddings is not None:
+        _check_dimensions(args, src.embeddings, tgt.embeddings)
     docs = (_read_docs(args.src_docs, src), _read_docs(args.tgt_docs, tgt)) if args.src_docs else None
     gold = read_gold(args.gold, src.n_rows, tgt.n_rows) if args.gold else None
     if fmt is not None:
@@ -139,8 +141,7 @@ def cmd_mine(args) -> int:
 
     src_emb, src_lines, src_keys = _rows_to_mine(args, src, "source", args.src_model, docs is not None)
     tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(args, tgt, "target", args.tgt_model, docs is not None)
-    if src_emb.shape[1] != tgt_emb.shape[1]:
-        raise DataValidationError(f"{args.src} has dimension {src_emb.shape[1]} but {args.tgt} has {tgt_emb.shape[1]}")
+    _check_dimensions(args, src_emb, tgt_emb)  # an encoder's against the other side's .npy or encoder
     for path, other in ((args.src, tgt_emb.shape[0]), (args.tgt, src_emb.shape[0])):
         if args.k > other:
             logger.warning(

@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from bitext_hf.cli.inputs import check_inputs_and_output, embed, pair_texts
-from bitext_hf.errors import EXIT_OK
+from bitext_hf.errors import EXIT_OK, UsageError
 
 __all__ = ["EVAL_KEYS", "cmd_eval"]
 
@@ -109,12 +109,16 @@ def _bucc(args) -> dict:
 def cmd_eval(args) -> int:
     from bitext_hf.data import read_mteb
     from bitext_hf.io import atomic_output
+    from bitext_hf.mining import check_k
 
     sources_given = [bool(args.bucc), bool(args.mteb), bool(args.pairs or args.src or args.tgt)]
     if sum(sources_given) != 1:
-        from bitext_hf.errors import UsageError
-
         raise UsageError("give one of --pairs, --src/--tgt, --mteb or --bucc")
+    for option, value in (("--split", args.split), ("--subset", args.subset), ("--columns", args.columns)):
+        if value is not None and not args.mteb:
+            raise UsageError(f"{option} is for --mteb data")
+    if args.bucc_train and not args.bucc:
+        raise UsageError("--bucc-train needs --bucc (the test split it picks the threshold for)")
     inputs = [args.pairs, args.src, args.tgt, args.mteb, *(args.bucc or ()), *(args.bucc_train or ())]
     check_inputs_and_output(args.out, inputs)
     results: dict[str, object] = {"model": args.model or "use-multilingual-v3", "k": args.k, "margin": args.margin}
@@ -127,6 +131,8 @@ def cmd_eval(args) -> int:
         else:
             sources, targets = pair_texts(args)
             inputs_by_name = {"default": (sources, targets, [(i, i) for i in range(len(sources))], True)}
+        for _, targets, gold, _ in inputs_by_name.values():  # every subset checked before any encoding
+            check_k(args.k, len(gold), len(targets))
         per_subset = {name: _evaluate(args, *task) for name, task in inputs_by_name.items()}
         if len(per_subset) == 1:
             results.update(next(iter(per_subset.values())))
