@@ -157,3 +157,19 @@ def test_a_full_disk_is_one_line_exit_1_and_leaves_nothing(capsys, fake_encoders
     code, _, err = _mine(capsys, sides, tmp_path / "pairs.csv")
     assert code == 1 and "no space left on device" in err and len(err.strip().splitlines()) == 1
     assert "--debug" not in err and set(tmp_path.iterdir()) == before
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    for name in ("src", "tgt"):  # enough pairs that the TSV outgrows the pipe buffer
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((2000, 8)).astype(np.float32))
+    command = (
+        f"{sys.executable} -m bitext_hf.cli mine --src {tmp_path}/src.npy --tgt {tmp_path}/tgt.npy --out - -q "
+        "--mode union | head -n 1"
+    )
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert result.stdout.startswith("score\t")
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
