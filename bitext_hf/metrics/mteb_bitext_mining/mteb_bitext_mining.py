@@ -17,7 +17,9 @@ recall and F1 with scikit-learn's average="weighted" (zero_division=0); main_sco
 _KWARGS_DESCRIPTION = """
 Args:
     source_embeddings (list of float lists or np.ndarray (n, d)): the sentence1 embeddings.
-    target_embeddings (list of float lists or np.ndarray (m, d)): the sentence2 embeddings (the candidate pool).
+    target_embeddings (list of float lists or np.ndarray (n, d)): the sentence2 embeddings (the candidate pool).
+        `evaluate` needs as many rows on both sides; for a larger pool (BUCC-style gold over a subset of sources),
+        call bitext_hf.metrics.functional.mteb_bitext_mining directly.
     gold (list of (int, int), optional): gold (source, target) index pairs; defaults to row i with row i.
 Returns:
     accuracy, precision, recall, f1, main_score (floats): fractions in [0, 1]; main_score is f1.
