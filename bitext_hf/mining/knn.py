@@ -4,6 +4,9 @@ Margin mining needs, for every source, its k nearest targets and, for every targ
 come from the same N x M cosine matrix. LASER and sentence-transformers run two independent searches and so compute
 that matrix twice; :func:`bidirectional_knn` computes it once, block by block, and keeps the row top-k and the column
 top-k of every block. Memory is bounded by one block plus the (N + M) x k results, never N x M.
+
+Every entry validates first: :func:`check_embeddings` L2-normalizes the rows (cosine = inner product) and refuses rows
+that cannot be used, naming the row; :func:`check_k` bounds k, whose cost grows faster than k.
 """
 
 from __future__ import annotations
