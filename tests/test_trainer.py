@@ -370,3 +370,14 @@ def test_accelerate_launch_with_cpu_config(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert json.loads(completed.stdout.split("RESULT", 1)[1])["step"] == 4
     assert (tmp_path / "run" / "checkpoint-4" / "trainer_state.json").is_file()
+
+
+@pytest.mark.parametrize("name", ["cpu", "multi_gpu", "deepspeed_zero2", "fsdp"])
+def test_accelerate_configs_load(name):
+    """Every shipped accelerate config is one that `accelerate launch --config_file` accepts (the GPU ones cannot
+    run here: this checks their schema only)."""
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(REPO_ROOT / "recipes" / "accelerate" / f"{name}.yaml"))
+    expected = {"cpu": "NO", "multi_gpu": "MULTI_GPU", "deepspeed_zero2": "DEEPSPEED", "fsdp": "FSDP"}[name]
+    assert str(config.distributed_type).rsplit(".", 1)[-1] == expected
