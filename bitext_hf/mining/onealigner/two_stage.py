@@ -137,7 +137,8 @@ def token_candidates(
     target_tokens, target_owner, _ = _content_tokens(target)
     neighbours = min(token_neighbours, len(target_tokens))
     if len(source_tokens) * len(target_tokens) > EXACT_TOKEN_PRODUCTS:
-        index = ivf_index(target_tokens, nprobe=nprobe, seed=seed)
+        # Token vectors are searched as the model gives them (unit length only in cosine mode): never re-normalized.
+        index = ivf_index(target_tokens, nprobe=nprobe, seed=seed, normalize=False)
 
         def search(queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return index.search(queries, neighbours)
@@ -145,7 +146,7 @@ def token_candidates(
     else:
 
         def search(queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return knn_search(queries, target_tokens, neighbours, backend=knn_backend)
+            return knn_search(queries, target_tokens, neighbours, backend=knn_backend, normalize=False)
 
     candidates = np.full((len(source), top_k), -1, dtype=np.int64)
     # Source tokens are contiguous per sentence: cut the token list at sentence boundaries into chunks.
