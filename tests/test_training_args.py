@@ -20,7 +20,7 @@ class ScriptArguments:
 
 @dataclasses.dataclass
 class OptimArguments:
-    """Stands in for LoopArguments; validates like the real dataclasses do."""
+    """Stands in for TrainingArguments; validates like the real dataclasses do."""
 
     learning_rate: float = 1e-3
     use_bias: bool = False

@@ -1,20 +1,12 @@
 """Shared training infrastructure for the recipes: argument parsing, the Trainer subclass, PEFT, tokenizer training.
 
-``loop.py`` (the older hand-written accelerate loop) stays exported until its last user moves to ``BitextTrainer``.
+Family-specific pieces live in sub-modules (``onealigner``, ``distillation``) and are imported from there.
 """
 
 from __future__ import annotations
 
 from bitext_hf.training.args import ConfigFileError, load_yaml_config, parse_args, run_recipe
 from bitext_hf.training.callbacks import RetrievalEvalCallback
-from bitext_hf.training.loop import (
-    JsonlTracker,
-    LoopArguments,
-    TrainingResult,
-    find_last_checkpoint,
-    resolve_resume_checkpoint,
-    run_training_loop,
-)
 from bitext_hf.training.peft import ModelArguments, apply_peft, export_peft
 from bitext_hf.training.tokenizer import (
     SPECIAL_TOKENS,
@@ -28,21 +20,15 @@ __all__ = [
     "SPECIAL_TOKENS",
     "BitextTrainer",
     "ConfigFileError",
-    "JsonlTracker",
-    "LoopArguments",
     "ModelArguments",
     "RetrievalEvalCallback",
     "TokenizerTrainingError",
-    "TrainingResult",
     "apply_peft",
     "export_peft",
-    "find_last_checkpoint",
     "load_yaml_config",
     "parse_args",
-    "resolve_resume_checkpoint",
     "resume_checkpoint",
     "run_recipe",
-    "run_training_loop",
     "train_or_reuse_tokenizer",
     "train_tokenizer",
 ]

@@ -1,6 +1,6 @@
 """Command-line parsing for the recipes: dataclasses from flags, from a YAML file, or both.
 
-``parse_args(ScriptArguments, LoopArguments)`` builds a :class:`transformers.HfArgumentParser` that also accepts
+``parse_args(ScriptArguments, TrainingArguments)`` builds a :class:`transformers.HfArgumentParser` that also accepts
 ``--config file.yaml``. The YAML supplies defaults (a flat mapping of field names to values, shared by all the
 dataclasses); any flag given on the command line overrides it. A YAML key that no dataclass has is an error naming
 the key and the file, so that a typo never silently falls back to a default.
@@ -65,7 +65,7 @@ def parse_args(*dataclass_types: type, args: Sequence[str] | None = None) -> tup
     """Parse command-line flags (and an optional ``--config file.yaml``) into instances of ``dataclass_types``.
 
     Args:
-        *dataclass_types: the argument dataclasses, e.g. ``ScriptArguments, LoopArguments``; the result holds one
+        *dataclass_types: the argument dataclasses, e.g. ``ScriptArguments, TrainingArguments, ModelArguments``; the result holds one
             instance of each, in this order.
         args: the flags to parse; defaults to ``sys.argv[1:]``.
 
