@@ -88,6 +88,13 @@ def test_stdin_for_one_side(capsys, fake_encoders, tmp_path, monkeypatch):
     assert {(int(r[1]), int(r[2])) for r in _read_tsv(out)} == GOLD
 
 
+def test_a_stdin_problem_names_stdin(capsys, fake_encoders, tmp_path, monkeypatch):
+    src = write_lines(tmp_path / "src.txt", SOURCES)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"a\tb\n"), encoding="utf-8"))
+    code, _, err = run(capsys, "mine", "--src", src, "--tgt", "-", "--out", str(tmp_path / "pairs.tsv"))
+    assert code == EXIT_DATA and "<stdin>:1: the sentence contains a tab" in err and fake_encoders.loaded == []
+
+
 def test_process_substitution_is_read_as_a_stream(capsys, fake_encoders, tmp_path):
     # What `--tgt <(zcat de.gz)` passes: a /dev/fd/N path to a pipe, readable once, with no size.
     read_end, write_end = os.pipe()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bitext_hf.cli.inputs import Side, check_inputs_and_output, embed, pair_texts, read_gold, read_side
+from bitext_hf.cli.inputs import Side, check_inputs_and_output, display, embed, pair_texts, read_gold, read_side
 from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
 
 __all__ = ["cmd_encode", "cmd_mine", "cmd_score"]
@@ -76,7 +76,9 @@ def _check_mine_options(args) -> None:
 
 def _check_dimensions(args, src_emb: np.ndarray, tgt_emb: np.ndarray) -> None:
     if src_emb.shape[1] != tgt_emb.shape[1]:
-        raise DataValidationError(f"{args.src} has dimension {src_emb.shape[1]} but {args.tgt} has {tgt_emb.shape[1]}")
+        raise DataValidationError(
+            f"{display(args.src)} has dimension {src_emb.shape[1]} but {display(args.tgt)} has {tgt_emb.shape[1]}"
+        )
 
 
 def _read_docs(path: str, side: Side) -> np.ndarray:
@@ -85,7 +87,8 @@ def _read_docs(path: str, side: Side) -> np.ndarray:
     docs = read_lines(path)
     if len(docs) != side.n_rows:
         raise DataValidationError(
-            f"{path} has {len(docs)} lines but {side.path} has {side.n_rows}: give one document id per line"
+            f"{display(path)} has {len(docs)} lines but {display(side.path)} has {side.n_rows}: "
+            "give one document id per line"
         )
     return np.asarray(docs)
 
@@ -109,7 +112,7 @@ def _rows_to_mine(args, side: Side, what: str, spec: str | None, per_document: b
         logger.warning(
             "%s: %d duplicate line(s); each distinct sentence is mined once and reported at its first line "
             "(--keep-duplicates mines every line)",
-            side.text_path, len(side.texts) - len(unique),
+            display(side.text_path), len(side.texts) - len(unique),
         )  # fmt: skip
     # Unique sentences are in first-occurrence order, so the first line of each is where its id first appears.
     first_line = np.unique(inverse, return_index=True)[1]
@@ -134,9 +137,10 @@ def cmd_mine(args) -> int:
     gold = read_gold(args.gold, src.n_rows, tgt.n_rows) if args.gold else None
     if fmt is not None:
         for side in (src, tgt):
-            check_representable(side.texts, side.text_path, fmt)
+            if side.texts is not None:
+                check_representable(side.texts, display(side.text_path), fmt)
         if docs is not None:
-            check_representable(list(docs[0]), args.src_docs, fmt)
+            check_representable(list(docs[0]), display(args.src_docs), fmt)
     check_k(args.k, src.n_rows, tgt.n_rows)
 
     src_emb, src_lines, src_keys = _rows_to_mine(args, src, "source", args.src_model, docs is not None)
@@ -204,8 +208,8 @@ def cmd_score(args) -> int:
     fmt = output_format(args.out, args.format)
     sources, targets = pair_texts(args)
     if not args.pairs:  # cells of a TSV pairs file cannot hold a tab or a line break; Moses lines can hold a tab
-        check_representable(sources, args.src, fmt)
-        check_representable(targets, args.tgt, fmt)
+        check_representable(sources, display(args.src), fmt)
+        check_representable(targets, display(args.tgt), fmt)
     check_k(args.k, len(sources), len(targets))
     src_emb, tgt_emb = embed(args, sources, "source"), embed(args, targets, "target")
     scores = score_pairs(src_emb, tgt_emb, k=args.k, margin=args.margin)

@@ -25,6 +25,13 @@ __all__ = [
 logger = logging.getLogger("bitext_hf")
 
 
+def display(path: str) -> str:
+    """How messages name an input (``<stdin>`` for ``-``), as the readers do."""
+    from bitext_hf.data.readers import display_name  # not at module level: --help must not import the data stack
+
+    return display_name(path)
+
+
 def is_npy(path: str) -> bool:
     return path.lower().endswith(".npy")
 
@@ -96,7 +103,7 @@ def read_side(args, path: str, text_path: str | None, what: str) -> Side:
         texts = read_lines(text_path, max_chars=args.max_line_chars)
         if len(texts) != embeddings.shape[0]:
             raise DataValidationError(
-                f"{text_path} has {len(texts)} lines but {path} has {embeddings.shape[0]} embedding rows: "
+                f"{display(text_path)} has {len(texts)} lines but {path} has {embeddings.shape[0]} embedding rows: "
                 "give the text file the embeddings were made from"
             )
     else:
@@ -114,22 +121,23 @@ def read_gold(path: str, n_src: int, n_tgt: int) -> set[tuple[int, int]]:
     the number of lines of each side."""
     from bitext_hf.data import read_lines
 
+    name = display(path)
     gold = set()
     for number, line in enumerate(read_lines(path, allow_empty_lines=True), start=1):
         cells = [cell.strip() for cell in line.split("\t")]
         if not line.strip() or (number == 1 and not cells[0].isdigit()):
             continue  # blank line or header
         if len(cells) != 2 or not (cells[0].isdigit() and cells[1].isdigit()):
-            raise DataValidationError(f"{path}:{number}: expected `src_line<TAB>tgt_line` (0-based line numbers)")
+            raise DataValidationError(f"{name}:{number}: expected `src_line<TAB>tgt_line` (0-based line numbers)")
         src, tgt = int(cells[0]), int(cells[1])
         if src >= n_src or tgt >= n_tgt:
             raise DataValidationError(
-                f"{path}:{number}: pair ({src}, {tgt}) is out of range: the sides have {n_src} and {n_tgt} lines "
+                f"{name}:{number}: pair ({src}, {tgt}) is out of range: the sides have {n_src} and {n_tgt} lines "
                 "(line numbers are 0-based)"
             )
         gold.add((src, tgt))
     if not gold:
-        raise DataValidationError(f"{path}: no gold pairs")
+        raise DataValidationError(f"{name}: no gold pairs")
     return gold
 
 
