@@ -14,7 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bitext_hf.cli.inputs import Side, check_inputs_and_output, display, embed, pair_texts, read_gold, read_side
+from bitext_hf.cli.inputs import (
+    Side,
+    check_inputs_and_output,
+    display,
+    embed,
+    is_npy,
+    pair_texts,
+    read_gold,
+    read_side,
+)
 from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
 
 __all__ = ["cmd_encode", "cmd_mine", "cmd_score"]
@@ -67,7 +76,7 @@ def _check_mine_options(args) -> None:
     if bool(args.src_docs) != bool(args.tgt_docs):
         raise UsageError("document-level mining needs both --src-docs and --tgt-docs")
     for side, model in (("src", args.src_model), ("tgt", args.tgt_model)):
-        if model is not None and getattr(args, side).lower().endswith(".npy"):
+        if model is not None and is_npy(getattr(args, side)):
             raise UsageError(f"--{side}-model has nothing to encode: --{side} is a .npy file of embeddings")
     from bitext_hf.mining import DEFAULT_MODE
 

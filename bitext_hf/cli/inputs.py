@@ -15,6 +15,7 @@ from bitext_hf.io import check_output_path
 __all__ = [
     "Side",
     "check_inputs_and_output",
+    "display",
     "embed",
     "is_npy",
     "pair_texts",
