@@ -157,6 +157,18 @@ def _write_error(path: StrPath, error: OSError, *, replaced: bool) -> OutputWrit
     return wrapped
 
 
+def _own_descriptor(path: str) -> int | None:
+    """The descriptor number that ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names."""
+    match = re.fullmatch(r"/dev/(stdout|stderr|fd/(\d+))|/proc/(self|\d+)/fd/(\d+)", os.path.abspath(path))
+    if match is None:
+        return None
+    if match.group(1) in ("stdout", "stderr"):
+        return 1 if match.group(1) == "stdout" else 2
+    if match.group(3) not in (None, "self", str(os.getpid())):
+        return None  # another process's descriptor: written as the path it is
+    return int(match.group(2) or match.group(4))
+
+
 def _open_kwargs(mode: str) -> dict:
     return {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
 
@@ -164,11 +176,20 @@ def _open_kwargs(mode: str) -> dict:
 @contextlib.contextmanager
 def _direct_output(path: str, mode: str) -> Iterator[IO]:
     """Write straight to stdout, a FIFO or a device: streaming, never replaced."""
+    descriptor = _own_descriptor(path)
     try:
-        if path == "-":
+        if path == "-" or descriptor == 1:
             stream = sys.stdout.buffer if "b" in mode else sys.stdout
             yield stream
             stream.flush()
+        elif descriptor is not None:
+            # open("/dev/stdout") would reopen the file a descriptor is redirected to, at offset 0 and truncated
+            # ("w"): what the process wrote before, and writes it makes after, would overwrite each other. A
+            # duplicate of the descriptor shares its offset and append flag instead.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            with os.fdopen(os.dup(descriptor), mode, **_open_kwargs(mode)) as handle:
+                yield handle
         else:
             with open(path, mode, **_open_kwargs(mode)) as handle:
                 yield handle

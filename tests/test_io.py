@@ -318,3 +318,23 @@ def test_open_input_leaves_callers_errors_alone(tmp_path):
     with pytest.raises(OutputWriteError), open_input(path) as handle:
         handle.read()
         raise OutputWriteError("out.txt: no space left on device; nothing was written")
+
+
+def test_dev_stdout_redirected_to_a_file_keeps_what_was_printed_around_it(tmp_path):
+    """``--out /dev/stdout > file`` used to reopen the file at offset 0, so the pairs and the report overlapped."""
+    code = (
+        "from bitext_hf.io import atomic_output\n"
+        "print('before', flush=True)\n"
+        "with atomic_output('/dev/stdout') as handle:\n"
+        "    handle.write('pair 1\\npair 2\\n')\n"
+        "print('after')\n"
+    )
+    target = tmp_path / "out.tsv"
+    with open(target, "w") as handle:
+        subprocess.run(
+            [sys.executable, "-c", code],
+            stdout=handle,
+            check=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        )
+    assert target.read_text() == "before\npair 1\npair 2\nafter\n"
