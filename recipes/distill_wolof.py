@@ -50,8 +50,7 @@ RESULTS_FILE = "xsim_results.json"
 
 
 def _field(default: Any, help: str) -> Any:
-    factory = {"default_factory": lambda: list(default)} if isinstance(default, list) else {"default": default}
-    return dataclasses.field(**factory, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
 
 
 @dataclasses.dataclass
@@ -91,9 +90,7 @@ class ScriptArguments:
     dataset_alpha: float = _field(0.5, "Datasets of a task are sampled proportionally to size ** alpha.")
     curriculum_increment: float = _field(0.1, "Stage increment (0.1: prefixes of 10, 20, ..., 100 percent).")
     curriculum_fraction: float | None = _field(
-        None,
-        "Share of the steps spent on prefixes shorter than 100 percent, split evenly among those stages; the "
-        "whole-sentence stage runs for the rest (e.g. 0.5). Default: every stage gets an equal share.",
+        None, "Share of the steps for the prefix stages (e.g. 0.5; whole sentences get the rest); default: even."
     )
     mask_rate: float = _field(0.15, "Fraction of the tokens of MLM sentences set to <mask>.")
     contrastive_weight: float = _field(0.0, "Weight of the optional in-batch contrastive term.")
@@ -271,12 +268,9 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
         if push:
             from bitext_hf.hub import push_to_hub
 
+            repo, private = training_args.hub_model_id or output_dir.name, bool(training_args.hub_private_repo)
             push_to_hub(
-                output_dir,
-                training_args.hub_model_id or output_dir.name,
-                private=bool(training_args.hub_private_repo),
-                token=training_args.hub_token,
-                revision=training_args.hub_revision,
+                output_dir, repo, private=private, token=training_args.hub_token, revision=training_args.hub_revision
             )
     trainer.accelerator.wait_for_everyone()
     return results

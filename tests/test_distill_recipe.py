@@ -123,7 +123,7 @@ def test_recipe_bad_teacher_names_the_id(recipe, corpus_files, tmp_path):
         recipe.main(*args)
 
 
-def test_recipe_bad_data(recipe, corpus_files, tmp_path):
+def test_recipe_bad_data(recipe, corpus_files, tmp_path, monkeypatch):
     from bitext_hf.errors import DataValidationError, UsageError
     from bitext_hf.training.distillation import DistillationDataError
 
@@ -138,6 +138,8 @@ def test_recipe_bad_data(recipe, corpus_files, tmp_path):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "c", "--eval_languages", "wo"))
     with pytest.raises(UsageError, match="max_steps"):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "d", "--max_steps", "-1"))
+    # Checkpointing is refused, before any work, for a student class that does not support it.
+    monkeypatch.setattr(recipe.Laser3Student, "supports_gradient_checkpointing", False)
     with pytest.raises(UsageError, match="activation_checkpointing"):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "e", "--activation_checkpointing", "true"))
     with pytest.raises(UsageError, match="not a checkpoint folder"):

@@ -74,12 +74,15 @@ def _english_targets(
 
 
 class DistillationBatches(torch.utils.data.Dataset):
-    """Step-indexed training batches: item ``step`` is the batch of that step (use ``DataLoader(batch_size=None)``).
+    """Step-indexed training batches: item ``step`` is the whole batch of micro-step ``step``. Give it to a Trainer
+    with ``per_device_train_batch_size=1``, ``train_sampling_strategy="sequential"`` and
+    ``data_collator=DistillationBatches.collate`` (one item per micro-batch, in step order).
 
     Tasks: ``distil`` (student gets a language's sentence, the target is the teacher's embedding of its English
     translation), ``self`` (student and teacher both get the English sentence), ``mask`` (MLM on monolingual text
     of the ``mlm_languages``). With the curriculum, pairs of ``curriculum_languages`` are cut to growing prefixes
-    (stages split the steps evenly, or the partial stages share ``curriculum_fraction`` of them); the teacher's embeddings of every stage are cached once.
+    (stages split the steps evenly, or the partial stages share ``curriculum_fraction`` of them); the teacher's
+    embeddings of every stage are cached once. MLM batches hold ``mlm_labels`` (see :class:`SentenceMaskingCollator`).
 
     Args:
         tokenizer: the student tokenizer (fast, with offsets).
