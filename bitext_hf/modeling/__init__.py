@@ -14,6 +14,8 @@ __all__ = ["MODEL_FAMILIES", "register_auto_classes"]
 MODEL_FAMILIES: list[tuple[str, str, str]] = [
     ("laser3", "Laser3StudentConfig", "Laser3Student"),
     ("onealigner", "OneAlignerConfig", "OneAlignerModel"),
+    ("musr", "MuSRConfig", "MuSREncoderDecoder"),
+    ("contrastive_align", "ContrastiveAlignConfig", "ContrastiveAlignedEncoder"),
 ]
 
 _registered: set[str] = set()

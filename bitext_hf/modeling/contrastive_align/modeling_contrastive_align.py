@@ -1,0 +1,402 @@
+"""ContrastiveAlignedEncoder: an mBERT / XLM-R-like encoder trained with explicit word-level alignment objectives.
+
+Wu & Dredze (2020), "Do Explicit Alignments Robustly Improve Multilingual Encoders?", section 2. The inputs are
+English sentences (source, S), their translations (target, T) and word alignments between them, each word
+represented by its first subword. ``alignments`` is a `(n_links, 3)` int64 tensor of rows
+`(example, source token position, target token position)`; ``languages`` gives each example's target language as
+an index into ``config.languages``. The objectives (``config.objective``):
+
+* ``linear``: one orthogonal map W per language and hidden state (identity at initialisation, encoder frozen);
+  loss = mean over hidden states of mean_i ||s_i - t_i W||^2 (Eq. 1); after every optimizer step call
+  ``orthogonalize_()``: W <- (1 + beta) W - beta (W W^T) W (Eq. 2, beta = 0.01).
+* ``l2``: mean_i ||s_i - t_i||^2 (Eq. 3) + lambda ||theta - theta_0||^2 (Eq. 5, 6).
+* ``weak``: symmetric InfoNCE over the batch's aligned words with sim(a, b) = cos(f(a), f(b)) / T, negatives from
+  the other language only (Eq. 7) + the regularizer.
+* ``strong``: InfoNCE over the 2n x 2n matrix of all aligned words of both languages, each word's own row left out
+  (Eq. 8) + the regularizer.
+
+f = Linear(d, d) -> ReLU -> Linear(d, 128), no biases; T = 0.1. f is dropped after training: the export is the
+inner encoder (``model.encoder``, a plain transformers model). For ``linear`` the maps stay outside the encoder
+(they are per language, so they cannot be folded into shared weights): ``linear_map(language)`` returns the last
+hidden state's W, which a sentence-transformers export applies as a bias-free Dense layer after mean pooling
+(mean pooling commutes with a linear map).
+
+theta_0 is a snapshot of the encoder's trainable parameters, taken at the first forward that needs the regularizer
+(before the first optimizer step) or by ``reset_reference()``; it is not saved with the model.
+
+This file imports only its configuration, torch and transformers, so that ``save_pretrained`` ships it as hub
+remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` works without bitext_hf installed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
+from transformers.utils import ModelOutput
+
+from .configuration_contrastive_align import ContrastiveAlignConfig, ContrastiveAlignConfigError
+
+__all__ = [
+    "ContrastiveAlignInputError",
+    "ContrastiveAlignOutput",
+    "ContrastiveAlignPreTrainedModel",
+    "ContrastiveAlignedEncoder",
+    "l2_alignment_loss",
+    "linear_mapping_loss",
+    "orthogonalize_",
+    "parameter_regularization",
+    "strong_contrastive_loss",
+    "weak_contrastive_loss",
+]
+
+
+class ContrastiveAlignInputError(ValueError):
+    """The tensors given to the ContrastiveAlignedEncoder are unusable (links outside a sentence, bad shapes...)."""
+
+
+@dataclass
+class ContrastiveAlignOutput(ModelOutput):
+    """Output of [`ContrastiveAlignedEncoder.forward`].
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*): alignment loss + lambda * regularizer, when
+            `alignments` are given.
+        alignment_loss (`torch.FloatTensor`, *optional*): the objective's term alone.
+        regularization_loss (`torch.FloatTensor`, *optional*): ||theta - theta_0||^2 (unweighted), when it applies.
+        last_hidden_state (`torch.FloatTensor` of shape `(batch, length, hidden)`): hidden state `config.layer` of
+            the (source) input; first after the loss so that sentence-transformers finds the token vectors.
+        target_last_hidden_state (`torch.FloatTensor`, *optional*): the same for the target input.
+    """
+
+    loss: torch.FloatTensor | None = None
+    alignment_loss: torch.FloatTensor | None = None
+    regularization_loss: torch.FloatTensor | None = None
+    last_hidden_state: torch.FloatTensor | None = None
+    target_last_hidden_state: torch.FloatTensor | None = None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Pure tensor functions: the paper's equations, checked by the tests against hand computations.
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def orthogonalize_(weight: torch.Tensor, beta: float = 0.01) -> torch.Tensor:
+    """Eq. 2 in place on a square matrix or a stack of them: W <- (1 + beta) W - beta (W W^T) W."""
+    update = (1.0 + beta) * weight - beta * (weight @ weight.transpose(-1, -2)) @ weight
+    return weight.copy_(update)
+
+
+def l2_alignment_loss(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Eq. 3: mean_i ||s_i - t_i||^2 over aligned rows `(n, d)`."""
+    return (source - target).pow(2).sum(-1).mean()
+
+
+def linear_mapping_loss(source: torch.Tensor, target: torch.Tensor, maps: torch.Tensor) -> torch.Tensor:
+    """Eq. 1 per hidden state: `source`, `target` `(layers, n, d)`, `maps` `(layers, d, d)`; the mean over hidden
+    states of mean_i ||s_i - t_i W||^2."""
+    return (source - target @ maps).pow(2).sum(-1).mean()
+
+
+def weak_contrastive_loss(source: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Eq. 7 (negated, to minimize): projected aligned rows `(n, p)`; cosine / T; each s_i against every t_j and
+    each t_i against every s_j, averaged over the 2n terms."""
+    logits = F.normalize(source.float(), dim=-1) @ F.normalize(target.float(), dim=-1).transpose(0, 1) / temperature
+    labels = torch.arange(logits.shape[0], device=logits.device)
+    return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.transpose(0, 1), labels)) / 2
+
+
+def strong_contrastive_loss(source: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Eq. 8 (negated): H = [s_1..s_n, t_1..t_n]; each h against every h' != h of both languages, its aligned
+    partner the positive; averaged over the 2n rows."""
+    states = F.normalize(torch.cat([source, target]).float(), dim=-1)
+    n = source.shape[0]
+    logits = (states @ states.transpose(0, 1) / temperature).fill_diagonal_(float("-inf"))
+    labels = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(logits.device)
+    return F.cross_entropy(logits, labels)
+
+
+def parameter_regularization(parameters: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Eq. 5: ||theta - theta_0||^2, the sum of squared differences over every named parameter."""
+    total = None
+    for name, parameter in parameters.items():
+        term = (parameter - reference[name]).pow(2).sum()
+        total = term if total is None else total + term
+    if total is None:
+        raise ContrastiveAlignInputError("the parameter regularizer has no trainable parameter to regularize.")
+    return total
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Model
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class ContrastiveAlignPreTrainedModel(PreTrainedModel):
+    """Weights initialization shared by the alignment models."""
+
+    config_class = ContrastiveAlignConfig
+    base_model_prefix = "contrastive_align"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        # Linear layers (the projector) ~ normal(0, initializer_range) as transformers does for every model.
+        super()._init_weights(module)
+        if isinstance(module, LinearMaps):
+            module.weight.copy_(torch.eye(module.weight.shape[-1]).expand_as(module.weight))
+
+
+class LinearMaps(nn.Module):
+    """`weight` `(languages, hidden states, d, d)`: the linear objective's maps, identity at initialisation."""
+
+    def __init__(self, languages: int, states: int, hidden: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.eye(hidden).repeat(languages, states, 1, 1))
+
+
+class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
+    """The wrapped encoder, the projector (`weak`, `strong`) or the linear maps (`linear`); see the module docstring.
+
+    Build one with [`ContrastiveAlignedEncoder.from_encoder`]; reload with `from_pretrained` / `AutoModel`.
+    """
+
+    def __init__(self, config: ContrastiveAlignConfig, encoder: PreTrainedModel | None = None) -> None:
+        super().__init__(config)
+        if encoder is None:
+            encoder = AutoModel.from_config(config.encoder_config)
+        if getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = None  # after the last layer and never trained here: no gradient-less parameters
+        self.encoder = encoder
+        self.config.encoder_config = encoder.config
+        hidden = config.hidden_size
+        self.projector: nn.Module | None = None
+        self.linear_maps: LinearMaps | None = None
+        if config.objective in ("weak", "strong"):
+            self.projector = nn.Sequential(
+                nn.Linear(hidden, hidden, bias=False), nn.ReLU(), nn.Linear(hidden, config.projection_dim, bias=False)
+            )
+        elif config.objective == "linear":
+            if not config.languages:
+                raise ContrastiveAlignConfigError(
+                    "objective='linear' keeps one map per target language: set languages=[...] in the config."
+                )
+            states = int(config.encoder_config.num_hidden_layers) + 1
+            self.linear_maps = LinearMaps(len(config.languages), states, hidden)
+            self.encoder.requires_grad_(False)  # the paper's feature-based setting: only W trains
+        self._reference: dict[str, torch.Tensor] | None = None
+        self.post_init()
+
+    @classmethod
+    def from_encoder(
+        cls, name_or_path_or_config: str | PretrainedConfig | PreTrainedModel, **config_kwargs: object
+    ) -> ContrastiveAlignedEncoder:
+        """Wrap an encoder: a local path / hub id (pretrained weights), an encoder config (random init) or a model.
+
+        `config_kwargs` are the other [`ContrastiveAlignConfig`] fields (objective, languages, ...).
+        """
+        if isinstance(name_or_path_or_config, PreTrainedModel):
+            encoder = name_or_path_or_config
+        elif isinstance(name_or_path_or_config, PretrainedConfig):
+            encoder = AutoModel.from_config(name_or_path_or_config)
+        elif isinstance(name_or_path_or_config, str):
+            try:
+                AutoConfig.from_pretrained(name_or_path_or_config)
+            except (OSError, ValueError) as error:
+                raise ContrastiveAlignInputError(
+                    f"cannot load the encoder {name_or_path_or_config!r} ({error.__class__.__name__}): pass a local "
+                    "folder with config.json and weights, or an encoder config for a random initialization."
+                ) from error
+            encoder = AutoModel.from_pretrained(name_or_path_or_config)
+        else:
+            raise ContrastiveAlignInputError(
+                "from_encoder expects a path, a hub id, a PretrainedConfig or a PreTrainedModel, got "
+                f"{type(name_or_path_or_config).__name__}."
+            )
+        return cls(ContrastiveAlignConfig(encoder_config=encoder.config, **config_kwargs), encoder=encoder)
+
+    # -- pieces ---------------------------------------------------------------------------------------------------
+
+    def encode(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, all_states: bool = False
+    ) -> torch.Tensor:
+        """Hidden state `config.layer` `(batch, length, d)`, or every hidden state `(states, batch, length, d)`."""
+        want_all = all_states or self.config.layer != self.encoder.config.num_hidden_layers
+        outputs = self.encoder(
+            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=want_all, return_dict=True
+        )
+        if all_states:
+            return torch.stack(outputs.hidden_states)
+        return outputs.hidden_states[self.config.layer] if want_all else outputs.last_hidden_state
+
+    def linear_map(self, language: str | int, state: int | None = None) -> torch.Tensor:
+        """The `linear` objective's W `(d, d)` of a language (name or index) for hidden state `state` (default
+        `config.layer`); apply it as `t @ W` to that language's vectors."""
+        if self.linear_maps is None:
+            raise ContrastiveAlignConfigError(f"objective={self.config.objective!r} has no linear maps.")
+        index = self.config.languages.index(language) if isinstance(language, str) else int(language)
+        return self.linear_maps.weight[index, self.config.layer if state is None else state]
+
+    @torch.no_grad()
+    def orthogonalize_(self) -> None:
+        """Eq. 2 on every linear map (call after each optimizer step of the `linear` objective)."""
+        if self.linear_maps is not None:
+            orthogonalize_(self.linear_maps.weight, float(self.config.orthogonal_beta))
+
+    def _regularized_parameters(self) -> dict[str, torch.Tensor]:
+        return {name: parameter for name, parameter in self.encoder.named_parameters() if parameter.requires_grad}
+
+    @torch.no_grad()
+    def reset_reference(self) -> None:
+        """Take theta_0 now: the regularizer measures the distance of the encoder's trainable parameters from here."""
+        self._reference = {name: value.detach().clone() for name, value in self._regularized_parameters().items()}
+
+    def regularization(self) -> torch.Tensor:
+        """||theta - theta_0||^2 over the encoder's trainable parameters (zero until they move from theta_0)."""
+        if self._reference is None:
+            self.reset_reference()
+        return parameter_regularization(self._regularized_parameters(), self._reference)
+
+    def _check_links(self, alignments: torch.Tensor, source_mask: torch.Tensor, target_mask: torch.Tensor) -> None:
+        if alignments.ndim != 2 or alignments.shape[1] != 3:
+            raise ContrastiveAlignInputError(
+                f"alignments must be (n_links, 3) rows of (example, source position, target position), got "
+                f"{tuple(alignments.shape)}."
+            )
+        if alignments.numel() == 0:
+            return
+        examples = alignments[:, 0]
+        if examples.min() < 0 or examples.max() >= source_mask.shape[0]:
+            raise ContrastiveAlignInputError(
+                f"an alignment names an example outside the batch of {source_mask.shape[0]}."
+            )
+        for column, mask, side in ((1, source_mask, "source"), (2, target_mask, "target")):
+            lengths = mask.sum(1)[examples]
+            outside = (alignments[:, column] < 0) | (alignments[:, column] >= lengths)
+            if outside.any():
+                row = int(outside.nonzero()[0, 0])
+                raise ContrastiveAlignInputError(
+                    f"alignment {alignments[row].tolist()} points outside the {side} sentence "
+                    f"({int(lengths[row])} tokens)."
+                )
+
+    def _alignment_loss(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        target_input_ids: torch.Tensor,
+        target_attention_mask: torch.Tensor,
+        alignments: torch.Tensor,
+        languages: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        examples, source_positions, target_positions = alignments.unbind(1)
+        objective = self.config.objective
+        if objective == "linear":
+            if languages is None:
+                raise ContrastiveAlignInputError("objective='linear' needs `languages` (each example's language).")
+            with torch.no_grad():  # the encoder is frozen: no graph through it
+                source_all = self.encode(input_ids, attention_mask, all_states=True)
+                target_all = self.encode(target_input_ids, target_attention_mask, all_states=True)
+            source_links = source_all[:, examples, source_positions]
+            target_links = target_all[:, examples, target_positions]
+            link_languages = languages[examples]
+            total = source_links.new_zeros(())
+            for language in link_languages.unique():  # one (states, d, d) map per language present
+                chosen = link_languages == language
+                count = chosen.sum()
+                loss = linear_mapping_loss(
+                    source_links[:, chosen], target_links[:, chosen], self.linear_maps.weight[language]
+                )
+                total = total + loss * count
+            loss = total / max(1, examples.numel())
+            if examples.numel() == 0:
+                loss = self.linear_maps.weight.sum() * 0.0  # keeps the graph (and the Trainer) happy
+            return loss, source_all[self.config.layer], target_all[self.config.layer]
+        source_states = self.encode(input_ids, attention_mask)
+        target_states = self.encode(target_input_ids, target_attention_mask)
+        source_links = source_states[examples, source_positions]
+        target_links = target_states[examples, target_positions]
+        if examples.numel() == 0:
+            loss = (source_states.sum() + target_states.sum()) * 0.0
+        elif objective == "l2":
+            loss = l2_alignment_loss(source_links, target_links)
+        else:
+            temperature = float(self.config.contrastive_temperature)
+            loss_fn = weak_contrastive_loss if objective == "weak" else strong_contrastive_loss
+            loss = loss_fn(self.projector(source_links), self.projector(target_links), temperature)
+        return loss, source_states, target_states
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        target_input_ids: torch.Tensor | None = None,
+        target_attention_mask: torch.Tensor | None = None,
+        alignments: torch.Tensor | None = None,
+        languages: torch.Tensor | None = None,
+        return_dict: bool | None = None,
+        **kwargs: object,
+    ) -> ContrastiveAlignOutput | tuple:
+        """Encode, and with `target_input_ids` + `alignments` compute the objective's loss.
+
+        Args:
+            input_ids, attention_mask: the English (source) batch `(batch, length)`.
+            target_input_ids, target_attention_mask: the translations, row i aligned with row i.
+            alignments: `(n_links, 3)` rows (example, source position, target position); positions index tokens
+                (first subwords) of the padded batches.
+            languages: `(batch,)` index into `config.languages` of each target sentence (needed by `linear`).
+                Without a target batch, the inputs themselves are in these languages and, for `linear`, the
+                returned states are mapped by their W (index -1: English, no map).
+        """
+        if input_ids is None:
+            raise ContrastiveAlignInputError("forward needs input_ids.")
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        fields: dict[str, torch.Tensor | None] = {}
+        if alignments is not None:
+            if target_input_ids is None:
+                raise ContrastiveAlignInputError("alignments need target_input_ids (the aligned translations).")
+            if target_attention_mask is None:
+                target_attention_mask = torch.ones_like(target_input_ids)
+            self._check_links(alignments, attention_mask, target_attention_mask)
+            alignment_loss, states, target_states = self._alignment_loss(
+                input_ids, attention_mask, target_input_ids, target_attention_mask, alignments, languages
+            )
+            loss = alignment_loss
+            weight = float(self.config.regularization_weight)
+            if self.config.objective != "linear" and weight > 0:
+                regularization = self.regularization()
+                loss = loss + weight * regularization
+                fields["regularization_loss"] = regularization
+            fields.update(loss=loss, alignment_loss=alignment_loss, target_last_hidden_state=target_states)
+        else:
+            states = self.encode(input_ids, attention_mask)
+            if target_input_ids is not None:
+                if target_attention_mask is None:
+                    target_attention_mask = torch.ones_like(target_input_ids)
+                fields["target_last_hidden_state"] = self.encode(target_input_ids, target_attention_mask)
+            elif languages is not None and self.linear_maps is not None:
+                states = self._map_languages(states, languages)
+        output = ContrastiveAlignOutput(last_hidden_state=states, **fields)
+        return output if return_dict else output.to_tuple()
+
+    def _map_languages(self, states: torch.Tensor, languages: torch.Tensor) -> torch.Tensor:
+        """Each row's states times its language's W at `config.layer` (rows with index -1 stay as they are)."""
+        maps = self.linear_maps.weight[:, self.config.layer]
+        mapped = states.clone()
+        for language in languages.unique():
+            if int(language) >= 0:
+                rows = languages == language
+                mapped[rows] = states[rows] @ maps[language]
+        return mapped
+
+
+# Saving a model ships both files as remote code (auto_map in config.json).
+ContrastiveAlignConfig.register_for_auto_class()
+ContrastiveAlignedEncoder.register_for_auto_class("AutoModel")
