@@ -20,20 +20,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from transformers import PreTrainedTokenizerFast, TrainingArguments, set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
 from bitext_hf.data import PairSet, load_monolingual, load_pairs, read_lines
 from bitext_hf.data.filters import drop_overlap, split_held_out
-from bitext_hf.errors import BitextError, DataValidationError, UsageError
+from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
-from bitext_hf.training import BitextTrainer, ConfigFileError, parse_args, train_or_reuse_tokenizer
+from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe, train_or_reuse_tokenizer
 from bitext_hf.training.distillation import (
     DEFAULT_TASK_WEIGHTS,
     DistillationBatches,
@@ -143,18 +141,6 @@ def load_data(args: ScriptArguments) -> tuple[list[PairSet], dict[str, list[str]
     return train, monolingual, english, evaluation
 
 
-def resume_checkpoint(args: TrainingArguments) -> str | None:
-    """The checkpoint to resume from: ``auto`` (or ``true``) is the last one in output_dir, or none (a fresh run)."""
-    value = args.resume_from_checkpoint
-    if value in (None, "", "none", "None", "false", "False"):
-        return None
-    if value in ("auto", "true", "True"):
-        return get_last_checkpoint(args.output_dir) if Path(args.output_dir).is_dir() else None
-    if not (Path(value) / "trainer_state.json").is_file():
-        raise UsageError(f"--resume_from_checkpoint {value}: not a checkpoint folder (no trainer_state.json)")
-    return value
-
-
 def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict:
     from bitext_hf.encoders import load_encoder
 
@@ -164,7 +150,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     if training_args.activation_checkpointing and not Laser3Student.supports_gradient_checkpointing:
         raise UsageError("--activation_checkpointing (--gradient_checkpointing): Laser3Student does not support it")
     output_dir = Path(training_args.output_dir)
-    resume = resume_checkpoint(training_args)
+    resume = resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
 
     train, monolingual, english, evaluation = load_data(script_args)
     teacher = load_encoder(None if script_args.teacher == "default" else script_args.teacher)
@@ -277,9 +263,4 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
 
 
 if __name__ == "__main__":
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    try:
-        main(*parse_args(ScriptArguments, TrainingArguments, ModelArguments))
-    except (BitextError, ConfigFileError) as error:  # one line and the documented exit code, no traceback
-        print(f"distill_wolof: error: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)
+    run_recipe(main, ScriptArguments, TrainingArguments, ModelArguments)
