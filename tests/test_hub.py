@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import textwrap
 
@@ -127,10 +128,11 @@ def manual_embeddings(model, tokenizer, pooling, dense=None, normalize=False):
 @pytest.mark.parametrize(
     ("options", "expected_modules"),
     [
-        ({"pooling": "mean"}, ["Transformer", "Pooling"]),
+        ({"pooling": "mean"}, ["Transformer", "Pooling", "Normalize"]),  # normalized by default
+        ({"pooling": "mean", "normalize": False}, ["Transformer", "Pooling"]),
         ({"pooling_mode": "max", "normalize": True}, ["Transformer", "Pooling", "Normalize"]),
         ({"pooling": "cls", "dense": "linear", "normalize": True}, ["Transformer", "Pooling", "Dense", "Normalize"]),
-        ({"pooling": "model", "verify": True}, ["Transformer"]),
+        ({"pooling": "model", "verify": True}, ["Transformer", "Normalize"]),
     ],
 )
 def test_sentence_transformers_export_matches_manual_pooling(
@@ -151,10 +153,10 @@ def test_sentence_transformers_export_matches_manual_pooling(
     encoder = SentenceTransformer(str(output_dir), trust_remote_code=True, device="cpu")
     actual = torch.as_tensor(encoder.encode(SENTENCES, convert_to_numpy=True))
     pooling = options.get("pooling", options.get("pooling_mode"))
-    expected = manual_embeddings(tiny_model, tiny_tokenizer, pooling, dense, options.get("normalize", False))
+    expected = manual_embeddings(tiny_model, tiny_tokenizer, pooling, dense, options.get("normalize", True))
     assert actual.shape == expected.shape == (3, 16 if dense is not None else 32)
     torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-4)
-    if options.get("normalize"):
+    if options.get("normalize", True):
         torch.testing.assert_close(actual.norm(dim=-1), torch.ones(3))
 
 
@@ -181,6 +183,31 @@ def test_export_loads_with_auto_classes_and_ships_code(tiny_model, tiny_tokenize
     with torch.no_grad():
         torch.testing.assert_close(reloaded(**batch).last_hidden_state, tiny_model(**batch).last_hidden_state)
     assert not (tmp_path / ".export.staging").exists()  # the staging folder is gone
+
+
+@pytest.mark.parametrize(("umask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_export_honours_the_umask_and_ships_figures(
+    tiny_model, tiny_tokenizer, tmp_path, umask, file_mode, folder_mode
+):
+    # transformers writes model.safetensors through a 0600 temporary file: a shared checkpoint others cannot read.
+    figure = tmp_path / "training_curve.png"
+    figure.write_bytes(b"\x89PNG fake")
+    output_dir = tmp_path / "export"
+    previous = os.umask(umask)
+    try:
+        save_for_hub(
+            tiny_model, tiny_tokenizer, output_dir, model_card="# x\n", sentence_transformers={"pooling": "mean"},
+            figures=[figure],
+        )  # fmt: skip
+    finally:
+        os.umask(previous)
+    assert (output_dir / "training_curve.png").read_bytes() == b"\x89PNG fake"
+    modes = {path.relative_to(output_dir).as_posix(): path.stat().st_mode & 0o777 for path in output_dir.rglob("*")}
+    assert modes["model.safetensors"] == modes["README.md"] == modes["1_Pooling/config.json"] == file_mode
+    assert {mode for path, mode in modes.items() if (output_dir / path).is_file()} == {file_mode}
+    assert modes["1_Pooling"] == folder_mode
+    with pytest.raises(HubExportError, match="figure file"):
+        save_for_hub(tiny_model, tiny_tokenizer, output_dir, model_card="# x\n", figures=[tmp_path / "none.png"])
 
 
 def test_export_into_a_training_folder_keeps_checkpoints_and_replaces_old_export(tiny_model, tiny_tokenizer, tmp_path):
@@ -274,7 +301,12 @@ def test_shipped_templates_render_with_the_recipes_fields():
     assert front_matter["library_name"] == "transformers"
 
 
-def test_onealigner_template_renders_with_the_recipe_fields():
+def test_onealigner_template_renders_the_recipe_fields_and_model_index():
+    from huggingface_hub import ModelCard
+
+    from bitext_hf.training.onealigner import results_table
+
+    rows = results_table({"fr/accuracy": 0.9, "fr/xsim": 7.5, "accuracy": 0.9, "xsim": 7.5}, ["fr"])
     card = render_model_card(
         "onealigner",
         strict=True,
@@ -286,10 +318,17 @@ def test_onealigner_template_renders_with_the_recipe_fields():
         encoder="xlm-roberta-base",
         train_pairs="en-fr",
         train_examples=1000,
-        results_table=markdown_table([{"set": "fr", "accuracy": 0.9}]),
+        results_table=rows,
     )
-    assert "hidden state 8" in card and "| fr | 0.90 |" in card
+    assert "hidden state 8" in card and "| fr | 90.0 | 7.5 |" in card
     assert "@inproceedings{niu-etal-2022-onealigner," in card
+    found = {(r.dataset_config, r.metric_type): r.metric_value for r in ModelCard(card).data.eval_results}
+    assert found == {
+        ("fr", "accuracy"): 90.0,
+        ("fr", "xsim"): 7.5,
+        ("average", "accuracy"): 90.0,
+        ("average", "xsim"): 7.5,
+    }
 
 
 def test_generic_template_fills_missing_fields_and_merges_card_data():
@@ -308,23 +347,27 @@ def test_generic_template_fills_missing_fields_and_merges_card_data():
     assert MISSING_VALUE in card
 
 
-def test_template_text_paths_and_format_specs(tmp_path):
+def test_template_text_paths_and_jinja_syntax(tmp_path):
     text = textwrap.dedent(
         """\
         ---
         license: mit
         ---
-        # {name}: accuracy {accuracy:.1f}
-        code: {{"k": 1}} and {"literal": 2} stay
+        # {{ name }}: accuracy {{ "%.1f"|format(accuracy) }}
+        {% if note %}note: {{ note }}{% endif %}
+        code: {"k": 1} and {% raw %}{{ literal }}{% endraw %} stay
         """
     )
-    assert template_fields(text) == ["name", "accuracy"]
-    rendered = render_model_card(text, name="X", accuracy=93.456)
+    assert template_fields(text) == ["accuracy", "name", "note"]
+    rendered = render_model_card(text, name="X", accuracy=93.456, note="n")
     assert "# X: accuracy 93.5" in rendered
-    assert 'code: {"k": 1} and {"literal": 2} stay' in rendered
+    assert 'code: {"k": 1} and {{ literal }} stay' in rendered
+    assert yaml.safe_load(rendered.split("---")[1]) == {"license": "mit"}
     path = tmp_path / "card.md"
     path.write_text(text)
-    assert render_model_card(str(path), name="X", accuracy=1.0) == render_model_card(text, name="X", accuracy=1.0)
+    assert render_model_card(str(path), name="X", accuracy=1.0, note="") == render_model_card(
+        text, name="X", accuracy=1.0, note=""
+    )
 
 
 @pytest.mark.parametrize(
@@ -333,12 +376,67 @@ def test_template_text_paths_and_format_specs(tmp_path):
         (lambda: render_model_card("generic", model_nam="typo"), r"\['model_nam'\] are not used"),
         (lambda: render_model_card("generic", strict=True, model_name="x"), "needs the fields"),
         (lambda: render_model_card("no-such-template"), "neither a shipped template"),
-        (lambda: render_model_card("x {a:.2f}\n", a="text"), "does not fit format"),
+        (lambda: render_model_card("x {{ a \n"), "line 1"),
+        (lambda: render_model_card('x {{ "%.2f"|format(a) }}\n', a="text"), "cannot be rendered"),
+        (lambda: render_model_card("---\n- a list\n---\nbody {{ a }}\n", a=1), "front matter must be a YAML mapping"),
     ],
 )
 def test_model_card_errors(call, message):
     with pytest.raises(ModelCardError, match=message):
         call()
+
+
+def test_laser3_card_carries_the_model_index_of_the_student_only():
+    from huggingface_hub import ModelCard
+
+    from bitext_hf.training.distillation.export import xsim_rows
+
+    results = {
+        "teacher_zero_shot": {"wo": {"xsim": 30.0, "n": 50}},
+        "student_before": {"wo": {"xsim": 90.0, "n": 50}},
+        "student_after": {"wo": {"xsim": 5.925, "n": 50}, "fr": {"xsim": 1.5, "n": 40}},
+    }
+    text = render_model_card(
+        "laser3",
+        card_data={"language": ["wo", "fr", "en"], "license": "apache-2.0"},
+        languages="wo, fr",
+        teacher="t",
+        pooling="max",
+        embedding_dim=512,
+        xsim_table=xsim_rows(results),
+        training_data="- x",
+    )
+    card = ModelCard(text)  # what the Hub parses: the model-index becomes the evaluation table of the page
+    assert card.data.model_name == "LASER3-style student encoder for wo, fr"
+    found = {(r.dataset_config, r.metric_type): r.metric_value for r in card.data.eval_results}
+    assert found == {("wo", "xsim"): 5.925, ("fr", "xsim"): 1.5}  # teacher and before-training columns left out
+    assert {r.task_type for r in card.data.eval_results} == {"sentence-similarity"}
+    assert card.data.license == "apache-2.0" and "laser3" in card.data.tags
+    assert "| wo | 50 | 30.00 | 90.00 | 5.92 |" in card.text
+
+
+def test_explicit_eval_results_and_figures_in_the_generic_card(tmp_path):
+    from huggingface_hub import EvalResult, ModelCard
+
+    from bitext_hf.hub import CardFigure
+
+    result = {"task_type": "sentence-similarity", "dataset_type": "mteb/tatoeba", "dataset_name": "Tatoeba",
+              "metric_type": "f1", "metric_value": 0.93, "dataset_config": "deu-eng"}  # fmt: skip
+    figure = CardFigure(tmp_path / "xsim_heatmap.png", "xsim by direction: de→en 1.00%.")
+    text = render_model_card(
+        "generic",
+        model_name="Tiny",
+        eval_results=[result, EvalResult(**{**result, "metric_type": "accuracy", "metric_value": 0.95})],
+        figures=[figure, tmp_path / "training_curve.png"],
+        card_data={"tags": ["extra"]},
+    )
+    card = ModelCard(text)
+    assert card.data.model_name == "Tiny"
+    assert [(r.metric_type, r.metric_value) for r in card.data.eval_results] == [("f1", 0.93), ("accuracy", 0.95)]
+    assert card.data.tags[:2] == ["bitext-hf", "sentence-similarity"] and card.data.tags[-1] == "extra"
+    assert "## Figures\n\n![xsim by direction](xsim_heatmap.png)\n\n*xsim by direction: de→en 1.00%.*" in text
+    assert "![training curve](training_curve.png)" in text
+    assert "## Figures" not in render_model_card("generic", model_name="Tiny")
 
 
 def test_markdown_table():

@@ -1,12 +1,23 @@
-"""Publishing: model cards from templates, Hub-ready export (with sentence-transformers modules), upload."""
+"""Publishing: model and dataset cards (huggingface_hub), card figures, Hub-ready export (with sentence-transformers
+modules), upload."""
 
 from __future__ import annotations
 
 from bitext_hf.hub.export import POOLING_MODES, HubExportError, push_to_hub, save_for_hub
+from bitext_hf.hub.figures import (
+    CardFigure,
+    gold_and_random_margins,
+    margin_distribution,
+    score_histogram,
+    training_curve,
+    xsim_heatmap,
+)
 from bitext_hf.hub.model_card import (
     MISSING_VALUE,
     ModelCardError,
     available_templates,
+    eval_results_from_table,
+    figures_markdown,
     load_template,
     markdown_table,
     render_model_card,
@@ -16,13 +27,21 @@ from bitext_hf.hub.model_card import (
 __all__ = [
     "MISSING_VALUE",
     "POOLING_MODES",
+    "CardFigure",
     "HubExportError",
     "ModelCardError",
     "available_templates",
+    "eval_results_from_table",
+    "figures_markdown",
+    "gold_and_random_margins",
     "load_template",
+    "margin_distribution",
     "markdown_table",
     "push_to_hub",
     "render_model_card",
     "save_for_hub",
+    "score_histogram",
     "template_fields",
+    "training_curve",
+    "xsim_heatmap",
 ]

@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +289,23 @@ def _verify_sentence_transformers(folder: Path, probe: dict[str, Any], options: 
         )
 
 
+def _honour_umask(staging: Path) -> None:
+    """Give every staged file ``0o666 & ~umask`` and every folder ``0o777 & ~umask``, as a plain ``open`` would.
+
+    Some writers go through temporary files (transformers writes ``model.safetensors`` via ``mkstemp``), which are
+    0600 whatever the umask: a checkpoint others on the machine cannot read. The umask is read from a probe file
+    created here (``os.umask`` can only be read by setting it, which races with other threads).
+    """
+    probe = staging / ".umask-probe"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    file_mode = probe.stat().st_mode & 0o777
+    probe.unlink()
+    folder_mode = file_mode | ((file_mode & 0o444) >> 2)  # search permission wherever read permission is given
+    for path in staging.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(folder_mode if path.is_dir() else file_mode)
+
+
 def _move_into(staging: Path, output_dir: Path) -> None:
     """Move the finished files into ``output_dir`` (which may hold other things, e.g. checkpoints)."""
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -311,6 +328,7 @@ def save_for_hub(
     model_card: str,
     sentence_transformers: Mapping[str, Any] | None = None,
     remote_code: bool = True,
+    figures: Sequence[str | os.PathLike] = (),
 ) -> Path:
     """Write ``model`` (a ``PreTrainedModel``), ``tokenizer`` and ``model_card`` to ``output_dir`` for the Hub.
 
@@ -319,7 +337,7 @@ def save_for_hub(
         tokenizer: saved with ``save_pretrained`` next to it.
         output_dir: the folder; created if missing. Files of an earlier export are replaced, other files (e.g.
             training checkpoints) are kept. Everything is written to a temporary folder first and moved in at the
-            end, so a failure leaves no half-written export.
+            end, so a failure leaves no half-written export. Files and folders get the modes the umask allows.
         model_card: the README.md text, e.g. from :func:`bitext_hf.hub.render_model_card`.
         sentence_transformers: ``None`` for no sentence-transformers export, else a dict of:
             ``pooling`` (alias ``pooling_mode``): ``mean`` (default), ``max``, ``cls``, ``lasttoken``,
@@ -332,6 +350,8 @@ def save_for_hub(
             ``SentenceTransformer`` and check it reproduces the pooling computed here (default False).
         remote_code: register the model's (non-transformers) classes for ``AutoConfig``/``AutoModel`` so that
             ``save_pretrained`` copies their source files and writes ``auto_map`` into config.json.
+        figures: image files (from :mod:`bitext_hf.hub.figures`) copied next to README.md under their own names,
+            so that the card's relative image links resolve locally and on the Hub.
 
     Returns:
         The output folder.
@@ -346,6 +366,9 @@ def save_for_hub(
         raise HubExportError(f"save_for_hub needs a transformers PreTrainedModel, got {type(model).__name__}")
     if tokenizer is None or not hasattr(tokenizer, "save_pretrained"):
         raise HubExportError("save_for_hub needs the tokenizer (anything with save_pretrained)")
+    missing = [str(figure) for figure in figures if not Path(figure).is_file()]
+    if missing:
+        raise HubExportError(f"figure file(s) not found: {', '.join(missing)}")
     options = _normalize_options(sentence_transformers) if sentence_transformers is not None else None
     probe = _probe(model, tokenizer, options) if options is not None else None
     if probe is not None:
@@ -367,6 +390,9 @@ def save_for_hub(
             _write_sentence_transformers(staging, options, probe["dimension"], tokenizer)
             if options["verify"]:
                 _verify_sentence_transformers(staging, probe, options)
+        for figure in figures:
+            shutil.copyfile(figure, staging / Path(figure).name)
+        _honour_umask(staging)
         if output_dir.is_dir():
             for name in _ST_FILES:  # an earlier export with sentence-transformers files, this one without
                 if options is None and (output_dir / name).exists():

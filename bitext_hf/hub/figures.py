@@ -1,0 +1,300 @@
+"""Figures for model and dataset cards, saved as PNG: xsim heatmap, margin distributions, training curve.
+
+Each function draws one figure with matplotlib's object API on the Agg canvas (no pyplot, no global backend
+switch, no display needed), writes it atomically to ``path`` and returns a :class:`CardFigure`: the file and a
+caption that states what the figure shows and its key numbers. Pass the figures to
+``render_model_card(..., figures=...)`` (the card shows them) and ``save_for_hub(..., figures=...)`` (the files
+travel with the checkpoint); a ``CardFigure`` is path-like.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bitext_hf.io import atomic_output
+
+__all__ = [
+    "CardFigure",
+    "gold_and_random_margins",
+    "load_log_history",
+    "margin_distribution",
+    "score_histogram",
+    "training_curve",
+    "xsim_heatmap",
+]
+
+_DPI = 120
+_GOLD, _RANDOM, _THRESHOLD = "#1f77b4", "#ff7f0e", "#d62728"
+
+
+@dataclass(frozen=True)
+class CardFigure:
+    """A PNG file written for a card, with its caption (Markdown)."""
+
+    path: Path
+    caption: str
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def _figure(width: float = 6.4, height: float = 4.0):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure: Any, path: str | os.PathLike, caption: str) -> CardFigure:
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"figure path {str(path)!r} must end in .png")
+    with atomic_output(path, "wb") as handle:
+        figure.savefig(handle, format="png", dpi=_DPI)
+    return CardFigure(path, caption)
+
+
+def _direction(key: Any, target: str) -> tuple[str, str]:
+    if isinstance(key, tuple) and len(key) == 2:
+        return str(key[0]), str(key[1])
+    text = str(key)
+    for separator in ("->", "→", "-", "_"):
+        if separator in text:
+            source, _, tail = text.partition(separator)
+            return source, tail
+    return text, target
+
+
+def xsim_heatmap(
+    xsim: Mapping[Any, float],
+    path: str | os.PathLike,
+    *,
+    target: str = "en",
+    title: str = "xsim error rate by direction",
+) -> CardFigure:
+    """A heatmap of xsim (margin-based error rate, %) with source languages as rows and targets as columns.
+
+    Args:
+        xsim: xsim in percent by direction: ``(src, tgt)`` tuples, ``"src-tgt"`` / ``"src->tgt"`` strings, or a
+            bare language code meaning ``language -> target``. When both directions of a pair are evaluated, both
+            cells are filled; directions not evaluated are grey.
+        path: the PNG file to write.
+        target: the target language of bare language keys.
+    """
+    cells = {_direction(key, target): float(value) for key, value in xsim.items() if value is not None}
+    if not cells:
+        raise ValueError("xsim_heatmap needs at least one evaluated direction")
+    sources = sorted({source for source, _ in cells})
+    targets = sorted({tgt for _, tgt in cells})
+    grid = np.full((len(sources), len(targets)), np.nan)
+    for (source, tgt), value in cells.items():
+        grid[sources.index(source), targets.index(tgt)] = value
+    figure = _figure(max(4.0, 1.1 * len(targets) + 2.8), max(2.6, 0.55 * len(sources) + 1.6))
+    axes = figure.add_subplot()
+    from matplotlib import colormaps
+
+    colours = colormaps["RdYlGn_r"].with_extremes(bad="#dddddd")
+    # Fixed 0-100 scale: the colour of a cell means the same error rate in every card.
+    image = axes.imshow(np.ma.masked_invalid(grid), cmap=colours, vmin=0.0, vmax=100.0, aspect="auto")
+    for row, column in np.ndindex(grid.shape):
+        value = grid[row, column]
+        label = "n/a" if math.isnan(value) else f"{value:.1f}"
+        axes.text(column, row, label, ha="center", va="center", fontsize=10, color="black")
+    axes.set_xticks(range(len(targets)), targets)
+    axes.set_yticks(range(len(sources)), sources)
+    axes.set_xlabel("target language")
+    axes.set_ylabel("source language")
+    axes.set_title(title)
+    figure.colorbar(image, ax=axes, label="xsim error rate (%), lower is better")
+    directions = ", ".join(f"{s}→{t} {v:.2f}%" for (s, t), v in sorted(cells.items()))
+    caption = f"xsim (LASER's margin-based error rate, %, lower is better) by direction: {directions}."
+    return _save(figure, path, caption)
+
+
+def gold_and_random_margins(
+    src_embeddings: np.ndarray, tgt_embeddings: np.ndarray, *, k: int = 4, margin: str = "ratio", seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Margin scores of held-out gold pairs (row i with row i) and of random pairs (row i with another row).
+
+    The random pairs pair each source with a shuffled target (no row with its own); the target set is the same, so
+    both use the same k-nearest-neighbour averages as mining does.
+    """
+    from bitext_hf.mining import score_pairs
+
+    count = len(src_embeddings)
+    if count < 2 or len(tgt_embeddings) != count:
+        raise ValueError(f"need at least 2 aligned pairs with as many targets as sources, got {count}")
+    k = min(k, count)
+    gold = score_pairs(src_embeddings, tgt_embeddings, k=k, margin=margin)
+    # A random rotation of a permutation: every source gets a target that is not its own.
+    order = np.random.default_rng(seed).permutation(count)
+    shuffled = np.empty(count, dtype=np.int64)
+    shuffled[order] = np.roll(order, 1)
+    random = score_pairs(src_embeddings, tgt_embeddings[shuffled], k=k, margin=margin)
+    return np.asarray(gold, dtype=np.float64), np.asarray(random, dtype=np.float64)
+
+
+def _bins(*arrays: np.ndarray, threshold: float | None) -> np.ndarray:
+    values = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
+    low, high = float(values.min()), float(values.max())
+    if threshold is not None:
+        low, high = min(low, threshold), max(high, threshold)
+    if high - low < 1e-9:
+        low, high = low - 0.5, high + 0.5
+    return np.linspace(low, high, 41)
+
+
+def _mark_threshold(axes: Any, threshold: float | None) -> None:
+    if threshold is not None:
+        axes.axvline(threshold, color=_THRESHOLD, linestyle="--", linewidth=1.5, label=f"threshold {threshold:g}")
+
+
+def margin_distribution(
+    gold_scores: Sequence[float] | np.ndarray,
+    random_scores: Sequence[float] | np.ndarray,
+    path: str | os.PathLike,
+    *,
+    threshold: float | None = None,
+    margin: str = "ratio",
+) -> CardFigure:
+    """Histograms of the margin scores of held-out gold pairs and of random pairs, the threshold marked.
+
+    The further apart the two, the better the encoder separates translations from non-translations; the caption
+    gives the share of each above the threshold (gold kept, random let through).
+    """
+    gold, random = np.asarray(gold_scores, dtype=np.float64), np.asarray(random_scores, dtype=np.float64)
+    if gold.size == 0 or random.size == 0:
+        raise ValueError("margin_distribution needs gold and random scores")
+    bins = _bins(gold, random, threshold=threshold)
+    figure = _figure()
+    axes = figure.add_subplot()
+    axes.hist(random, bins=bins, density=True, alpha=0.55, color=_RANDOM, label=f"random pairs (n={random.size})")
+    axes.hist(gold, bins=bins, density=True, alpha=0.55, color=_GOLD, label=f"gold pairs (n={gold.size})")
+    _mark_threshold(axes, threshold)
+    axes.set_xlabel(f"margin score ({margin} margin)")
+    axes.set_ylabel("density")
+    axes.set_title("Margin scores: held-out gold pairs vs random pairs")
+    axes.legend()
+    caption = (
+        f"Distribution of {margin}-margin scores of {gold.size} held-out gold pairs and {random.size} random pairs"
+    )
+    if threshold is not None:
+        kept, leaked = 100 * float(np.mean(gold >= threshold)), 100 * float(np.mean(random >= threshold))
+        caption += (
+            f"; at the threshold {threshold:g}, {kept:.1f}% of gold pairs and {leaked:.1f}% of random pairs pass"
+        )
+    return _save(figure, path, caption + ".")
+
+
+def score_histogram(
+    scores: Sequence[float] | np.ndarray,
+    path: str | os.PathLike,
+    *,
+    threshold: float | None = None,
+    margin: str = "ratio",
+) -> CardFigure:
+    """A histogram of the scores of mined pairs (a dataset card's figure), the mining threshold marked."""
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError("score_histogram needs at least one score")
+    figure = _figure()
+    axes = figure.add_subplot()
+    axes.hist(
+        values, bins=_bins(values, threshold=threshold), color=_GOLD, alpha=0.8, label=f"pairs (n={values.size})"
+    )
+    _mark_threshold(axes, threshold)
+    axes.set_xlabel(f"margin score ({margin} margin)")
+    axes.set_ylabel("pairs")
+    axes.set_title("Scores of the mined pairs")
+    axes.legend()
+    quartiles = np.percentile(values, [25, 50, 75])
+    caption = (
+        f"Scores of the {values.size} mined pairs ({margin} margin): median {quartiles[1]:.3f}, "
+        f"quartiles {quartiles[0]:.3f} to {quartiles[2]:.3f}"
+    )
+    if threshold is not None:
+        caption += f"; threshold {threshold:g}"
+    return _save(figure, path, caption + ".")
+
+
+def load_log_history(source: str | os.PathLike | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The Trainer's ``log_history``: given as a list, or read from ``trainer_state.json`` (a file, or a folder
+    holding it or ``checkpoint-N`` folders, the latest of which is read). An empty list when there is none."""
+    if not isinstance(source, (str, os.PathLike)):
+        return [dict(entry) for entry in source]
+    path = Path(source)
+    if path.is_dir():
+        candidates = [path / "trainer_state.json"]
+        checkpoints = [p for p in path.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+        candidates += [
+            p / "trainer_state.json" for p in sorted(checkpoints, key=lambda p: -int(p.name.split("-")[-1]))
+        ]
+        path = next((candidate for candidate in candidates if candidate.is_file()), path / "trainer_state.json")
+    if not path.is_file():
+        return []
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: not a readable trainer_state.json ({error})") from error
+    history = state.get("log_history", []) if isinstance(state, dict) else []
+    return [dict(entry) for entry in history if isinstance(entry, dict)]
+
+
+def _series(history: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[float]]:
+    points = [(entry["step"], entry[key]) for entry in history if "step" in entry and _finite(entry.get(key))]
+    return [float(step) for step, _ in points], [float(value) for _, value in points]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def training_curve(
+    log_history: str | os.PathLike | Sequence[Mapping[str, Any]], path: str | os.PathLike
+) -> CardFigure | None:
+    """The training loss (and evaluation loss) by step, with retrieval metrics (``eval_*xsim*``, ``eval_*accuracy*``)
+    on a second axis; ``None`` when the history has no loss to plot.
+
+    ``log_history`` is the Trainer's ``state.log_history`` or a path (see :func:`load_log_history`).
+    """
+    history = load_log_history(log_history)
+    losses = {key: _series(history, key) for key in ("loss", "eval_loss")}
+    losses = {key: series for key, series in losses.items() if series[0]}
+    if not losses:
+        return None
+    metric_keys = sorted(
+        {key for entry in history for key in entry if key.startswith("eval_") and ("xsim" in key or "accuracy" in key)}
+    )[:3]
+    figure = _figure()
+    axes = figure.add_subplot()
+    names = {"loss": "training loss", "eval_loss": "evaluation loss"}
+    for key, (steps, values) in losses.items():
+        axes.plot(steps, values, marker="o" if len(steps) < 30 else None, markersize=3, label=names[key])
+    axes.set_xlabel("optimizer step")
+    axes.set_ylabel("loss")
+    axes.set_title("Training curve")
+    handles, labels = axes.get_legend_handles_labels()
+    if metric_keys:
+        right = axes.twinx()
+        for index, key in enumerate(metric_keys):
+            steps, values = _series(history, key)
+            right.plot(steps, values, linestyle="--", marker="s", markersize=3, color=f"C{index + 2}", label=key[5:])
+        right.set_ylabel("evaluation metric (xsim in %)")
+        more_handles, more_labels = right.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
+    axes.legend(handles, labels, loc="best")
+    steps, values = next(iter(losses.values()))
+    caption = f"Training curve: loss by optimizer step ({values[0]:.3f} at step {steps[0]:g}, {values[-1]:.3f} at step {steps[-1]:g})"
+    if metric_keys:
+        caption += "; dashed: " + ", ".join(key[5:] for key in metric_keys) + " on the evaluation sets"
+    return _save(figure, path, caption + ".")
