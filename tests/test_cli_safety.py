@@ -109,7 +109,9 @@ def test_insane_options_are_usage_errors(capsys, files, fake_encoders, option):
     with pytest.raises(SystemExit) as excinfo:
         main([*_mine(files, *option), "--quiet"])
     assert excinfo.value.code == EXIT_USAGE and fake_encoders.loaded == []
-    assert option[0] in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert option[0] in err
+    assert len(err.strip().splitlines()) == 1, err  # one line, not argparse's usage block
 
 
 def test_only_one_input_can_be_stdin(capsys, fake_encoders):

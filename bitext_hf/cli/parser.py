@@ -12,7 +12,7 @@ import math
 from bitext_hf.cli.commands import cmd_encode, cmd_mine, cmd_score
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
 
-__all__ = ["EPILOG_EXIT", "build_parser"]
+__all__ = ["EPILOG_EXIT", "OneLineErrorParser", "build_parser"]
 
 EPILOG_EXIT = """exit codes:
   0  success
@@ -255,10 +255,18 @@ def _add_eval(commands, fmt) -> None:
     p.set_defaults(func=cmd_eval)
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse prints the whole usage block before a usage error; the house rule is one line per error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bitext_hf import __version__
 
-    parser = argparse.ArgumentParser(
+    # Sub-command parsers are made with the parent's class, so they inherit the one-line errors.
+    parser = OneLineErrorParser(
         prog="bitext-hf",
         description="Multilingual sentence alignment and bitext mining with margin scoring, offline by default.",
         epilog="Run `bitext-hf <command> --help` for examples.\n\n" + EPILOG_EXIT,
