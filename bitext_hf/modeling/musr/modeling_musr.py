@@ -1,0 +1,439 @@
+"""MuSR: a multilingual Transformer encoder trained as the encoder of a many-to-one (into English) translation model
+whose decoder sees the source only through the sentence embedding (Gao et al., 2023, section 3.1).
+
+* Encoder: scaled token embedding + learned position, pre-LayerNorm Transformer layers, a final LayerNorm. The
+  sentence embedding is the max over the encoder outputs with padding masked (not normalized).
+* Decoder: no cross-attention. Its input at every step is the scaled token embedding + position (width d)
+  concatenated with the sentence embedding (width d), so it is 2d wide; causal self-attention layers; an output
+  layer of its own (untied). The sentence embedding is thus the only path from the encoder to the decoder.
+
+This file imports only its configuration, torch and transformers (4.57 or 5.x) so that ``save_pretrained`` ships it
+as hub remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` without bitext_hf installed).
+
+The layers are written here rather than taken from ``torch.nn.TransformerEncoderLayer``: its attention keeps a
+fused ``in_proj_weight`` that ``PreTrainedModel._init_weights`` does not initialise the same way in transformers 4.57
+and 5.x, and its inference fast path returns different numbers for padded positions. Attention itself is
+``torch.nn.functional.scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoTokenizer, PreTrainedModel
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils import ModelOutput
+
+from .configuration_musr import MuSRConfig
+
+__all__ = ["MuSREncoderDecoder", "MuSROutput", "MuSRPreTrainedModel", "label_smoothed_cross_entropy"]
+
+
+@dataclass
+class MuSROutput(ModelOutput):
+    """Output of [`MuSREncoderDecoder`].
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*): label-smoothed cross-entropy per target token,
+            returned when `labels` are given.
+        logits (`torch.FloatTensor` of shape `(batch, target_len, vocab_size)`, *optional*): decoder predictions,
+            returned when `labels` or `decoder_input_ids` are given.
+        last_hidden_state (`torch.FloatTensor` of shape `(batch, seq_len, hidden_size)`): encoder outputs (after the
+            final LayerNorm); the token embeddings sentence-transformers pools (max pooling).
+        sentence_embedding (`torch.FloatTensor` of shape `(batch, hidden_size)`): max over `last_hidden_state`,
+            padding masked.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    last_hidden_state: torch.FloatTensor | None = None
+    sentence_embedding: torch.FloatTensor | None = None
+
+
+def label_smoothed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """Mean over the target tokens (labels != -100) of ``(1 - eps) * -log p(y) + eps * mean_v(-log p(v))``.
+
+    This is PyTorch's ``cross_entropy(label_smoothing=eps)``; fairseq spreads eps over the V - 1 wrong classes
+    instead of all V, a difference of order eps / V.
+    """
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-100, label_smoothing=epsilon
+    )
+
+
+class MuSREmbeddings(nn.Module):
+    """sqrt(d) * token embedding + learned absolute position embedding, then dropout."""
+
+    def __init__(self, config: MuSRConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.scale = math.sqrt(config.hidden_size) if config.scale_embedding else 1.0
+        self.dropout = nn.Dropout(config.dropout)
+        self.max_positions = config.max_position_embeddings
+
+    def forward(self, input_ids: torch.LongTensor) -> torch.Tensor:
+        seq_len = input_ids.shape[1]
+        if seq_len > self.max_positions:
+            raise ValueError(
+                f"Input of {seq_len} tokens is longer than max_position_embeddings={self.max_positions}; "
+                "truncate it in the tokenizer (truncation=True, max_length=...)."
+            )
+        positions = torch.arange(seq_len, device=input_ids.device)
+        return self.dropout(self.word_embeddings(input_ids) * self.scale + self.position_embeddings(positions)[None])
+
+
+class MuSRSelfAttention(nn.Module):
+    """Multi-head self-attention over `scaled_dot_product_attention` with a boolean mask (True = may attend)."""
+
+    def __init__(self, width: int, num_heads: int, dropout: float) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = width // num_heads
+        self.query = nn.Linear(width, width)
+        self.key = nn.Linear(width, width)
+        self.value = nn.Linear(width, width)
+        self.output = nn.Linear(width, width)
+        self.dropout_prob = dropout
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        batch, seq_len, width = hidden.shape
+
+        def split_heads(states: torch.Tensor) -> torch.Tensor:
+            return states.view(batch, seq_len, self.num_heads, self.head_dim).transpose(1, 2)
+
+        context = F.scaled_dot_product_attention(
+            split_heads(self.query(hidden)),
+            split_heads(self.key(hidden)),
+            split_heads(self.value(hidden)),
+            attn_mask=mask,
+            dropout_p=self.dropout_prob if self.training else 0.0,
+        )
+        return self.output(context.transpose(1, 2).reshape(batch, seq_len, width))
+
+
+class MuSRLayer(GradientCheckpointingLayer):
+    """Pre-LayerNorm Transformer layer: self-attention and feed-forward, no cross-attention (encoder and decoder
+    alike; the decoder's is causal through its mask)."""
+
+    def __init__(self, config: MuSRConfig, width: int, ffn_dim: int) -> None:
+        super().__init__()
+        self.attention_LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
+        self.attention = MuSRSelfAttention(width, config.num_attention_heads, config.attention_dropout)
+        self.ffn_LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
+        self.intermediate = nn.Linear(width, ffn_dim)
+        self.activation = nn.GELU() if config.activation_function == "gelu" else nn.ReLU()
+        self.ffn_output = nn.Linear(ffn_dim, width)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        hidden = hidden + self.dropout(self.attention(self.attention_LayerNorm(hidden), mask))
+        return hidden + self.dropout(self.ffn_output(self.activation(self.intermediate(self.ffn_LayerNorm(hidden)))))
+
+
+class MuSREncoder(nn.Module):
+    """Token embeddings, `num_encoder_layers` layers of width d, final LayerNorm."""
+
+    def __init__(self, config: MuSRConfig) -> None:
+        super().__init__()
+        self.embeddings = MuSREmbeddings(config)
+        self.layers = nn.ModuleList(
+            [MuSRLayer(config, config.hidden_size, config.encoder_ffn_dim) for _ in range(config.num_encoder_layers)]
+        )
+        self.final_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        mask = attention_mask.bool()[:, None, None, :]
+        hidden = self.embeddings(input_ids)
+        for layer in self.layers:
+            hidden = layer(hidden, mask)  # positional: gradient checkpointing passes only positional tensors
+        return self.final_LayerNorm(hidden)
+
+
+class MuSRDecoder(nn.Module):
+    """Decoder without cross-attention: [token embedding + position ; sentence embedding] -> causal layers of width
+    2d -> final LayerNorm. The output layer (vocabulary logits) is the model's `lm_head`."""
+
+    def __init__(self, config: MuSRConfig) -> None:
+        super().__init__()
+        self.embeddings = MuSREmbeddings(config)
+        self.layers = nn.ModuleList(
+            [MuSRLayer(config, config.decoder_width, config.decoder_ffn_dim) for _ in range(config.num_decoder_layers)]
+        )
+        self.final_LayerNorm = nn.LayerNorm(config.decoder_width, eps=config.layer_norm_eps)
+
+    def forward(
+        self, sentence_embedding: torch.Tensor, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        seq_len = input_ids.shape[1]
+        tokens = self.embeddings(input_ids)
+        context = sentence_embedding.to(tokens.dtype)[:, None, :].expand(-1, seq_len, -1)
+        hidden = torch.cat([tokens, context], dim=-1)
+        mask = torch.ones(seq_len, seq_len, dtype=torch.bool, device=input_ids.device).tril()[None, None]
+        if attention_mask is not None:
+            # Every position may still attend to itself: a left-padded row would otherwise have no key at all
+            # (NaN from the softmax); such rows carry no label.
+            diagonal = torch.eye(seq_len, dtype=torch.bool, device=input_ids.device)[None, None]
+            mask = (mask & attention_mask.bool()[:, None, None, :]) | diagonal
+        for layer in self.layers:
+            hidden = layer(hidden, mask)
+        return self.final_LayerNorm(hidden)
+
+
+class MuSRPreTrainedModel(PreTrainedModel):
+    """Base class: configuration, weight initialisation, gradient checkpointing."""
+
+    config_class = MuSRConfig
+    config: MuSRConfig
+    base_model_prefix = "musr"
+    main_input_name = "input_ids"
+    _no_split_modules = ("MuSRLayer",)
+    supports_gradient_checkpointing = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Linear and embedding weights ~ normal(0, `initializer_range`), zero biases and padding row, LayerNorms at
+        identity: what `PreTrainedModel._init_weights` does for these module types in transformers 4.57 and 5.x
+        (5.x also skips weights loaded from a checkpoint), and the model has no other parameter types."""
+        super()._init_weights(module)
+
+
+class MuSREncoderDecoder(MuSRPreTrainedModel):
+    """The MuSR encoder with its training decoder (see the module docstring).
+
+    * `forward(input_ids, attention_mask)`: encoder outputs and the sentence embedding (what sentence-transformers
+      and `bitext_hf.encoders.HFEncoder(pooling="model")` call);
+    * `forward(..., labels=...)` (English target ids, -100 where no prediction is wanted; the decoder input is the
+      labels shifted right behind `decoder_start_token_id`) or `forward(..., decoder_input_ids=...)`: also the
+      decoder logits, and with labels the label-smoothed cross-entropy;
+    * `encode(input_ids, attention_mask)`: sentence embeddings; `decode(sentence_embedding, decoder_input_ids)`:
+      logits; `generate(input_ids, attention_mask)`: greedy translation into English, for sanity checks.
+    """
+
+    def __init__(self, config: MuSRConfig) -> None:
+        super().__init__(config)
+        self.encoder = MuSREncoder(config)
+        self.decoder = MuSRDecoder(config) if config.with_decoder else None
+        self.lm_head = nn.Linear(config.decoder_width, config.vocab_size, bias=False) if config.with_decoder else None
+        # Not a module and not saved in the weights: see encode / save_pretrained.
+        self.tokenizer: Any = None
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.encoder.embeddings.word_embeddings = value
+
+    def get_output_embeddings(self) -> nn.Linear | None:
+        return self.lm_head
+
+    def set_output_embeddings(self, value: nn.Linear) -> None:
+        self.lm_head = value
+
+    def _check_decoder(self) -> None:
+        if self.decoder is None:
+            raise ValueError(
+                "this MuSR model was built without its decoder (with_decoder=False, the sentence-transformers "
+                "export): it encodes but cannot decode; load the full training checkpoint instead"
+            )
+
+    @staticmethod
+    def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Max over the sequence, padding positions excluded."""
+        padding = ~attention_mask.bool()[..., None]
+        return last_hidden_state.masked_fill(padding, torch.finfo(last_hidden_state.dtype).min).amax(dim=1)
+
+    def _attention_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return (input_ids != self.config.pad_token_id).long() if attention_mask is None else attention_mask
+
+    def encode(
+        self,
+        inputs: torch.LongTensor | Sequence[str],
+        attention_mask: torch.Tensor | None = None,
+        *,
+        tokenizer: Any = None,
+        batch_size: int = 32,
+        normalize: bool = True,
+    ) -> torch.Tensor:
+        """Sentence embeddings `(batch, hidden_size)`.
+
+        * Token ids (`inputs` a tensor, with `attention_mask`): the max-pooled encoder outputs, not normalized, in
+          the graph (training uses this);
+        * texts (`inputs` a list of strings): float32 on the CPU, L2-normalized unless `normalize=False`, computed in
+          eval mode without gradients in length-sorted batches, with `tokenizer` (by default the one attached as
+          `model.tokenizer`, else the one saved beside the weights).
+        """
+        if isinstance(inputs, torch.Tensor):
+            attention_mask = self._attention_mask(inputs, attention_mask)
+            return self.pool(self.encoder(inputs, attention_mask), attention_mask)
+        return self._encode_texts(inputs, tokenizer, batch_size, normalize)
+
+    @torch.no_grad()
+    def _encode_texts(
+        self, sentences: Sequence[str], tokenizer: Any, batch_size: int, normalize: bool
+    ) -> torch.Tensor:
+        if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
+            raise TypeError("encode expects token ids (a tensor) or a list of strings")
+        tokenizer = self._resolve_tokenizer(tokenizer)
+        order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
+        rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
+        was_training = self.training
+        self.eval()
+        try:
+            for start in range(0, len(order), batch_size):
+                batch = order[start : start + batch_size]
+                features = tokenizer(
+                    [sentences[index] for index in batch],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.config.max_position_embeddings,
+                    return_tensors="pt",
+                )
+                embeddings = self.encode(
+                    features["input_ids"].to(self.device), features["attention_mask"].to(self.device)
+                ).float()
+                for row, index in enumerate(batch):
+                    rows[index] = embeddings[row]
+        finally:
+            self.train(was_training)
+        if not rows:
+            return torch.empty(0, self.config.embedding_dim)
+        stacked = torch.stack(rows).cpu()
+        return F.normalize(stacked, dim=-1) if normalize else stacked
+
+    def _resolve_tokenizer(self, tokenizer: Any) -> Any:
+        # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
+        if tokenizer is not None:
+            return tokenizer
+        if getattr(self, "tokenizer", None) is None:
+            if not self.name_or_path:
+                raise ValueError(
+                    "no tokenizer: pass encode(..., tokenizer=...) or attach one (model.tokenizer = tokenizer); a "
+                    "model loaded with from_pretrained finds the tokenizer saved beside its weights"
+                )
+            try:
+                self.tokenizer = AutoTokenizer.from_pretrained(self.name_or_path)
+            except (OSError, ValueError) as error:
+                raise ValueError(
+                    f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
+                    "encode(..., tokenizer=...)"
+                ) from error
+        return self.tokenizer
+
+    def save_pretrained(self, save_directory: Any, *args: Any, **kwargs: Any) -> None:
+        """`PreTrainedModel.save_pretrained`, plus the attached tokenizer (if any) beside the weights, so that the
+        checkpoint turns text into embeddings by itself."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        tokenizer = getattr(self, "tokenizer", None)
+        if tokenizer is not None and kwargs.get("is_main_process", True):
+            tokenizer.save_pretrained(save_directory)
+
+    def resize_token_embeddings(self, new_num_tokens: int | None = None, *args: Any, **kwargs: Any) -> nn.Embedding:
+        """`PreTrainedModel.resize_token_embeddings` (encoder embeddings, output layer, config), plus the decoder's
+        own token embeddings, which the base class does not know about (the vocabulary is shared)."""
+        embeddings = super().resize_token_embeddings(new_num_tokens, *args, **kwargs)
+        if self.decoder is not None:
+            old = self.decoder.embeddings.word_embeddings
+            size = embeddings.weight.shape[0]
+            if old.weight.shape[0] != size:
+                new = nn.Embedding(size, old.weight.shape[1], padding_idx=old.padding_idx)
+                new.to(device=old.weight.device, dtype=old.weight.dtype)
+                with torch.no_grad():
+                    new.weight.normal_(0.0, self.config.initializer_range)
+                    keep = min(size, old.weight.shape[0])
+                    new.weight[:keep] = old.weight[:keep]
+                self.decoder.embeddings.word_embeddings = new
+        return embeddings
+
+    def decode(
+        self,
+        sentence_embedding: torch.Tensor,
+        decoder_input_ids: torch.LongTensor,
+        decoder_attention_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Next-token logits `(batch, target_len, vocab_size)` given the sentence embeddings and the target prefix."""
+        self._check_decoder()
+        return self.lm_head(self.decoder(sentence_embedding, decoder_input_ids, decoder_attention_mask))
+
+    def shift_right(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """Decoder inputs for `labels`: `decoder_start_token_id` then the labels but the last, -100 read as padding."""
+        shifted = labels.new_full(labels.shape, self.config.pad_token_id)
+        shifted[:, 0] = self.config.decoder_start_token_id
+        shifted[:, 1:] = labels[:, :-1]
+        return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> MuSROutput | tuple:
+        """Encode `input_ids`; decode when `labels` or `decoder_input_ids` are given (see the class docstring).
+
+        Args:
+            input_ids: `(batch, seq_len)` source token ids.
+            attention_mask: `(batch, seq_len)`, 1 for real tokens; defaults to `input_ids != pad_token_id`.
+            decoder_input_ids: `(batch, target_len)` target prefix; defaults to `labels` shifted right.
+            decoder_attention_mask: `(batch, target_len)`; defaults to `decoder_input_ids != pad_token_id`.
+            labels: `(batch, target_len)` target ids, -100 where no prediction is wanted.
+            kwargs: ignored (e.g. `token_type_ids` from a tokenizer).
+        """
+        del kwargs
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        attention_mask = self._attention_mask(input_ids, attention_mask)
+        last_hidden_state = self.encoder(input_ids, attention_mask)
+        sentence_embedding = self.pool(last_hidden_state, attention_mask)
+        loss = logits = None
+        if labels is not None and decoder_input_ids is None:
+            decoder_input_ids = self.shift_right(labels)
+        if decoder_input_ids is not None:
+            if decoder_attention_mask is None:
+                decoder_attention_mask = (decoder_input_ids != self.config.pad_token_id).long()
+                decoder_attention_mask[:, 0] = 1  # the start token may equal the pad id
+            logits = self.decode(sentence_embedding, decoder_input_ids, decoder_attention_mask)
+        if labels is not None:
+            loss = label_smoothed_cross_entropy(logits, labels, self.config.label_smoothing)
+        output = MuSROutput(
+            loss=loss, logits=logits, last_hidden_state=last_hidden_state, sentence_embedding=sentence_embedding
+        )
+        return output if return_dict else output.to_tuple()
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        max_new_tokens: int | None = None,
+    ) -> torch.LongTensor:
+        """Greedy decoding (for sanity checks, not speed: no key/value cache): `(batch, length)` ids starting with
+        `decoder_start_token_id`; a row that produced `eos_token_id` is padded with `pad_token_id` after it."""
+        self._check_decoder()
+        limit = self.config.max_position_embeddings - 1
+        steps = min(max_new_tokens if max_new_tokens is not None else limit, limit)
+        embedding = self.encode(input_ids, self._attention_mask(input_ids, attention_mask))
+        output = input_ids.new_full((input_ids.shape[0], 1), self.config.decoder_start_token_id)
+        finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        for _ in range(steps):
+            next_ids = self.decode(embedding, output)[:, -1].argmax(dim=-1)
+            next_ids = next_ids.masked_fill(finished, self.config.pad_token_id)
+            output = torch.cat([output, next_ids[:, None]], dim=1)
+            finished |= next_ids == self.config.eos_token_id
+            if finished.all():
+                break
+        return output
+
+
+# Every save_pretrained ships both files as remote code (auto_map in config.json).
+MuSRConfig.register_for_auto_class()
+MuSREncoderDecoder.register_for_auto_class("AutoModel")

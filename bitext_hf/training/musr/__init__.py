@@ -1,0 +1,32 @@
+"""What only MuSR's training needs: the CrossConST loss, the many-to-one data, evaluation, the encoder export."""
+
+from __future__ import annotations
+
+from bitext_hf.training.musr.data import (
+    ManyToOneData,
+    check_vocabulary,
+    language_probabilities,
+    load_many_to_one,
+    multiway_held_out,
+    sample_stage,
+)
+from bitext_hf.training.musr.evaluation import MuSREvaluator, bucc_style_f1
+from bitext_hf.training.musr.export import encoder_only, save_sentence_transformers
+from bitext_hf.training.musr.losses import Branches, CrossConSTLoss, crossconst_kl, split_target
+
+__all__ = [
+    "Branches",
+    "CrossConSTLoss",
+    "ManyToOneData",
+    "MuSREvaluator",
+    "bucc_style_f1",
+    "check_vocabulary",
+    "crossconst_kl",
+    "encoder_only",
+    "language_probabilities",
+    "load_many_to_one",
+    "multiway_held_out",
+    "sample_stage",
+    "save_sentence_transformers",
+    "split_target",
+]
