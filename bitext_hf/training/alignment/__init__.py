@@ -1,0 +1,64 @@
+"""Training side of the ContrastiveAlignedEncoder: words, word aligners, symmetrization and filters, the cached
+alignment pipeline, examples / collator / loss / callback, and the export as a plain encoder."""
+
+from __future__ import annotations
+
+from bitext_hf.training.alignment.aligners import (
+    ALIGNERS,
+    EflomalAligner,
+    SimilarityAligner,
+    eflomal_available,
+    make_aligner,
+)
+from bitext_hf.training.alignment.cache import align_words, cache_path, directional_alignments
+from bitext_hf.training.alignment.objectives import (
+    AlignmentCollator,
+    OrthogonalizeCallback,
+    alignment_loss,
+    build_examples,
+    export_encoders,
+    unwrap,
+)
+from bitext_hf.training.alignment.symmetrize import (
+    SYMMETRIZATIONS,
+    check_links,
+    drop_identical,
+    grow_diag_final_and,
+    intersect,
+    one_to_one,
+    symmetrize,
+)
+from bitext_hf.training.alignment.words import (
+    first_subword_positions,
+    first_subword_vectors,
+    split_words,
+    tokenize_words,
+)
+
+__all__ = [
+    "ALIGNERS",
+    "SYMMETRIZATIONS",
+    "AlignmentCollator",
+    "EflomalAligner",
+    "OrthogonalizeCallback",
+    "SimilarityAligner",
+    "align_words",
+    "alignment_loss",
+    "build_examples",
+    "cache_path",
+    "check_links",
+    "directional_alignments",
+    "drop_identical",
+    "eflomal_available",
+    "export_encoders",
+    "first_subword_positions",
+    "first_subword_vectors",
+    "grow_diag_final_and",
+    "intersect",
+    "make_aligner",
+    "one_to_one",
+    "split_words",
+    "symmetrize",
+    "tokenize_words",
+    "unwrap",
+]

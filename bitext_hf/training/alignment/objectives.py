@@ -1,0 +1,132 @@
+"""Training pieces of the ContrastiveAlignedEncoder: examples, collator, the Trainer loss, the orthogonalization
+callback and the export as a plain encoder.
+
+* :func:`build_examples`: tokenized pairs with their one-to-one links moved from words to first-subword positions.
+* :class:`AlignmentCollator`: pads both sides and stacks the links as ``(example, source position, target
+  position)`` rows (the model's ``alignments``), plus each example's language index.
+* :func:`alignment_loss`: ``BitextTrainer(loss_fn=...)``; the model computes its own loss, the parts are logged.
+* :class:`OrthogonalizeCallback`: Eq. 2 after every optimizer step of the ``linear`` objective.
+* :func:`export_encoders`: the inner encoder as a plain transformers + sentence-transformers folder (projector
+  dropped); for ``linear``, one more folder per language whose sentence-transformers stack ends with a bias-free
+  Dense layer holding that language's W (mean pooling commutes with a linear map, so this equals pooling the
+  mapped token vectors).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from bitext_hf.data.collators import pad_sequences
+from bitext_hf.training.alignment.symmetrize import Link
+from bitext_hf.training.alignment.words import first_subword_positions
+
+__all__ = ["AlignmentCollator", "OrthogonalizeCallback", "alignment_loss", "build_examples", "export_encoders",
+           "unwrap"]  # fmt: skip
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The ContrastiveAlignedEncoder inside a ``PeftModel`` / DDP wrapper, or ``model`` itself."""
+    model = getattr(model, "module", model)
+    get_base_model = getattr(model, "get_base_model", None)
+    return get_base_model() if callable(get_base_model) else model
+
+
+def build_examples(
+    tokenizer: Any,
+    source_words: Sequence[Sequence[str]],
+    target_words: Sequence[Sequence[str]],
+    word_links: Sequence[Sequence[Link]],
+    language: int,
+    max_length: int = 96,
+) -> list[dict[str, Any]]:
+    """One example per pair with at least one link left after truncation (pairs without links teach nothing)."""
+    examples = []
+    for src, tgt, links in zip(source_words, target_words, word_links):
+        source_ids, source_positions = first_subword_positions(tokenizer, src, max_length)
+        target_ids, target_positions = first_subword_positions(tokenizer, tgt, max_length)
+        token_links = [
+            (source_positions[i], target_positions[j])
+            for i, j in links
+            if source_positions[i] is not None and target_positions[j] is not None
+        ]
+        if token_links:
+            examples.append(
+                {"src_input_ids": source_ids, "tgt_input_ids": target_ids, "links": token_links, "language": language}
+            )
+    return examples
+
+
+class AlignmentCollator:
+    """Examples of :func:`build_examples` -> the keyword arguments of ``ContrastiveAlignedEncoder.forward``."""
+
+    def __init__(self, pad_token_id: int) -> None:
+        if pad_token_id is None:
+            raise ValueError("AlignmentCollator needs a pad_token_id (the tokenizer has no pad token)")
+        self.pad_token_id = int(pad_token_id)
+
+    def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        input_ids, attention_mask = pad_sequences([e["src_input_ids"] for e in examples], self.pad_token_id)
+        target_ids, target_mask = pad_sequences([e["tgt_input_ids"] for e in examples], self.pad_token_id)
+        rows = [(index, i, j) for index, example in enumerate(examples) for i, j in example["links"]]
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "target_input_ids": target_ids,
+            "target_attention_mask": target_mask,
+            "alignments": torch.tensor(rows, dtype=torch.long).reshape(-1, 3),
+            "languages": torch.tensor([int(example["language"]) for example in examples], dtype=torch.long),
+        }
+
+
+def alignment_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The model's loss and its parts (alignment term, regularizer, links per batch) for the Trainer's logs."""
+    output = model(**inputs)
+    parts: dict[str, Any] = {"alignment_loss": output.alignment_loss.detach(), "links": inputs["alignments"].shape[0]}
+    if output.regularization_loss is not None:
+        parts["regularization_loss"] = output.regularization_loss.detach()
+    return output.loss, parts
+
+
+class OrthogonalizeCallback(TrainerCallback):
+    """W <- (1 + beta) W - beta (W W^T) W after each optimizer step (``on_step_end`` follows ``optimizer.step``)."""
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: torch.nn.Module | None = None, **kwargs: Any):
+        if model is not None:
+            unwrap(model).orthogonalize_()
+        return control
+
+
+def export_encoders(
+    model: torch.nn.Module, tokenizer: Any, output_dir: str | os.PathLike, *, model_card: str
+) -> dict[str, Path]:
+    """Write the trained encoder without the projector: ``<output_dir>`` for English (and every language for the
+    fine-tuning objectives), plus ``<output_dir>-<lang>`` per language for ``linear`` (its W as a Dense layer).
+
+    Each folder loads with ``AutoModel.from_pretrained`` (a plain BERT / XLM-R model, no remote code) and with
+    ``SentenceTransformer`` (mean pooling, L2-normalized). Returns {language or "en": folder}.
+    """
+    from bitext_hf.hub import save_for_hub
+
+    aligned = unwrap(model)
+    encoder = aligned.encoder
+    options = {"pooling": "mean", "normalize": True, "verify": True}
+    output_dir = Path(output_dir)
+    folders = {"en": save_for_hub(encoder, tokenizer, output_dir, model_card=model_card,
+                                  sentence_transformers=options, remote_code=False)}  # fmt: skip
+    if aligned.config.objective == "linear":
+        for language in aligned.config.languages:
+            weight = aligned.linear_map(language).detach().cpu()
+            dense = torch.nn.Linear(weight.shape[0], weight.shape[1], bias=False)
+            with torch.no_grad():
+                dense.weight.copy_(weight.T)  # Linear computes x A^T: A = W^T gives x W
+            folder = output_dir.with_name(f"{output_dir.name}-{language}")
+            card = f"{model_card.rstrip()}\n\nThis export maps {language} sentences into the English space (W).\n"
+            folders[language] = save_for_hub(encoder, tokenizer, folder, model_card=card, remote_code=False,
+                                             sentence_transformers={**options, "dense": dense})  # fmt: skip
+    return folders
