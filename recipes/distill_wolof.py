@@ -211,7 +211,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
         hidden_dropout_prob=model_args.dropout,
         attention_probs_dropout_prob=model_args.dropout,
         max_position_embeddings=max(script_args.max_length, 8),
-        projection_dim=int(teacher.dim),  # none when the widths match
+        projection_dim=int(teacher.dim),  # a projection layer only when it differs from hidden_size
         **{name: getattr(model_args, name) for name in sizes},
         **{f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos", "mask")},
     )
