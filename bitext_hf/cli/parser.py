@@ -11,6 +11,7 @@ import math
 
 from bitext_hf.cli.commands import cmd_encode, cmd_mine, cmd_score
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
+from bitext_hf.cli.push import add_push
 
 __all__ = ["EPILOG_EXIT", "OneLineErrorParser", "build_parser"]
 
@@ -274,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error (also BITEXT_HF_DEBUG=1)")
-    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval}")
-    for add in (_add_encode, _add_mine, _add_score, _add_eval):
+    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval,push}")
+    for add in (_add_encode, _add_mine, _add_score, _add_eval, add_push):
         add(commands, argparse.RawDescriptionHelpFormatter)
     return parser

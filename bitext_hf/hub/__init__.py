@@ -3,6 +3,7 @@ modules), upload."""
 
 from __future__ import annotations
 
+from bitext_hf.hub.dataset_card import prepare_dataset_folder, read_pairs_table, write_mining_metadata
 from bitext_hf.hub.export import POOLING_MODES, HubExportError, push_to_hub, save_for_hub
 from bitext_hf.hub.figures import (
     CardFigure,
@@ -23,25 +24,32 @@ from bitext_hf.hub.model_card import (
     render_model_card,
     template_fields,
 )
+from bitext_hf.hub.upload import HubAccessError, check_checkpoint, upload
 
 __all__ = [
     "MISSING_VALUE",
     "POOLING_MODES",
     "CardFigure",
+    "HubAccessError",
     "HubExportError",
     "ModelCardError",
     "available_templates",
+    "check_checkpoint",
     "eval_results_from_table",
     "figures_markdown",
     "gold_and_random_margins",
     "load_template",
     "margin_distribution",
     "markdown_table",
+    "prepare_dataset_folder",
     "push_to_hub",
+    "read_pairs_table",
     "render_model_card",
     "save_for_hub",
     "score_histogram",
     "template_fields",
     "training_curve",
+    "upload",
+    "write_mining_metadata",
     "xsim_heatmap",
 ]

@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from bitext_hf.hub.upload import MODEL_IGNORE_PATTERNS
+
 __all__ = [
     "POOLING_MODES",
     "HubExportError",
@@ -444,18 +446,8 @@ def push_to_hub(
         commit_message=commit_message,
         revision=revision,
         repo_type="model",
-        # Training leftovers the recipes keep in output_dir: checkpoints, logs, the teacher embedding cache
-        # (gigabytes), the tokenizer copy that resumed runs reuse (the model's tokenizer is at the top level) and the
-        # MLM pre-training's encoder and run folder.
-        ignore_patterns=[
-            "checkpoint-*",
-            "checkpoint-*/**",
-            "logs.jsonl",
-            ".*",
-            "teacher_cache/**",
-            "tokenizer/**",
-            "mlm-encoder/**",
-            "mlm-run/**",
-        ],
+        # Training leftovers the recipes keep in output_dir (checkpoints, logs, caches; the list is shared with
+        # `bitext-hf push --model`).
+        ignore_patterns=list(MODEL_IGNORE_PATTERNS),
     )
     return str(getattr(commit, "commit_url", commit))

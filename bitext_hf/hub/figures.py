@@ -215,6 +215,9 @@ def score_histogram(
     _mark_threshold(axes, threshold)
     axes.set_xlabel(f"margin score ({margin} margin)")
     axes.set_ylabel("pairs")
+    from matplotlib.ticker import MaxNLocator
+
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of pairs: no 2.5 ticks
     axes.set_title("Scores of the mined pairs")
     axes.legend()
     quartiles = np.percentile(values, [25, 50, 75])
@@ -288,7 +291,15 @@ def training_curve(
         right = axes.twinx()
         for index, key in enumerate(metric_keys):
             steps, values = _series(history, key)
-            right.plot(steps, values, linestyle="--", marker="s", markersize=3, color=f"C{index + 2}", label=key[5:])
+            right.plot(
+                steps,
+                values,
+                linestyle="--",
+                marker="s",
+                markersize=3,
+                color=f"C{index + 2}",
+                label=f"{key[5:]} (evaluation)",
+            )
         right.set_ylabel("evaluation metric (xsim in %)")
         more_handles, more_labels = right.get_legend_handles_labels()
         handles, labels = handles + more_handles, labels + more_labels

@@ -1,0 +1,161 @@
+"""Uploading a prepared folder to the Hub as one commit, with errors a user can act on.
+
+Everything is checked before the network: the folder (a checkpoint has config.json and weights), the repository
+id, the token (``--token``, else ``HF_TOKEN``, else the file ``hf auth login`` writes: ``huggingface_hub.get_token``).
+The upload is one ``HfApi.upload_folder`` call, which is one commit: the repository gets every file or none. Errors
+of the Hub (401/403: no write permission, 404, network) become :class:`HubAccessError` (exit 4) whose message says
+what was and was not changed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from bitext_hf.errors import EXIT_ENCODER, BitextError, UsageError
+
+__all__ = ["MODEL_IGNORE_PATTERNS", "HubAccessError", "check_checkpoint", "check_repo_id", "resolve_token", "upload"]
+
+logger = logging.getLogger(__name__)
+
+# Training leftovers the recipes keep in a model's output_dir, which stay local: checkpoints, logs, the teacher
+# embedding cache (gigabytes), the tokenizer copy that resumed runs reuse (the model's tokenizer is at the top
+# level), the MLM pre-training's encoder and run folders, hidden files.
+MODEL_IGNORE_PATTERNS = (
+    "checkpoint-*",
+    "checkpoint-*/**",
+    "logs.jsonl",
+    ".*",
+    "teacher_cache/**",
+    "tokenizer/**",
+    "mlm-encoder/**",
+    "mlm-run/**",
+)
+_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+_ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+# The Hub's rule for names: letters, digits, '-', '_', '.', at most 96 characters, not starting/ending with - or .
+_REPO_PART = re.compile(r"^(?![-.])[A-Za-z0-9_.-]{1,96}(?<![-.])$")
+
+
+class HubAccessError(BitextError, RuntimeError):
+    """The Hub cannot be used: no token, no permission, an unknown repository or revision, no network (exit 4, the
+    code of a model that cannot be loaded from the Hub either)."""
+
+    exit_code = EXIT_ENCODER
+
+
+def check_repo_id(repo_id: str) -> str:
+    """``repo_id`` if it is ``owner/name`` (or ``name``) as the Hub allows, else a usage error."""
+    parts = repo_id.split("/") if repo_id else []
+    if not 1 <= len(parts) <= 2 or not all(_REPO_PART.match(part) for part in parts) or ".." in repo_id:
+        raise UsageError(f"--repo must look like 'owner/name' (letters, digits, '-', '_', '.'), got {repo_id!r}")
+    return repo_id
+
+
+def check_checkpoint(folder: str | os.PathLike) -> Path:
+    """``folder`` if it holds a saved model: config.json (a JSON object) and weights (or a PEFT adapter:
+    adapter_config.json and adapter weights); else a usage error saying what is missing."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise UsageError(f"--model {folder}: not a folder (give the folder a model was saved to)")
+    if (path / "adapter_config.json").is_file() and any((path / name).is_file() for name in _ADAPTER_WEIGHTS):
+        return path
+    config = path / "config.json"
+    if not config.is_file():
+        raise UsageError(f"--model {folder}: not a saved model: no config.json (save it with save_for_hub first)")
+    try:
+        if not isinstance(json.loads(config.read_text(encoding="utf-8")), dict):
+            raise ValueError("not a JSON object")
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise UsageError(f"{config}: not a readable model config ({error})") from error
+    if not any((path / name).is_file() for name in _WEIGHTS):
+        raise UsageError(f"--model {folder}: not a saved model: no weights ({' or '.join(_WEIGHTS[::2])})")
+    if not (path / "README.md").is_file():
+        logger.warning("%s has no README.md: the Hub page will have no model card", path)
+    return path
+
+
+def resolve_token(token: str | None) -> str:
+    """The token to upload with: ``token``, else ``HF_TOKEN``, else the saved login; a :class:`HubAccessError`
+    when there is none (before any network access)."""
+    if token:
+        return token
+    from huggingface_hub import get_token
+
+    found = get_token()
+    if not found:
+        raise HubAccessError(
+            "no Hugging Face token: run `hf auth login`, set HF_TOKEN, or pass --token (a token with write access)"
+        )
+    return found
+
+
+def _hub_error(error: Exception, repo_id: str, stage: str) -> HubAccessError:
+    response = getattr(error, "response", None)
+    status = getattr(response, "status_code", None)
+    first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    if status in (401, 403):
+        reason = f"the token may not write to {repo_id} (HTTP {status}): use a token with write access to it"
+    elif status == 404:
+        reason = f"{repo_id} or the revision was not found (HTTP 404)"
+    elif status is not None:
+        reason = f"the Hub answered HTTP {status}: {first_line}"
+    else:
+        reason = f"the Hub could not be reached ({first_line})"
+    done = (
+        "nothing was created or uploaded" if stage == "create" else "nothing was uploaded (the commit is all or none)"
+    )
+    return HubAccessError(f"{reason}; {done}")
+
+
+def upload(
+    folder: str | os.PathLike,
+    repo_id: str,
+    *,
+    repo_type: str = "model",
+    token: str,
+    private: bool = False,
+    revision: str | None = None,
+    commit_message: str,
+    ignore_patterns: Sequence[str] = (),
+) -> str:
+    """Create ``repo_id`` if needed (``private`` applies to a new one), create the branch ``revision`` if needed, and
+    upload ``folder`` as one commit; returns the commit URL."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    network_errors: tuple[type[BaseException], ...] = (HfHubHTTPError, ConnectionError, TimeoutError)
+    # The HTTP client's transport errors (no network, timeouts): httpx2 or httpx by huggingface_hub version;
+    # requests (huggingface_hub < 1.0) raises ConnectionError subclasses.
+    for client in ("httpx2", "httpx"):
+        try:
+            network_errors += (importlib.import_module(client).TransportError,)
+        except (ImportError, AttributeError):
+            continue
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+    except network_errors as error:
+        raise _hub_error(error, repo_id, "create") from error
+    try:
+        if revision and revision != "main":
+            api.create_branch(repo_id, branch=revision, repo_type=repo_type, exist_ok=True)
+    except network_errors as error:
+        raise _hub_error(error, repo_id, "branch") from error
+    try:
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(folder),
+            repo_type=repo_type,
+            revision=revision,
+            commit_message=commit_message,
+            ignore_patterns=list(ignore_patterns) or None,
+        )
+    except network_errors as error:
+        raise _hub_error(error, repo_id, "upload") from error
+    return str(getattr(commit, "commit_url", commit))

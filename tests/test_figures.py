@@ -1,0 +1,93 @@
+"""Tests for ``bitext_hf.hub.figures``: each figure is a readable PNG with a caption that states its numbers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bitext_hf.hub import figures
+
+
+def png_shape(path) -> tuple[int, ...]:
+    from matplotlib.image import imread
+
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    return imread(str(path)).shape
+
+
+def test_xsim_heatmap_rows_are_sources_and_columns_targets(tmp_path):
+    figure = figures.xsim_heatmap({"wo": 5.925, "en-wo": 8.0, ("fr", "en"): 1.5}, tmp_path / "xsim.png")
+    assert figure.path == tmp_path / "xsim.png" and str(tmp_path / "xsim.png") == str(figure.__fspath__())
+    assert figure.caption.endswith("by direction: en→wo 8.00%, fr→en 1.50%, wo→en 5.92%.")
+    height, width, _ = png_shape(figure.path)
+    assert width >= 400 and height >= 250
+    # More directions, a larger grid: the figure grows so that labels stay readable.
+    many = figures.xsim_heatmap({f"l{i}-en": float(i) for i in range(12)}, tmp_path / "many.png")
+    assert png_shape(many.path)[0] > height
+
+
+def test_xsim_heatmap_refuses_nothing_and_non_png(tmp_path):
+    with pytest.raises(ValueError, match="at least one"):
+        figures.xsim_heatmap({"wo": None}, tmp_path / "x.png")
+    with pytest.raises(ValueError, match=r"\.png"):
+        figures.xsim_heatmap({"wo": 1.0}, tmp_path / "x.jpg")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gold_and_random_margins_separate_aligned_embeddings(tmp_path):
+    rng = np.random.default_rng(0)
+    src = rng.normal(size=(60, 16)).astype(np.float32)
+    tgt = src + 0.3 * rng.normal(size=src.shape).astype(np.float32)
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    gold, random = figures.gold_and_random_margins(src, tgt, k=4)
+    assert gold.shape == random.shape == (60,)
+    assert gold.min() > random.max()  # a clean separation on near-copies
+    # Random pairs are never a gold pair: with identical sides, a gold pair would score the top ratio margin.
+    same_gold, same_random = figures.gold_and_random_margins(src, src.copy(), k=4, seed=3)
+    assert np.all(same_random < same_gold.min())
+    figure = figures.margin_distribution(gold, random, tmp_path / "margins.png", threshold=1.05)
+    assert "60 held-out gold pairs and 60 random pairs" in figure.caption
+    assert "100.0% of gold pairs and 0.0% of random pairs pass" in figure.caption
+    assert png_shape(figure.path)[1] >= 600
+    with pytest.raises(ValueError, match="at least 2"):
+        figures.gold_and_random_margins(src[:1], tgt[:1])
+
+
+def test_score_histogram_caption_gives_quartiles(tmp_path):
+    figure = figures.score_histogram([1.0, 1.1, 1.2, 1.3, 1.4], tmp_path / "h.png", threshold=1.05, margin="distance")
+    assert figure.caption == (
+        "Scores of the 5 mined pairs (distance margin): median 1.200, quartiles 1.100 to 1.300; threshold 1.05."
+    )
+    png_shape(figure.path)
+    with pytest.raises(ValueError, match="at least one"):
+        figures.score_histogram([], tmp_path / "e.png")
+
+
+def test_training_curve_reads_the_latest_checkpoint_state(tmp_path):
+    run = tmp_path / "run"
+    for step, loss in ((10, 9.0), (20, 2.0)):
+        (run / f"checkpoint-{step}").mkdir(parents=True)
+        history = [{"step": s, "loss": loss - 0.1 * s} for s in range(1, step + 1)]
+        history.append({"step": step, "eval_loss": 1.5, "eval_xsim": 12.5, "epoch": 1.0})
+        state = {"global_step": step, "log_history": history}
+        (run / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps(state))
+    (run / "checkpoint-3-tmp").mkdir()  # not a checkpoint name: ignored
+    assert len(figures.load_log_history(run)) == 21  # checkpoint-20's, not checkpoint-10's
+    figure = figures.training_curve(run, tmp_path / "curve.png")
+    assert figure.caption == (
+        "Training curve: loss by optimizer step (1.900 at step 1, 0.000 at step 20); dashed: xsim on the "
+        "evaluation sets."
+    )
+    png_shape(figure.path)
+    assert figures.training_curve(tmp_path / "no-run", tmp_path / "none.png") is None
+    assert figures.training_curve([{"step": 1, "learning_rate": 1e-4}], tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()
+
+
+def test_training_curve_bad_state_file_is_named(tmp_path):
+    (tmp_path / "trainer_state.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"trainer_state\.json: not a readable"):
+        figures.load_log_history(tmp_path)
