@@ -1,15 +1,17 @@
-"""Per-step cost of ``bitext_hf.training.run_training_loop`` against hand-written loops doing the same work.
+"""Per-step cost of ``bitext_hf.training.BitextTrainer`` against hand-written loops doing the same work.
 
 Three loops train the same MLP on the same data (AdamW, linear schedule, gradient clipping, batch 32, CPU):
 
 * ``plain``: a bare PyTorch loop (the floor);
 * ``accelerate``: the minimal ``accelerate`` loop of its documentation (prepare, ``accelerator.backward``,
   ``accelerator.clip_grad_norm_``);
-* ``run_training_loop``: the shared loop, with its per-micro-batch seeding and seeded collation (the price of
-  exactly reproducible resumption), logging every 50 steps, no checkpoints.
+* ``BitextTrainer``: the recipes' ``transformers.Trainer`` subclass with a ``loss_fn`` that also returns a logged
+  part (the recipes' case), logging every 50 steps, no checkpoints, no evaluation.
 
-It prints milliseconds per optimizer step (best of ``--repeats``) and the ratios to ``plain``, all measured in this
-run. The fixed per-step overhead matters for tiny models and vanishes for real ones.
+Each loop is timed from its first step to its last (the Trainer through a callback), so the Trainer's one-off set-up
+(accelerator, dataloader, callbacks) is left out: it prints milliseconds per optimizer step (best of ``--repeats``)
+and the ratios to ``plain``, all measured in this run. The fixed per-step overhead matters for tiny models and
+vanishes for real ones.
 
     python benchmarks/bench_training_loop.py
     python benchmarks/bench_training_loop.py --widths 16 4096 --steps 500 --threads 2
@@ -92,29 +94,52 @@ def accelerate_loop(width: int, steps: int) -> float:
     return time.perf_counter() - start
 
 
-def shared_loop(width: int, steps: int) -> float:
-    from bitext_hf.training import LoopArguments, run_training_loop
+def mse_with_part(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict]:
+    prediction = model(batch["x"]).squeeze(-1)
+    return torch.mean((prediction - batch["y"]) ** 2), {"abs_error": (prediction - batch["y"]).abs().mean().detach()}
+
+
+def trainer_loop(width: int, steps: int) -> float:
+    from transformers import TrainerCallback, TrainingArguments
+
+    from bitext_hf.training import BitextTrainer
+
+    class StepClock(TrainerCallback):
+        """Wall time from the start of the first step to the end of the last one."""
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == 0:
+                self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.end = time.perf_counter()
 
     model, data = make_problem(width)
+    clock = StepClock()
     with tempfile.TemporaryDirectory() as output_dir:
-        args = LoopArguments(
+        args = TrainingArguments(
             output_dir=output_dir,
             max_steps=steps,
             per_device_train_batch_size=BATCH_SIZE,
             learning_rate=1e-3,
-            save_steps=0,
+            lr_scheduler_type="linear",
+            max_grad_norm=1.0,
+            save_strategy="no",
             logging_steps=50,
+            report_to="none",
             disable_tqdm=True,
+            use_cpu=True,
+            log_level="warning",
         )
-        start = time.perf_counter()
-        run_training_loop(model, data, args=args, compute_loss=mse)
-        return time.perf_counter() - start
+        trainer = BitextTrainer(model, args, loss_fn=mse_with_part, train_dataset=data, callbacks=[clock])
+        trainer.train()
+        return clock.end - clock.start
 
 
 LOOPS: dict[str, Callable[[int, int], float]] = {
     "plain": plain_loop,
     "accelerate": accelerate_loop,
-    "run_training_loop": shared_loop,
+    "BitextTrainer": trainer_loop,
 }
 
 
