@@ -91,3 +91,23 @@ def test_training_curve_bad_state_file_is_named(tmp_path):
     (tmp_path / "trainer_state.json").write_text("{not json")
     with pytest.raises(ValueError, match=r"trainer_state\.json: not a readable"):
         figures.load_log_history(tmp_path)
+
+
+def test_card_figures_show_in_the_card_and_travel_with_the_export(tmp_path):
+    from bitext_hf.hub import render_model_card
+
+    history = [{"step": step, "loss": 2.0 / step} for step in range(1, 6)]
+    made = figures.card_figures(
+        tmp_path / "figures", xsim={"wo": 5.9, "en-wo": 7.0}, gold_scores=[1.3, 1.2], random_scores=[0.9, 1.0],
+        threshold=1.1, log_history=history,
+    )  # fmt: skip
+    assert [figure.path.name for figure in made] == [
+        "xsim_heatmap.png",
+        "margin_distribution.png",
+        "training_curve.png",
+    ]
+    card = render_model_card("generic", model_name="Tiny", figures=made)
+    for figure in made:
+        assert f"]({figure.path.name})" in card and f"*{figure.caption}*" in card
+    only_curve = figures.card_figures(tmp_path / "other", log_history=[])
+    assert only_curve == []  # an empty history draws nothing

@@ -7,6 +7,7 @@ from bitext_hf.hub.dataset_card import prepare_dataset_folder, read_pairs_table,
 from bitext_hf.hub.export import POOLING_MODES, HubExportError, push_to_hub, save_for_hub
 from bitext_hf.hub.figures import (
     CardFigure,
+    card_figures,
     gold_and_random_margins,
     margin_distribution,
     score_histogram,
@@ -34,6 +35,7 @@ __all__ = [
     "HubExportError",
     "ModelCardError",
     "available_templates",
+    "card_figures",
     "check_checkpoint",
     "eval_results_from_table",
     "figures_markdown",

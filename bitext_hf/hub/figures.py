@@ -23,6 +23,7 @@ from bitext_hf.io import atomic_output
 
 __all__ = [
     "CardFigure",
+    "card_figures",
     "gold_and_random_margins",
     "load_log_history",
     "margin_distribution",
@@ -80,7 +81,7 @@ def xsim_heatmap(
     path: str | os.PathLike,
     *,
     target: str = "en",
-    title: str = "xsim error rate by direction",
+    title: str = "xsim by direction (lower is better)",
 ) -> CardFigure:
     """A heatmap of xsim (margin-based error rate, %) with source languages as rows and targets as columns.
 
@@ -99,7 +100,7 @@ def xsim_heatmap(
     grid = np.full((len(sources), len(targets)), np.nan)
     for (source, tgt), value in cells.items():
         grid[sources.index(source), targets.index(tgt)] = value
-    figure = _figure(max(4.0, 1.1 * len(targets) + 2.8), max(2.6, 0.55 * len(sources) + 1.6))
+    figure = _figure(max(4.0, 1.1 * len(targets) + 2.8), max(3.0, 0.55 * len(sources) + 1.6))
     axes = figure.add_subplot()
     from matplotlib import colormaps
 
@@ -115,7 +116,7 @@ def xsim_heatmap(
     axes.set_xlabel("target language")
     axes.set_ylabel("source language")
     axes.set_title(title)
-    figure.colorbar(image, ax=axes, label="xsim error rate (%), lower is better")
+    figure.colorbar(image, ax=axes, label="xsim error rate (%)")
     directions = ", ".join(f"{s}→{t} {v:.2f}%" for (s, t), v in sorted(cells.items()))
     caption = f"xsim (LASER's margin-based error rate, %, lower is better) by direction: {directions}."
     return _save(figure, path, caption)
@@ -309,3 +310,38 @@ def training_curve(
     if metric_keys:
         caption += "; dashed: " + ", ".join(key[5:] for key in metric_keys) + " on the evaluation sets"
     return _save(figure, path, caption + ".")
+
+
+def card_figures(
+    folder: str | os.PathLike,
+    *,
+    xsim: Mapping[Any, float] | None = None,
+    gold_scores: Sequence[float] | np.ndarray | None = None,
+    random_scores: Sequence[float] | np.ndarray | None = None,
+    threshold: float | None = None,
+    margin: str = "ratio",
+    log_history: str | os.PathLike | Sequence[Mapping[str, Any]] | None = None,
+) -> list[CardFigure]:
+    """The figures of a model card for whatever is known, written into ``folder`` under fixed names
+    (``xsim_heatmap.png``, ``margin_distribution.png``, ``training_curve.png``); what is not given is skipped.
+
+    Typical use at the end of a recipe::
+
+        figures = card_figures(tmp, xsim={"wo": 5.9}, log_history=trainer.state.log_history)
+        card = render_model_card("laser3", figures=figures, ...)
+        save_for_hub(model, tokenizer, output_dir, model_card=card, figures=figures)
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    made: list[CardFigure | None] = []
+    if xsim:
+        made.append(xsim_heatmap(xsim, folder / "xsim_heatmap.png"))
+    if gold_scores is not None and random_scores is not None:
+        made.append(
+            margin_distribution(
+                gold_scores, random_scores, folder / "margin_distribution.png", threshold=threshold, margin=margin
+            )
+        )
+    if log_history is not None:
+        made.append(training_curve(log_history, folder / "training_curve.png"))
+    return [figure for figure in made if figure is not None]
