@@ -206,6 +206,14 @@ def test_errors_are_one_line_with_the_documented_exit_code(recipe, data_files, t
     assert not (tmp_path / "out").exists()  # checked before any work
 
 
+def test_evaluation_without_evaluation_sets_is_refused_before_any_work(recipe, data_files, tmp_path):
+    script_args, training_args, model_args = recipe_args(recipe, data_files, tmp_path / "out", "--held_out", "0")
+    script_args = dataclasses.replace(script_args, eval_pairs=[])
+    with pytest.raises(UsageError, match="eval_strategy needs evaluation sets"):
+        recipe.main(script_args, training_args, model_args)
+    assert not (tmp_path / "out").exists()
+
+
 def test_eval_min_words_keeps_short_pairs_for_training_only(recipe, data_files, tmp_path):
     script_args, _, _ = recipe_args(recipe, data_files, tmp_path / "out", "--eval_min_words", "5")
     factory = recipe.tokenizer_factory(script_args, str(tmp_path), False)
