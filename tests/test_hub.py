@@ -8,6 +8,7 @@ model engineer's ``modeling_*.py`` would be), registered for the Auto classes by
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -276,6 +277,30 @@ def test_push_to_hub_refuses_a_folder_that_is_not_an_export(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(HubExportError, match="repo_id"):
         push_to_hub(tmp_path, "a/b/c")
+
+
+def test_push_to_hub_refused_by_the_hub_is_one_hub_access_error(tmp_path, monkeypatch):
+    # The recipes' --push_to_hub goes through the same upload as `bitext-hf push` (tests/test_push.py): a 403 is a
+    # BitextError (exit 4) that says nothing was uploaded, and a revision is a branch created first.
+    import huggingface_hub
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from bitext_hf.hub import HubAccessError
+
+    httpx = pytest.importorskip("httpx2") if importlib.util.find_spec("httpx2") else pytest.importorskip("httpx")
+    calls = []
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda self, repo_id, **kw: calls.append("create"))
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_branch", lambda self, repo_id, **kw: calls.append(kw["branch"]))
+
+    def refuse(self, **kwargs):
+        response = httpx.Response(403, request=httpx.Request("POST", "https://huggingface.co/api/commit"))
+        raise HfHubHTTPError("403 Forbidden", response=response)
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", refuse)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(HubAccessError, match=r"HTTP 403.*nothing was uploaded") as raised:
+        push_to_hub(tmp_path, "owner/name", token="hf_x", revision="v2")
+    assert raised.value.exit_code == 4 and calls == ["create", "v2"]
 
 
 # ---------------------------------------------------------------------------------------------------- model cards

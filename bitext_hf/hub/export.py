@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from bitext_hf.hub.upload import MODEL_IGNORE_PATTERNS
+from bitext_hf.hub.upload import MODEL_IGNORE_PATTERNS, upload
 
 __all__ = [
     "POOLING_MODES",
@@ -424,7 +424,10 @@ def push_to_hub(
     """Create ``repo_id`` on the Hub if needed and upload the folder written by :func:`save_for_hub`.
 
     Returns the URL of the commit. Raises :class:`HubExportError` before any network access when the folder is not
-    an export (no config.json) or ``repo_id`` is not of the form ``owner/name`` or ``name``.
+    an export (no config.json) or ``repo_id`` is not of the form ``owner/name`` or ``name``, and
+    :class:`bitext_hf.hub.HubAccessError` (exit 4, one line saying nothing was uploaded) when the Hub refuses:
+    HTTP 401/403, an unknown repository or revision, no network. ``revision``: a branch, created if missing. The
+    upload is one commit, as ``bitext-hf push --model`` makes it.
     """
     folder = Path(output_dir)
     if not folder.is_dir():
@@ -435,19 +438,13 @@ def push_to_hub(
         raise HubExportError(f"repo_id must look like 'owner/name' or 'name', got {repo_id!r}")
     if not (folder / "README.md").is_file():
         logger.warning("%s has no README.md: the Hub page will have no model card", folder)
-    from huggingface_hub import HfApi
-
-    api = HfApi(token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
-    # Checkpoints and logs of the training run stay local.
-    commit = api.upload_folder(
-        repo_id=repo_id,
-        folder_path=str(folder),
-        commit_message=commit_message,
+    # Training leftovers the recipes keep in output_dir (checkpoints, logs, caches) stay local.
+    return upload(
+        folder,
+        repo_id,
+        token=token,
+        private=private,
         revision=revision,
-        repo_type="model",
-        # Training leftovers the recipes keep in output_dir (checkpoints, logs, caches; the list is shared with
-        # `bitext-hf push --model`).
-        ignore_patterns=list(MODEL_IGNORE_PATTERNS),
+        commit_message=commit_message,
+        ignore_patterns=MODEL_IGNORE_PATTERNS,
     )
-    return str(getattr(commit, "commit_url", commit))

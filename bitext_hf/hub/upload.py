@@ -118,14 +118,14 @@ def upload(
     repo_id: str,
     *,
     repo_type: str = "model",
-    token: str,
+    token: str | None,
     private: bool = False,
     revision: str | None = None,
     commit_message: str,
     ignore_patterns: Sequence[str] = (),
 ) -> str:
     """Create ``repo_id`` if needed (``private`` applies to a new one), create the branch ``revision`` if needed, and
-    upload ``folder`` as one commit; returns the commit URL."""
+    upload ``folder`` as one commit; returns the commit URL. ``token=None``: huggingface_hub's own default."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
