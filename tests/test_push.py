@@ -273,3 +273,20 @@ def test_push_needs_exactly_one_of_model_and_pairs(hub, checkpoint, pairs_file, 
     with pytest.raises(SystemExit) as raised:
         main(["push", "--model", str(checkpoint), "--pairs", str(pairs_file), "--repo", "me/a"])
     assert raised.value.code == 2 and hub.calls == []
+
+
+def test_dry_run_lists_the_commit_without_token_or_network(hub, checkpoint, pairs_file, capsys, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN")
+    code, out, _ = run(capsys, "--model", str(checkpoint), "--repo", "me/a", "--dry-run")
+    assert code == 0 and hub.calls == []
+    listed = [line.split()[-1] for line in out.splitlines()[:-1]]
+    assert listed == ["1_Pooling/config.json", "README.md", "config.json", "model.safetensors", "training_curve.png"]
+    assert (
+        out.splitlines()[-1]
+        == "dry run: 5 files would be committed to the model repository me/a; nothing was uploaded"
+    )
+    code, out, _ = run(capsys, "--pairs", str(pairs_file), "--repo", "me/m", "--dry-run")
+    assert code == 0 and hub.calls == []
+    assert [line.split()[-1] for line in out.splitlines()[:-1]] == [
+        "README.md", "data/train-00000-of-00001.parquet", "mining.json", "score_histogram.png",
+    ]  # fmt: skip

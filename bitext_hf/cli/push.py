@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 EPILOG_PUSH = """examples:
   bitext-hf push --model runs/laser3-wol --repo me/laser3-wol --private
   bitext-hf push --pairs pairs.parquet --repo me/mined-en-de --languages en de
+  bitext-hf push --model runs/laser3-wol --repo me/laser3-wol --dry-run   # list what would be committed
 
 --model uploads the folder written by save_for_hub (weights, tokenizer, remote code, card and figures) as it is,
 leaving training leftovers out (checkpoint-*, logs, caches). --pairs publishes a `datasets` dataset: a Parquet
@@ -56,6 +57,11 @@ def add_push(commands, fmt) -> None:
     p.add_argument("--revision", help="the branch to commit to (created from main if missing; default main)")
     p.add_argument("--token", help="a Hub token with write access (default: HF_TOKEN, then the saved login)")
     p.add_argument("--message", help="the commit message")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the files the commit would hold (with their sizes) and stop: no token, no network",
+    )
     group = p.add_argument_group("with --pairs")
     group.add_argument("--meta", help="mining metadata JSON (default: <pairs file>.meta.json when it exists)")
     group.add_argument("--languages", nargs=2, metavar=("SRC", "TGT"), help="language codes of the two sides")
@@ -71,6 +77,8 @@ def cmd_push(args) -> int:
     repo_id = check_repo_id(args.repo)
     if args.model is not None:
         folder = check_checkpoint(args.model)
+        if args.dry_run:
+            return _list_files(folder, MODEL_IGNORE_PATTERNS, f"model repository {repo_id}")
         token = resolve_token(args.token)
         url = upload(
             folder,
@@ -101,7 +109,7 @@ def cmd_push(args) -> int:
     metadata = read_mining_metadata(meta) if meta.is_file() else {}
     if not metadata:
         logger.warning("no mining metadata (%s): the card will not say how the pairs were mined", meta)
-    token = resolve_token(args.token)
+    token = None if args.dry_run else resolve_token(args.token)
     with tempfile.TemporaryDirectory(prefix="bitext-hf-push-") as staging:
         folder = prepare_dataset_folder(
             pairs,
@@ -112,6 +120,8 @@ def cmd_push(args) -> int:
             license=args.license,
             table=table,
         )
+        if args.dry_run:
+            return _list_files(folder, (), f"dataset repository {repo_id}")
         url = upload(
             folder,
             repo_id,
@@ -122,4 +132,16 @@ def cmd_push(args) -> int:
             commit_message=args.message or "Upload bitext mined with bitext-hf",
         )
     print(f"uploaded {pairs} as a dataset to {repo_id}: {url}")
+    return EXIT_OK
+
+
+def _list_files(folder: Path, ignore_patterns, target: str) -> int:
+    """Print what one commit of ``folder`` would hold (``--dry-run``), with the rule the upload applies."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    files = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+    kept = list(filter_repo_objects(files, ignore_patterns=list(ignore_patterns) or None))
+    for name in kept:
+        print(f"{(folder / name).stat().st_size:>12,}  {name}")
+    print(f"dry run: {len(kept)} files would be committed to the {target}; nothing was uploaded")
     return EXIT_OK
