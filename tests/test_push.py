@@ -290,3 +290,15 @@ def test_dry_run_lists_the_commit_without_token_or_network(hub, checkpoint, pair
     assert [line.split()[-1] for line in out.splitlines()[:-1]] == [
         "README.md", "data/train-00000-of-00001.parquet", "mining.json", "score_histogram.png",
     ]  # fmt: skip
+
+
+def test_adapter_folders_are_checkpoints_and_broken_card_images_are_reported(hub, tmp_path, capsys, caplog):
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
+    (adapter / "adapter_model.safetensors").write_bytes(b"lora")
+    (adapter / "README.md").write_text("# LoRA\n\n![curve](training_curve.png)\n![logo](https://x.example/l.png)\n")
+    code, _, err = run(capsys, "--model", str(adapter), "--repo", "me/lora")
+    assert code == 0, err
+    assert sorted(hub.uploaded) == ["README.md", "adapter_config.json", "adapter_model.safetensors"]
+    assert "shows training_curve.png, which is not in the folder" in caplog.text and "l.png" not in caplog.text

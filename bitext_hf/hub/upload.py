@@ -39,6 +39,7 @@ MODEL_IGNORE_PATTERNS = (
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 _ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 # The Hub's rule for names: letters, digits, '-', '_', '.', at most 96 characters, not starting/ending with - or .
+_IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 _REPO_PART = re.compile(r"^(?![-.])[A-Za-z0-9_.-]{1,96}(?<![-.])$")
 
 
@@ -64,6 +65,7 @@ def check_checkpoint(folder: str | os.PathLike) -> Path:
     if not path.is_dir():
         raise UsageError(f"--model {folder}: not a folder (give the folder a model was saved to)")
     if (path / "adapter_config.json").is_file() and any((path / name).is_file() for name in _ADAPTER_WEIGHTS):
+        _warn_about_the_card(path)
         return path
     config = path / "config.json"
     if not config.is_file():
@@ -75,9 +77,22 @@ def check_checkpoint(folder: str | os.PathLike) -> Path:
         raise UsageError(f"{config}: not a readable model config ({error})") from error
     if not any((path / name).is_file() for name in _WEIGHTS):
         raise UsageError(f"--model {folder}: not a saved model: no weights ({' or '.join(_WEIGHTS[::2])})")
-    if not (path / "README.md").is_file():
-        logger.warning("%s has no README.md: the Hub page will have no model card", path)
+    _warn_about_the_card(path)
     return path
+
+
+def _warn_about_the_card(folder: Path) -> None:
+    card = folder / "README.md"
+    if not card.is_file():
+        logger.warning("%s has no README.md: the Hub page will have no model card", folder)
+        return
+    # Relative image links of the card (the figures) must travel with it, or the Hub page shows broken images.
+    text = card.read_text(encoding="utf-8", errors="replace")
+    for link in _IMAGE_LINK.findall(text):
+        if "://" not in link and not (folder / link).is_file():
+            logger.warning(
+                "%s shows %s, which is not in the folder: the Hub page will show a broken image", card, link
+            )
 
 
 def resolve_token(token: str | None) -> str:
