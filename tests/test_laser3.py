@@ -113,9 +113,7 @@ def test_save_pretrained_automodel_round_trip(tmp_path):
 
 def test_remote_code_loads_without_bitext_hf(tmp_path):
     model = Laser3Student(tiny_config(projection_dim=16)).eval()
-    model.register_for_auto_class("AutoModel")
-    model.config.register_for_auto_class()
-    model.save_pretrained(tmp_path)
+    model.save_pretrained(tmp_path)  # a plain save ships the code (no register_for_auto_class by the caller)
     assert (tmp_path / "modeling_laser3.py").exists() and (tmp_path / "configuration_laser3.py").exists()
     auto_map = json.loads((tmp_path / "config.json").read_text())["auto_map"]
     assert set(auto_map) == {"AutoConfig", "AutoModel"}
@@ -143,3 +141,36 @@ def test_remote_code_loads_without_bitext_hf(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     embeddings = torch.tensor(json.loads(result.stdout.strip().splitlines()[-1]))
     torch.testing.assert_close(embeddings, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_init_weights_follow_initializer_range():
+    torch.manual_seed(0)
+    model = Laser3Student(tiny_config(initializer_range=0.5, hidden_size=64, intermediate_size=128))
+    layer = model.layers[0]
+    assert layer.intermediate.weight.std().item() == pytest.approx(0.5, rel=0.05)
+    assert model.embeddings.word_embeddings.weight.std().item() == pytest.approx(0.5, rel=0.05)
+    assert torch.count_nonzero(layer.intermediate.bias) == 0 and torch.count_nonzero(model.lm_head.decoder.bias) == 0
+    assert torch.count_nonzero(model.embeddings.word_embeddings.weight[1]) == 0  # the padding row
+    assert (
+        torch.equal(layer.ffn_LayerNorm.weight, torch.ones(64)) and torch.count_nonzero(layer.ffn_LayerNorm.bias) == 0
+    )
+
+
+def test_mlm_decoder_is_the_output_embedding_and_resizes_untied():
+    model = Laser3Student(tiny_config())
+    assert model.get_output_embeddings() is model.lm_head.decoder
+    assert Laser3StudentConfig(tie_word_embeddings=True).tie_word_embeddings is False  # never tied (4.x would tie)
+    model.resize_token_embeddings(310)
+    assert model.config.vocab_size == 310
+    assert model.lm_head.decoder.weight.shape == (310, 32) and model.lm_head.decoder.bias.shape == (310,)
+    assert model.lm_head.decoder.weight.data_ptr() != model.embeddings.word_embeddings.weight.data_ptr()
+    ids = torch.tensor([[0, 305, 2]])
+    assert model(input_ids=ids, return_mlm_logits=True).mlm_logits.shape == (1, 3, 310)
+
+
+def test_encode_needs_a_tokenizer_when_the_model_has_no_folder():
+    model = Laser3Student(tiny_config())
+    with pytest.raises(ValueError, match="no tokenizer"):
+        model.encode(["Jàngalekat bi."])
+    with pytest.raises(TypeError, match="list of strings"):
+        model.encode("Jàngalekat bi.")

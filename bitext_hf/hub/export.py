@@ -105,7 +105,9 @@ def _normalize_options(options: Mapping[str, Any]) -> dict[str, Any]:
         raise HubExportError("pooling='model' needs sentence-transformers >= 6; use a Pooling mode instead")
     return {
         "pooling": pooling,
-        "normalize": bool(options.get("normalize", False)),
+        # Normalized by default: bitext-hf's encoders (and every family's encode) give L2-normalized rows for cosine,
+        # and the export must return the same vectors as the family's own encoding, not norm-20 raw pools.
+        "normalize": bool(options.get("normalize", True)),
         "dense": dense,
         "dense_activation": activation,
         "max_seq_length": max_seq_length,
@@ -308,6 +310,17 @@ def _honour_umask(staging: Path) -> None:
             path.chmod(folder_mode if path.is_dir() else file_mode)
 
 
+def _portable_tokenizer_class(folder: Path) -> None:
+    """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
+    older name `PreTrainedTokenizerFast` as the same class, so the export (loadable under 4.57 too) writes that."""
+    path = folder / "tokenizer_config.json"
+    if path.is_file():
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if config.get("tokenizer_class") == "TokenizersBackend":
+            config["tokenizer_class"] = "PreTrainedTokenizerFast"
+            path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def _move_into(staging: Path, output_dir: Path) -> None:
     """Move the finished files into ``output_dir`` (which may hold other things, e.g. checkpoints)."""
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -346,7 +359,8 @@ def save_for_hub(
             ``mean_sqrt_len_tokens``, ``weightedmean``, or ``model`` (the model's own pooled output
             ``sentence_embedding_field``, default "sentence_embedding"; sentence-transformers >= 6);
             ``dense``: a ``torch.nn.Linear`` applied after pooling (its weights are copied), ``dense_activation``:
-            None (identity) or "tanh"; ``normalize``: append L2 normalization (default False);
+            None (identity) or "tanh"; ``normalize``: append L2 normalization (default True, as bitext-hf's own
+            encoders normalize; False exports the raw pooled vectors);
             ``max_seq_length``: truncation length (default: the tokenizer's); ``token_embeddings_field``: the
             output field with token vectors (default "last_hidden_state"); ``verify``: reload the export with
             ``SentenceTransformer`` and check it reproduces the pooling computed here (default False).
@@ -387,6 +401,7 @@ def save_for_hub(
         shipped_code = remote_code and _register_remote_code(model)
         model.save_pretrained(str(staging), safe_serialization=True)
         tokenizer.save_pretrained(str(staging))
+        _portable_tokenizer_class(staging)
         (staging / "README.md").write_text(model_card if model_card.endswith("\n") else model_card + "\n", "utf-8")
         if options is not None:
             _write_sentence_transformers(staging, options, probe["dimension"], tokenizer)

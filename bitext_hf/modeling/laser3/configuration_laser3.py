@@ -6,14 +6,15 @@ This file imports only transformers so that ``save_pretrained`` can ship it as h
 
 from __future__ import annotations
 
-from transformers import PreTrainedConfig
+# PretrainedConfig: the name transformers 4.x exports (5.x exports it too, as an alias of PreTrainedConfig).
+from transformers import PretrainedConfig
 
 __all__ = ["Laser3StudentConfig"]
 
 _POOLING_MODES = ("max", "bos")
 
 
-class Laser3StudentConfig(PreTrainedConfig):
+class Laser3StudentConfig(PretrainedConfig):
     r"""Configuration of a [`Laser3Student`]: a Transformer encoder trained from random initialisation to reproduce a
     frozen teacher's sentence embeddings (teacher-student distillation), optionally with an MLM head.
 
@@ -41,6 +42,9 @@ class Laser3StudentConfig(PreTrainedConfig):
             Distillation uses cosine, so training is unaffected; encoders usually normalise downstream.
         pad_token_id / bos_token_id / eos_token_id / mask_token_id (`int`, defaults to 1 / 0 / 2 / 4): the
             XLM-R-like special ids of the student tokenizer (`<s>` 0, `<pad>` 1, `</s>` 2, `<unk>` 3, `<mask>` 4).
+
+    The MLM decoder is never tied to the input embeddings (`tie_word_embeddings` is always `False`): transformers
+    4.x ties whenever the config says so, which would overwrite the decoder's trained weights on loading.
     """
 
     model_type = "laser3_student"
@@ -122,6 +126,7 @@ class Laser3StudentConfig(PreTrainedConfig):
         self.projection_dim = projection_dim
         self.normalize_embeddings = normalize_embeddings
         self.mask_token_id = mask_token_id
+        kwargs["tie_word_embeddings"] = False
         super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id, **kwargs)
 
     @property

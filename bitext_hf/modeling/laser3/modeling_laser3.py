@@ -5,18 +5,24 @@ Sentence embedding = max pooling over the last layer's non-padding tokens (or th
 projection to the teacher's dimension when the two differ. An MLM head (Linear -> tanh -> LayerNorm -> Linear(V))
 serves the masked-language-modelling task on monolingual text during training only.
 
-This file imports only its configuration, torch and transformers so that ``save_pretrained`` can ship it as hub
-remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` without bitext_hf installed).
+This file imports only its configuration, torch and transformers (4.57 or 5.x) so that ``save_pretrained`` ships it
+as hub remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` without bitext_hf installed): the
+classes are registered for the Auto classes at the end of this file, so every ``save_pretrained`` copies them.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import AutoTokenizer, PreTrainedModel
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
 from .configuration_laser3 import Laser3StudentConfig
@@ -101,8 +107,11 @@ class Laser3SelfAttention(nn.Module):
         return self.output(context.transpose(1, 2).reshape(batch, seq_len, width))
 
 
-class Laser3Layer(nn.Module):
-    """Pre-LayerNorm Transformer layer (stable when training from random initialisation)."""
+class Laser3Layer(GradientCheckpointingLayer):
+    """Pre-LayerNorm Transformer layer (stable when training from random initialisation).
+
+    A `GradientCheckpointingLayer`: `gradient_checkpointing_enable()` recomputes it in the backward pass.
+    """
 
     def __init__(self, config: Laser3StudentConfig) -> None:
         super().__init__()
@@ -134,14 +143,25 @@ class Laser3MLMHead(nn.Module):
 
 
 class Laser3PreTrainedModel(PreTrainedModel):
-    """Base class: configuration, weight initialisation (the library's normal(0, initializer_range) default)."""
+    """Base class: configuration, weight initialisation, gradient checkpointing."""
 
     config_class = Laser3StudentConfig
     config: Laser3StudentConfig
     base_model_prefix = "laser3"
     main_input_name = "input_ids"
     _no_split_modules = ("Laser3Layer",)
-    supports_gradient_checkpointing = False
+    supports_gradient_checkpointing = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Linear and embedding weights ~ normal(0, `initializer_range`) with zero biases and a zero padding row,
+        LayerNorms at identity (BERT's scheme, for a student trained from random initialisation).
+
+        `PreTrainedModel._init_weights` does exactly that for these module types in transformers 4.57 and 5.x alike
+        (and in 5.x skips weights loaded from a checkpoint), so it is called rather than written again; the student
+        has no other parameter types.
+        """
+        super()._init_weights(module)
 
 
 class Laser3Student(Laser3PreTrainedModel):
@@ -159,6 +179,8 @@ class Laser3Student(Laser3PreTrainedModel):
         self.final_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.projection = nn.Linear(config.hidden_size, config.projection_dim) if config.has_projection else None
         self.lm_head = Laser3MLMHead(config)
+        # The tokenizer encode used last (given or loaded from the checkpoint): not a module, not in the weights.
+        self._tokenizer: Any = None
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -166,6 +188,13 @@ class Laser3Student(Laser3PreTrainedModel):
 
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
+
+    def get_output_embeddings(self) -> nn.Linear:
+        """The MLM decoder (hidden -> vocabulary): `resize_token_embeddings` resizes it with the input embeddings."""
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, value: nn.Linear) -> None:
+        self.lm_head.decoder = value
 
     def pool(self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Pooled (and projected) sentence vectors from last-layer token states."""
@@ -214,7 +243,7 @@ class Laser3Student(Laser3PreTrainedModel):
         hidden = self.embeddings(input_ids)
         all_hidden = [hidden] if output_hidden_states else None
         for layer in self.layers:
-            hidden = layer(hidden, key_mask)
+            hidden = layer(hidden, key_mask)  # positional: gradient checkpointing passes only positional tensors
             if all_hidden is not None:
                 all_hidden.append(hidden)
         last_hidden_state = self.final_LayerNorm(hidden)
@@ -239,3 +268,93 @@ class Laser3Student(Laser3PreTrainedModel):
             hidden_states=tuple(all_hidden) if all_hidden is not None else None,
         )
         return output if return_dict else output.to_tuple()
+
+    @torch.no_grad()
+    def encode(
+        self, sentences: Sequence[str], tokenizer: Any = None, *, batch_size: int = 32, normalize: bool = True
+    ) -> torch.Tensor:
+        """Sentence embeddings `(n, embedding_dim)`, float32, L2-normalized by default (cosine = dot product).
+
+        Args:
+            sentences: the texts.
+            tokenizer: the student tokenizer; by default the one given before, else the one saved beside the
+                weights (loaded once from `model.name_or_path`, the checkpoint folder or hub id).
+            batch_size: sentences per forward pass (sorted by length, so that padding costs little).
+            normalize: L2-normalize the rows (the model card's use: cosine similarity).
+        """
+        if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
+            raise TypeError("encode expects a list of strings")
+        tokenizer = self._resolve_tokenizer(tokenizer)
+        lengths = [len(sentence) for sentence in sentences]
+        order = sorted(range(len(sentences)), key=lengths.__getitem__)
+        rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
+        was_training = self.training
+        self.eval()
+        try:
+            for start in range(0, len(order), batch_size):
+                batch = order[start : start + batch_size]
+                inputs = tokenizer(
+                    [sentences[index] for index in batch],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.config.max_position_embeddings,
+                    return_tensors="pt",
+                )
+                embeddings = self(
+                    input_ids=inputs["input_ids"].to(self.device),
+                    attention_mask=inputs["attention_mask"].to(self.device),
+                    return_dict=True,
+                ).sentence_embedding.float()
+                for row, index in enumerate(batch):
+                    rows[index] = embeddings[row]
+        finally:
+            self.train(was_training)
+        if not rows:
+            return torch.empty(0, self.config.embedding_dim)
+        stacked = torch.stack(rows).cpu()
+        return F.normalize(stacked, dim=-1) if normalize else stacked
+
+    def _resolve_tokenizer(self, tokenizer: Any) -> Any:
+        # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
+        if tokenizer is not None:
+            self._tokenizer = tokenizer
+        if self._tokenizer is None:
+            if not self.name_or_path:
+                raise ValueError(
+                    "no tokenizer: pass encode(..., tokenizer=...); a "
+                    "model loaded with from_pretrained finds the tokenizer saved beside its weights"
+                )
+            try:
+                # This code already runs from the checkpoint, so its config's auto_map is trusted (no prompt).
+                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
+            except (OSError, ValueError) as error:
+                raise ValueError(
+                    f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
+                    "encode(..., tokenizer=...)"
+                ) from error
+        return self._tokenizer
+
+    def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
+        """`PreTrainedModel.save_pretrained`, plus the tokenizer (`tokenizer`, else the one `encode` used) beside the
+        weights, so that the checkpoint turns text into embeddings by itself."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        tokenizer = tokenizer if tokenizer is not None else self._tokenizer
+        if tokenizer is not None and kwargs.get("is_main_process", True):
+            tokenizer.save_pretrained(save_directory)
+            _portable_tokenizer_class(Path(save_directory))
+
+
+def _portable_tokenizer_class(folder: Path) -> None:
+    """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
+    older name `PreTrainedTokenizerFast` as the same class, so that is the name written."""
+    path = folder / "tokenizer_config.json"
+    if path.is_file():
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if config.get("tokenizer_class") == "TokenizersBackend":
+            config["tokenizer_class"] = "PreTrainedTokenizerFast"
+            path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# Every save_pretrained ships both files as remote code (auto_map in config.json), not only bitext_hf.hub's export.
+Laser3StudentConfig.register_for_auto_class()
+Laser3Student.register_for_auto_class("AutoModel")

@@ -57,8 +57,10 @@ class OneAlignerConfig(PretrainedConfig):
         encoder_config (`dict` or `PretrainedConfig`, *optional*):
             Configuration of the wrapped XLM-R-like encoder; defaults to a 2-layer, 32-wide XLM-R config (a
             placeholder: real models come from `OneAlignerModel.from_encoder`).
-        layer (`int`, defaults to 8):
+        layer (`int`, *optional*):
             Hidden state whose token vectors are compared; 0 is the embedding output, `num_hidden_layers` the last.
+            Defaults to round(2/3 * num_hidden_layers) of the encoder (paper: 8 of 12 for base), so that
+            `OneAlignerConfig()` is valid (transformers 4.x instantiates it without arguments while loading).
         similarity (`str`, defaults to `"bertscore"`):
             `"bertscore"` (token-level F of the paper) or `"mean_pool"` (cosine/dot of mean-pooled vectors, the
             paper's Table 1 baseline).
@@ -95,11 +97,13 @@ class OneAlignerConfig(PretrainedConfig):
     """
 
     model_type = "onealigner"
+    # The nested encoder config is a config of its own (dtype and attention settings reach it, 4.x diffs it).
+    sub_configs = {"encoder_config": AutoConfig}  # noqa: RUF012  (the transformers class attribute)
 
     def __init__(
         self,
         encoder_config: dict[str, Any] | PretrainedConfig | None = None,
-        layer: int = 8,
+        layer: int | None = None,
         similarity: str = "bertscore",
         normalization: bool = True,
         alpha: float = 0.75,
@@ -117,6 +121,8 @@ class OneAlignerConfig(PretrainedConfig):
         **kwargs: Any,
     ) -> None:
         self.encoder_config = _build_encoder_config(encoder_config)
+        if layer is None:  # the same default as OneAlignerModel.from_encoder
+            layer = max(1, round(2 * int(self.encoder_config.num_hidden_layers) / 3))
         self.layer = layer
         self.similarity = similarity
         self.normalization = normalization
@@ -143,7 +149,13 @@ class OneAlignerConfig(PretrainedConfig):
         self.eval_batch_size = eval_batch_size
         self.pooled_loss_weight = pooled_loss_weight
         self.pooled_loss_temperature = pooled_loss_temperature
+        # PretrainedConfig.__init__ sets the attention implementation on every sub-config, None when not asked for;
+        # the encoder config may be the one of an already-built encoder (from_encoder), whose choice must survive.
+        encoder_attention = getattr(self.encoder_config, "_attn_implementation_internal", None)
+        asked = kwargs.get("attn_implementation") is not None
         super().__init__(**kwargs)
+        if not asked and encoder_attention is not None:
+            self.encoder_config._attn_implementation_internal = encoder_attention
         self._validate()
 
     def _validate(self) -> None:

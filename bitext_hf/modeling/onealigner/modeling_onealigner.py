@@ -30,15 +30,17 @@ pooled vector of a padded batch), ``similarity`` (f between two ``OneAlignerFeat
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_onealigner import OneAlignerConfig, OneAlignerConfigError
@@ -356,7 +358,30 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             self.register_buffer("idf_weights", torch.ones(config.encoder_config.vocab_size), persistent=True)
         else:
             self.idf_weights = None
+        # The tokenizer encode used last (given or loaded from the checkpoint): not a module, not in the weights.
+        self._tokenizer: Any = None
         self.post_init()
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The encoder's token embeddings (what `resize_token_embeddings` and PEFT work on)."""
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.encoder.set_input_embeddings(value)
+
+    def resize_token_embeddings(
+        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
+    ) -> nn.Embedding:
+        """Resize the encoder's vocabulary (its config, shared with `config.encoder_config`, follows, so the resized
+        model reloads) and the idf weights with it (new tokens get weight 1)."""
+        embeddings = self.encoder.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        if self.idf_weights is not None and self.idf_weights.shape[0] != embeddings.weight.shape[0]:
+            kept = min(self.idf_weights.shape[0], embeddings.weight.shape[0])
+            idf = self.idf_weights.new_ones(embeddings.weight.shape[0])
+            idf[:kept] = self.idf_weights[:kept]
+            self.idf_weights = idf
+        self.config.encoder_config = self.encoder.config
+        return embeddings
 
     @classmethod
     def from_encoder(
@@ -401,10 +426,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                 f"{type(name_or_path_or_config).__name__}."
             )
         num_layers = int(encoder_config.num_hidden_layers)
-        if layer is None:
-            layer = max(1, round(2 * num_layers / 3))
-        # Validates the encoder type and the layer range before any weights are loaded.
-        OneAlignerConfig(encoder_config=encoder_config, layer=layer, **config_kwargs)
+        # Validates the encoder type and the layer range (and picks the default layer) before any weights are loaded.
+        layer = OneAlignerConfig(encoder_config=encoder_config, layer=layer, **config_kwargs).layer
         if encoder_model is None:
             encoder_config = type(encoder_config).from_dict(encoder_config.to_dict())
             kept = layer + 1 if encoder_config.model_type in _FINAL_NORM_ENCODER_TYPES else layer
@@ -565,6 +588,94 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         idf = torch.log((len(token_ids) + 1.0) / (document_frequency + 1.0))
         self.idf_weights.copy_(idf.to(self.idf_weights.dtype))
         return self.idf_weights
+
+    # -- text level (the minimum a checkpoint needs to turn text into vectors without bitext_hf) ------------------
+
+    @torch.no_grad()
+    def encode(
+        self, sentences: Sequence[str], tokenizer: Any = None, *, batch_size: int = 64, normalize: bool = True
+    ) -> torch.Tensor:
+        """Mean-pooled layer-L sentence vectors `(n, hidden)`, float32, L2-normalized by default: the vectors of
+        `bitext_hf.mining.onealigner.encode` and of the sentence-transformers export (BERTScore itself compares token
+        vectors: use `forward` or the `bitext_hf.mining.onealigner` functions for that).
+
+        Args:
+            sentences: the texts, truncated to `config.max_seq_length` tokens.
+            tokenizer: the encoder's tokenizer; by default the one given before, else the one saved beside the
+                weights (loaded once from `model.name_or_path`, the checkpoint folder or hub id).
+            batch_size: sentences per forward pass (sorted by length, so that padding costs little).
+            normalize: L2-normalize the rows (cosine = dot product).
+        """
+        if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
+            raise OneAlignerInputError("encode expects a list of strings.")
+        tokenizer = self._resolve_tokenizer(tokenizer)
+        order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
+        rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
+        was_training = self.training
+        self.eval()
+        try:
+            for start in range(0, len(order), batch_size):
+                batch = order[start : start + batch_size]
+                inputs = tokenizer(
+                    [sentences[index] for index in batch],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.config.max_seq_length,
+                    return_tensors="pt",
+                )
+                input_ids, attention_mask = (
+                    inputs["input_ids"].to(self.device),
+                    inputs["attention_mask"].to(self.device),
+                )
+                pooled = mean_pool(self.token_states(input_ids, attention_mask), attention_mask).float()
+                for row, index in enumerate(batch):
+                    rows[index] = pooled[row]
+        finally:
+            self.train(was_training)
+        if not rows:
+            return torch.empty(0, self.config.hidden_size)
+        stacked = torch.stack(rows).cpu()
+        return F.normalize(stacked, dim=-1) if normalize else stacked
+
+    def _resolve_tokenizer(self, tokenizer: Any) -> Any:
+        # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
+        if tokenizer is not None:
+            self._tokenizer = tokenizer
+        if self._tokenizer is None:
+            if not self.name_or_path:
+                raise OneAlignerInputError(
+                    "no tokenizer: pass encode(..., tokenizer=...); a "
+                    "model loaded with from_pretrained finds the tokenizer saved beside its weights."
+                )
+            try:
+                # This code already runs from the checkpoint, so its config's auto_map is trusted (no prompt).
+                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
+            except (OSError, ValueError) as error:
+                raise OneAlignerInputError(
+                    f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
+                    "encode(..., tokenizer=...)."
+                ) from error
+        return self._tokenizer
+
+    def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
+        """`PreTrainedModel.save_pretrained`, plus the tokenizer (`tokenizer`, else the one `encode` used) beside the
+        weights, so that the checkpoint turns text into embeddings by itself."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        tokenizer = tokenizer if tokenizer is not None else self._tokenizer
+        if tokenizer is not None and kwargs.get("is_main_process", True):
+            tokenizer.save_pretrained(save_directory)
+            _portable_tokenizer_class(Path(save_directory))
+
+
+def _portable_tokenizer_class(folder: Path) -> None:
+    """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
+    older name `PreTrainedTokenizerFast` as the same class, so that is the name written."""
+    path = folder / "tokenizer_config.json"
+    if path.is_file():
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if config.get("tokenizer_class") == "TokenizersBackend":
+            config["tokenizer_class"] = "PreTrainedTokenizerFast"
+            path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # Saving a model ships both files as remote code (auto_map in config.json).

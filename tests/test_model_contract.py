@@ -1,0 +1,376 @@
+"""The PreTrainedModel contract, one table for every model family.
+
+Each family is one `Family` entry in `FAMILIES` (a tiny random model, its inputs, how to read an embedding, a
+training batch, its LoRA targets, the options of its sentence-transformers export); every test below runs for
+every entry. What a user of a published checkpoint relies on, without bitext_hf:
+
+* a plain `save_pretrained` ships the remote code and the tokenizer, and reloads with identical weights;
+* `dtype=torch.bfloat16` loading; `gradient_checkpointing_enable()` then a training step (same loss and gradients,
+  the layers really recomputed); `resize_token_embeddings` with the output head and the config following;
+* `get_peft_model(model, LoraConfig(...))`: a training step moves only the adapter, and the saved adapter reloads
+  onto the saved base with identical outputs;
+* `AutoModel.from_pretrained(hub_id, trust_remote_code=True)` from a local hub cache with HF_HUB_OFFLINE=1 in a
+  process without bitext_hf, and the same checkpoint under transformers 4.57 (see `remote_code_tf4`);
+* text in, embeddings out: `model.encode(texts)` after `from_pretrained` (tokenizer from the checkpoint) and the
+  sentence-transformers export give the same L2-normalized vectors.
+
+MuSREncoderDecoder and ContrastiveAlignedEncoder join by appending their entries to `FAMILIES`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from remote_code_tf4 import run_without_bitext_hf
+from transformers import AutoModel, PreTrainedModel, XLMRobertaConfig
+from transformers.modeling_layers import GradientCheckpointingLayer
+
+import bitext_hf  # noqa: F401  (registers the Auto classes)
+from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
+from bitext_hf.modeling.onealigner import OneAlignerModel
+
+SENTENCES = ["The cat sleeps on the sofa.", "Le chat dort.", "¿Dónde está la estación?", "Heute regnet es."]
+TARGETS = ["Le chat dort sur le canapé.", "The cat sleeps.", "Where is the station?", "It is raining today."]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family in the contract table.
+
+    Attributes:
+        name: test id.
+        model_class: the family's model class (what the Auto classes must give back).
+        build: tokenizer -> a tiny random model (hidden 32, 2 layers, no dropout), in eval mode.
+        inputs: tokenizer -> forward keyword arguments for an embedding of `SENTENCES`.
+        embed: (model, forward output) -> the sentence embeddings `(n, d)` that `model.encode` normalizes.
+        training_inputs: tokenizer -> forward keyword arguments whose output has a `loss`.
+        lora_targets: module names for `LoraConfig(target_modules=...)`.
+        export_options: model -> the `sentence_transformers` options of the family's `save_for_hub` call.
+    """
+
+    name: str
+    model_class: type[PreTrainedModel]
+    build: Callable[[Any], PreTrainedModel]
+    inputs: Callable[[Any], dict[str, torch.Tensor]]
+    embed: Callable[[PreTrainedModel, Any], torch.Tensor]
+    training_inputs: Callable[[Any], dict[str, Any]]
+    lora_targets: tuple[str, ...]
+    export_options: Callable[[PreTrainedModel], dict[str, Any]]
+
+
+def _tokenize(tokenizer: Any, sentences: list[str]) -> dict[str, torch.Tensor]:
+    batch = tokenizer(sentences, padding=True, truncation=True, return_tensors="pt")
+    return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+
+# -- Laser3Student ---------------------------------------------------------------------------------------------
+
+
+def _laser3(tokenizer: Any) -> Laser3Student:
+    torch.manual_seed(0)
+    config = Laser3StudentConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        projection_dim=16,
+    )
+    return Laser3Student(config).eval()
+
+
+def _laser3_training(tokenizer: Any) -> dict[str, Any]:
+    batch = _tokenize(tokenizer, SENTENCES)
+    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    labels[:, ::2] = -100  # predict every other token (MLM task)
+    teacher = torch.randn(len(SENTENCES), 16, generator=torch.Generator().manual_seed(1))
+    return {**batch, "labels": labels, "teacher_embeddings": teacher}
+
+
+LASER3 = Family(
+    name="laser3",
+    model_class=Laser3Student,
+    build=_laser3,
+    inputs=lambda tokenizer: _tokenize(tokenizer, SENTENCES),
+    embed=lambda model, output: output.sentence_embedding,
+    training_inputs=_laser3_training,
+    lora_targets=("query", "value"),
+    # what bitext_hf.training.distillation's export passes: the model's pooling and its projection as Dense
+    export_options=lambda model: {"pooling": "max", "dense": model.projection, "verify": True},
+)
+
+
+# -- OneAlignerModel -------------------------------------------------------------------------------------------
+
+
+def _onealigner(tokenizer: Any) -> OneAlignerModel:
+    torch.manual_seed(0)
+    encoder = XLMRobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
+    return OneAlignerModel.from_encoder(encoder, layer=2).eval()  # keeps 2 layers
+
+
+def _onealigner_training(tokenizer: Any) -> dict[str, Any]:
+    targets = _tokenize(tokenizer, TARGETS)
+    return {
+        **_tokenize(tokenizer, SENTENCES),
+        "target_input_ids": targets["input_ids"],
+        "target_attention_mask": targets["attention_mask"],
+        "return_loss": True,
+    }
+
+
+ONEALIGNER = Family(
+    name="onealigner",
+    model_class=OneAlignerModel,
+    build=_onealigner,
+    inputs=lambda tokenizer: _tokenize(tokenizer, SENTENCES),
+    embed=lambda model, output: output.sentence_embedding,
+    training_inputs=_onealigner_training,
+    lora_targets=("query", "value"),
+    # what recipes/train_onealigner.py passes
+    export_options=lambda model: {"pooling": "mean", "normalize": True, "verify": True},
+)
+
+# MuSREncoderDecoder and ContrastiveAlignedEncoder: append their Family entries here.
+FAMILIES: list[Family] = [LASER3, ONEALIGNER]
+
+every_family = pytest.mark.parametrize("family", FAMILIES, ids=[family.name for family in FAMILIES])
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _embedding(family: Family, model: PreTrainedModel, tokenizer: Any) -> torch.Tensor:
+    inputs = {key: value.to(model.device) for key, value in family.inputs(tokenizer).items()}
+    with torch.no_grad():
+        return family.embed(model, model(**inputs, return_dict=True)).float()
+
+
+def _saved(family: Family, tokenizer: Any, folder: Path) -> PreTrainedModel:
+    """Build the family's tiny model and save it and the tokenizer with a plain `save_pretrained`."""
+    model = family.build(tokenizer)
+    model.save_pretrained(folder, tokenizer=tokenizer)
+    return model
+
+
+def _training_step(model: torch.nn.Module, inputs: dict[str, Any], lr: float = 1e-2) -> float:
+    model.train()
+    trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
+    optimizer = torch.optim.SGD(trainable, lr=lr)
+    loss = model(**inputs).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    model.eval()
+    return loss.item()
+
+
+def _hub_cache(folder: Path, cache: Path, repo_id: str) -> None:
+    """A huggingface_hub cache holding `folder` as the main revision of `repo_id` (blobs omitted: plain files)."""
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    for path in folder.iterdir():
+        if path.is_file():
+            (snapshot / path.name).write_bytes(path.read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+
+
+# -- the contract ----------------------------------------------------------------------------------------------
+
+
+@every_family
+def test_plain_save_pretrained_ships_remote_code_and_tokenizer(family, tiny_tokenizer, tmp_path):
+    model = _saved(family, tiny_tokenizer, tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert set(config["auto_map"]) == {"AutoConfig", "AutoModel"}
+    for reference in config["auto_map"].values():
+        assert (tmp_path / f"{reference.split('.')[0]}.py").is_file()
+    assert (tmp_path / "tokenizer.json").is_file() and (tmp_path / "tokenizer_config.json").is_file()
+    assert (tmp_path / "model.safetensors").is_file()
+    # transformers 4.x has no TokenizersBackend: the saved class name is one that both majors read
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
+    assert model.name_or_path == ""  # nothing to find a tokenizer from: it was written because it was given
+
+
+@every_family
+def test_save_and_load_give_identical_weights(family, tiny_tokenizer, tmp_path):
+    model = _saved(family, tiny_tokenizer, tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert type(loaded) is family.model_class
+    expected, actual = model.state_dict(), loaded.state_dict()
+    assert expected.keys() == actual.keys()
+    for name, tensor in expected.items():
+        assert torch.equal(tensor, actual[name]), name
+    assert torch.equal(_embedding(family, loaded, tiny_tokenizer), _embedding(family, model, tiny_tokenizer))
+
+
+@every_family
+def test_bfloat16_loading(family, tiny_tokenizer, tmp_path):
+    model = _saved(family, tiny_tokenizer, tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path, dtype=torch.bfloat16).eval()
+    assert {parameter.dtype for parameter in loaded.parameters()} == {torch.bfloat16}
+    actual, expected = _embedding(family, loaded, tiny_tokenizer), _embedding(family, model, tiny_tokenizer)
+    assert torch.isfinite(actual).all()
+    assert F.cosine_similarity(actual, expected).min() > 0.98
+
+
+@every_family
+def test_gradient_checkpointing_training_step(family, tiny_tokenizer):
+    plain = family.build(tiny_tokenizer).train()
+    checkpointed = copy.deepcopy(plain)
+    checkpointed.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    assert checkpointed.is_gradient_checkpointing
+    inputs = family.training_inputs(tiny_tokenizer)
+
+    def forward_calls(model: torch.nn.Module) -> tuple[list[int], dict[str, torch.Tensor], float]:
+        calls: list[int] = []
+        layer = next(module for module in model.modules() if isinstance(module, GradientCheckpointingLayer))
+        # A child of the layer: transformers 5 checkpoints the layer's forward, so the layer's own hooks run once.
+        handle = next(layer.children()).register_forward_hook(lambda *args: calls.append(1))
+        loss = model(**inputs).loss
+        loss.backward()
+        handle.remove()
+        grads = {name: parameter.grad for name, parameter in model.named_parameters() if parameter.grad is not None}
+        return calls, grads, loss.item()
+
+    plain_calls, plain_grads, plain_loss = forward_calls(plain)
+    calls, grads, loss = forward_calls(checkpointed)
+    assert plain_calls and len(calls) == 2 * len(plain_calls)  # the layer ran again in the backward pass
+    assert loss == pytest.approx(plain_loss, rel=1e-6)
+    assert grads.keys() == plain_grads.keys() and grads
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, plain_grads[name], atol=1e-6, rtol=1e-5)
+
+
+@every_family
+def test_resize_token_embeddings_keeps_head_and_config_consistent(family, tiny_tokenizer, tmp_path):
+    model = family.build(tiny_tokenizer)
+    old_size = model.get_input_embeddings().weight.shape[0]
+    new_size = old_size + 8
+    model.resize_token_embeddings(new_size)
+    assert model.get_input_embeddings().weight.shape[0] == new_size
+    head = model.get_output_embeddings()
+    if head is not None:
+        assert head.weight.shape[0] == new_size
+        assert head.bias is None or head.bias.shape[0] == new_size
+    inputs = family.training_inputs(tiny_tokenizer)
+    inputs["input_ids"][0, 1] = new_size - 1  # a new token
+    assert torch.isfinite(model(**inputs).loss)
+    # The config follows, so that the resized model reloads (and its outputs with it).
+    model.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert loaded.get_input_embeddings().weight.shape[0] == new_size
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**inputs).loss, model.eval()(**inputs).loss)
+
+
+@every_family
+def test_lora_training_and_adapter_reload(family, tiny_tokenizer, tmp_path):
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    base = _saved(family, tiny_tokenizer, tmp_path / "base")
+    base_embedding = _embedding(family, base, tiny_tokenizer)
+    frozen = {name: tensor.clone() for name, tensor in base.state_dict().items()}
+    lora = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=list(family.lora_targets))
+    )
+    trainable = {name for name, parameter in lora.named_parameters() if parameter.requires_grad}
+    assert trainable and all("lora_" in name for name in trainable)
+    before = {name: parameter.detach().clone() for name, parameter in lora.named_parameters() if "lora_B" in name}
+    _training_step(lora, family.training_inputs(tiny_tokenizer), lr=0.5)
+    assert any(
+        not torch.equal(parameter, before[name]) for name, parameter in lora.named_parameters() if name in before
+    )
+    adapted = _embedding(family, lora, tiny_tokenizer)
+    assert not torch.allclose(adapted, base_embedding)  # the adapter changes the model
+    lora.save_pretrained(tmp_path / "adapter")
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
+    for name, tensor in lora.get_base_model().state_dict().items():  # the base weights did not move
+        if "lora_" not in name and "base_layer" not in name:
+            assert torch.equal(tensor, frozen[name]), name
+
+    reloaded = PeftModel.from_pretrained(AutoModel.from_pretrained(tmp_path / "base"), tmp_path / "adapter").eval()
+    torch.testing.assert_close(_embedding(family, reloaded, tiny_tokenizer), adapted, atol=1e-6, rtol=1e-6)
+
+
+@every_family
+def test_encode_text_after_from_pretrained(family, tiny_tokenizer, tmp_path):
+    model = _saved(family, tiny_tokenizer, tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path, trust_remote_code=True)
+    embeddings = loaded.encode(SENTENCES)
+    assert embeddings.dtype == torch.float32 and embeddings.shape[0] == len(SENTENCES)
+    torch.testing.assert_close(embeddings.norm(dim=-1), torch.ones(len(SENTENCES)))
+    expected = F.normalize(_embedding(family, model, tiny_tokenizer), dim=-1)
+    torch.testing.assert_close(embeddings, expected, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(loaded.encode(SENTENCES[::-1]), expected.flip(0), atol=1e-5, rtol=1e-4)
+
+
+@every_family
+def test_sentence_transformers_export_gives_the_encode_vectors(family, tiny_tokenizer, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from bitext_hf.hub import save_for_hub
+
+    model = family.build(tiny_tokenizer)
+    options = family.export_options(model)
+    save_for_hub(model, tiny_tokenizer, tmp_path / "export", model_card="# tiny\n", sentence_transformers=options)
+    encoder = SentenceTransformer(str(tmp_path / "export"), trust_remote_code=True, device="cpu")
+    actual = torch.as_tensor(encoder.encode(SENTENCES, convert_to_numpy=True))
+    torch.testing.assert_close(actual.norm(dim=-1), torch.ones(len(SENTENCES)), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(actual, model.encode(SENTENCES, tiny_tokenizer), atol=1e-5, rtol=1e-4)
+
+
+_LOAD_AND_ENCODE = """
+import json
+import torch
+from transformers import AutoModel
+model = AutoModel.from_pretrained({source!r}, trust_remote_code=True).eval()
+assert "bitext_hf" not in type(model).__module__, type(model).__module__
+assert type(model).__name__ == {class_name!r}, type(model).__name__
+print(json.dumps(model.encode({sentences!r}).tolist()))
+"""
+
+
+@every_family
+def test_remote_code_from_an_offline_hub_cache_without_bitext_hf(family, tiny_tokenizer, tmp_path):
+    model = _saved(family, tiny_tokenizer, tmp_path / "model")
+    repo_id = f"bitext-hf/tiny-{family.name}"
+    _hub_cache(tmp_path / "model", tmp_path / "hub", repo_id)
+    code = _LOAD_AND_ENCODE.format(source=repo_id, class_name=family.model_class.__name__, sentences=SENTENCES)
+    result = run_without_bitext_hf(code, cwd=tmp_path, env={"HF_HUB_CACHE": str(tmp_path / "hub")})
+    torch.testing.assert_close(torch.tensor(result), model.encode(SENTENCES, tiny_tokenizer), atol=1e-5, rtol=1e-4)
+
+
+@every_family
+def test_remote_code_under_transformers_4_57(family, tiny_tokenizer, tmp_path):
+    model = _saved(family, tiny_tokenizer, tmp_path / "model")
+    code = _LOAD_AND_ENCODE.format(
+        source=str(tmp_path / "model"), class_name=family.model_class.__name__, sentences=SENTENCES
+    )
+    result = run_without_bitext_hf(code, cwd=tmp_path, transformers_4=True)
+    torch.testing.assert_close(torch.tensor(result), model.encode(SENTENCES, tiny_tokenizer), atol=1e-5, rtol=1e-4)
