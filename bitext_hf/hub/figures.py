@@ -292,6 +292,8 @@ def training_curve(
         right = axes.twinx()
         for index, key in enumerate(metric_keys):
             steps, values = _series(history, key)
+            if "accuracy" in key and max(values) <= 1.0:  # a fraction beside xsim in percent: one scale, percent
+                values = [100 * value for value in values]
             right.plot(
                 steps,
                 values,
@@ -299,12 +301,13 @@ def training_curve(
                 marker="s",
                 markersize=3,
                 color=f"C{index + 2}",
-                label=f"{key[5:]} (evaluation)",
+                label=f"{key[5:]} (evaluation, %)",
             )
-        right.set_ylabel("evaluation metric (xsim in %)")
+        right.set_ylabel("evaluation metric (%)")
         more_handles, more_labels = right.get_legend_handles_labels()
         handles, labels = handles + more_handles, labels + more_labels
-    axes.legend(handles, labels, loc="best")
+    # Below the axes: inside, it would cover the curves it explains.
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize="small")
     steps, values = next(iter(losses.values()))
     caption = f"Training curve: loss by optimizer step ({values[0]:.3f} at step {steps[0]:g}, {values[-1]:.3f} at step {steps[-1]:g})"
     if metric_keys:
