@@ -126,7 +126,7 @@ def build_tokenizer(script_args: ScriptArguments, pools: list[list[Any]], output
                                     model_max_length=script_args.max_seq_length)  # fmt: skip
 
 
-def run_stage(stage: int, model: Any, examples: list[dict[str, list[int]]], loss: CrossConSTLoss, steps: int,
+def run_stage(stage: int, model: Any, tokenizer: Any, examples: list[dict[str, list[int]]], loss: CrossConSTLoss, steps: int,
               training_args: TrainingArguments, evaluator: Any, output_dir: Path, resume: str | None,
               ) -> tuple[Any, list[dict[str, float]]]:  # fmt: skip
     """One Trainer run (its own optimizer and scheduler) in ``output_dir/stage<N>``, the final model saved there;
@@ -134,7 +134,7 @@ def run_stage(stage: int, model: Any, examples: list[dict[str, list[int]]], loss
     args = dataclasses.replace(training_args, output_dir=str(output_dir / f"stage{stage}"),
                                max_steps=steps or training_args.max_steps, push_to_hub=False)  # fmt: skip
     trainer = BitextTrainer(model, args, loss_fn=loss, train_dataset=examples, retrieval_evaluator=evaluator,
-                            data_collator=PairCollator(model.config.pad_token_id))  # fmt: skip
+                            data_collator=PairCollator(model.config.pad_token_id), processing_class=tokenizer)  # fmt: skip
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(args.output_dir)
     return trainer.model, trainer.state.log_history
@@ -209,15 +209,12 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
                             eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id,
                             **{name: getattr(model_args, name) for name in _MODEL_FIELDS})  # fmt: skip
         torch.manual_seed(training_args.seed)
-        model = MuSREncoderDecoder(config)
-        model.tokenizer = tokenizer  # saved beside every checkpoint
-        _, history = run_stage(1, model, examples[0], CrossConSTLoss(0.0), script_args.stage1_steps, training_args,
+        _, history = run_stage(1, MuSREncoderDecoder(config), tokenizer, examples[0], CrossConSTLoss(0.0), script_args.stage1_steps, training_args,
                                evaluator, output_dir, resumes[1])  # fmt: skip
     # Stage 2 starts from the saved stage-1 model with a new Trainer: fresh optimizer and scheduler.
     model = MuSREncoderDecoder.from_pretrained(output_dir / "stage1")
-    model.tokenizer = tokenizer
     results["stage1"] = {"final": evaluate(model, evaluator), **({} if stage1_done else {"log_history": history})}
-    model, history = run_stage(2, model, examples[1], CrossConSTLoss(script_args.alpha), script_args.stage2_steps,
+    model, history = run_stage(2, model, tokenizer, examples[1], CrossConSTLoss(script_args.alpha), script_args.stage2_steps,
                       training_args, evaluator, output_dir, resumes[2])  # fmt: skip
     results["stage2"] = {"final": evaluate(model, evaluator), "log_history": history}
     logger.info("stage 1: %s", json.dumps(results["stage1"]["final"]))
@@ -225,7 +222,8 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
 
     if training_args.process_index == 0:
         card = model_card(script_args, results)
-        model.save_pretrained(output_dir)  # the full model (decoder included) with its tokenizer and remote code
+        # the full model (decoder included) with its tokenizer and remote code
+        model.save_pretrained(output_dir, tokenizer=tokenizer)
         (output_dir / "README.md").write_text(card, encoding="utf-8")
         save_sentence_transformers(model, tokenizer, output_dir / ST_FOLDER, model_card=card)
         with atomic_output(output_dir / RESULTS_FILE) as handle:

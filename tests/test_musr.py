@@ -169,9 +169,11 @@ def test_encode_texts_matches_token_ids(tiny_tokenizer):
     texts = ["The cat sleeps.", "Le chat dort sur le canapé du salon."]
     features = tiny_tokenizer(texts, padding=True, return_tensors="pt")
     expected = F.normalize(model.encode(features["input_ids"], features["attention_mask"]), dim=-1)
-    torch.testing.assert_close(model.encode(texts, tokenizer=tiny_tokenizer, batch_size=1), expected)
     with pytest.raises(ValueError, match="no tokenizer"):
         model.encode(texts)
+    torch.testing.assert_close(model.encode(texts, tokenizer=tiny_tokenizer, batch_size=1), expected)
+    torch.testing.assert_close(model.encode(texts), expected)  # the tokenizer used last
+    torch.testing.assert_close(model.encode(texts[::-1], tiny_tokenizer), expected.flip(0))  # positional
 
 
 def test_remote_code_loads_without_bitext_hf(tmp_path):

@@ -18,9 +18,11 @@ and 5.x, and its inference fast path returns different numbers for padded positi
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -221,8 +223,8 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         self.encoder = MuSREncoder(config)
         self.decoder = MuSRDecoder(config) if config.with_decoder else None
         self.lm_head = nn.Linear(config.decoder_width, config.vocab_size, bias=False) if config.with_decoder else None
-        # Not a module and not saved in the weights: see encode / save_pretrained.
-        self.tokenizer: Any = None
+        # The tokenizer encode used last (given or loaded from the checkpoint): not a module, not in the weights.
+        self._tokenizer: Any = None
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -256,23 +258,26 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
     def encode(
         self,
         inputs: torch.LongTensor | Sequence[str],
-        attention_mask: torch.Tensor | None = None,
-        *,
+        attention_mask: torch.Tensor | Any = None,
         tokenizer: Any = None,
+        *,
         batch_size: int = 32,
         normalize: bool = True,
     ) -> torch.Tensor:
         """Sentence embeddings `(batch, hidden_size)`.
 
-        * Token ids (`inputs` a tensor, with `attention_mask`): the max-pooled encoder outputs, not normalized, in
-          the graph (training uses this);
-        * texts (`inputs` a list of strings): float32 on the CPU, L2-normalized unless `normalize=False`, computed in
-          eval mode without gradients in length-sorted batches, with `tokenizer` (by default the one attached as
-          `model.tokenizer`, else the one saved beside the weights).
+        * `encode(input_ids, attention_mask)`: the max-pooled encoder outputs, not normalized, in the graph
+          (training uses this);
+        * `encode(texts, tokenizer=None)` (the second positional argument is then the tokenizer, as for the other
+          bitext_hf families): float32 on the CPU, L2-normalized unless `normalize=False`, computed in eval mode
+          without gradients in length-sorted batches; the tokenizer defaults to the one used before, else the one
+          saved beside the weights.
         """
         if isinstance(inputs, torch.Tensor):
             attention_mask = self._attention_mask(inputs, attention_mask)
             return self.pool(self.encoder(inputs, attention_mask), attention_mask)
+        if attention_mask is not None and not isinstance(attention_mask, torch.Tensor):
+            tokenizer = attention_mask
         return self._encode_texts(inputs, tokenizer, batch_size, normalize)
 
     @torch.no_grad()
@@ -311,29 +316,31 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
     def _resolve_tokenizer(self, tokenizer: Any) -> Any:
         # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
         if tokenizer is not None:
-            return tokenizer
-        if getattr(self, "tokenizer", None) is None:
+            self._tokenizer = tokenizer
+        if self._tokenizer is None:
             if not self.name_or_path:
                 raise ValueError(
-                    "no tokenizer: pass encode(..., tokenizer=...) or attach one (model.tokenizer = tokenizer); a "
-                    "model loaded with from_pretrained finds the tokenizer saved beside its weights"
+                    "no tokenizer: pass encode(texts, tokenizer); a model loaded with from_pretrained finds the "
+                    "tokenizer saved beside its weights"
                 )
             try:
-                self.tokenizer = AutoTokenizer.from_pretrained(self.name_or_path)
+                # This code already runs from the checkpoint, so its config's auto_map is trusted (no prompt).
+                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
             except (OSError, ValueError) as error:
                 raise ValueError(
                     f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
-                    "encode(..., tokenizer=...)"
+                    "encode(texts, tokenizer)"
                 ) from error
-        return self.tokenizer
+        return self._tokenizer
 
-    def save_pretrained(self, save_directory: Any, *args: Any, **kwargs: Any) -> None:
-        """`PreTrainedModel.save_pretrained`, plus the attached tokenizer (if any) beside the weights, so that the
-        checkpoint turns text into embeddings by itself."""
+    def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
+        """`PreTrainedModel.save_pretrained`, plus the tokenizer (`tokenizer`, else the one `encode` used) beside the
+        weights, so that the checkpoint turns text into embeddings by itself."""
         super().save_pretrained(save_directory, *args, **kwargs)
-        tokenizer = getattr(self, "tokenizer", None)
+        tokenizer = tokenizer if tokenizer is not None else self._tokenizer
         if tokenizer is not None and kwargs.get("is_main_process", True):
             tokenizer.save_pretrained(save_directory)
+            _portable_tokenizer_class(Path(save_directory))
 
     def resize_token_embeddings(self, new_num_tokens: int | None = None, *args: Any, **kwargs: Any) -> nn.Embedding:
         """`PreTrainedModel.resize_token_embeddings` (encoder embeddings, output layer, config), plus the decoder's
@@ -432,6 +439,17 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
             if finished.all():
                 break
         return output
+
+
+def _portable_tokenizer_class(folder: Path) -> None:
+    """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
+    older name `PreTrainedTokenizerFast` as the same class, so that is the name written."""
+    path = folder / "tokenizer_config.json"
+    if path.is_file():
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if config.get("tokenizer_class") == "TokenizersBackend":
+            config["tokenizer_class"] = "PreTrainedTokenizerFast"
+            path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # Every save_pretrained ships both files as remote code (auto_map in config.json).
