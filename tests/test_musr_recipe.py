@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -176,3 +177,20 @@ def test_smoke_config_offline(recipe, tmp_path):
     assert isinstance(AutoModel.from_pretrained(output_dir), MuSREncoderDecoder)
     assert results["stage2"]["final"]["accuracy_en"] > results["stage1"]["final"]["accuracy_en"] - 0.1
     assert results["data"]["languages"] == ["fr", "de", "it"]
+
+
+def test_resume_inside_stage_2_continues_exactly(recipe, files, tmp_path):
+    output_dir = tmp_path / "out"
+    saving = ("--max_steps", "2", "--save_strategy", "steps", "--save_steps", "1")
+    run(recipe, flags(files, output_dir, *saving))
+    expected = (output_dir / "model.safetensors").read_bytes()
+    shutil.rmtree(output_dir / "stage2" / "checkpoint-2")  # interrupted after step 1 of stage 2
+    # mark the checkpoint's log: a resumed run carries it on, a run started afresh would log step 1 again
+    state_file = output_dir / "stage2" / "checkpoint-1" / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    state["log_history"][0]["loss"] = 123.0
+    state_file.write_text(json.dumps(state))
+    results = run(recipe, flags(files, output_dir, *saving, "--resume_from_checkpoint", "auto"))
+    losses = [(entry["step"], entry["loss"]) for entry in results["stage2"]["log_history"] if "loss" in entry]
+    assert [step for step, _ in losses] == [1, 2] and losses[0][1] == 123.0
+    assert (output_dir / "model.safetensors").read_bytes() == expected  # bitwise the uninterrupted run
