@@ -34,7 +34,8 @@ class FakeHub:
         self.fail: dict[str, Exception] = {}
         import huggingface_hub
 
-        for name in ("create_repo", "create_branch", "upload_folder"):
+        self.existing_public = False  # what repo_info says of the repository
+        for name in ("create_repo", "create_branch", "repo_info", "upload_folder"):
             monkeypatch.setattr(huggingface_hub.HfApi, name, self._method(name))
 
     def _method(self, name):
@@ -45,6 +46,8 @@ class FakeHub:
             if name == "upload_folder":
                 self._snapshot(Path(kwargs["folder_path"]), kwargs.get("ignore_patterns") or [])
                 return type("CommitInfo", (), {"commit_url": "https://hub.example/commit/abc"})()
+            if name == "repo_info":
+                return type("RepoInfo", (), {"private": not self.existing_public})()
             return "https://hub.example/repo"
 
         return method
@@ -111,8 +114,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_push_model_uploads_the_checkpoint_as_one_commit_without_training_leftovers(hub, checkpoint, capsys):
     code, out, err = run(capsys, "--model", str(checkpoint), "--repo", "me/aligner", "--private", "--revision", "v1")
     assert code == 0, err
-    assert hub.names() == ["create_repo", "create_branch", "upload_folder"]
-    create, branch, upload = (kwargs for _, kwargs in hub.calls)
+    assert hub.names() == ["create_repo", "repo_info", "create_branch", "upload_folder"]
+    create, _, branch, upload = (kwargs for _, kwargs in hub.calls)
     assert create["args"] == ("me/aligner",) and create["private"] is True and create["repo_type"] == "model"
     assert create["token"] == "hf_env_token"  # HF_TOKEN, the usual place
     assert branch["branch"] == "v1" and upload["revision"] == "v1" and upload["repo_id"] == "me/aligner"
@@ -152,7 +155,7 @@ def test_missing_token_is_one_line_exit_4_before_any_call(hub, checkpoint, capsy
         (
             "upload_folder",
             403,
-            "may not write to me/a \\(HTTP 403\\).*nothing was uploaded \\(the commit is all or none\\)",
+            r"may not write to me/a \(HTTP 403\).*nothing was uploaded \(the commit is all or none; me/a exists",
         ),
         ("upload_folder", 404, "not found \\(HTTP 404\\)"),
         ("upload_folder", None, "could not be reached"),
@@ -212,11 +215,18 @@ def test_push_pairs_publishes_a_dataset_with_its_card(hub, pairs_file, capsys, t
     card = DatasetCard(hub.uploaded["README.md"].decode())
     assert card.data.language == ["en", "de"] and card.data.size_categories == "n<1K"
     assert card.data.configs[0]["data_files"][0]["path"] == "data/train-*.parquet"
-    for fact in ("| encoder | `use-multilingual-v3` |", "| margin | ratio |", "| retrieval mode | max |", "| k (neighbours averaged by the margin) | 4 |",
-                 "| threshold | 1.05 |", "| pairs | 3 |", "![Score histogram](score_histogram.png)",
-                 "bitext-hf mine --src corpus.en --tgt corpus.de --threshold 1.05 --out pairs.parquet",
-                 'load_dataset("me/mined", split="train")'):  # fmt: skip
-        assert fact in card.text
+    facts = [
+        "| encoder | `use-multilingual-v3` |",
+        "| margin | ratio |",
+        "| retrieval mode | max |",
+        "| k (neighbours averaged by the margin) | 4 |",
+        "| threshold | 1.05 |",
+        "| pairs | 3 |",
+        "![Score histogram](score_histogram.png)",
+        "bitext-hf mine --src corpus.en --tgt corpus.de --threshold 1.05 --out pairs.parquet",
+        'load_dataset("me/mined", split="train")',
+    ]
+    assert [fact for fact in facts if fact not in card.text] == []
     # The uploaded files make a dataset that `datasets` loads (as the Hub's would).
     copy = tmp_path / "copy"
     for name, content in hub.uploaded.items():
@@ -302,3 +312,12 @@ def test_adapter_folders_are_checkpoints_and_broken_card_images_are_reported(hub
     assert code == 0, err
     assert sorted(hub.uploaded) == ["README.md", "adapter_config.json", "adapter_model.safetensors"]
     assert "shows training_curve.png, which is not in the folder" in caplog.text and "l.png" not in caplog.text
+
+
+def test_private_push_into_an_existing_public_repository_is_refused(hub, checkpoint, capsys):
+    hub.existing_public = True
+    code, _, err = run(capsys, "--model", str(checkpoint), "--repo", "me/public", "--private")
+    assert code == 4 and "me/public already exists and is public" in err and "Nothing was uploaded" in err
+    assert "upload_folder" not in hub.names() and hub.uploaded == {}
+    assert run(capsys, "--model", str(checkpoint), "--repo", "me/public")[0] == 0  # without --private: as asked
+    assert hub.names()[-2:] == ["create_repo", "upload_folder"]  # no repo_info call when privacy is not asked

@@ -177,7 +177,8 @@ def read_pairs_table(path: str | os.PathLike):
     missing = [column for column in REQUIRED_COLUMNS if column not in table.column_names]
     if missing:
         raise DataValidationError(
-            f"{path}: not a file of mined pairs: no column {', '.join(missing)} (it has {', '.join(table.column_names)})"
+            f"{path}: not a file of mined pairs: no column {', '.join(missing)} "
+            f"(it has {', '.join(table.column_names)})"
         )
     if table.num_rows == 0:
         raise DataValidationError(f"{path}: no pairs to publish")

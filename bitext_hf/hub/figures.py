@@ -309,7 +309,8 @@ def training_curve(
     # Below the axes: inside, it would cover the curves it explains.
     figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize="small")
     steps, values = next(iter(losses.values()))
-    caption = f"Training curve: loss by optimizer step ({values[0]:.3f} at step {steps[0]:g}, {values[-1]:.3f} at step {steps[-1]:g})"
+    first, last = f"{values[0]:.3f} at step {steps[0]:g}", f"{values[-1]:.3f} at step {steps[-1]:g}"
+    caption = f"Training curve: loss by optimizer step ({first}, {last})"
     if metric_keys:
         caption += "; dashed: " + ", ".join(key[5:] for key in metric_keys) + " on the evaluation sets"
     return _save(figure, path, caption + ".")

@@ -122,9 +122,10 @@ def _hub_error(error: Exception, repo_id: str, stage: str) -> HubAccessError:
         reason = f"the Hub answered HTTP {status}: {first_line}"
     else:
         reason = f"the Hub could not be reached ({first_line})"
-    done = (
-        "nothing was created or uploaded" if stage == "create" else "nothing was uploaded (the commit is all or none)"
-    )
+    if stage == "create":
+        done = "nothing was created or uploaded"
+    else:  # create_repo succeeded: say so, an empty new repository is what the user will find
+        done = f"nothing was uploaded (the commit is all or none; {repo_id} exists, empty if it was just created)"
     return HubAccessError(f"{reason}; {done}")
 
 
@@ -139,8 +140,9 @@ def upload(
     commit_message: str,
     ignore_patterns: Sequence[str] = (),
 ) -> str:
-    """Create ``repo_id`` if needed (``private`` applies to a new one), create the branch ``revision`` if needed, and
-    upload ``folder`` as one commit; returns the commit URL. ``token=None``: huggingface_hub's own default."""
+    """Create ``repo_id`` if needed, create the branch ``revision`` if needed, and upload ``folder`` as one commit;
+    returns the commit URL. ``private``: a new repository is private, and an existing public one is refused (nothing
+    uploaded) rather than published to. ``token=None``: huggingface_hub's own default."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -155,8 +157,15 @@ def upload(
     api = HfApi(token=token)
     try:
         api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+        # create_repo keeps an existing repository as it is: a public one would publish what was meant private.
+        public = private and getattr(api.repo_info(repo_id, repo_type=repo_type), "private", None) is False
     except network_errors as error:
         raise _hub_error(error, repo_id, "create") from error
+    if public:
+        raise HubAccessError(
+            f"{repo_id} already exists and is public: --private (private=True) does not change an existing "
+            "repository; make it private on the Hub or drop --private. Nothing was uploaded"
+        )
     try:
         if revision and revision != "main":
             api.create_branch(repo_id, branch=revision, repo_type=repo_type, exist_ok=True)
