@@ -210,12 +210,23 @@ def test_save_and_reload_through_automodel(objective: str, tmp_path: Path) -> No
                               reloaded(batch["input_ids"]).last_hidden_state)  # fmt: skip
 
 
-def test_from_encoder_keeps_pretrained_weights(tmp_path: Path) -> None:
+def test_from_encoder_keeps_pretrained_weights_and_attention(tmp_path: Path) -> None:
     torch.manual_seed(3)
     encoder = AutoModel.from_config(BertConfig(**{k: v for k, v in TINY.items() if k != "model_type"}))
-    encoder.save_pretrained(tmp_path)
-    model = ContrastiveAlignedEncoder.from_encoder(str(tmp_path), objective="weak")
+    encoder.save_pretrained(tmp_path / "encoder")
+    model = ContrastiveAlignedEncoder.from_encoder(str(tmp_path / "encoder"), objective="weak").eval()
     assert torch.equal(model.encoder.embeddings.word_embeddings.weight, encoder.embeddings.word_embeddings.weight)
+    # The live encoder keeps its attention implementation: a padded batch gives what the reloaded model gives.
+    assert model.encoder.config._attn_implementation == encoder.config._attn_implementation
+    model.save_pretrained(tmp_path / "aligned")
+    reloaded = AutoModel.from_pretrained(tmp_path / "aligned").eval()
+    batch = _batch()
+    mask = batch["attention_mask"].clone()
+    mask[0, 3:] = 0
+    with torch.no_grad():
+        before = model(batch["input_ids"], attention_mask=mask).last_hidden_state[mask.bool()]
+        after = reloaded(batch["input_ids"], attention_mask=mask).last_hidden_state[mask.bool()]
+    assert torch.allclose(before, after, atol=1e-6)
     with pytest.raises(ContrastiveAlignInputError, match="cannot load the encoder"):
         ContrastiveAlignedEncoder.from_encoder(str(tmp_path / "missing"))
 
@@ -273,3 +284,80 @@ def test_remote_code_loads_without_bitext_hf(transformers_4: bool, tmp_path: Pat
     assert version.startswith("4.57") if transformers_4 else int(version.split(".")[0]) >= 5
     assert name == "ContrastiveAlignedEncoder"
     assert values == pytest.approx(expected, abs=1e-5)
+
+
+# -- the recipe -----------------------------------------------------------------------------------------------------
+
+
+def _run_recipe(tmp_path: Path, *flags: str) -> dict:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+    try:
+        import align_contrastive
+    finally:
+        sys.path.pop(0)
+    from transformers import TrainingArguments
+
+    from bitext_hf.training import ModelArguments, parse_args
+
+    config = Path(__file__).resolve().parents[1] / "recipes/configs/align_contrastive-smoke.yaml"
+    args = ["--config", str(config), "--output_dir", str(tmp_path / "run"), "--max_pairs", "300", "--held_out", "40",
+            "--max_steps", "6", "--save_steps", "6", "--logging_steps", "3", *flags]  # fmt: skip
+    return align_contrastive.main(*parse_args(align_contrastive.ScriptArguments, TrainingArguments, ModelArguments,
+                                              args=args))  # fmt: skip
+
+
+def test_recipe_smoke_leaves_loadable_checkpoint_and_encoder(tmp_path: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    results = _run_recipe(tmp_path)
+    run = tmp_path / "run"
+    assert results["global_step"] == 6 and set(results["initial"]) == set(results["final"])
+    assert {"word_accuracy", "xsim", "sentence_accuracy", "de/xsim"} <= set(results["final"])
+    assert json.loads((run / "eval_results.json").read_text())["global_step"] == 6
+    model = AutoModel.from_pretrained(run)
+    assert type(model) is ContrastiveAlignedEncoder and model.config.languages == ["de", "fr"]
+    assert list((run / "alignments").glob("alignments-*.json"))  # the word-alignment cache
+    encoder = AutoModel.from_pretrained(run / "encoder")  # plain XLM-R, no projector
+    assert type(encoder).__name__ == "XLMRobertaModel"
+    embeddings = SentenceTransformer(str(run / "encoder"), device="cpu").encode(["Open file", "Datei öffnen"])
+    assert embeddings.shape == (2, 32)
+
+
+def test_recipe_linear_exports_one_encoder_per_language(tmp_path: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    _run_recipe(tmp_path, "--objective", "linear", "--held_out", "0", "--learning_rate", "1e-3")
+    run = tmp_path / "run"
+    model = AutoModel.from_pretrained(run)
+    weight = model.linear_map("de")
+    assert not torch.allclose(weight, torch.eye(32))  # trained
+    assert (weight @ weight.T - torch.eye(32)).abs().max().item() < 0.05
+    english = SentenceTransformer(str(run / "encoder"), device="cpu")
+    german = SentenceTransformer(str(run / "encoder-de"), device="cpu")
+    plain, mapped = english.encode(["Datei öffnen"]), german.encode(["Datei öffnen"])
+    expected = torch.nn.functional.normalize(torch.from_numpy(plain) @ weight, dim=-1)
+    assert torch.allclose(torch.from_numpy(mapped), expected, atol=1e-5)
+
+
+def test_orthogonalize_callback_steps_the_unwrapped_model() -> None:
+    from bitext_hf.training.alignment import OrthogonalizeCallback
+
+    model = _model("linear")
+    with torch.no_grad():
+        model.linear_maps.weight.mul_(1.1)
+
+    class Wrapped(torch.nn.Module):  # as DDP holds the model: under .module
+        def __init__(self) -> None:
+            super().__init__()
+            self.module = model
+
+    OrthogonalizeCallback().on_step_end(None, None, None, model=Wrapped())
+    expected = (1.01 * 1.1 - 0.01 * 1.1**3) * torch.eye(16)
+    assert torch.allclose(model.linear_maps.weight, expected.expand_as(model.linear_maps.weight))
+
+
+def test_recipe_refuses_peft_with_linear(tmp_path: Path) -> None:
+    from bitext_hf.errors import UsageError
+
+    with pytest.raises(UsageError, match="frozen"):
+        _run_recipe(tmp_path, "--objective", "linear", "--use_peft")

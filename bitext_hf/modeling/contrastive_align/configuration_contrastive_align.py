@@ -133,7 +133,11 @@ def _build_encoder_config(encoder_config: dict[str, Any] | PretrainedConfig | No
             raise ContrastiveAlignConfigError("encoder_config has no 'model_type': pass e.g. {'model_type': 'bert'}.")
         encoder_config.pop("transformers_version", None)
         encoder_config = AutoConfig.for_model(model_type, **encoder_config)
-    elif not isinstance(encoder_config, PretrainedConfig):
+    elif isinstance(encoder_config, PretrainedConfig):
+        # A copy: building this config resets the attention implementation of the configs it holds, and the
+        # caller's object may belong to a live encoder (which would then run a different attention than on reload).
+        encoder_config = type(encoder_config).from_dict(encoder_config.to_dict())
+    else:
         raise ContrastiveAlignConfigError(
             f"encoder_config must be a dict or a PretrainedConfig, got {type(encoder_config).__name__}."
         )

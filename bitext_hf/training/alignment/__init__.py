@@ -13,10 +13,13 @@ from bitext_hf.training.alignment.aligners import (
 from bitext_hf.training.alignment.cache import align_words, cache_path, directional_alignments
 from bitext_hf.training.alignment.objectives import (
     AlignmentCollator,
+    AlignmentEvalSet,
+    AlignmentRetrievalEvaluator,
     OrthogonalizeCallback,
     alignment_loss,
     build_examples,
     export_encoders,
+    model_card,
     unwrap,
 )
 from bitext_hf.training.alignment.symmetrize import (
@@ -39,6 +42,8 @@ __all__ = [
     "ALIGNERS",
     "SYMMETRIZATIONS",
     "AlignmentCollator",
+    "AlignmentEvalSet",
+    "AlignmentRetrievalEvaluator",
     "EflomalAligner",
     "OrthogonalizeCallback",
     "SimilarityAligner",
@@ -56,6 +61,7 @@ __all__ = [
     "grow_diag_final_and",
     "intersect",
     "make_aligner",
+    "model_card",
     "one_to_one",
     "split_words",
     "symmetrize",
