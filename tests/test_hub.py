@@ -459,7 +459,7 @@ def test_explicit_eval_results_and_figures_in_the_generic_card(tmp_path):
     assert card.data.model_name == "Tiny"
     assert [(r.metric_type, r.metric_value) for r in card.data.eval_results] == [("f1", 0.93), ("accuracy", 0.95)]
     assert card.data.tags[:2] == ["bitext-hf", "sentence-similarity"] and card.data.tags[-1] == "extra"
-    assert "## Figures\n\n![xsim by direction](xsim_heatmap.png)\n\n*xsim by direction: de→en 1.00%.*" in text
+    assert "## Figures\n\n![xsim heatmap](xsim_heatmap.png)\n\n*xsim by direction: de→en 1.00%.*" in text
     assert "![training curve](training_curve.png)" in text
     assert "## Figures" not in render_model_card("generic", model_name="Tiny")
 

@@ -137,8 +137,8 @@ def figures_markdown(figures: Sequence[Any]) -> str:
     for figure in figures:
         path = Path(getattr(figure, "path", figure))
         caption = str(getattr(figure, "caption", path.stem.replace("_", " ")))
-        alt = caption.split(":")[0].split(".")[0].replace("]", ")")
-        blocks.append(f"![{alt}]({path.name})\n\n*{caption}*")
+        # The alt text is the file's name in words ("xsim heatmap"); the caption below says what it shows.
+        blocks.append(f"![{path.stem.replace('_', ' ')}]({path.name})\n\n*{caption}*")
     return "\n\n".join(blocks)
 
 
