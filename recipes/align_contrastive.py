@@ -41,6 +41,7 @@ from bitext_hf.training.alignment import (
     AlignmentCollator,
     AlignmentEvalSet,
     AlignmentRetrievalEvaluator,
+    EflomalAligner,
     OrthogonalizeCallback,
     align_words,
     alignment_loss,
@@ -51,7 +52,7 @@ from bitext_hf.training.alignment import (
     tokenize_words,
 )  # fmt: skip
 from bitext_hf.training.peft import ADAPTER_FOLDER
-from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
+from bitext_hf.training.tokenizer import TokenizerTrainingError, train_or_reuse_tokenizer
 
 logger = logging.getLogger("align_contrastive")
 
@@ -106,6 +107,8 @@ class ScriptArguments:
             raise UsageError(f"--max_seq_length must be >= 8, got {self.max_seq_length}")
         for spec in self.train_pairs:
             parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
+        if self.aligner == "eflomal":
+            EflomalAligner()  # a missing eflomal is a usage error naming the fallback, before any data is read
 
 
 def english_first(pairs: PairSet) -> tuple[str, PairSet]:
@@ -140,8 +143,11 @@ def build_tokenizer(script_args: ScriptArguments, texts: list[str], output_dir: 
     if script_args.tokenizer or script_args.encoder != "random":
         return AutoTokenizer.from_pretrained(script_args.tokenizer or script_args.encoder)
     sample = random.Random(0).sample(texts, min(len(texts), 100_000))
-    return train_or_reuse_tokenizer(sample, output_dir=str(output_dir), reuse=resuming,
-                                    vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)  # fmt: skip
+    try:
+        return train_or_reuse_tokenizer(sample, output_dir=str(output_dir), reuse=resuming,
+                                        vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)  # fmt: skip
+    except TokenizerTrainingError as error:  # too little text for the vocabulary: a data problem, one line
+        raise DataValidationError(f"{', '.join(script_args.train_pairs)}: {error}") from None
 
 
 def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[str], lora: bool, seed: int) -> Any:

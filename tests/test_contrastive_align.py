@@ -361,3 +361,14 @@ def test_recipe_refuses_peft_with_linear(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="frozen"):
         _run_recipe(tmp_path, "--objective", "linear", "--use_peft")
+
+
+def test_recipe_missing_eflomal_is_a_usage_error_naming_the_fallback(tmp_path: Path) -> None:
+    from bitext_hf.errors import UsageError
+    from bitext_hf.training.alignment import eflomal_available
+
+    if eflomal_available():
+        pytest.skip("eflomal is installed")
+    with pytest.raises(UsageError, match="--aligner similarity"):
+        _run_recipe(tmp_path, "--aligner", "eflomal")
+    assert not (tmp_path / "run").exists()  # refused before anything was read or written
