@@ -96,8 +96,14 @@ class ModelArguments:
     label_smoothing: float = _field(0.1, "Label smoothing of the cross-entropy.")
 
 
-def check_arguments(script_args: ScriptArguments, training_args: TrainingArguments) -> None:
+def check_arguments(
+    script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments
+) -> None:
     """Everything cheap, before any data is read."""
+    try:
+        MuSRConfig(vocab_size=8, **{name: getattr(model_args, name) for name in _MODEL_FIELDS})
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     if not script_args.train_pairs:
         raise UsageError("--train_pairs is empty: give at least one xx=SOURCE spec")
     for spec in script_args.train_pairs:
@@ -126,15 +132,16 @@ def build_tokenizer(script_args: ScriptArguments, pools: list[list[Any]], output
                                     model_max_length=script_args.max_seq_length)  # fmt: skip
 
 
-def run_stage(stage: int, model: Any, tokenizer: Any, examples: list[dict[str, list[int]]], loss: CrossConSTLoss, steps: int,
-              training_args: TrainingArguments, evaluator: Any, output_dir: Path, resume: str | None,
+def run_stage(stage: int, model: Any, tokenizer: Any, examples: list[dict[str, list[int]]], loss: CrossConSTLoss,
+              steps: int, training_args: TrainingArguments, evaluator: Any, output_dir: Path, resume: str | None,
               ) -> tuple[Any, list[dict[str, float]]]:  # fmt: skip
     """One Trainer run (its own optimizer and scheduler) in ``output_dir/stage<N>``, the final model saved there;
     returns the trained model and the Trainer's log history."""
     args = dataclasses.replace(training_args, output_dir=str(output_dir / f"stage{stage}"),
                                max_steps=steps or training_args.max_steps, push_to_hub=False)  # fmt: skip
     trainer = BitextTrainer(model, args, loss_fn=loss, train_dataset=examples, retrieval_evaluator=evaluator,
-                            data_collator=PairCollator(model.config.pad_token_id), processing_class=tokenizer)  # fmt: skip
+                            data_collator=PairCollator(model.config.pad_token_id),
+                            processing_class=tokenizer)  # saved with every checkpoint  # fmt: skip
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(args.output_dir)
     return trainer.model, trainer.state.log_history
@@ -172,7 +179,7 @@ def model_card(script_args: ScriptArguments, results: dict[str, Any]) -> str:
 
 def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict:
     """Load and sample the data, train the vocabulary, run stage 1 and stage 2, evaluate each, save."""
-    check_arguments(script_args, training_args)
+    check_arguments(script_args, training_args, model_args)
     output_dir = Path(training_args.output_dir)
     resumes = {stage: resume_checkpoint(training_args.resume_from_checkpoint, output_dir / f"stage{stage}")
                for stage in (1, 2)}  # fmt: skip
@@ -209,13 +216,13 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
                             eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id,
                             **{name: getattr(model_args, name) for name in _MODEL_FIELDS})  # fmt: skip
         torch.manual_seed(training_args.seed)
-        _, history = run_stage(1, MuSREncoderDecoder(config), tokenizer, examples[0], CrossConSTLoss(0.0), script_args.stage1_steps, training_args,
-                               evaluator, output_dir, resumes[1])  # fmt: skip
+        _, history = run_stage(1, MuSREncoderDecoder(config), tokenizer, examples[0], CrossConSTLoss(0.0),
+                               script_args.stage1_steps, training_args, evaluator, output_dir, resumes[1])  # fmt: skip
     # Stage 2 starts from the saved stage-1 model with a new Trainer: fresh optimizer and scheduler.
     model = MuSREncoderDecoder.from_pretrained(output_dir / "stage1")
     results["stage1"] = {"final": evaluate(model, evaluator), **({} if stage1_done else {"log_history": history})}
-    model, history = run_stage(2, model, tokenizer, examples[1], CrossConSTLoss(script_args.alpha), script_args.stage2_steps,
-                      training_args, evaluator, output_dir, resumes[2])  # fmt: skip
+    model, history = run_stage(2, model, tokenizer, examples[1], CrossConSTLoss(script_args.alpha),
+                               script_args.stage2_steps, training_args, evaluator, output_dir, resumes[2])  # fmt: skip
     results["stage2"] = {"final": evaluate(model, evaluator), "log_history": history}
     logger.info("stage 1: %s", json.dumps(results["stage1"]["final"]))
     logger.info("stage 2: %s", json.dumps(results["stage2"]["final"]))

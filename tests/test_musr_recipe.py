@@ -153,7 +153,8 @@ def test_empty_line_names_file_and_line(recipe, files, tmp_path, capsys):
 def test_language_absent_from_the_vocabulary(recipe, files, tmp_path, tiny_parallel_corpus_by_language, capsys):
     russian = tmp_path / "ru.tsv"
     english = [en for en, _ in tiny_parallel_corpus_by_language["fr"]]
-    russian.write_text("".join(f"{en}\tЭто предложение номер {i}\n" for i, en in enumerate(english)), "utf-8")
+    rows = [f"{en}\tЭто предложение номер {i}\n" for i, en in enumerate(english)]
+    russian.write_text("".join(rows), "utf-8")
     arguments = flags(files, tmp_path / "out", "--train_pairs", f"fr={files['fr']}", f"ru={russian}")
     code, message = _error(recipe, arguments, capsys)
     assert code == 3 and len(message.splitlines()) == 1
@@ -165,6 +166,8 @@ def test_bad_arguments_are_usage_errors(recipe, files, tmp_path, capsys):
     assert code == 2 and "--pivot ja" in message
     code, message = _error(recipe, flags(files, tmp_path / "out", "--temperature", "0"), capsys)
     assert code == 2 and "--temperature" in message
+    code, message = _error(recipe, flags(files, tmp_path / "out", "--hidden_size", "15"), capsys)
+    assert code == 2 and "divisible by num_attention_heads" in message and len(message.splitlines()) == 1
 
 
 @pytest.mark.slow
