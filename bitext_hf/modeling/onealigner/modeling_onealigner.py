@@ -644,8 +644,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         if self._tokenizer is None:
             if not self.name_or_path:
                 raise OneAlignerInputError(
-                    "no tokenizer: pass encode(..., tokenizer=...); a "
-                    "model loaded with from_pretrained finds the tokenizer saved beside its weights."
+                    "no tokenizer: pass encode(..., tokenizer=...); a model loaded with from_pretrained finds "
+                    "the tokenizer saved beside its weights."
                 )
             try:
                 # This code already runs from the checkpoint, so its config's auto_map is trusted (no prompt).
