@@ -456,6 +456,8 @@ def test_sentence_transformers_export_gives_the_encode_vectors(family, tiny_toke
     model = family.build(tiny_tokenizer)
     options = family.export_options(model)
     save_for_hub(model, tiny_tokenizer, tmp_path / "export", model_card="# tiny\n", sentence_transformers=options)
+    tokenizer_config = json.loads((tmp_path / "export" / "tokenizer_config.json").read_text())
+    assert tokenizer_config["tokenizer_class"] == "PreTrainedTokenizerFast"  # readable by transformers 4.57 too
     encoder = SentenceTransformer(str(tmp_path / "export"), trust_remote_code=True, device="cpu")
     actual = torch.as_tensor(encoder.encode(SENTENCES, convert_to_numpy=True))
     torch.testing.assert_close(actual.norm(dim=-1), torch.ones(len(SENTENCES)), atol=1e-5, rtol=1e-5)
