@@ -31,7 +31,7 @@ from typing import IO
 
 from bitext_hf.errors import BitextError, DataValidationError, OutputWriteError, UsageError
 
-__all__ = ["atomic_output", "check_output_path", "compression_of", "open_input", "read_input_bytes"]
+__all__ = ["atomic_output", "check_output_path", "compression_of", "open_input", "read_input_bytes", "writes_in_place"]
 
 StrPath = str | os.PathLike
 
@@ -66,6 +66,11 @@ def _is_direct(path: str) -> bool:
     except OSError:
         return False
     return not stat.S_ISREG(mode) or _STD_STREAM.fullmatch(os.path.abspath(path)) is not None
+
+
+def writes_in_place(path: StrPath) -> bool:
+    """Whether :func:`atomic_output` writes ``path`` in place (stdout, a FIFO, a device): no regular file appears."""
+    return _is_direct(os.fspath(path))
 
 
 def _temp_prefix(name: str) -> str:

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 import pytest
-from cli_fakes import GOLD, SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
+from cli_fakes import DIM, GOLD, SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
 from bitext_hf.cli.parser import build_parser
@@ -140,3 +140,97 @@ def test_one_default_mode_for_python_and_the_command_line():
         assert build_parser().parse_args([command]).mode is None  # resolved to DEFAULT_MODE when run
     help_text = build_parser()._subparsers._group_actions[0].choices["mine"].format_help()
     assert f"default {DEFAULT_MODE}" in help_text
+
+
+def test_mine_writes_the_sidecar_that_push_puts_in_the_dataset_card(capsys, fake_encoders, tmp_path, monkeypatch):
+    import json
+    import shlex
+
+    from bitext_hf.hub.dataset_card import metadata_path, prepare_dataset_folder
+
+    monkeypatch.chdir(tmp_path)
+    write_lines(tmp_path / "src.txt", SOURCES)
+    write_lines(tmp_path / "tgt.txt", TARGETS)
+    argv = ["mine", "--src", "src.txt", "--tgt", "tgt.txt", "--src-model", "student", "--tgt-model", "teacher",
+            "--k", "2", "--mode", "intersect", "--threshold", "1.01", "--out", "pairs.parquet"]  # fmt: skip
+    code, _, err = run(capsys, *argv)
+    assert code == EXIT_OK, err
+    sidecar = json.loads(metadata_path("pairs.parquet").read_text(encoding="utf-8"))
+    assert sidecar == {
+        "src_model": "student", "tgt_model": "teacher", "margin": "ratio", "mode": "intersect", "k": 2,
+        "threshold": 1.01, "src": "src.txt", "tgt": "tgt.txt", "src_sentences": 5, "tgt_sentences": 5,
+        "command": shlex.join(["bitext-hf", *argv, "--quiet"]),
+    }  # fmt: skip
+    card = (
+        prepare_dataset_folder("pairs.parquet", tmp_path / "dataset", repo_id="me/mined") / "README.md"
+    ).read_text()
+    facts = ["| encoder | `source: student, target: teacher` |", "| margin | ratio |", "| retrieval mode | intersect |",
+             "| k (neighbours averaged by the margin) | 2 |", "| threshold | 1.01 |", "| source text | src.txt |",
+             "| sentences searched (source x target) | 5 x 5 |", sidecar["command"]]  # fmt: skip
+    assert [fact for fact in facts if fact not in card] == []
+    unknown = [line for line in card.split("## Mining")[1].split("## Counts")[0].splitlines() if "Needed]" in line]
+    assert unknown == ["| languages | [More Information Needed] |"]  # mine is not told them (push --languages is)
+    # push --pairs reads the same sidecar (a dry run: no token, no network).
+    code, out, err = run(capsys, "push", "--pairs", "pairs.parquet", "--repo", "me/mined", "--dry-run")
+    assert code == EXIT_OK and "mining.json" in out and "no mining metadata" not in err
+
+
+def test_one_encoder_for_both_sides_is_the_encoder_of_the_sidecar(capsys, fake_encoders, tmp_path):
+    import json
+
+    src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    out = tmp_path / "pairs.tsv"
+    assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))[0] == EXIT_OK
+    sidecar = json.loads((tmp_path / "pairs.tsv.meta.json").read_text(encoding="utf-8"))
+    assert sidecar["encoder"] == "use-multilingual-v3" and "src_model" not in sidecar and "threshold" not in sidecar
+    # .npy sides: the encoder is not known, and the sidecar does not pretend it is.
+    np.save(tmp_path / "src.npy", np.stack([fake_embedding(s) for s in SOURCES]))
+    assert run(capsys, "mine", "--src", str(tmp_path / "src.npy"), "--tgt", tgt, "--out", str(out))[0] == EXIT_OK
+    sidecar = json.loads((tmp_path / "pairs.tsv.meta.json").read_text(encoding="utf-8"))
+    assert sidecar["tgt_model"] == "use-multilingual-v3" and "src_model" not in sidecar and "encoder" not in sidecar
+
+
+def test_no_sidecar_for_streams_or_when_the_pairs_are_not_written(
+    capsys, caplog, fake_encoders, tmp_path, monkeypatch
+):
+    import bitext_hf.mining
+    from bitext_hf.errors import OutputWriteError
+
+    monkeypatch.chdir(tmp_path)
+    src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    for out in ("-", os.devnull):
+        assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", out)[0] == EXIT_OK
+    assert "could not write" not in caplog.text
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["src.txt", "tgt.txt"]
+    assert not os.path.exists(os.devnull + ".meta.json")
+    # A failed run leaves neither pairs nor sidecar: a data error, then a failed write of the pairs.
+    np.save(tmp_path / "wide.npy", np.zeros((5, DIM + 1), np.float32))
+    code, _, _ = run(capsys, "mine", "--src", "wide.npy", "--tgt", tgt, "--out", "pairs.tsv")
+    assert code == EXIT_DATA
+
+    def failing_write(*args, **kwargs):
+        raise OutputWriteError("pairs.tsv: no space left on device")
+
+    monkeypatch.setattr(bitext_hf.mining, "write_pairs", failing_write)
+    code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", "pairs.tsv")
+    assert code != EXIT_OK and "no space left" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["src.txt", "tgt.txt", "wide.npy"]
+
+
+def test_a_sidecar_that_cannot_be_written_is_a_warning_and_no_stale_one_stays(
+    capsys, caplog, fake_encoders, tmp_path, monkeypatch
+):
+    import bitext_hf.hub.dataset_card
+    from bitext_hf.errors import OutputWriteError
+
+    src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    out = tmp_path / "pairs.tsv"
+    (tmp_path / "pairs.tsv.meta.json").write_text('{"margin": "distance"}', encoding="utf-8")  # an earlier run's
+
+    def failing_write(*args, **kwargs):
+        raise OutputWriteError("pairs.tsv.meta.json: disk quota exceeded")
+
+    monkeypatch.setattr(bitext_hf.hub.dataset_card, "write_mining_metadata", failing_write)
+    assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))[0] == EXIT_OK
+    assert "could not write the mining parameters" in caplog.text and "disk quota" in caplog.text
+    assert out.is_file() and not (tmp_path / "pairs.tsv.meta.json").exists()

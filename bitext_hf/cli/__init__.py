@@ -40,6 +40,7 @@ def _describe(error: Exception) -> tuple[int, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed (mine records it)
     if not args.command:
         parser.print_help()
         return EXIT_USAGE

@@ -2,13 +2,16 @@
 
 Each checks everything cheap first (options, the output path, every input file, the gold pairs, that the sentences
 fit the output format) and only then loads an encoder and encodes: a bad input never costs an encoding run and
-never leaves an output behind.
+never leaves an output behind. ``mine`` writing its pairs to a file also writes ``<file>.meta.json``, the mining
+parameters and the command, which ``bitext-hf push --pairs`` shows in the dataset card.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import shlex
 import sys
 from pathlib import Path
 
@@ -171,8 +174,13 @@ def cmd_mine(args) -> int:
 
     report = _report_stream(args.out)
     if args.out:
+        from bitext_hf.io import writes_in_place
+
+        to_file = not writes_in_place(args.out)  # asked before writing: a new file is regular once written
         write_pairs(pairs, args.out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
         print(f"wrote {len(pairs)} pairs to {_shown(args.out)}", file=report)
+        if to_file:  # a stream or a device has no place for a sidecar beside it
+            _write_sidecar(args, src_emb.shape[0], tgt_emb.shape[0])
     _show_pairs(args, pairs, src.texts, tgt.texts)
     print(
         f"mined {len(pairs)} pairs from {src_emb.shape[0]} source x {tgt_emb.shape[0]} target sentences "
@@ -189,6 +197,44 @@ def cmd_mine(args) -> int:
             f"against {len(gold)} gold pairs: precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}", file=report
         )
     return EXIT_OK
+
+
+def _side_encoder(args, side: str) -> str | None:
+    """The encoder that embedded a side: None for a .npy side (its encoder is not known here)."""
+    if is_npy(getattr(args, side)):
+        return None
+    from bitext_hf.encoders import DEFAULT_ENCODER
+
+    name = getattr(args, f"{side}_model") or args.model or DEFAULT_ENCODER
+    return f"{name} ({args.pooling} pooling)" if args.pooling else name
+
+
+def _write_sidecar(args, n_src: int, n_tgt: int) -> None:
+    """``<out>.meta.json``: the run's parameters and command, which ``bitext-hf push --pairs`` puts in the card."""
+    from bitext_hf.hub.dataset_card import metadata_path, write_mining_metadata
+
+    src_model, tgt_model = _side_encoder(args, "src"), _side_encoder(args, "tgt")
+    same = src_model == tgt_model
+    metadata = {
+        "encoder": src_model if same else None,
+        "src_model": None if same else src_model,
+        "tgt_model": None if same else tgt_model,
+        "margin": args.margin,
+        "mode": args.mode,
+        "k": args.k,
+        "threshold": args.threshold,
+        "src": display(args.src),
+        "tgt": display(args.tgt),
+        "src_sentences": int(n_src),
+        "tgt_sentences": int(n_tgt),
+        "command": shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])]),
+    }
+    try:
+        write_mining_metadata(args.out, metadata)
+    except OSError as error:  # OutputWriteError included: the pairs are written, only their description is not
+        with contextlib.suppress(OSError):  # a sidecar of an earlier run would describe other pairs: better none
+            metadata_path(args.out).unlink(missing_ok=True)
+        logger.warning("%s: could not write the mining parameters (%s)", metadata_path(args.out), error)
 
 
 def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:

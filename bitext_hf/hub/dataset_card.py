@@ -3,8 +3,9 @@ mining parameters, counts and the score histogram, ready to upload as one folder
 
 Where the parameters come from: a JSON sidecar next to the pairs, ``<pairs file>.meta.json`` (written by
 :func:`write_mining_metadata`; keys ``encoder``, ``src_model``, ``tgt_model``, ``margin``, ``mode``, ``k``,
-``threshold``, ``src``, ``tgt``, ``src_lang``, ``tgt_lang``, ``command``, all optional). What it does not say, the
-card marks ``[More Information Needed]``; the counts and the histogram come from the pairs themselves.
+``threshold``, ``src``, ``tgt``, ``src_lang``, ``tgt_lang``, ``src_sentences``, ``tgt_sentences``, ``command``, all
+optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the histogram come
+from the pairs themselves.
 
 The folder (:func:`prepare_dataset_folder`)::
 
@@ -49,6 +50,8 @@ METADATA_KEYS = (
     "tgt",
     "src_lang",
     "tgt_lang",
+    "src_sentences",
+    "tgt_sentences",
     "command",
 )
 REQUIRED_COLUMNS = ("score", "src", "tgt")
@@ -193,11 +196,15 @@ def _size_category(count: int) -> str:
     return "1M<n<10M" if count < 10_000_000 else "10M<n<100M"
 
 
-def _counts(table: Any) -> str:
+def _counts(table: Any, metadata: Mapping[str, Any]) -> str:
     import numpy as np
 
     scores = np.asarray(table.column("score").to_numpy(zero_copy_only=False), dtype=np.float64)
+    searched = [metadata.get(key) for key in ("src_sentences", "tgt_sentences")]
     rows = [
+        ("sentences searched (source x target)", " x ".join(f"{count:,}" for count in searched))
+        if all(isinstance(count, int) for count in searched)
+        else None,
         ("pairs", f"{table.num_rows:,}"),
         ("distinct source lines", f"{len(set(table.column('src_index').to_pylist())):,}")
         if "src_index" in table.column_names
@@ -258,7 +265,7 @@ def render_dataset_card(
         languages=", ".join(languages) or _MISSING,
         src=value("src"),
         tgt=value("tgt"),
-        counts=_counts(table),
+        counts=_counts(table, metadata),
         median=round(float(np.median(table.column("score").to_numpy(zero_copy_only=False))), 4),
         histogram_caption=histogram_caption,
         doc_id="doc_id" in table.column_names,
