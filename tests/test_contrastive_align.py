@@ -372,3 +372,20 @@ def test_recipe_missing_eflomal_is_a_usage_error_naming_the_fallback(tmp_path: P
     with pytest.raises(UsageError, match="--aligner similarity"):
         _run_recipe(tmp_path, "--aligner", "eflomal")
     assert not (tmp_path / "run").exists()  # refused before anything was read or written
+
+
+def test_encode_texts_with_the_linear_map_of_a_language(tmp_path: Path) -> None:
+    from test_word_alignment import tiny_tokenizer
+
+    model = _model("linear")
+    with torch.no_grad():
+        model.linear_maps.weight[0] = torch.linalg.qr(torch.randn(3, 16, 16))[0]
+    tokenizer = tiny_tokenizer()
+    texts = ["le chat dort", "un chien court ."]
+    plain = model.encode(texts, tokenizer, normalize=False)
+    mapped = model.encode(texts, language="de")  # the tokenizer given before is kept
+    expected = torch.nn.functional.normalize(plain @ model.linear_map("de").detach(), dim=-1)
+    assert torch.allclose(mapped, expected, atol=1e-5)
+    model.save_pretrained(tmp_path)  # the tokenizer encode used goes beside the weights
+    reloaded = AutoModel.from_pretrained(tmp_path)
+    assert torch.allclose(reloaded.encode(texts, language="de"), mapped, atol=1e-5)

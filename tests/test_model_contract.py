@@ -245,17 +245,6 @@ CONTRASTIVE = Family(
     training_inputs=_contrastive_training,
     lora_targets=("query", "value"),
     export_options=lambda model: {"pooling": "mean", "normalize": True, "verify": True},
-    known_failures={
-        "test_plain_save_pretrained_ships_remote_code_and_tokenizer": "save_pretrained(tokenizer=...) writes no "
-        "tokenizer beside the weights",
-        "test_resize_token_embeddings_keeps_head_and_config_consistent": "no get_input_embeddings (the wrapped "
-        "encoder's embeddings are not exposed)",
-        "test_encode_text_after_from_pretrained": "encode takes token ids and an attention mask, not texts",
-        "test_sentence_transformers_export_gives_the_encode_vectors": "encode takes token ids, not texts (the "
-        "export itself works)",
-        "test_remote_code_from_an_offline_hub_cache_without_bitext_hf": "loads, but encode(texts) is missing",
-        "test_remote_code_under_transformers_4_57": "loads under 4.57, but encode(texts) is missing",
-    },
 )
 
 FAMILIES: list[Family] = [LASER3, ONEALIGNER, MUSR, CONTRASTIVE]

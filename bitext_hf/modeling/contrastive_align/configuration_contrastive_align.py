@@ -50,6 +50,8 @@ class ContrastiveAlignConfig(PretrainedConfig):
             lambda of lambda * ||theta - theta_0||^2 for `l2`, `weak` and `strong` (0 turns it off, e.g. with LoRA).
         orthogonal_beta (`float`, defaults to 0.01):
             beta of W <- (1 + beta) W - beta (W W^T) W, applied after each optimizer step of `linear`.
+        max_seq_length (`int`, defaults to 96):
+            Tokens per sentence in `encode` (paper: 96).
     """
 
     model_type = "contrastive_align"
@@ -65,6 +67,7 @@ class ContrastiveAlignConfig(PretrainedConfig):
         contrastive_temperature: float = 0.1,
         regularization_weight: float = 1.0,
         orthogonal_beta: float = 0.01,
+        max_seq_length: int = 96,
         **kwargs: Any,
     ) -> None:
         self.encoder_config = _build_encoder_config(encoder_config)
@@ -76,6 +79,7 @@ class ContrastiveAlignConfig(PretrainedConfig):
         self.contrastive_temperature = contrastive_temperature
         self.regularization_weight = regularization_weight
         self.orthogonal_beta = orthogonal_beta
+        self.max_seq_length = max_seq_length
         super().__init__(**kwargs)
         self._validate(num_layers)
 
@@ -104,6 +108,9 @@ class ContrastiveAlignConfig(PretrainedConfig):
             raise ContrastiveAlignConfigError(
                 f"orthogonal_beta={self.orthogonal_beta!r}: expected a value in [0, 1) (paper: 0.01)."
             )
+
+        if not isinstance(self.max_seq_length, int) or self.max_seq_length < 2:
+            raise ContrastiveAlignConfigError(f"max_seq_length={self.max_seq_length!r}: expected an integer >= 2.")
 
     @property
     def hidden_size(self) -> int:

@@ -21,6 +21,11 @@ inner encoder (``model.encoder``, a plain transformers model). For ``linear`` th
 hidden state's W, which a sentence-transformers export applies as a bias-free Dense layer after mean pooling
 (mean pooling commutes with a linear map).
 
+Text in, vectors out: ``encode(texts, tokenizer=None, language=None)`` mean-pools hidden state ``config.layer``
+(L2-normalized; for ``linear`` with a ``language``, mapped by its W), the vectors of the sentence-transformers export;
+``save_pretrained(dir, tokenizer=...)`` writes the tokenizer beside the weights so that a checkpoint encodes text by
+itself. ``token_states`` gives the hidden states of a padded batch.
+
 theta_0 is a snapshot of the encoder's trainable parameters, taken at the first forward that needs the regularizer
 (before the first optimizer step) or by ``reset_reference()``; it is not saved with the model.
 
@@ -30,12 +35,16 @@ remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` works w
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_contrastive_align import ContrastiveAlignConfig, ContrastiveAlignConfigError
@@ -190,7 +199,24 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             self.linear_maps = LinearMaps(len(config.languages), states, hidden)
             self.encoder.requires_grad_(False)  # the paper's feature-based setting: only W trains
         self._reference: dict[str, torch.Tensor] | None = None
+        # The tokenizer encode used last (given or loaded from the checkpoint): not a module, not in the weights.
+        self._tokenizer: Any = None
         self.post_init()
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The encoder's token embeddings (what `resize_token_embeddings` and PEFT work on)."""
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.encoder.set_input_embeddings(value)
+
+    def resize_token_embeddings(
+        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
+    ) -> nn.Embedding:
+        """Resize the encoder's vocabulary; its config (the one `config.encoder_config` holds) follows."""
+        embeddings = self.encoder.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        self.config.encoder_config = self.encoder.config
+        return embeddings
 
     @classmethod
     def from_encoder(
@@ -222,7 +248,7 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
 
     # -- pieces ---------------------------------------------------------------------------------------------------
 
-    def encode(
+    def token_states(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, all_states: bool = False
     ) -> torch.Tensor:
         """Hidden state `config.layer` `(batch, length, d)`, or every hidden state `(states, batch, length, d)`."""
@@ -300,8 +326,8 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             if languages is None:
                 raise ContrastiveAlignInputError("objective='linear' needs `languages` (each example's language).")
             with torch.no_grad():  # the encoder is frozen: no graph through it
-                source_all = self.encode(input_ids, attention_mask, all_states=True)
-                target_all = self.encode(target_input_ids, target_attention_mask, all_states=True)
+                source_all = self.token_states(input_ids, attention_mask, all_states=True)
+                target_all = self.token_states(target_input_ids, target_attention_mask, all_states=True)
             source_links = source_all[:, examples, source_positions]
             target_links = target_all[:, examples, target_positions]
             link_languages = languages[examples]
@@ -317,8 +343,8 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             if examples.numel() == 0:
                 loss = self.linear_maps.weight.sum() * 0.0  # keeps the graph (and the Trainer) happy
             return loss, source_all[self.config.layer], target_all[self.config.layer]
-        source_states = self.encode(input_ids, attention_mask)
-        target_states = self.encode(target_input_ids, target_attention_mask)
+        source_states = self.token_states(input_ids, attention_mask)
+        target_states = self.token_states(target_input_ids, target_attention_mask)
         source_links = source_states[examples, source_positions]
         target_links = target_states[examples, target_positions]
         if examples.numel() == 0:
@@ -376,15 +402,89 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
                 fields["regularization_loss"] = regularization
             fields.update(loss=loss, alignment_loss=alignment_loss, target_last_hidden_state=target_states)
         else:
-            states = self.encode(input_ids, attention_mask)
+            states = self.token_states(input_ids, attention_mask)
             if target_input_ids is not None:
                 if target_attention_mask is None:
                     target_attention_mask = torch.ones_like(target_input_ids)
-                fields["target_last_hidden_state"] = self.encode(target_input_ids, target_attention_mask)
+                fields["target_last_hidden_state"] = self.token_states(target_input_ids, target_attention_mask)
             elif languages is not None and self.linear_maps is not None:
                 states = self._map_languages(states, languages)
         output = ContrastiveAlignOutput(last_hidden_state=states, **fields)
         return output if return_dict else output.to_tuple()
+
+    # -- text level (what a checkpoint needs to turn text into vectors without bitext_hf) ---------------------
+
+    @torch.no_grad()
+    def encode(
+        self, sentences: Sequence[str], tokenizer: Any = None, *, language: str | None = None, batch_size: int = 64,
+        normalize: bool = True,
+    ) -> torch.Tensor:  # fmt: skip
+        """Mean-pooled sentence vectors of hidden state `config.layer`, `(n, hidden)`, float32, L2-normalized by
+        default: the vectors of the sentence-transformers export.
+
+        Args:
+            sentences: the texts, truncated to `config.max_seq_length` tokens.
+            tokenizer: the encoder's tokenizer; by default the one given before, else the one saved beside the
+                weights (loaded once from the checkpoint folder or hub id).
+            language: for `linear`, the texts' language (one of `config.languages`): its W maps them into the
+                English space; None (English, or another objective) applies nothing.
+        """
+        if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
+            raise ContrastiveAlignInputError("encode expects a list of strings.")
+        tokenizer = self._resolve_tokenizer(tokenizer)
+        target_map = self.linear_map(language).detach().float() if language is not None else None
+        order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
+        rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
+        was_training = self.training
+        self.eval()
+        try:
+            for start in range(0, len(order), batch_size):
+                batch = order[start : start + batch_size]
+                inputs = tokenizer([sentences[index] for index in batch], padding=True, truncation=True,
+                                   max_length=self.config.max_seq_length, return_tensors="pt")  # fmt: skip
+                mask = inputs["attention_mask"].to(self.device)
+                states = self.token_states(inputs["input_ids"].to(self.device), mask)
+                weights = mask.unsqueeze(-1).to(states.dtype)
+                pooled = ((states * weights).sum(1) / weights.sum(1).clamp(min=1.0)).float()
+                if target_map is not None:  # mean pooling commutes with the linear map
+                    pooled = pooled @ target_map.to(pooled.device)
+                for row, index in enumerate(batch):
+                    rows[index] = pooled[row]
+        finally:
+            self.train(was_training)
+        if not rows:
+            return torch.empty(0, self.config.hidden_size)
+        stacked = torch.stack(rows).cpu()
+        return F.normalize(stacked, dim=-1) if normalize else stacked
+
+    def _resolve_tokenizer(self, tokenizer: Any) -> Any:
+        # The other families do the same; each modeling file must stay self-contained remote code.
+        if tokenizer is not None:
+            self._tokenizer = tokenizer
+        if self._tokenizer is None:
+            if not self.name_or_path:
+                raise ContrastiveAlignInputError(
+                    "no tokenizer: pass encode(..., tokenizer=...); a model loaded with from_pretrained finds the "
+                    "tokenizer saved beside its weights."
+                )
+            try:
+                # This code already runs from the checkpoint, so its config's auto_map is trusted (no prompt).
+                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
+            except (OSError, ValueError) as error:
+                raise ContrastiveAlignInputError(
+                    f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
+                    "encode(..., tokenizer=...)."
+                ) from error
+        return self._tokenizer
+
+    def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
+        """`PreTrainedModel.save_pretrained`, plus the tokenizer (`tokenizer`, else the one `encode` used) beside the
+        weights, so that the checkpoint turns text into embeddings by itself."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        tokenizer = tokenizer if tokenizer is not None else self._tokenizer
+        if tokenizer is not None and kwargs.get("is_main_process", True):
+            tokenizer.save_pretrained(save_directory)
+            _portable_tokenizer_class(Path(save_directory))
 
     def _map_languages(self, states: torch.Tensor, languages: torch.Tensor) -> torch.Tensor:
         """Each row's states times its language's W at `config.layer` (rows with index -1 stay as they are)."""
@@ -395,6 +495,17 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
                 rows = languages == language
                 mapped[rows] = states[rows] @ maps[language]
         return mapped
+
+
+def _portable_tokenizer_class(folder: Path) -> None:
+    """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
+    older name `PreTrainedTokenizerFast` as the same class, so that is the name written."""
+    path = folder / "tokenizer_config.json"
+    if path.is_file():
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if config.get("tokenizer_class") == "TokenizersBackend":
+            config["tokenizer_class"] = "PreTrainedTokenizerFast"
+            path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # Saving a model ships both files as remote code (auto_map in config.json).
