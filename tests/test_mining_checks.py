@@ -218,3 +218,17 @@ def test_settings_are_usage_errors_before_any_work(pair, monkeypatch, settings, 
         mining.mine(x, y, **settings)
     with pytest.raises(UsageError, match=message):
         mining.mine_documents(x, y, [0] * len(x), [0] * len(y), **settings)
+
+
+def test_mining_leaves_torchs_thread_count_as_the_caller_set_it():
+    """numba's OpenMP layer reset torch's thread count: training after a retrieval evaluation ran 4-10x slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        x = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)
+        mine(x, x.copy(), k=4)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

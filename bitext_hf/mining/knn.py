@@ -295,12 +295,19 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
     bwd_idx = np.full((m, k_bwd), -1, dtype=np.int64)
     y_all = _as_tensor(y, dev)
     threads = kernel.get_num_threads()
+    # numba's OpenMP threading layer sets the process-wide OpenMP thread count, which torch reads too: a caller
+    # that limited torch to one thread (a training run evaluating retrieval) would otherwise train on all cores'
+    # worth of threads afterwards, oversubscribed. Restore torch's setting after every kernel launch.
+    torch_threads = torch.get_num_threads()
     with torch.inference_mode():
         for r0 in row_starts:
             x_block = _as_tensor(x[r0 : r0 + block_rows], dev)
             for c0 in range(0, m, block_cols):
                 sims = (x_block @ y_all[c0 : c0 + block_cols].T).numpy()
-                kernel.fused_block_topk(sims, r0, c0, fwd_vals, fwd_idx, bwd_vals, bwd_idx, threads)
+                try:
+                    kernel.fused_block_topk(sims, r0, c0, fwd_vals, fwd_idx, bwd_vals, bwd_idx, threads)
+                finally:
+                    torch.set_num_threads(torch_threads)
                 del sims  # free the block before the next product allocates one: peak memory is one block
     return BidirectionalKNN(fwd_vals, fwd_idx, bwd_vals, bwd_idx)
 

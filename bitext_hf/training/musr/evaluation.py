@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import torch
 from torch import nn
 
 from bitext_hf.data import PairSet
@@ -72,15 +71,6 @@ class MuSREvaluator:
         self.k, self.batch_size, self.max_length = k, batch_size, max_length
 
     def __call__(self, model: nn.Module) -> dict[str, float]:
-        # The mining kernels (numba, parallel) reset the OpenMP thread count that torch shares: training after an
-        # evaluation then ran up to 10x slower on a busy machine. Restore it.
-        threads = torch.get_num_threads()
-        try:
-            return self._evaluate(model)
-        finally:
-            torch.set_num_threads(threads)
-
-    def _evaluate(self, model: nn.Module) -> dict[str, float]:
         encoder = HFEncoder(model, tokenizer=self.tokenizer, pooling="model", max_length=self.max_length or 10**9)
         english_texts = next(iter(self.held_out.values())).tgt
         english = encoder.encode(english_texts, batch_size=self.batch_size)
