@@ -182,3 +182,17 @@ def test_examples_and_collator_map_links_to_first_subwords() -> None:
     assert batch["alignments"].tolist() == [[0, 1, 1], [0, 3, 3], [1, 2, 2]]
     assert batch["languages"].tolist() == [1, 0]
     assert batch["input_ids"].shape == (2, 5) and batch["attention_mask"][1].tolist() == [1, 1, 1, 1, 0]
+
+
+def test_eflomal_aligner_when_installed() -> None:
+    if not eflomal_available():
+        pytest.skip("eflomal is not installed (pip install 'bitext-hf[align]')")
+    from bitext_hf.training.alignment import EflomalAligner
+
+    aligner = EflomalAligner()
+    source = [["the", "cat", "sleeps"], ["the", "dog", "runs"], ["a", "cat", "runs"]] * 20
+    target = [["le", "chat", "dort"], ["le", "chien", "court"], ["un", "chat", "court"]] * 20
+    forward, backward = aligner.align(source, target)
+    assert len(forward) == len(backward) == 60
+    assert (1, 1) in symmetrize(forward[0], backward[0])  # cat - chat
+    assert aligner.cache_key().startswith("eflomal-2")

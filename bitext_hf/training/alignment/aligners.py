@@ -90,9 +90,13 @@ class EflomalAligner:
         self.options = options
 
     def cache_key(self) -> str:
-        import eflomal
+        from importlib.metadata import PackageNotFoundError, version
 
-        return f"eflomal-{getattr(eflomal, '__version__', '?')}-{sorted(self.options.items())}"
+        try:  # eflomal has no __version__: ask the installed distribution
+            installed = version("eflomal")
+        except PackageNotFoundError:
+            installed = "unknown"
+        return f"eflomal-{installed}-{sorted(self.options.items())}"
 
     def align(
         self, source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]]
