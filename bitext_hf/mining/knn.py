@@ -294,11 +294,12 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
     bwd_vals = np.full((m, k_bwd), -np.inf, dtype=np.float32)
     bwd_idx = np.full((m, k_bwd), -1, dtype=np.int64)
     y_all = _as_tensor(y, dev)
-    threads = kernel.get_num_threads()
     # numba's OpenMP threading layer sets the process-wide OpenMP thread count, which torch reads too: a caller
     # that limited torch to one thread (a training run evaluating retrieval) would otherwise train on all cores'
-    # worth of threads afterwards, oversubscribed. Restore torch's setting after every kernel launch.
+    # worth of threads afterwards, oversubscribed. Restore torch's setting after every kernel launch. Read before
+    # numba's first call: starting its threading layer (get_num_threads included) already raises the count.
     torch_threads = torch.get_num_threads()
+    threads = kernel.get_num_threads()
     with torch.inference_mode():
         for r0 in row_starts:
             x_block = _as_tensor(x[r0 : r0 + block_rows], dev)
