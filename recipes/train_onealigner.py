@@ -13,7 +13,8 @@ Training runs on ``BitextTrainer`` (``transformers.Trainer``): every ``TrainingA
 ``bitext_hf.data.load_pairs`` (``xx-yy=gettext``, ``xx-yy=hub:DATASET[:CONFIG][:SPLIT]``, ``xx-yy=a.xx,b.yy``,
 ``xx-yy=pairs.tsv``; ``xx=...`` pairs xx with English). Held-out retrieval (accuracy of both directions on the
 normalized scores, LASER's xsim on the raw BERTScore; the paper's Table 1 ablation before and after training) runs
-at ``eval_steps``; the model, tokenizer, ``eval_results.json`` and the model card go to ``--output_dir``.
+at ``eval_steps``; the model, tokenizer, ``eval_results.json`` and the model card with its figures (xsim by
+direction, gold vs random margins, the training curve) go to ``--output_dir``.
 """
 
 # ruff: noqa: RUF009  (the fields' defaults come from _field, a dataclasses.field with its help text: no shared state)
@@ -23,6 +24,7 @@ import dataclasses
 import json
 import logging
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,13 @@ from bitext_hf.io import atomic_output
 from bitext_hf.modeling.onealigner import OneAlignerModel
 from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
 from bitext_hf.training.mlm import pretrain_mlm
-from bitext_hf.training.onealigner import OneAlignerRetrievalEvaluator, compute_loss, evaluate_sets, model_card
+from bitext_hf.training.onealigner import (
+    OneAlignerRetrievalEvaluator,
+    card_figures,
+    compute_loss,
+    evaluate_sets,
+    model_card,
+)
 from bitext_hf.training.peft import ADAPTER_FOLDER
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 
@@ -220,16 +228,20 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, data: PreparedData
 
 
 def save_outputs(model: Any, tokenizer: Any, script_args: ScriptArguments, model_args: ModelArguments,
-                 output_dir: Path, results: dict[str, Any]) -> None:  # fmt: skip
-    """Adapter (LoRA), merged or full model with tokenizer, model card and sentence-transformers modules; results."""
+                 output_dir: Path, results: dict[str, Any], data: PreparedData, log_history: list) -> None:  # fmt: skip
+    """Adapter (LoRA), merged or full model with tokenizer, model card, its figures (xsim heatmap, gold vs random
+    margins, training curve) and sentence-transformers modules; results."""
     from bitext_hf.hub import save_for_hub
 
     model = export_peft(model, output_dir / ADAPTER_FOLDER, merge=model_args.merge_adapter)
     if not model_args.use_peft or model_args.merge_adapter:
-        card = model_card(model, script_args.encoder, results["data"], results["final"])
-        # Mean-pooled layer-L vectors, L2-normalized: exactly the model's sentence embedding (checked on reload).
-        save_for_hub(model, tokenizer, output_dir, model_card=card,
-                     sentence_transformers={"pooling": "mean", "normalize": True, "verify": True})  # fmt: skip
+        # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
+        with tempfile.TemporaryDirectory(prefix="onealigner-figures-") as folder:
+            figures = card_figures(model, tokenizer, data.eval_sets, results["final"], log_history, folder)
+            card = model_card(model, script_args.encoder, results["data"], results["final"], figures)
+            # Mean-pooled layer-L vectors, L2-normalized: exactly the model's sentence embedding (checked on reload).
+            save_for_hub(model, tokenizer, output_dir, model_card=card, figures=figures,
+                         sentence_transformers={"pooling": "mean", "normalize": True, "verify": True})  # fmt: skip
     with atomic_output(output_dir / RESULTS_FILE) as handle:
         json.dump(results, handle, indent=2, sort_keys=True)
         handle.write("\n")
@@ -261,7 +273,8 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     results = {"data": data.stats, "global_step": trainer.state.global_step, "initial": initial, "final": final,
                "eval_history": history}  # fmt: skip
     if trainer.is_world_process_zero():
-        save_outputs(trainer.model, tokenizer, script_args, model_args, output_dir, results)
+        save_outputs(trainer.model, tokenizer, script_args, model_args, output_dir, results, data,
+                     trainer.state.log_history)  # fmt: skip
         if push:
             from bitext_hf.hub import push_to_hub
 

@@ -22,6 +22,7 @@ from bitext_hf.training import ModelArguments, parse_args, run_recipe
 from bitext_hf.training.mlm import pretrain_mlm
 
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "train_onealigner.py"
+FIGURES = ("xsim_heatmap.png", "margin_distribution.png", "training_curve.png")
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,13 @@ def test_recipe_trains_evaluates_saves_and_resumes_exactly(recipe, data_files, t
     assert all("eval_xsim" in entry for entry in results["eval_history"])
     saved = json.loads((first_dir / recipe.RESULTS_FILE).read_text())
     assert saved["final"] == pytest.approx(final)
-    assert "accuracy (%)" in (first_dir / "README.md").read_text()
+    card = (first_dir / "README.md").read_text()
+    assert "accuracy (%)" in card
+    # The figures ship in the checkpoint and the card shows them: one xsim cell per evaluation set (the en-es file
+    # and the held-out splits), the held-out margins, the training curve.
+    for name in FIGURES:
+        assert (first_dir / name).read_bytes().startswith(b"\x89PNG") and f"]({name})" in card, name
+    assert "en→es" in card and "en→fr" in card and "held-out gold pairs" in card
     loaded = AutoModel.from_pretrained(first_dir)
     assert isinstance(loaded, OneAlignerModel) and loaded.config.layer == 2
     assert (first_dir / "modules.json").exists() and (first_dir / "checkpoint-2" / "trainer_state.json").is_file()
@@ -145,7 +152,7 @@ def test_push_to_hub_uploads_the_final_export_only(recipe, data_files, tmp_path,
                              "--ablation", "false"))  # fmt: skip
     (repo_id, files, ignored) = uploads[-1]  # one upload: the final export, not one per checkpoint
     assert len(uploads) == 1 and repo_id == "me/aligner"
-    assert {"model.safetensors", "config.json", "README.md", "eval_results.json"} <= set(files)
+    assert {"model.safetensors", "config.json", "README.md", "eval_results.json", *FIGURES} <= set(files)
     assert "checkpoint-*" in ignored
 
 

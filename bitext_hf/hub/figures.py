@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ __all__ = [
     "CardFigure",
     "card_figures",
     "gold_and_random_margins",
+    "held_out_margins",
     "load_log_history",
     "margin_distribution",
     "score_histogram",
@@ -143,6 +144,19 @@ def gold_and_random_margins(
     shuffled[order] = np.roll(order, 1)
     random = score_pairs(src_embeddings, tgt_embeddings[shuffled], k=k, margin=margin)
     return np.asarray(gold, dtype=np.float64), np.asarray(random, dtype=np.float64)
+
+
+def held_out_margins(
+    embedded_sets: Iterable[tuple[np.ndarray, np.ndarray]], *, k: int = 4, margin: str = "ratio"
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """:func:`gold_and_random_margins` of several held-out sets (each ``(src_embeddings, tgt_embeddings)``, row i
+    aligned), each scored within its own set, concatenated; ``(None, None)`` when no set has 2 pairs.
+
+    A recipe's card uses it with the sentence vectors of its evaluation sets."""
+    scored = [gold_and_random_margins(src, tgt, k=k, margin=margin) for src, tgt in embedded_sets if len(src) >= 2]
+    if not scored:
+        return None, None
+    return np.concatenate([gold for gold, _ in scored]), np.concatenate([random for _, random in scored])
 
 
 def _bins(*arrays: np.ndarray, threshold: float | None) -> np.ndarray:

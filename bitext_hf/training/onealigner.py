@@ -1,4 +1,5 @@
-"""OneAligner's training pieces: the Trainer loss, the retrieval evaluator, the model card of a trained model.
+"""OneAligner's training pieces: the Trainer loss, the retrieval evaluator, the model card of a trained model and its
+figures.
 
 The model computes its own contrastive loss (``forward(..., return_loss=True)``); :func:`compute_loss` maps the
 ``PairCollator`` batch onto that forward and adds the batch's top-1 accuracy as a logged part. Retrieval evaluation
@@ -8,6 +9,7 @@ similarity, its per-block normalization and top-1 accuracy) and LASER's xsim fro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,10 +17,11 @@ import numpy as np
 import torch
 
 from bitext_hf.metrics.functional import xsim_from_similarity
-from bitext_hf.mining.onealigner import normalize_blocks, retrieval_accuracy, similarity_matrix
+from bitext_hf.mining.onealigner import encode, normalize_blocks, retrieval_accuracy, similarity_matrix
 
 __all__ = [
     "OneAlignerRetrievalEvaluator",
+    "card_figures",
     "compute_loss",
     "evaluate_sets",
     "model_card",
@@ -121,8 +124,55 @@ def results_table(results: Mapping[str, float], set_names: Sequence[str]) -> lis
     return rows
 
 
-def model_card(model: torch.nn.Module, encoder: str, data_stats: Mapping[str, Any], final: Mapping[str, float]) -> str:
-    """The README.md of a trained model: its settings, training data and the final results table."""
+def _direction(name: str, taken: set[tuple[str, str]]) -> tuple[str, str]:
+    """The heatmap cell of an evaluation set named ``src-tgt:source``; a second set of the same languages (an
+    evaluation file and a held-out split) gets its own column, labelled with its source."""
+    head, _, tail = name.partition(":")
+    source, _, target = head.partition("-")
+    cell = (source, target) if target else (name, "?")
+    if cell in taken:
+        cell = (cell[0], f"{cell[1]} ({tail or name})")
+    taken.add(cell)
+    return cell
+
+
+def card_figures(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    eval_sets: Mapping[str, tuple[Sequence[str], Sequence[str]]],
+    final: Mapping[str, float],
+    log_history: Sequence[Mapping[str, Any]],
+    folder: str | os.PathLike,
+) -> list[Any]:
+    """The model card's figures, written into ``folder``: xsim by evaluation direction (from ``final``), the ratio
+    margins (k=4) of the held-out gold pairs against random pairs, and the training curve.
+
+    The margins are those of the mean-pooled sentence vectors (what the sentence-transformers export and mining
+    with this checkpoint use), from one more encoding of the evaluation sentences: cheap beside an evaluation.
+    """
+    from bitext_hf.hub.figures import card_figures as make_figures
+    from bitext_hf.hub.figures import held_out_margins
+
+    taken: set[tuple[str, str]] = set()
+    xsim = {_direction(name, taken): final[f"{name}/xsim"] for name in eval_sets if f"{name}/xsim" in final}
+    model = unwrap_peft(model)
+
+    def vectors(texts: Sequence[str]) -> np.ndarray:
+        return encode(model, tokenizer, list(texts)).cpu().numpy()
+
+    gold, random = held_out_margins((vectors(src), vectors(tgt)) for src, tgt in eval_sets.values() if len(src) >= 2)
+    return make_figures(folder, xsim=xsim, gold_scores=gold, random_scores=random, log_history=log_history)
+
+
+def model_card(
+    model: torch.nn.Module,
+    encoder: str,
+    data_stats: Mapping[str, Any],
+    final: Mapping[str, float],
+    figures: Sequence[Any] = (),
+) -> str:
+    """The README.md of a trained model: its settings, training data, the final results table and ``figures``
+    (from :func:`card_figures`)."""
     from bitext_hf.hub import render_model_card
 
     config = model.config
@@ -137,4 +187,5 @@ def model_card(model: torch.nn.Module, encoder: str, data_stats: Mapping[str, An
         train_pairs=", ".join(data_stats["selected_pairs"]),
         train_examples=data_stats["train_examples"],
         results_table=results_table(final, list(data_stats["eval_sets"])),
+        figures=figures,
     )
