@@ -4,7 +4,8 @@ The paper's setup (Heffernan et al., 2022, section 5.3): a student Transformer t
 with its own vocabulary, on Wolof bitexts together with related Senegambian languages, plus English self-training
 (anchoring the student in the teacher's space); MLM on monolingual Wolof and the progressive curriculum apply to
 Wolof only. Evaluation: xsim of student(xx) against teacher(English) on held-out pairs, before and after training
-(and every ``eval_steps`` with ``--eval_strategy steps``), written to ``<output_dir>/xsim_results.json`` and the card.
+(and every ``eval_steps`` with ``--eval_strategy steps``), written to ``<output_dir>/xsim_results.json`` and the card,
+with its figures (xsim by language, held-out gold vs random margins, the training curve).
 
     accelerate launch recipes/distill_wolof.py --config recipes/configs/distill_wolof.yaml
     python recipes/distill_wolof.py --config recipes/configs/distill_wolof-smoke.yaml --output_dir runs/smoke
@@ -248,6 +249,8 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
             teacher=script_args.teacher,
             training_data=[*script_args.bitexts, *script_args.monolingual],
             results=results,
+            log_history=trainer.state.log_history,
+            evaluator=evaluator,  # its held-out pairs give the card's gold vs random margin figure
         )
         with atomic_output(output_dir / RESULTS_FILE) as handle:
             json.dump(results, handle, indent=2)

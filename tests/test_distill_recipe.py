@@ -14,6 +14,7 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parent.parent
+FIGURES = ("xsim_heatmap.png", "margin_distribution.png", "training_curve.png")
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +73,10 @@ def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
         assert saved[key]["fr"]["n"] == 5 and 0.0 <= saved[key]["fr"]["xsim"] <= 100.0
     card = (output_dir / "README.md").read_text()
     assert "| fr | 5 |" in card and "{xsim_table}" not in card
+    # The figures ship in the checkpoint and the card shows them (xsim of fr, the 5 held-out pairs' margins).
+    for name in FIGURES:
+        assert (output_dir / name).read_bytes().startswith(b"\x89PNG") and f"]({name})" in card, name
+    assert f"fr→en {saved['student_after']['fr']['xsim']:.2f}%" in card and "5 held-out gold pairs" in card
     assert (output_dir / "checkpoint-8").is_dir() and (output_dir / "checkpoint-4").is_dir()
     # xsim on the held-out pairs every eval_steps, logged like any Trainer metric; the last one is the final model's.
     history = json.loads((output_dir / "checkpoint-8" / "trainer_state.json").read_text())["log_history"]
@@ -199,5 +204,6 @@ def test_recipe_push_to_hub_uploads_the_export_once(recipe, corpus_files, tmp_pa
     assert created == ["someone/wolof-student"] and len(uploads) == 1, "one upload, at the end"
     files = uploads[0]["files"]
     assert {"model.safetensors", "config.json", "modeling_laser3.py", "tokenizer.json", "modules.json"} <= set(files)
+    assert set(FIGURES) <= set(files), "the card's figures travel with it"
     assert not [name for name in files if name.startswith(("checkpoint-", "teacher_cache", "tokenizer/"))]
     assert "| fr | 5 |" in uploads[0]["card"], "the card with the xsim table, not the Trainer's"
