@@ -1,7 +1,7 @@
 """OneAligner: BERTScore similarity with in-batch normalization over an XLM-R-like encoder (onealigner paper).
 
-``configuration_onealigner`` and ``modeling_onealigner`` are self-contained (they ship as remote code): they import
-only torch, transformers and each other. Text-level scoring and the two-stage retrieval over corpora use the model's
+``configuration_onealigner``, ``modeling_onealigner`` and ``functional_onealigner`` (the pure tensor functions) are
+self-contained (they ship as remote code): they import only torch, transformers and each other. Text-level scoring and the two-stage retrieval over corpora use the model's
 public methods from :mod:`bitext_hf.mining.onealigner`.
 """
 
