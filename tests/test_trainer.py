@@ -445,3 +445,14 @@ def test_two_process_ddp_run_resumes_exactly(tmp_path):
     assert sorted(path.name for path in (tmp_path / "run").glob("checkpoint-*"))[-1] == "checkpoint-4"
     resumed = result_of(launch(tmp_path / "run", "--resume_from_checkpoint", str(tmp_path / "run" / "checkpoint-4")))
     assert resumed["params"] == reference["params"]
+
+
+def test_cpu_training_does_not_warn_about_pinned_memory(tmp_path):
+    """Trainer pins memory by default; without an accelerator torch warned at every dataloader of every run."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = train(tmp_path, max_steps=2)
+    assert not trainer.args.dataloader_pin_memory
+    assert not [w for w in caught if "pin_memory" in str(w.message)]

@@ -103,6 +103,10 @@ def unpack_loss(output: Any) -> tuple[torch.Tensor, dict[str, Any]]:
     return loss, dict(components or {})
 
 
+def _has_accelerator() -> bool:
+    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+
+
 class BitextTrainer(Trainer):
     """``transformers.Trainer`` with ``loss_fn`` and ``retrieval_evaluator`` (see the module docstring).
 
@@ -141,6 +145,9 @@ class BitextTrainer(Trainer):
             kwargs["eval_dataset"] = _RetrievalOnly()
         if loss_fn is not None and args is not None and args.remove_unused_columns:
             args.remove_unused_columns = False
+        if args is not None and args.dataloader_pin_memory and not _has_accelerator():
+            # Pinned memory only helps host-to-GPU copies; on a CPU-only machine torch warns at every dataloader.
+            args.dataloader_pin_memory = False
         # Per logged component: [sum (a float or a detached tensor: no device sync per step), micro-batch count].
         self._component_window: dict[str, list[Any]] = {}
         super().__init__(model=model, args=args, **kwargs)
