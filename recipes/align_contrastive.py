@@ -188,22 +188,23 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     aligner = make_aligner(script_args.aligner, model.encoder, tokenizer, max_length=script_args.max_seq_length)
     cache = script_args.alignment_cache or str(output_dir / "alignments")
 
-    def words_and_links(pairs: PairSet) -> tuple[list, list, list]:
+    examples, eval_sets, stats = [], {}, {"languages": languages, "aligner": aligner.name}
+    for index, language in enumerate(languages):
+        # One aligner run over training and held-out pairs: a statistical aligner needs the whole corpus.
+        pairs = _concat(train[language], held[language]) if language in held else train[language]
         source_words, target_words = tokenize_words(pairs.src, pairs.tgt, pairs.name)
         links = align_words(aligner, source_words, target_words, cache_dir=cache,
                             symmetrization=script_args.symmetrization)  # fmt: skip
-        return source_words, target_words, links
-
-    examples, stats = [], {"languages": languages, "aligner": aligner.name}
-    for index, language in enumerate(languages):
-        source_words, target_words, links = words_and_links(train[language])
-        built = build_examples(tokenizer, source_words, target_words, links, index, script_args.max_seq_length)
-        stats[language] = {"pairs": len(train[language]), "examples": len(built), "links": sum(map(len, links))}
+        n = len(train[language])
+        built = build_examples(tokenizer, source_words[:n], target_words[:n], links[:n], index,
+                               script_args.max_seq_length)  # fmt: skip
+        stats[language] = {"pairs": n, "examples": len(built), "links": sum(map(len, links[:n]))}
         examples += built
+        if language in held:
+            eval_sets[language] = AlignmentEvalSet(pairs.src[n:], pairs.tgt[n:], source_words[n:], target_words[n:],
+                                                   links[n:])  # fmt: skip
     if not examples:
         raise DataValidationError("no training pair has a word link left after symmetrization and the filters")
-    eval_sets = {language: AlignmentEvalSet(pairs.src, pairs.tgt, *words_and_links(pairs))
-                 for language, pairs in held.items()}  # fmt: skip
     logger.info("data: %s", json.dumps(stats))
     evaluator = AlignmentRetrievalEvaluator(tokenizer, eval_sets, script_args.max_seq_length) if eval_sets else None
     initial = evaluator(model.eval()) if evaluator is not None and resume is None else {}

@@ -16,6 +16,7 @@ callback and the export as a plain encoder.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ from transformers import TrainerCallback
 from bitext_hf.data.collators import pad_sequences
 from bitext_hf.training.alignment.symmetrize import Link
 from bitext_hf.training.alignment.words import first_subword_positions
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "AlignmentCollator",
@@ -126,6 +129,13 @@ def export_encoders(
 
     aligned = unwrap(model)
     encoder = aligned.encoder
+    if aligned.config.layer != encoder.config.num_hidden_layers:
+        logger.warning(
+            "the exported encoder pools its last layer, but training aligned hidden state %d of %d: use the "
+            "full checkpoint's encode() for the aligned layer",
+            aligned.config.layer,
+            encoder.config.num_hidden_layers,
+        )
     options = {"pooling": "mean", "normalize": True, "verify": True}
     output_dir = Path(output_dir)
     folders = {"en": save_for_hub(encoder, tokenizer, output_dir, model_card=model_card,
