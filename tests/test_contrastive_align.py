@@ -389,3 +389,14 @@ def test_encode_texts_with_the_linear_map_of_a_language(tmp_path: Path) -> None:
     model.save_pretrained(tmp_path)  # the tokenizer encode used goes beside the weights
     reloaded = AutoModel.from_pretrained(tmp_path)
     assert torch.allclose(reloaded.encode(texts, language="de"), mapped, atol=1e-5)
+
+
+def test_recipe_with_lora_saves_the_adapter_and_merges_it(tmp_path: Path) -> None:
+    results = _run_recipe(tmp_path, "--use_peft", "--lora_r", "4", "--held_out", "0", "--max_steps", "3")
+    run = tmp_path / "run"
+    assert results["global_step"] == 3
+    assert (run / "adapter" / "adapter_config.json").is_file()  # the LoRA adapter on its own
+    model = AutoModel.from_pretrained(run)  # merged: a plain ContrastiveAlignedEncoder, no peft layers
+    assert type(model) is ContrastiveAlignedEncoder
+    assert model.config.regularization_weight == 0.0  # LoRA replaces the regularizer unless asked for
+    assert not any("lora" in name for name in model.state_dict())
