@@ -51,6 +51,7 @@ from bitext_hf.training.alignment import (
     model_card,
     tokenize_words,
 )  # fmt: skip
+from bitext_hf.training.args import arg_field
 from bitext_hf.training.peft import ADAPTER_FOLDER
 from bitext_hf.training.tokenizer import TokenizerTrainingError, train_or_reuse_tokenizer
 
@@ -59,35 +60,31 @@ logger = logging.getLogger("align_contrastive")
 RESULTS_FILE = "eval_results.json"
 
 
-def _field(default: Any, help: str) -> Any:
-    if isinstance(default, list):
-        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help})
-    return dataclasses.field(default=default, metadata={"help": help})
-
-
 @dataclasses.dataclass
 class ScriptArguments:
     """Data, aligner, encoder and objective (training settings are ``TrainingArguments``, LoRA ``ModelArguments``)."""
 
-    train_pairs: list[str] = _field(["de=hub:Helsinki-NLP/opus-100:de-en:train"], "English-centred pair specs.")
-    max_pairs: int = _field(0, "Read at most this many pairs per spec (0: all; the paper samples 1M).")
-    held_out: int = _field(0, "Pairs held out per language for word / sentence retrieval (0: no evaluation).")
-    objective: str = _field("strong", "linear, l2, weak or strong.")
-    aligner: str = _field("auto", "eflomal (pip install 'bitext-hf[align]'), similarity (fallback), or auto.")
-    symmetrization: str = _field("grow-diag-final-and", "grow-diag-final-and (paper), intersect or union.")
-    alignment_cache: str | None = _field(None, "Word-alignment cache folder (default <output_dir>/alignments).")
-    encoder: str = _field("google-bert/bert-base-multilingual-cased", "Encoder path or hub id, or 'random'.")
-    tokenizer: str | None = _field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
-    max_seq_length: int = _field(96, "Tokens per sentence (paper: 96).")
-    layer: int | None = _field(None, "Hidden state aligned by l2/weak/strong (default: the last).")
-    projection_dim: int = _field(128, "Projector output width (paper: 128).")
-    contrastive_temperature: float = _field(0.1, "T of the contrastive objectives (paper: 0.1).")
-    regularization_weight: float | None = _field(None, "lambda of ||theta - theta_0||^2 (default 1.0; 0 with LoRA).")
-    vocab_size: int = _field(8000, "Random encoder: tokenizer vocabulary.")
-    hidden_size: int = _field(256, "Random encoder: width.")
-    num_hidden_layers: int = _field(4, "Random encoder: layers.")
-    num_attention_heads: int = _field(4, "Random encoder: attention heads.")
-    intermediate_size: int = _field(512, "Random encoder: FFN width.")
+    train_pairs: list[str] = arg_field(["de=hub:Helsinki-NLP/opus-100:de-en:train"], "English-centred pair specs.")
+    max_pairs: int = arg_field(0, "Read at most this many pairs per spec (0: all; the paper samples 1M).")
+    held_out: int = arg_field(0, "Pairs held out per language for word / sentence retrieval (0: no evaluation).")
+    objective: str = arg_field("strong", "linear, l2, weak or strong.")
+    aligner: str = arg_field("auto", "eflomal (pip install 'bitext-hf[align]'), similarity (fallback), or auto.")
+    symmetrization: str = arg_field("grow-diag-final-and", "grow-diag-final-and (paper), intersect or union.")
+    alignment_cache: str | None = arg_field(None, "Word-alignment cache folder (default <output_dir>/alignments).")
+    encoder: str = arg_field("google-bert/bert-base-multilingual-cased", "Encoder path or hub id, or 'random'.")
+    tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
+    max_seq_length: int = arg_field(96, "Tokens per sentence (paper: 96).")
+    layer: int | None = arg_field(None, "Hidden state aligned by l2/weak/strong (default: the last).")
+    projection_dim: int = arg_field(128, "Projector output width (paper: 128).")
+    contrastive_temperature: float = arg_field(0.1, "T of the contrastive objectives (paper: 0.1).")
+    regularization_weight: float | None = arg_field(
+        None, "lambda of ||theta - theta_0||^2 (default 1.0; 0 with LoRA)."
+    )
+    vocab_size: int = arg_field(8000, "Random encoder: tokenizer vocabulary.")
+    hidden_size: int = arg_field(256, "Random encoder: width.")
+    num_hidden_layers: int = arg_field(4, "Random encoder: layers.")
+    num_attention_heads: int = arg_field(4, "Random encoder: attention heads.")
+    intermediate_size: int = arg_field(512, "Random encoder: FFN width.")
 
     def __post_init__(self) -> None:
         if not self.train_pairs:

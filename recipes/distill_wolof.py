@@ -33,6 +33,7 @@ from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe, train_or_reuse_tokenizer
+from bitext_hf.training.args import arg_field
 from bitext_hf.training.distillation import (
     DEFAULT_TASK_WEIGHTS,
     DistillationBatches,
@@ -46,10 +47,6 @@ from bitext_hf.training.distillation import (
 logger = logging.getLogger("distill_wolof")
 
 RESULTS_FILE = "xsim_results.json"
-
-
-def _field(default: Any, help: str) -> Any:
-    return dataclasses.field(default=default, metadata={"help": help})
 
 
 @dataclasses.dataclass
@@ -68,7 +65,7 @@ class ScriptArguments:
         default_factory=lambda: ["wol=hub:facebook/flores:wol_Latn-eng_Latn@devtest"],
         metadata={"help": "Held-out evaluation pairs, xx=SOURCE; empty: hold out --held_out training pairs instead."},
     )
-    held_out: int = _field(0, "With no eval_bitexts: pairs held out of each eval language's training data.")
+    held_out: int = arg_field(0, "With no eval_bitexts: pairs held out of each eval language's training data.")
     eval_languages: list[str] = dataclasses.field(
         default_factory=lambda: ["wol"], metadata={"help": "Languages evaluated when holding out pairs."}
     )
@@ -78,23 +75,25 @@ class ScriptArguments:
     curriculum_languages: list[str] = dataclasses.field(
         default_factory=lambda: ["wol"], metadata={"help": "Languages trained with progressive prefixes."}
     )
-    max_pairs_per_language: int | None = _field(None, "Cap per bitext.")
-    max_monolingual: int | None = _field(None, "Cap per monolingual corpus.")
-    teacher: str = _field("default", "Teacher: 'default' (offline USE), a sentence-transformers folder, a HF model.")
-    teacher_batch_size: int = _field(64, "Teacher encoding batch size.")
-    cache_dir: str | None = _field(None, "Teacher embedding cache (default: <output_dir>/teacher_cache).")
-    distil_weight: float = _field(DEFAULT_TASK_WEIGHTS["distil"], "Weight of the distil task (xx -> English).")
-    self_weight: float = _field(DEFAULT_TASK_WEIGHTS["self"], "Weight of the self task (English -> English).")
-    mask_weight: float = _field(DEFAULT_TASK_WEIGHTS["mask"], "Weight of the MLM task.")
-    dataset_alpha: float = _field(0.5, "Datasets of a task are sampled proportionally to size ** alpha.")
-    curriculum_increment: float = _field(0.1, "Stage increment (0.1: prefixes of 10, 20, ..., 100 percent).")
-    curriculum_fraction: float | None = _field(
+    max_pairs_per_language: int | None = arg_field(None, "Cap per bitext.")
+    max_monolingual: int | None = arg_field(None, "Cap per monolingual corpus.")
+    teacher: str = arg_field(
+        "default", "Teacher: 'default' (offline USE), a sentence-transformers folder, a HF model."
+    )
+    teacher_batch_size: int = arg_field(64, "Teacher encoding batch size.")
+    cache_dir: str | None = arg_field(None, "Teacher embedding cache (default: <output_dir>/teacher_cache).")
+    distil_weight: float = arg_field(DEFAULT_TASK_WEIGHTS["distil"], "Weight of the distil task (xx -> English).")
+    self_weight: float = arg_field(DEFAULT_TASK_WEIGHTS["self"], "Weight of the self task (English -> English).")
+    mask_weight: float = arg_field(DEFAULT_TASK_WEIGHTS["mask"], "Weight of the MLM task.")
+    dataset_alpha: float = arg_field(0.5, "Datasets of a task are sampled proportionally to size ** alpha.")
+    curriculum_increment: float = arg_field(0.1, "Stage increment (0.1: prefixes of 10, 20, ..., 100 percent).")
+    curriculum_fraction: float | None = arg_field(
         None, "Share of the steps for the prefix stages (e.g. 0.5; whole sentences get the rest); default: even."
     )
-    mask_rate: float = _field(0.15, "Fraction of the tokens of MLM sentences set to <mask>.")
-    contrastive_weight: float = _field(0.0, "Weight of the optional in-batch contrastive term.")
-    max_length: int = _field(128, "Student truncation length in subwords.")
-    group_by_length: bool = _field(True, "Batch sentences of similar length (far less padding); else uniformly.")
+    mask_rate: float = arg_field(0.15, "Fraction of the tokens of MLM sentences set to <mask>.")
+    contrastive_weight: float = arg_field(0.0, "Weight of the optional in-batch contrastive term.")
+    max_length: int = arg_field(128, "Student truncation length in subwords.")
+    group_by_length: bool = arg_field(True, "Batch sentences of similar length (far less padding); else uniformly.")
 
     def __post_init__(self) -> None:
         if not self.bitexts:
@@ -110,14 +109,16 @@ class ScriptArguments:
 class ModelArguments:
     """The student and its vocabulary (defaults: the paper's student with an 8k vocabulary)."""
 
-    tokenizer_name: str | None = _field(None, "An existing student tokenizer; by default one is trained on the data.")
-    vocab_size: int = _field(8000, "Student vocabulary size when trained.")
-    hidden_size: int = _field(1024, "Student width.")
-    num_hidden_layers: int = _field(12, "Student layers.")
-    num_attention_heads: int = _field(4, "Attention heads.")
-    intermediate_size: int = _field(2048, "Feed-forward width.")
-    pooling: str = _field("max", "Sentence pooling: max or bos.")
-    dropout: float = _field(0.1, "Hidden and attention dropout.")
+    tokenizer_name: str | None = arg_field(
+        None, "An existing student tokenizer; by default one is trained on the data."
+    )
+    vocab_size: int = arg_field(8000, "Student vocabulary size when trained.")
+    hidden_size: int = arg_field(1024, "Student width.")
+    num_hidden_layers: int = arg_field(12, "Student layers.")
+    num_attention_heads: int = arg_field(4, "Attention heads.")
+    intermediate_size: int = arg_field(2048, "Feed-forward width.")
+    pooling: str = arg_field("max", "Sentence pooling: max or bos.")
+    dropout: float = arg_field(0.1, "Hidden and attention dropout.")
 
 
 def load_data(args: ScriptArguments) -> tuple[list[PairSet], dict[str, list[str]], list[str], list[PairSet]]:

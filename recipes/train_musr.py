@@ -35,6 +35,7 @@ from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
 from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe
+from bitext_hf.training.args import arg_field
 from bitext_hf.training.musr import (
     CrossConSTLoss,
     MuSREvaluator,
@@ -55,45 +56,41 @@ _MODEL_FIELDS = ("hidden_size", "num_encoder_layers", "num_decoder_layers", "num
                  "decoder_ffn_dim", "dropout", "attention_dropout", "label_smoothing")  # fmt: skip
 
 
-def _field(default: Any, help: str) -> Any:
-    if isinstance(default, list):
-        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help})
-    return dataclasses.field(default=default, metadata={"help": help})
-
-
 @dataclasses.dataclass
 class ScriptArguments:
     """Data, vocabulary, stages and evaluation (training settings are ``TrainingArguments``)."""
 
-    train_pairs: list[str] = _field(["fr=gettext", "de=gettext"], "Pair specs, each with English on one side.")
-    temperature: float = _field(5.0, "Language sampling p_l ~ (n_l / sum n)^(1/T); 1: by size, larger: flatter.")
-    train_examples: int = _field(1_000_000, "Pairs drawn (with replacement, by temperature) for each stage.")
-    held_out: int = _field(1000, "English sentences shared by all languages held out, with their translations.")
-    pivot: str | None = _field(None, "Non-English pivot language of the evaluation (default: the first language).")
-    alpha: float = _field(1.0, "CrossConST weight in stage 2 (the paper fixes one value; tune it).")
-    stage1_steps: int = _field(0, "Stage-1 optimizer steps (0: --max_steps).")
-    stage2_steps: int = _field(0, "Stage-2 optimizer steps (0: --max_steps).")
-    tokenizer: str | None = _field(None, "Tokenizer path; default: a Unigram vocabulary trained on the sampled text.")
-    vocab_size: int = _field(32000, "Size of the trained shared vocabulary.")
-    tokenizer_training_texts: int = _field(200_000, "Train the vocabulary on this many sampled sentences.")
-    max_unknown: float = _field(0.3, "Refuse a language whose held-out text is more than this share <unk>.")
-    max_seq_length: int = _field(128, "Subwords per sentence, <s> and </s> included.")
-    eval_batch_size: int = _field(64, "Sentences per encoding batch at evaluation.")
+    train_pairs: list[str] = arg_field(["fr=gettext", "de=gettext"], "Pair specs, each with English on one side.")
+    temperature: float = arg_field(5.0, "Language sampling p_l ~ (n_l / sum n)^(1/T); 1: by size, larger: flatter.")
+    train_examples: int = arg_field(1_000_000, "Pairs drawn (with replacement, by temperature) for each stage.")
+    held_out: int = arg_field(1000, "English sentences shared by all languages held out, with their translations.")
+    pivot: str | None = arg_field(None, "Non-English pivot language of the evaluation (default: the first language).")
+    alpha: float = arg_field(1.0, "CrossConST weight in stage 2 (the paper fixes one value; tune it).")
+    stage1_steps: int = arg_field(0, "Stage-1 optimizer steps (0: --max_steps).")
+    stage2_steps: int = arg_field(0, "Stage-2 optimizer steps (0: --max_steps).")
+    tokenizer: str | None = arg_field(
+        None, "Tokenizer path; default: a Unigram vocabulary trained on the sampled text."
+    )
+    vocab_size: int = arg_field(32000, "Size of the trained shared vocabulary.")
+    tokenizer_training_texts: int = arg_field(200_000, "Train the vocabulary on this many sampled sentences.")
+    max_unknown: float = arg_field(0.3, "Refuse a language whose held-out text is more than this share <unk>.")
+    max_seq_length: int = arg_field(128, "Subwords per sentence, <s> and </s> included.")
+    eval_batch_size: int = arg_field(64, "Sentences per encoding batch at evaluation.")
 
 
 @dataclasses.dataclass
 class ModelArguments:
     """MuSR architecture (paper's 768 setting by default; see ``MuSRConfig``)."""
 
-    hidden_size: int = _field(768, "Encoder width d (the decoder is 2d wide).")
-    num_encoder_layers: int = _field(12, "Encoder layers.")
-    num_decoder_layers: int = _field(3, "Decoder layers.")
-    num_attention_heads: int = _field(12, "Attention heads.")
-    encoder_ffn_dim: int = _field(3072, "Encoder feed-forward width.")
-    decoder_ffn_dim: int = _field(6144, "Decoder feed-forward width.")
-    dropout: float = _field(0.1, "Dropout (both CrossConST branches run with it).")
-    attention_dropout: float = _field(0.1, "Attention dropout.")
-    label_smoothing: float = _field(0.1, "Label smoothing of the cross-entropy.")
+    hidden_size: int = arg_field(768, "Encoder width d (the decoder is 2d wide).")
+    num_encoder_layers: int = arg_field(12, "Encoder layers.")
+    num_decoder_layers: int = arg_field(3, "Decoder layers.")
+    num_attention_heads: int = arg_field(12, "Attention heads.")
+    encoder_ffn_dim: int = arg_field(3072, "Encoder feed-forward width.")
+    decoder_ffn_dim: int = arg_field(6144, "Decoder feed-forward width.")
+    dropout: float = arg_field(0.1, "Dropout (both CrossConST branches run with it).")
+    attention_dropout: float = arg_field(0.1, "Attention dropout.")
+    label_smoothing: float = arg_field(0.1, "Label smoothing of the cross-entropy.")
 
 
 def check_arguments(

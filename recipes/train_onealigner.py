@@ -39,6 +39,7 @@ from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.onealigner import OneAlignerModel
 from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
+from bitext_hf.training.args import arg_field
 from bitext_hf.training.mlm import pretrain_mlm
 from bitext_hf.training.onealigner import (
     OneAlignerRetrievalEvaluator,
@@ -58,47 +59,43 @@ _MODEL_FIELDS = ("similarity", "normalization", "alpha", "softmax_temperature", 
                  "eval_batch_size", "pooled_loss_weight")  # fmt: skip
 
 
-def _field(default: Any, help: str) -> Any:
-    if isinstance(default, list):
-        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help})
-    return dataclasses.field(default=default, metadata={"help": help})
-
-
 @dataclasses.dataclass
 class ScriptArguments:
     """Data, encoder and OneAligner settings (training settings are ``TrainingArguments``, LoRA ``ModelArguments``)."""
 
-    train_pairs: list[str] = _field(["en-es=hub:Helsinki-NLP/opus-100:en-es:train"], "Training pair specs.")
-    top_k_pairs: int = _field(0, "Keep only the k richest training pairs (most examples); 0 keeps all.")
-    centre: str = _field("any", "Training pairs to keep: any, english (en-xx only) or non_english.")
-    example_budget: int = _field(1_000_000, "Training examples sampled uniformly from the pooled pairs (paper: 1M).")
-    min_tokens: int = _field(5, "After sampling, drop examples with fewer tokens on either side (paper: 5).")
-    eval_pairs: list[str] = _field([], "Evaluation pair specs; their sentences leave training.")
-    held_out: int = _field(0, "Pairs held out of each training pair as an extra evaluation set.")
-    eval_size: int = _field(1000, "At most this many pairs per evaluation set (sampled; Tatoeba-like 1k).")
-    eval_min_words: int = _field(0, "Evaluate on pairs with at least this many words on both sides.")
-    eval_before_training: bool = _field(True, "Evaluate (with the ablation) before training too.")
-    ablation: bool = _field(True, "Also report the Table 1 ablation (mean pool / BERTScore x norm on/off).")
-    encoder: str = _field("FacebookAI/xlm-roberta-base", "Encoder path or hub id, or 'random' (sizes below).")
-    tokenizer: str | None = _field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
-    layer: int | None = _field(None, "Hidden state L (0 = embeddings); default round(2/3 * layers).")
-    vocab_size: int = _field(8000, "Random encoder: tokenizer vocabulary.")
-    tokenizer_training_texts: int = _field(100_000, "Random encoder: train the tokenizer on this many texts.")
-    hidden_size: int = _field(256, "Random encoder: width.")
-    num_hidden_layers: int = _field(4, "Random encoder: layers.")
-    num_attention_heads: int = _field(4, "Random encoder: attention heads.")
-    intermediate_size: int = _field(512, "Random encoder: FFN width.")
-    mlm_steps: int = _field(0, "Random encoder: MLM pre-training steps on the training text first (0: none).")
-    mlm_learning_rate: float = _field(5e-4, "MLM pre-training learning rate.")
-    mlm_batch_size: int = _field(64, "MLM pre-training batch size.")
-    max_seq_length: int = _field(100, "Tokens per sentence (paper: 100).")
-    similarity: str = _field("bertscore", "bertscore or mean_pool.")
-    normalization: bool = _field(True, "In-batch normalization.")
-    alpha: float = _field(0.75, "Normalization strength (paper: 0.75).")
-    softmax_temperature: float = _field(5.0, "Logits = S / temperature.")
-    loss_type: str = _field("global", "global (N^2 - N negatives) or row.")
-    eval_batch_size: int = _field(256, "Normalization block at evaluation.")
-    pooled_loss_weight: float = _field(0.0, "Not in the paper: extra InfoNCE on mean-pooled vectors.")
+    train_pairs: list[str] = arg_field(["en-es=hub:Helsinki-NLP/opus-100:en-es:train"], "Training pair specs.")
+    top_k_pairs: int = arg_field(0, "Keep only the k richest training pairs (most examples); 0 keeps all.")
+    centre: str = arg_field("any", "Training pairs to keep: any, english (en-xx only) or non_english.")
+    example_budget: int = arg_field(
+        1_000_000, "Training examples sampled uniformly from the pooled pairs (paper: 1M)."
+    )
+    min_tokens: int = arg_field(5, "After sampling, drop examples with fewer tokens on either side (paper: 5).")
+    eval_pairs: list[str] = arg_field([], "Evaluation pair specs; their sentences leave training.")
+    held_out: int = arg_field(0, "Pairs held out of each training pair as an extra evaluation set.")
+    eval_size: int = arg_field(1000, "At most this many pairs per evaluation set (sampled; Tatoeba-like 1k).")
+    eval_min_words: int = arg_field(0, "Evaluate on pairs with at least this many words on both sides.")
+    eval_before_training: bool = arg_field(True, "Evaluate (with the ablation) before training too.")
+    ablation: bool = arg_field(True, "Also report the Table 1 ablation (mean pool / BERTScore x norm on/off).")
+    encoder: str = arg_field("FacebookAI/xlm-roberta-base", "Encoder path or hub id, or 'random' (sizes below).")
+    tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
+    layer: int | None = arg_field(None, "Hidden state L (0 = embeddings); default round(2/3 * layers).")
+    vocab_size: int = arg_field(8000, "Random encoder: tokenizer vocabulary.")
+    tokenizer_training_texts: int = arg_field(100_000, "Random encoder: train the tokenizer on this many texts.")
+    hidden_size: int = arg_field(256, "Random encoder: width.")
+    num_hidden_layers: int = arg_field(4, "Random encoder: layers.")
+    num_attention_heads: int = arg_field(4, "Random encoder: attention heads.")
+    intermediate_size: int = arg_field(512, "Random encoder: FFN width.")
+    mlm_steps: int = arg_field(0, "Random encoder: MLM pre-training steps on the training text first (0: none).")
+    mlm_learning_rate: float = arg_field(5e-4, "MLM pre-training learning rate.")
+    mlm_batch_size: int = arg_field(64, "MLM pre-training batch size.")
+    max_seq_length: int = arg_field(100, "Tokens per sentence (paper: 100).")
+    similarity: str = arg_field("bertscore", "bertscore or mean_pool.")
+    normalization: bool = arg_field(True, "In-batch normalization.")
+    alpha: float = arg_field(0.75, "Normalization strength (paper: 0.75).")
+    softmax_temperature: float = arg_field(5.0, "Logits = S / temperature.")
+    loss_type: str = arg_field("global", "global (N^2 - N negatives) or row.")
+    eval_batch_size: int = arg_field(256, "Normalization block at evaluation.")
+    pooled_loss_weight: float = arg_field(0.0, "Not in the paper: extra InfoNCE on mean-pooled vectors.")
 
     def __post_init__(self) -> None:
         if not self.train_pairs:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from transformers import HfArgumentParser
 
-__all__ = ["ConfigFileError", "load_yaml_config", "parse_args", "run_recipe"]
+__all__ = ["ConfigFileError", "arg_field", "load_yaml_config", "parse_args", "run_recipe"]
 
 CONFIG_FLAG = "--config"
 
@@ -30,6 +30,13 @@ class ConfigFileError(ValueError):
     """A ``--config`` YAML file is missing, malformed, or holds keys that no argument dataclass knows."""
 
     exit_code = 2  # a usage error, as bitext_hf.errors.UsageError
+
+
+def arg_field(default: Any, help: str) -> Any:
+    """A recipe argument: its default (a list default is copied per instance) and the ``--help`` text."""
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
 
 
 def load_yaml_config(path: str | os.PathLike) -> dict[str, Any]:
