@@ -44,7 +44,7 @@ _WRITE_ERRNOS = {
     errno.EROFS: "read-only file system",
 }
 _TEMP_MARK = ".bitext-hf-"
-_STD_STREAM = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/(self|\d+)/fd/\d+")
+_STD_STREAM = re.compile(r"/dev/(stdout|stderr|fd/(\d+))|/proc/(self|\d+)/fd/(\d+)")
 # A temp name must stay under the usual 255-byte name limit; the rest of it is the marker, pid and token.
 _MAX_NAME_BYTES = 180
 
@@ -164,7 +164,7 @@ def _write_error(path: StrPath, error: OSError, *, replaced: bool) -> OutputWrit
 
 def _own_descriptor(path: str) -> int | None:
     """The descriptor number that ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names."""
-    match = re.fullmatch(r"/dev/(stdout|stderr|fd/(\d+))|/proc/(self|\d+)/fd/(\d+)", os.path.abspath(path))
+    match = _STD_STREAM.fullmatch(os.path.abspath(path))
     if match is None:
         return None
     if match.group(1) in ("stdout", "stderr"):
