@@ -121,6 +121,13 @@ _PARALLEL_ROWS: tuple[tuple[str, str, str, str], ...] = (
 _LANGUAGE_COLUMNS = {"fr": 1, "de": 2, "es": 3}
 
 
+@pytest.fixture(autouse=True)
+def _private_embedding_cache(monkeypatch, tmp_path_factory):
+    """Each test gets an empty encoding cache of its own: nothing is written under ~/.cache, and a test that counts
+    encoder calls never finds the sentences of an earlier test in the cache (bitext_hf.mining.embedding_cache)."""
+    monkeypatch.setenv("BITEXT_HF_EMBEDDING_CACHE", str(tmp_path_factory.mktemp("embedding-cache")))
+
+
 @pytest.fixture(scope="session")
 def tiny_parallel_corpus_by_language() -> dict[str, list[tuple[str, str]]]:
     """``{"fr" | "de" | "es": [(English, translation), ...]}``, 20 aligned pairs per language."""

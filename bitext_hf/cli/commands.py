@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -19,9 +20,11 @@ import numpy as np
 
 from bitext_hf.cli.inputs import (
     Side,
+    _encoder,
     check_inputs_and_output,
     display,
     embed,
+    is_embeddings,
     is_npy,
     pair_texts,
     read_gold,
@@ -45,18 +48,64 @@ def _shown(out: str) -> str:
     return "stdout" if out == "-" else out
 
 
+def _shard_output(out: str) -> bool:
+    """Whether ``encode --out`` names a folder of shards: a path ending in /, an existing folder, or a new path
+    without a file extension (``emb.de`` or ``x.npy`` stay one file, as before shards existed)."""
+    if out == "-" or not out.strip():
+        return False
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return True
+    return not os.path.exists(out) and not Path(out).suffix
+
+
 def cmd_encode(args) -> int:
     from bitext_hf.data import read_lines
     from bitext_hf.io import atomic_output
 
+    if _shard_output(args.out):
+        return _encode_shards(args)
+    if args.shard_size is not None or args.resume:
+        raise UsageError(
+            f"--shard-size and --resume are for a folder --out; {args.out} is written as one .npy file "
+            "(end the path with / for shards)"
+        )
     check_inputs_and_output(args.out, [args.input])
     texts = read_lines(args.input, max_chars=args.max_line_chars)
     embeddings = embed(args, texts, "input")
     with atomic_output(args.out, "wb") as handle:
-        np.save(handle, embeddings.astype(np.float32))
+        np.save(handle, embeddings.astype(args.dtype))
     print(
-        f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {_shown(args.out)}",
+        f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} {args.dtype} embeddings to {_shown(args.out)}",
         file=_report_stream(args.out),
+    )
+    return EXIT_OK
+
+
+def _encode_shards(args) -> int:
+    """``encode`` into a folder: shard by shard, memory one shard, the manifest last; ``--resume`` continues."""
+    from bitext_hf.data import read_lines
+    from bitext_hf.mining.embedding_cache import encoder_identity
+    from bitext_hf.mining.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
+
+    check_shard_folder(args.out, resume=args.resume)  # before reading: a wrong folder costs nothing
+    texts = read_lines(args.input, max_chars=args.max_line_chars)
+
+    def encode(batch: list[str]) -> np.ndarray:  # the encoder is loaded at the first shard left to encode
+        return _encoder(args, args.model).encode(batch, batch_size=args.batch_size, show_progress=False)
+
+    manifest, encoded = write_shards(
+        args.out,
+        texts,
+        encode,
+        encoder=encoder_identity(args.model, args.pooling),
+        shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
+        dtype=args.dtype,
+        resume=args.resume,
+        show_progress=not args.quiet,
+    )
+    print(
+        f"wrote {manifest.count} x {manifest.dimension} {manifest.dtype} embeddings in {len(manifest.shards)} "
+        f"shard(s) and {os.path.join(args.out, 'manifest.json')} ({encoded} sentences encoded by this run)"
     )
     return EXIT_OK
 
@@ -79,8 +128,8 @@ def _check_mine_options(args) -> None:
     if bool(args.src_docs) != bool(args.tgt_docs):
         raise UsageError("document-level mining needs both --src-docs and --tgt-docs")
     for side, model in (("src", args.src_model), ("tgt", args.tgt_model)):
-        if model is not None and is_npy(getattr(args, side)):
-            raise UsageError(f"--{side}-model has nothing to encode: --{side} is a .npy file of embeddings")
+        if model is not None and is_embeddings(getattr(args, side)):
+            raise UsageError(f"--{side}-model has nothing to encode: --{side} holds embeddings (.npy or shards)")
     from bitext_hf.mining import DEFAULT_MODE
 
     args.mode = args.mode or DEFAULT_MODE
@@ -133,7 +182,7 @@ def _rows_to_mine(args, side: Side, what: str, spec: str | None, per_document: b
 
 
 def cmd_mine(args) -> int:
-    from bitext_hf.mining import check_k, mine, mine_documents, write_pairs
+    from bitext_hf.mining import check_k, mine_documents, write_pairs
     from bitext_hf.mining.output import check_representable, output_format
 
     _check_mine_options(args)
@@ -167,7 +216,7 @@ def cmd_mine(args) -> int:
     if docs is not None:
         pairs = mine_documents(src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings)
     else:
-        pairs = mine(src_emb, tgt_emb, show_progress=not args.quiet and src_emb.shape[0] > 50_000, **settings)
+        pairs = _mine(args, src_emb, tgt_emb, settings)
         pairs = dataclasses.replace(
             pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
         )
@@ -199,9 +248,29 @@ def cmd_mine(args) -> int:
     return EXIT_OK
 
 
+def _mine(args, src_emb, tgt_emb, settings: dict):
+    """Mine in memory, or block by block when a side is a folder of shards (same pairs and scores)."""
+    from bitext_hf.mining import mine
+    from bitext_hf.mining.shards import ShardedEmbeddings, mine_shards
+
+    show_progress = not args.quiet and src_emb.shape[0] > 50_000
+    index = getattr(args, "index", None) or "exact"
+    if isinstance(src_emb, ShardedEmbeddings) or isinstance(tgt_emb, ShardedEmbeddings):
+        if index == "exact":
+            return mine_shards(src_emb, tgt_emb, show_progress=show_progress, **settings)
+        logger.warning("--index %s reads the shards into memory (only the exact search streams them)", index)
+        src_emb, tgt_emb = np.asarray(src_emb), np.asarray(tgt_emb)
+    return mine(src_emb, tgt_emb, show_progress=show_progress, **settings)
+
+
 def _side_encoder(args, side: str) -> str | None:
-    """The encoder that embedded a side: None for a .npy side (its encoder is not known here)."""
-    if is_npy(getattr(args, side)):
+    """The encoder that embedded a side: the manifest's for shards, None for a .npy side (not known here)."""
+    path = getattr(args, side)
+    if os.path.isdir(path):
+        from bitext_hf.mining.shards import MANIFEST, read_manifest
+
+        return read_manifest(os.path.join(path, MANIFEST)).encoder
+    if is_npy(path):
         return None
     from bitext_hf.encoders import DEFAULT_ENCODER
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +18,7 @@ __all__ = [
     "check_inputs_and_output",
     "display",
     "embed",
+    "is_embeddings",
     "is_npy",
     "pair_texts",
     "read_gold",
@@ -35,6 +37,13 @@ def display(path: str) -> str:
 
 def is_npy(path: str) -> bool:
     return path.lower().endswith(".npy")
+
+
+def is_embeddings(path: str) -> bool:
+    """Embeddings rather than text: a .npy file, or a folder of shards (``bitext-hf encode --out FOLDER/``)."""
+    from bitext_hf.mining.shards import is_shard_folder  # not at module level: --help must not import mining
+
+    return is_npy(path) or is_shard_folder(path)
 
 
 def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> None:
@@ -60,11 +69,29 @@ def _encoder(args, spec: str | None):
     return cache[spec]
 
 
+def _embedding_cache(args):
+    """The encoding cache of ``--cache-dir`` (None with ``--no-cache``, or for a command without these options)."""
+    if getattr(args, "no_cache", True):
+        return None
+    from bitext_hf.mining.embedding_cache import EmbeddingCache
+
+    return EmbeddingCache(args.cache_dir)
+
+
 def embed(args, texts: list[str], what: str, spec: str | None = None) -> np.ndarray:
-    """Embed ``texts`` with the encoder ``spec`` (default ``--model``); each encoder is loaded once per run."""
+    """Embed ``texts`` with the encoder ``spec`` (default ``--model``); each encoder is loaded once per run, and
+    not at all when the encoding cache holds these sentences for it."""
     spec = spec if spec is not None else args.model
+    cache = _embedding_cache(args)
+    key = cache.key(texts, spec, args.pooling) if cache is not None else None
+    if cache is not None and (cached := cache.load(key, len(texts))) is not None:
+        logger.info("%d %s sentences: embeddings from the cache (%s)", len(texts), what, cache.path(key))
+        return cached
     logger.info("encoding %d %s sentences", len(texts), what)
-    return _encoder(args, spec).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
+    embeddings = _encoder(args, spec).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
+    if cache is not None:
+        cache.store(key, embeddings)
+    return embeddings
 
 
 # ----------------------------------------------------------------------------------------------------- sides
@@ -75,13 +102,14 @@ class Side:
     """One side of a mining run, as read from its files (nothing encoded yet).
 
     ``texts`` has one sentence per line (None for a .npy file given without its text file); ``text_path`` is the
-    file they came from (for messages); ``embeddings`` are the rows of a .npy file, else None.
+    file they came from (for messages); ``embeddings`` are the rows of a .npy file, or the memory-mapped rows of a
+    folder of shards (``ShardedEmbeddings``), else None.
     """
 
     path: str
     texts: list[str] | None
     text_path: str | None
-    embeddings: np.ndarray | None
+    embeddings: Any
 
     @property
     def n_rows(self) -> int:
@@ -89,16 +117,18 @@ class Side:
 
 
 def read_side(args, path: str, text_path: str | None, what: str) -> Side:
-    """Read a side: a text file, or a .npy file with, optionally, the text file of its sentences (``--src-text``:
-    one line per embedding row)."""
+    """Read a side: a text file, or a .npy file or a folder of shards with, optionally, the text file of its
+    sentences (``--src-text``: one line per embedding row; checked against a manifest's text checksum)."""
     from bitext_hf.data import read_embeddings, read_lines
     from bitext_hf.mining import check_embeddings
+    from bitext_hf.mining.shards import is_shard_folder, open_shards, text_sha256
 
-    if not is_npy(path):
+    if not is_embeddings(path):
         if text_path is not None:
             raise UsageError(f"--{what}-text is for .npy inputs; {path} is read as text already")
         return Side(path, read_lines(path, max_chars=args.max_line_chars), path, None)
-    embeddings = check_embeddings(read_embeddings(path), path)
+    sharded = is_shard_folder(path)
+    embeddings = open_shards(path) if sharded else check_embeddings(read_embeddings(path), path)
     texts = None
     if text_path is not None:
         texts = read_lines(text_path, max_chars=args.max_line_chars)
@@ -106,6 +136,12 @@ def read_side(args, path: str, text_path: str | None, what: str) -> Side:
             raise DataValidationError(
                 f"{display(text_path)} has {len(texts)} lines but {path} has {embeddings.shape[0]} embedding rows: "
                 "give the text file the embeddings were made from"
+            )
+        recorded = embeddings.manifest.text_sha256 if sharded else None
+        if recorded is not None and text_sha256(texts) != recorded:
+            raise DataValidationError(
+                f"{display(text_path)} is not the text {path} was encoded from (its SHA-256 differs from the "
+                "manifest's text_sha256)"
             )
     else:
         logger.warning(

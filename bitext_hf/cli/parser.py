@@ -101,6 +101,13 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         default=10_000,
         help="an input line longer than this is a data error, exit 3 (default 10000)",
     )
+    group.add_argument(
+        "--cache-dir",
+        default=None,
+        help="encoding cache: embeddings kept by the text's content and the encoder, so the same text is not encoded "
+        "twice (default $BITEXT_HF_EMBEDDING_CACHE or ~/.cache/bitext-hf/embeddings; nothing is evicted)",
+    )
+    group.add_argument("--no-cache", action="store_true", help="neither read nor write the encoding cache")
     if k:
         group = parser.add_argument_group("margin")
         group.add_argument(
@@ -142,10 +149,34 @@ def _add_encode(commands, fmt) -> None:
         help="embed a text file (one sentence a line) into a .npy file",
         formatter_class=fmt,
         epilog="example:\n  bitext-hf encode --input corpus.de --out corpus.de.npy\n  "
-        "zcat corpus.de.gz | bitext-hf encode --input - --out corpus.de.npy\n\n" + EPILOG_EXIT,
+        "zcat corpus.de.gz | bitext-hf encode --input - --out corpus.de.npy\n  "
+        "bitext-hf encode --input big.de.zst --out emb.de/ --shard-size 1000000 --dtype float16 --resume\n  "
+        "bitext-hf mine --src emb.de/ --tgt emb.en/ --src-text big.de.zst --tgt-text big.en.zst --out pairs.tsv\n\n"
+        "A folder --out gets shard-NNNNN.npy files (memory-mappable) and, written last, manifest.json (count,\n"
+        "dimension, dtype, encoder, SHA-256 of the text and of every shard); `mine` reads such folders a block at a\n"
+        "time. A killed run continues with --resume after its last complete shard, ending with the same bytes.\n\n"
+        + EPILOG_EXIT,
     )
     p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line (.gz/.xz/.bz2/.zst, - stdin)")
-    p.add_argument("--out", required=True, help="output .npy (float32, L2-normalized rows), never over the input")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output .npy (L2-normalized rows), never over the input; a folder (new or empty, or a path ending in "
+        "/ or without a file extension) gets shards and a manifest",
+    )
+    group = p.add_argument_group("shards")
+    group.add_argument(
+        "--shard-size", type=_positive_int, default=None, help="rows per shard of a folder --out (default 1000000)"
+    )
+    group.add_argument(
+        "--dtype",
+        choices=("float32", "float16"),
+        default="float32",
+        help="stored precision (default float32; float16 halves the disk and is renormalized when read)",
+    )
+    group.add_argument(
+        "--resume", action="store_true", help="continue an unfinished folder --out after its last complete shard"
+    )
     _add_common(p, k=False)
     p.set_defaults(func=cmd_encode)
 
@@ -158,10 +189,12 @@ def _add_mine(commands, fmt) -> None:
         epilog=_EPILOG_MINE + "\n" + EPILOG_EXIT,
     )
     p.add_argument(
-        "--src", help="source sentences (text, one a line; .gz/.xz/.bz2/.zst; - for stdin) or embeddings (.npy)"
+        "--src",
+        help="source sentences (text, one a line; .gz/.xz/.bz2/.zst; - for stdin) or embeddings (.npy, or a folder "
+        "of shards from `encode --out FOLDER/`, mined a block at a time)",
     )
     p.add_argument("--tgt", help="target sentences or embeddings, as --src (only one side can be -)")
-    p.add_argument("--src-text", help="with a .npy --src: the text file of its sentences (one line per row)")
+    p.add_argument("--src-text", help="with a .npy or folder --src: the text file of its sentences (one line per row)")
     p.add_argument("--tgt-text", help="with a .npy --tgt: the text file of its sentences")
     p.add_argument(
         "--demo", action="store_true", help="mine the bundled English-German demo and score it against its gold pairs"

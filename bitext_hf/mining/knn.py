@@ -23,7 +23,16 @@ import torch
 
 from bitext_hf.errors import DataValidationError, UsageError
 
-__all__ = ["MAX_K", "BidirectionalKNN", "bidirectional_knn", "check_embeddings", "check_k", "ivf_index", "knn_search"]
+__all__ = [
+    "MAX_K",
+    "BidirectionalKNN",
+    "bidirectional_knn",
+    "bidirectional_knn_blocks",
+    "check_embeddings",
+    "check_k",
+    "ivf_index",
+    "knn_search",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -88,28 +97,44 @@ def check_embeddings(embeddings: np.ndarray, name: str = "embeddings", *, normal
     if not np.issubdtype(array.dtype, np.floating):
         raise DataValidationError(f"{name}: expected floating-point embeddings, got dtype {array.dtype}")
     n, dim = array.shape
+    norms = _row_norms(array)
+    _refuse_bad_rows(array, norms, name, normalize)
+    if not normalize or not _needs_normalizing(norms, name):
+        return np.ascontiguousarray(array, dtype=np.float32)
+    block = max(1, _CHECK_BLOCK_ELEMENTS // dim)
+    result = np.empty((n, dim), dtype=np.float32)
+    for start in range(0, n, block):
+        rows = array[start : start + block].astype(np.float64)
+        result[start : start + block] = rows / norms[start : start + block, None]
+    return result
+
+
+def _row_norms(array: np.ndarray) -> np.ndarray:
+    """float64 L2 norms of the rows, read in blocks (a memory-mapped input is never copied whole)."""
+    n, dim = array.shape
     block = max(1, _CHECK_BLOCK_ELEMENTS // dim)
     norms = np.empty(n, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, block):
             rows = array[start : start + block].astype(np.float64)
             norms[start : start + block] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    _refuse_bad_rows(array, norms, name, normalize)
+    return norms
+
+
+def _needs_normalizing(norms: np.ndarray, name: str) -> bool:
+    """Whether rows with these norms are normalized (all of them, or none: within _UNIT_TOLERANCE of unit length
+    they are used as they are); warns once when some were off by more than _WARN_TOLERANCE."""
     off = np.abs(norms - 1.0)
-    if not normalize or off.max() <= _UNIT_TOLERANCE:
-        return np.ascontiguousarray(array, dtype=np.float32)
+    if off.max() <= _UNIT_TOLERANCE:
+        return False
     not_unit = int((off > _WARN_TOLERANCE).sum())
     if not_unit:
         worst = int(off.argmax())
         logger.warning(
             "%s: %d of %d rows were not unit length (e.g. row %d has L2 norm %.4g); normalized them, as cosine "
-            "similarity needs", name, not_unit, n, worst, norms[worst],
+            "similarity needs", name, not_unit, norms.size, worst, norms[worst],
         )  # fmt: skip
-    result = np.empty((n, dim), dtype=np.float32)
-    for start in range(0, n, block):
-        rows = array[start : start + block].astype(np.float64)
-        result[start : start + block] = rows / norms[start : start + block, None]
-    return result
+    return True
 
 
 def _refuse_bad_rows(array: np.ndarray, norms: np.ndarray, name: str, normalize: bool) -> None:
@@ -217,6 +242,7 @@ def bidirectional_knn(
     show_progress: bool = False,
     backend: str = "auto",
     normalize: bool = True,
+    checked: bool = False,
 ) -> BidirectionalKNN:
     """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``.
 
@@ -236,12 +262,17 @@ def bidirectional_knn(
             installed, else torch).
         normalize (bool, defaults to True): rows are L2-normalized (cosine, see :func:`check_embeddings`); False
             searches raw inner products.
+        checked (bool, defaults to False): ``x`` and ``y`` are validated and normalized already: arrays from
+            :func:`check_embeddings`, or row sources not in memory whose ``[a:b]`` gives rows ``a`` to ``b`` as
+            C-contiguous float32 (``bitext_hf.mining.shards.ShardedEmbeddings``). A row source is read one block at
+            a time; the blocks are those of the concatenated arrays, so the results are the same, bit for bit.
 
     Raises:
         UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`).
         DataValidationError: unusable embeddings (see :func:`check_embeddings`).
     """
-    x, y = _check_pair(x, y, "source embeddings", "target embeddings", normalize)
+    if not checked:
+        x, y = _check_pair(x, y, "source embeddings", "target embeddings", normalize)
     n, m = x.shape[0], y.shape[0]
     check_k(k, n, m)
     if k_backward is not None:
@@ -276,6 +307,12 @@ def bidirectional_knn(
     return result
 
 
+def bidirectional_knn_blocks(x: Any, y: Any, k: int = 4, **options) -> BidirectionalKNN:
+    """:func:`bidirectional_knn` with ``checked=True``: for inputs validated and normalized already, such as
+    memory-mapped shards (``ShardedEmbeddings``), read one block at a time."""
+    return bidirectional_knn(x, y, k, checked=True, **options)
+
+
 def _fused_kernel():
     """The numba kernel, or None when numba is not installed."""
     try:
@@ -283,6 +320,12 @@ def _fused_kernel():
     except ImportError:
         return None
     return _fused_topk
+
+
+def _column_block(y: Any, y_all: torch.Tensor | None, c0: int, c1: int, dev: torch.device) -> torch.Tensor:
+    """Rows ``c0:c1`` of the targets: a view of the whole tensor when ``y`` is in memory (on a GPU it is copied
+    there once), else read from ``y`` for this block only (shards: memory holds one block, not the side)."""
+    return y_all[c0:c1] if y_all is not None else _as_tensor(y[c0:c1], dev)
 
 
 def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
@@ -293,7 +336,7 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
     fwd_idx = np.full((n, k_fwd), -1, dtype=np.int64)
     bwd_vals = np.full((m, k_bwd), -np.inf, dtype=np.float32)
     bwd_idx = np.full((m, k_bwd), -1, dtype=np.int64)
-    y_all = _as_tensor(y, dev)
+    y_all = _as_tensor(y, dev) if isinstance(y, np.ndarray) else None
     # numba's OpenMP threading layer sets the process-wide OpenMP thread count, which torch reads too: a caller
     # that limited torch to one thread (a training run evaluating retrieval) would otherwise train on all cores'
     # worth of threads afterwards, oversubscribed. Restore torch's setting after every kernel launch. Read before
@@ -304,7 +347,7 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
         for r0 in row_starts:
             x_block = _as_tensor(x[r0 : r0 + block_rows], dev)
             for c0 in range(0, m, block_cols):
-                sims = (x_block @ y_all[c0 : c0 + block_cols].T).numpy()
+                sims = (x_block @ _column_block(y, y_all, c0, c0 + block_cols, dev).T).numpy()
                 try:
                     kernel.fused_block_topk(sims, r0, c0, fwd_vals, fwd_idx, bwd_vals, bwd_idx, threads)
                 finally:
@@ -316,7 +359,7 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
 def _torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
     """Any torch device (the GPU path): row top-k and column top-k of each block by ``torch.topk``, merged."""
     n, m = x.shape[0], y.shape[0]
-    y_all = _as_tensor(y, dev)
+    y_all = _as_tensor(y, dev) if isinstance(y, np.ndarray) else None
     fwd_vals = torch.empty((n, k_fwd), dtype=torch.float32, device=dev)
     fwd_idx = torch.empty((n, k_fwd), dtype=torch.int64, device=dev)
     bwd_vals = torch.full((m, k_bwd), -math.inf, dtype=torch.float32, device=dev)
@@ -328,7 +371,7 @@ def _torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
             row_vals = row_idx = None
             for c0 in range(0, m, block_cols):
                 c1 = min(m, c0 + block_cols)
-                sims = x_block @ y_all[c0:c1].T  # (rows, cols): the only O(N M d) work
+                sims = x_block @ _column_block(y, y_all, c0, c1, dev).T  # (rows, cols): the only O(N M d) work
 
                 vals, idx = sims.topk(min(k_fwd, c1 - c0), dim=1)
                 idx += c0
