@@ -22,6 +22,7 @@ import dataclasses
 import json
 import logging
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,23 @@ def evaluate(model: Any, evaluator: Any) -> dict[str, float]:
         return {key: round(value, 4) for key, value in evaluator(model).items()}
 
 
-def model_card(script_args: ScriptArguments, results: dict[str, Any]) -> str:
+def stage_figure(results: dict[str, Any], folder: Path) -> list[Any]:
+    """The card's figure: this run's xsim into English per language, stage 1 vs stage 2 (none without held-out)."""
+    from bitext_hf.hub.figures import xsim_by_series
+
+    series = {label: {lang: results[stage]["final"][f"xsim_{lang}-en"] for lang in results["data"]["languages"]
+                      if f"xsim_{lang}-en" in results[stage]["final"]}
+              for label, stage in (("stage 1", "stage1"), ("stage 2 (CrossConST)", "stage2"))}  # fmt: skip
+    if not any(series.values()):
+        return []
+    return [xsim_by_series(series, folder / "xsim_by_stage.png", title="xsim into English, stage 1 vs stage 2")]
+
+
+def model_card(
+    script_args: ScriptArguments, results: dict[str, Any], figures: Any = (), seed_table: str | None = None
+) -> str:
+    """The card of a run: its stage-1 / stage-2 table and ``figures``; ``seed_table`` (Markdown, e.g. mean +- std
+    over seeds from tests/test_musr_experiment.py) is added under the run's own table."""
     from bitext_hf.hub import markdown_table, render_model_card
 
     rows = [{"stage": name, **{key: results[name]["final"].get(key) for key in
@@ -168,7 +185,9 @@ def model_card(script_args: ScriptArguments, results: dict[str, Any]) -> str:
         training_data=", ".join(script_args.train_pairs) + f"; temperature T={script_args.temperature}",
         hyperparameters=f"alpha={script_args.alpha}, {results['data']['train_examples']} examples per stage",
         results_table=markdown_table(rows) + f"\n\nHeld-out: {script_args.held_out} multi-way sentences, pivot "
-        f"{results['data']['pivot']}; xsim in %, accuracy as a fraction.",
+        f"{results['data']['pivot']}; xsim in %, accuracy as a fraction."
+        + (f"\n\nOver seeds (mean ± std; xsim in %, accuracy in %):\n\n{seed_table}" if seed_table else ""),
+        figures=figures,
         intended_use="Sentence embeddings for bitext mining and cross-lingual similarity search.",
         limitations="Trained on the data named above only.",
     )
@@ -225,11 +244,17 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     logger.info("stage 2: %s", json.dumps(results["stage2"]["final"]))
 
     if training_args.process_index == 0:
-        card = model_card(script_args, results)
-        # the full model (decoder included) with its tokenizer and remote code
-        model.save_pretrained(output_dir, tokenizer=tokenizer)
-        (output_dir / "README.md").write_text(card, encoding="utf-8")
-        save_sentence_transformers(model, tokenizer, output_dir / ST_FOLDER, model_card=card)
+        # Drawn apart and copied in after the model is saved: a failed save leaves no figure behind.
+        with tempfile.TemporaryDirectory(prefix="musr-figures-") as folder:
+            figures = stage_figure(results, Path(folder))
+            card = model_card(script_args, results, figures=figures)
+            # the full model (decoder included) with its tokenizer and remote code
+            model.save_pretrained(output_dir, tokenizer=tokenizer)
+            for figure in figures:
+                with atomic_output(output_dir / figure.path.name, "wb") as handle:
+                    handle.write(figure.path.read_bytes())
+            (output_dir / "README.md").write_text(card, encoding="utf-8")
+            save_sentence_transformers(model, tokenizer, output_dir / ST_FOLDER, model_card=card, figures=figures)
         with atomic_output(output_dir / RESULTS_FILE) as handle:
             json.dump(results, handle, indent=2, sort_keys=True)
             handle.write("\n")

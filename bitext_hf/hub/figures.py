@@ -30,6 +30,7 @@ __all__ = [
     "margin_distribution",
     "score_histogram",
     "training_curve",
+    "xsim_by_series",
     "xsim_heatmap",
 ]
 
@@ -363,3 +364,44 @@ def card_figures(
     if log_history is not None:
         made.append(training_curve(log_history, folder / "training_curve.png"))
     return [figure for figure in made if figure is not None]
+
+
+def xsim_by_series(
+    series: Mapping[str, Mapping[str, float | Sequence[float]]],
+    path: str | os.PathLike,
+    *,
+    title: str = "xsim by language (lower is better)",
+    ylabel: str = "xsim error rate (%)",
+) -> CardFigure:
+    """Grouped bars: one group per language, one bar per series (e.g. stage 1, stage 2, a reference encoder).
+
+    Args:
+        series: series name -> language -> xsim (%), either one number (one run) or the values of several runs
+            (seeds): the bar is then their mean and the error bar their sample standard deviation (ddof=1).
+            Languages keep the order of their first appearance; a language a series lacks has no bar there.
+        path: the PNG file to write.
+    """
+    values = {name: {lang: np.atleast_1d(np.asarray(v, dtype=np.float64)) for lang, v in by_language.items()}
+              for name, by_language in series.items() if by_language}  # fmt: skip
+    if not values:
+        raise ValueError("xsim_by_series needs at least one series with one language")
+    languages = list(dict.fromkeys(lang for by_language in values.values() for lang in by_language))
+    figure = _figure(max(5.0, 0.9 * len(languages) * max(1, len(values)) ** 0.5 + 2.5), 3.8)
+    axes = figure.add_subplot()
+    width = 0.8 / len(values)
+    seeds = max(array.size for by_language in values.values() for array in by_language.values())
+    parts = []
+    for index, (name, by_language) in enumerate(values.items()):
+        positions = [languages.index(lang) + (index - (len(values) - 1) / 2) * width for lang in by_language]
+        means = [float(array.mean()) for array in by_language.values()]
+        spread = [float(array.std(ddof=1)) if array.size > 1 else 0.0 for array in by_language.values()]
+        axes.bar(positions, means, width, yerr=spread if seeds > 1 else None, capsize=3, label=name)
+        mean = float(np.mean(means))
+        parts.append(f"{name} {mean:.2f}%")
+    axes.set_xticks(range(len(languages)), languages)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.legend(fontsize=8)
+    runs = f"mean over {seeds} runs, error bars one standard deviation; " if seeds > 1 else ""
+    caption = f"xsim (margin-based error rate, %, lower is better) per language ({runs}average over languages: "
+    return _save(figure, path, caption + ", ".join(parts) + ").")

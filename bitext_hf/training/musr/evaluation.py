@@ -72,6 +72,11 @@ class MuSREvaluator:
 
     def __call__(self, model: nn.Module) -> dict[str, float]:
         encoder = HFEncoder(model, tokenizer=self.tokenizer, pooling="model", max_length=self.max_length or 10**9)
+        return self.evaluate_encoder(encoder)
+
+    def evaluate_encoder(self, encoder: Any) -> dict[str, float]:
+        """The same metrics for any ``encoder.encode(texts, batch_size=...)`` (e.g. the offline USE, as a
+        reference on the same held-out sets)."""
         english_texts = next(iter(self.held_out.values())).tgt
         english = encoder.encode(english_texts, batch_size=self.batch_size)
         embeddings = {

@@ -5,6 +5,7 @@ L2-normalizes, as ``model.encode(texts)`` does."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,12 @@ def encoder_only(model: MuSREncoderDecoder) -> MuSREncoderDecoder:
 
 
 def save_sentence_transformers(
-    model: MuSREncoderDecoder, tokenizer: Any, output_dir: str | os.PathLike, *, model_card: str
+    model: MuSREncoderDecoder,
+    tokenizer: Any,
+    output_dir: str | os.PathLike,
+    *,
+    model_card: str,
+    figures: Sequence[str | os.PathLike] = (),
 ) -> Path:
     """Write the encoder as a folder that loads with ``SentenceTransformer(folder, trust_remote_code=True)`` and
     with ``AutoModel``; the export is reloaded and checked against the model's own pooling before it is kept."""
@@ -34,4 +40,5 @@ def save_sentence_transformers(
         output_dir,
         model_card=model_card,
         sentence_transformers={"pooling": "max", "normalize": True, "verify": True},
+        figures=figures,
     )
