@@ -67,6 +67,10 @@ class ScriptArguments:
     train_pairs: list[str] = arg_field(["de=hub:Helsinki-NLP/opus-100:de-en:train"], "English-centred pair specs.")
     max_pairs: int = arg_field(0, "Read at most this many pairs per spec (0: all; the paper samples 1M).")
     held_out: int = arg_field(0, "Pairs held out per language for word / sentence retrieval (0: no evaluation).")
+    held_out_seed: int | None = arg_field(
+        None, "Seed of the held-out draw (default: --seed); fix it to evaluate every seed on the same pairs."
+    )
+    eval_before_training: bool = arg_field(True, "Evaluate the untrained model too (the 'initial' results).")
     objective: str = arg_field("strong", "linear, l2, weak or strong.")
     aligner: str = arg_field("auto", "eflomal (pip install 'bitext-hf[align]'), similarity (fallback), or auto.")
     symmetrization: str = arg_field("grow-diag-final-and", "grow-diag-final-and (paper), intersect or union.")
@@ -125,7 +129,8 @@ def load_data(script_args: ScriptArguments, seed: int) -> tuple[dict[str, PairSe
     for position, spec in enumerate(script_args.train_pairs):
         language, pairs = english_first(load_pairs(spec, max_pairs=script_args.max_pairs or None))
         if script_args.held_out:
-            pairs, held_out = split_held_out(pairs, script_args.held_out, seed + position)
+            draw = seed if script_args.held_out_seed is None else script_args.held_out_seed
+            pairs, held_out = split_held_out(pairs, script_args.held_out, draw + position)
             held[language] = held_out if language not in held else _concat(held[language], held_out)
         train[language] = pairs if language not in train else _concat(train[language], pairs)
     return train, held
@@ -204,7 +209,8 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
         raise DataValidationError("no training pair has a word link left after symmetrization and the filters")
     logger.info("data: %s", json.dumps(stats))
     evaluator = AlignmentRetrievalEvaluator(tokenizer, eval_sets, script_args.max_seq_length) if eval_sets else None
-    initial = evaluator(model.eval()) if evaluator is not None and resume is None else {}
+    fresh = evaluator is not None and resume is None and script_args.eval_before_training
+    initial = evaluator(model.eval()) if fresh else {}
     model = apply_peft(model, model_args)
     if model_args.use_peft and model.get_base_model().projector is not None:
         model.get_base_model().projector.requires_grad_(True)  # new weights: they train in full, not through LoRA
