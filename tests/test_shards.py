@@ -204,11 +204,22 @@ def test_cache_hit_skips_the_encoder(capsys, tmp_path, fakes):
         results.append(out.read_bytes())
     assert results[0] == results[1] and fakes.n_encoded == 10 and len(fakes.loaded) == 1  # only the first run
     assert run(capsys, "score", "--src", src, "--tgt", src, "--out", str(tmp_path / "s.tsv"))[0] == EXIT_OK
+    assert run(capsys, "eval", "--src", src, "--tgt", tgt, "--metrics", "xsim", "accuracy")[0] == EXIT_OK
     assert fakes.n_encoded == 10  # the same sentences, the same encoder: from the cache
     assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--no-cache")[0] == EXIT_OK
     assert fakes.n_encoded == 20
     assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--pooling", "max")[0] == EXIT_OK
     assert fakes.n_encoded == 30  # another encoder setting is another key
+
+
+def test_encode_to_one_file_uses_the_cache_and_the_dtype(capsys, tmp_path, fakes):
+    text = write_lines(tmp_path / "in.txt", TEXTS)
+    for dtype in ("float32", "float16"):
+        out = tmp_path / f"{dtype}.npy"
+        assert run(capsys, "encode", "--input", text, "--out", str(out), "--dtype", dtype)[0] == EXIT_OK
+        assert np.load(out).dtype == dtype
+    assert fakes.n_encoded == len(TEXTS)
+    np.testing.assert_array_equal(np.load(tmp_path / "float32.npy"), _encode(TEXTS))
 
 
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
