@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -135,6 +138,49 @@ def test_cli_encode_killed_then_resumed_equals_an_uninterrupted_run(capsys, capl
     )
     assert code == EXIT_OK and "15 sentences encoded" in out and fakes.n_encoded - before == 15
     assert _files(tmp_path / "part") == _files(tmp_path / "whole")
+
+
+# A process that encodes slowly (0.3 s a call) with the fake encoder, to be killed with SIGKILL mid-run.
+_SLOW_ENCODE = """
+import sys, time
+sys.path.insert(0, sys.argv.pop(1))
+import numpy as np
+import bitext_hf.encoders
+from cli_fakes import fake_embedding
+from bitext_hf.cli import main
+
+class Slow:
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        time.sleep(0.3)
+        return np.stack([fake_embedding(s) for s in sentences])
+
+bitext_hf.encoders.load_encoder = lambda spec=None, **kwargs: Slow()
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_cli_encode_killed_with_sigkill_resumes_to_identical_bytes(capsys, tmp_path, fakes):
+    text = write_lines(tmp_path / "in.txt", TEXTS)
+    options = ["--input", text, "--shard-size", "4", "--quiet"]
+    assert run(capsys, "encode", *options, "--out", str(tmp_path / "whole/"))[0] == EXIT_OK
+    part = tmp_path / "part"
+    command = [sys.executable, "-c", _SLOW_ENCODE, os.path.dirname(__file__), "encode", *options, "--out", f"{part}/"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            if (part / PROGRESS).exists() and len(read_manifest(part / PROGRESS).shards) >= 2:
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, "the run ended before it could be killed"
+    finally:
+        process.kill()
+        process.wait()
+    assert MANIFEST not in os.listdir(part)
+    code, out, _ = run(capsys, "encode", *options, "--out", str(part), "--resume")
+    encoded = int(out.split("(")[-1].split()[0])  # "... (N sentences encoded by this run)"
+    assert code == EXIT_OK and encoded <= len(TEXTS) - 8  # the two shards recorded before the kill were kept
+    assert _files(part) == _files(tmp_path / "whole")
 
 
 # ----------------------------------------------------------------------------------------------------- mining
