@@ -62,6 +62,7 @@ def test_manifest_round_trip_and_rows(tmp_path):
     view = shards[np.array([0, 7, 22])]
     assert isinstance(view, ShardedEmbeddings) and view.shape == (3, DIM)
     np.testing.assert_array_equal(view[0:3], _encode(TEXTS)[[0, 7, 22]])
+    assert shards[np.arange(23)] is shards  # all rows in order: still read by slices
 
 
 # ----------------------------------------------------------------------------------------------------- resume

@@ -442,6 +442,8 @@ class ShardedEmbeddings:
         if rows.size and (rows.min() < -len(self) or rows.max() >= len(self)):
             raise IndexError(f"row numbers out of range for {len(self)} rows")
         rows = np.where(rows < 0, rows + len(self), rows).astype(np.int64)
+        if self._rows is None and rows.size == len(self) and np.array_equal(rows, np.arange(len(self))):
+            return self  # every row in order (mine's de-duplication when nothing repeats): keep reading by slices
         return ShardedEmbeddings(
             self.folder, self.manifest, self._arrays, self._norms, self._normalize, self._global_rows(rows)
         )
