@@ -62,8 +62,11 @@ def cmd_encode(args) -> int:
     from bitext_hf.data import read_lines
     from bitext_hf.io import atomic_output
 
+    _check_distributed(args)
     if _shard_output(args.out):
         return _encode_shards(args)
+    if args.distributed:
+        raise UsageError(f"--distributed ray writes a folder of shards; end --out with / ({args.out} is one file)")
     if args.shard_size is not None or args.resume:
         raise UsageError(
             f"--shard-size and --resume are for a folder --out; {args.out} is written as one .npy file "
@@ -93,21 +96,40 @@ def _encode_shards(args) -> int:
     def encode(batch: list[str]) -> np.ndarray:  # the encoder is loaded at the first shard left to encode
         return _encoder(args, args.model).encode(batch, batch_size=args.batch_size, show_progress=False)
 
-    manifest, encoded = write_shards(
-        args.out,
-        texts,
-        encode,
+    settings = dict(
         encoder=encoder_identity(args.model, args.pooling),
         shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
         dtype=args.dtype,
         resume=args.resume,
         show_progress=not args.quiet,
     )
+    if args.distributed:
+        from bitext_hf.mining.distributed import encode_shards_ray, encoder_loader
+
+        loader = encoder_loader(args.model, pooling=args.pooling, batch_size=args.batch_size)
+        manifest, encoded = encode_shards_ray(
+            args.out, texts, loader, address=args.ray_address, workers=args.workers, **settings
+        )
+    else:
+        manifest, encoded = write_shards(args.out, texts, encode, **settings)
     print(
         f"wrote {manifest.count} x {manifest.dimension} {manifest.dtype} embeddings in {len(manifest.shards)} "
         f"shard(s) and {os.path.join(args.out, 'manifest.json')} ({encoded} sentences encoded by this run)"
     )
     return EXIT_OK
+
+
+def _check_distributed(args) -> None:
+    """``--distributed ray`` options, checked before anything is read: Ray installed, the address answering."""
+    if not getattr(args, "distributed", None):
+        if getattr(args, "ray_address", None) or getattr(args, "workers", None):
+            raise UsageError("--ray-address and --workers go with --distributed ray")
+        return
+    from bitext_hf.mining.distributed import _import_ray, check_ray_address
+
+    _import_ray()
+    if args.ray_address:
+        check_ray_address(args.ray_address)
 
 
 # ----------------------------------------------------------------------------------------------------- mine
@@ -130,6 +152,9 @@ def _check_mine_options(args) -> None:
     for side, model in (("src", args.src_model), ("tgt", args.tgt_model)):
         if model is not None and is_embeddings(getattr(args, side)):
             raise UsageError(f"--{side}-model has nothing to encode: --{side} holds embeddings (.npy or shards)")
+    if getattr(args, "distributed", None) and (args.src_docs or (getattr(args, "index", None) or "exact") != "exact"):
+        raise UsageError("--distributed ray mines with the exact index over whole corpora (no --src-docs, no --index)")
+    _check_distributed(args)
     from bitext_hf.mining import DEFAULT_MODE
 
     args.mode = args.mode or DEFAULT_MODE
@@ -255,6 +280,10 @@ def _mine(args, src_emb, tgt_emb, settings: dict):
 
     show_progress = not args.quiet and src_emb.shape[0] > 50_000
     index = getattr(args, "index", None) or "exact"
+    if getattr(args, "distributed", None):
+        from bitext_hf.mining.distributed import mine_ray
+
+        return mine_ray(src_emb, tgt_emb, address=args.ray_address, workers=args.workers, **settings)
     if isinstance(src_emb, ShardedEmbeddings) or isinstance(tgt_emb, ShardedEmbeddings):
         if index == "exact":
             return mine_shards(src_emb, tgt_emb, show_progress=show_progress, **settings)

@@ -143,6 +143,22 @@ def _add_output(parser: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
+def _add_distributed(parser: argparse.ArgumentParser, what: str) -> None:
+    group = parser.add_argument_group("distributed (the distributed extra: pip install ray)")
+    group.add_argument(
+        "--distributed", choices=("ray",), default=None, help=f"{what} in parallel Ray tasks (same output)"
+    )
+    group.add_argument(
+        "--ray-address",
+        default=None,
+        help="join the Ray cluster at HOST:PORT, ray://HOST:PORT or auto (default: start a local Ray instance); an "
+        "address that does not answer within 10 s is exit 2",
+    )
+    group.add_argument(
+        "--workers", type=_positive_int, default=None, help="tasks at a time (default: the CPUs of the Ray instance)"
+    )
+
+
 def _add_encode(commands, fmt) -> None:
     p = commands.add_parser(
         "encode",
@@ -177,6 +193,7 @@ def _add_encode(commands, fmt) -> None:
     group.add_argument(
         "--resume", action="store_true", help="continue an unfinished folder --out after its last complete shard"
     )
+    _add_distributed(p, "encode the shards of a folder --out")
     _add_common(p, k=False)
     p.set_defaults(func=cmd_encode)
 
@@ -218,6 +235,7 @@ def _add_mine(commands, fmt) -> None:
     group = p.add_argument_group("one encoder per side")
     group.add_argument("--src-model", help="encoder of the source side (default --model), e.g. a LASER3 student")
     group.add_argument("--tgt-model", help="encoder of the target side (default --model), e.g. its teacher")
+    _add_distributed(p, "search the target blocks (exact index)")
     _add_common(p)
     p.set_defaults(func=cmd_mine)
 

@@ -1,0 +1,406 @@
+"""Encoding and exact mining across workers and machines with Ray (the ``distributed`` extra: ``pip install ray``).
+
+Ray does the scheduling, the data transfer (its object store) and the retries of tasks whose worker died; nothing
+here is a scheduler or an RPC layer of its own. :func:`ray_session` starts a local Ray instance (``workers`` CPUs) or
+joins a cluster at an address, after a bounded TCP check of that address (Ray itself retries an unreachable address
+for minutes).
+
+:func:`encode_shards_ray` writes the same shard folder as :func:`bitext_hf.mining.shards.write_shards` (it *is*
+``write_shards``, fed by Ray tasks that encode its batches ahead, in parallel): same bytes, same manifest, the same
+``--resume``. Each worker process loads the encoder once and keeps it for every batch it is given; with a GPU in the
+cluster every task asks for one (``num_gpus=1``).
+
+:func:`knn_ray` splits the targets into contiguous runs of the single-process engine's column blocks; one task per
+run computes, with the engine's own block geometry, the forward top-k of every source among those targets and the
+backward top-k of those targets among all sources (complete, since every source is seen). The backward lists are
+therefore the single-process ones; the forward lists are merged exactly, by decreasing similarity and then
+increasing target index, the order the fused CPU engine keeps. Every similarity is computed from the same block
+shapes as in one process, so :func:`mine_ray` returns the same pairs and the same scores, bit for bit, on CPU (the
+torch/GPU engine orders exact ties as ``torch.topk`` does, which is not specified).
+
+Both sides travel through Ray's object store: the sources once (shared by every task on a machine), the targets one
+run per task. A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error
+is one line and nothing is presented as complete (shards: no manifest; pairs: written only after mining).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import os
+import socket
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from bitext_hf.errors import BitextError, UsageError
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_RETRIES",
+    "check_ray_address",
+    "encode_shards_ray",
+    "encoder_loader",
+    "knn_ray",
+    "mine_ray",
+    "ray_session",
+]
+
+logger = logging.getLogger("bitext_hf")
+
+# Seconds the TCP check of --ray-address waits: a cluster's head answers in milliseconds; Ray's own client would
+# retry an unreachable address for minutes.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+# Times Ray runs a task again after its worker died (killed, out of memory, a machine lost).
+DEFAULT_RETRIES = 2
+_RAY_PORT, _CLIENT_PORT = 6379, 10001
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(
+            '--distributed ray needs Ray: pip install "bitext-hf[distributed]" (or pip install ray)'
+        ) from None
+    return ray
+
+
+# ----------------------------------------------------------------------------------------------------- session
+
+
+def check_ray_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+    """Refuse (``UsageError``, exit 2) a Ray address whose host does not accept a TCP connection within ``timeout``
+    seconds: ``HOST:PORT`` (the head's GCS, port 6379 by default) or ``ray://HOST:PORT`` (Ray Client, 10001).
+    ``auto`` (the cluster this machine belongs to) is left to Ray, which answers at once when there is none."""
+    if address == "auto":
+        return
+    client = address.startswith("ray://")
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = parts.hostname, parts.port or (_CLIENT_PORT if client else _RAY_PORT)
+    except ValueError:
+        host = None
+    if not host:
+        raise UsageError(f"--ray-address {address}: not an address; give HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as error:
+        reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        raise UsageError(
+            f"--ray-address {address}: no Ray cluster reachable at {host}:{port} ({reason} within {timeout:g} s); "
+            "start one with `ray start --head`, or leave out --ray-address for a local Ray instance"
+        ) from None
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, workers: int | None = None) -> Iterator[int]:
+    """Ray for the duration of a ``with`` block; yields how many tasks run at a time (``workers``, else the CPUs of
+    the cluster).
+
+    A session that is already initialized (a caller's own ``ray.init``) is used as it is and left running. Otherwise
+    ``address`` is checked (:func:`check_ray_address`) and joined, or, without one, a local instance is started with
+    ``workers`` CPUs (all of this machine's by default), no dashboard and quiet logs; it is shut down at the end.
+    """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise UsageError(f"--workers must be an integer >= 1, got {workers!r}")
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        if address is not None:
+            check_ray_address(address)
+        options: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False)
+        if address is None:
+            options.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
+        try:
+            ray.init(address=address, **options)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            where = f"--ray-address {address}" if address else "a local Ray instance"
+            raise UsageError(f"{where}: Ray could not start or connect ({str(error).splitlines()[0]})") from None
+        started = True
+    try:
+        yield workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _gpus_per_task(ray) -> int:
+    """One GPU a task when the cluster has GPUs (the task then runs its encoder or products on it), else none."""
+    return 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+
+
+def _ray_failure(error: BaseException, what: str) -> BaseException:
+    """A Ray error as the error to raise: the task's own exception when it raised one (an EncoderLoadError keeps
+    its exit code), else one line saying that workers died or were lost (exit 1)."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        return cause
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return BitextError(f"{what}: a Ray worker died or was lost and the retries ran out ({first})")
+
+
+# ----------------------------------------------------------------------------------------------------- encode
+
+# The encoders this worker process has loaded, by the token of the run that sent the loader: one load per process.
+_WORKER_ENCODERS: dict[str, Callable[[list[str]], np.ndarray]] = {}
+
+
+def _encode_batch(token: str, load: Callable[[], Callable[[list[str]], np.ndarray]], texts: list[str]) -> np.ndarray:
+    """Ray task: encode one batch with this worker's encoder for the run ``token`` (loaded at its first batch)."""
+    if token not in _WORKER_ENCODERS:
+        _WORKER_ENCODERS.clear()  # an encoder of an earlier run is not needed again
+        _WORKER_ENCODERS[token] = load()
+    return np.asarray(_WORKER_ENCODERS[token](texts))
+
+
+class _EncodedAhead:
+    """The ``encode`` callable handed to ``write_shards``: it answers each batch from Ray tasks that encoded it, and
+    keeps ``window`` batches in flight, the ones ``write_shards`` will ask for next.
+
+    Why matched by content: ``write_shards`` asks for its batches in a fixed order (shard by shard, each split at
+    ``_ENCODE_CHUNK``) from the first shard it has to write, which only it knows (``--resume``). The first batch
+    locates that shard; every later one is checked against the plan, and a batch off the plan is located again.
+    Equal texts give equal embeddings, so a batch matched at another place with the same texts is still right.
+    """
+
+    def __init__(self, ray, remote, texts: Sequence[str], shard_size: int, window: int, what: str) -> None:
+        from bitext_hf.mining.shards import _ENCODE_CHUNK
+
+        self.ray, self.remote, self.texts, self.window, self.what = ray, remote, texts, window, what
+        self.batches = [
+            (start, min(start + _ENCODE_CHUNK, shard_start + shard_size, len(texts)))
+            for shard_start in range(0, len(texts), shard_size)
+            for start in range(shard_start, min(shard_start + shard_size, len(texts)), _ENCODE_CHUNK)
+        ]
+        self.next_batch = 0  # the plan position of the next batch write_shards should ask for
+        self.in_flight: deque = deque()  # (plan position, ObjectRef), in plan order
+
+    def _locate(self, batch: list[str]) -> int:
+        for position, (start, stop) in enumerate(self.batches):
+            if stop - start == len(batch) and list(self.texts[start:stop]) == batch:
+                return position
+        raise RuntimeError(f"{self.what}: write_shards asked for a batch that is not in its plan")
+
+    def _fill(self) -> None:
+        submitted = self.in_flight[-1][0] + 1 if self.in_flight else self.next_batch
+        while len(self.in_flight) < self.window and submitted < len(self.batches):
+            start, stop = self.batches[submitted]
+            self.in_flight.append((submitted, self.remote(list(self.texts[start:stop]))))
+            submitted += 1
+
+    def cancel(self) -> None:
+        for _, ref in self.in_flight:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(ref, force=True)
+        self.in_flight.clear()
+
+    def __call__(self, batch: list[str]) -> np.ndarray:
+        position = self.next_batch
+        if position >= len(self.batches) or batch != list(self.texts[slice(*self.batches[position])]):
+            self.cancel()
+            position = self._locate(batch)
+        self.next_batch = position
+        self._fill()
+        _, ref = self.in_flight.popleft()
+        self.next_batch = position + 1
+        self._fill()
+        try:
+            return self.ray.get(ref)
+        except self.ray.exceptions.RayError as error:
+            raise _ray_failure(error, self.what) from None
+
+
+def encode_shards_ray(
+    folder: str | os.PathLike,
+    texts: Sequence[str],
+    load_encoder: Callable[[], Callable[[list[str]], np.ndarray]],
+    *,
+    encoder: str | None,
+    shard_size: int | None = None,
+    dtype: str = "float32",
+    resume: bool = False,
+    show_progress: bool = False,
+    address: str | None = None,
+    workers: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+):
+    """:func:`bitext_hf.mining.shards.write_shards` with the encoding done by Ray tasks in parallel: the same folder,
+    byte for byte, for a deterministic encoder.
+
+    Args:
+        load_encoder: called once in each worker process; returns sentences -> float32 (n, d) embeddings. It is
+            pickled to the workers (cloudpickle): a ``functools.partial`` of an importable function, for instance.
+        address, workers: see :func:`ray_session`.
+        retries: times a batch is encoded again after its worker died.
+        Other arguments as in ``write_shards``.
+
+    Returns:
+        (the manifest, how many sentences this call encoded), as ``write_shards``.
+
+    Raises:
+        BitextError: workers kept dying (exit 1); a shard folder in progress is left for ``--resume``.
+        The task's own error when the encoder raised (``EncoderLoadError``: exit 4).
+    """
+    from bitext_hf.mining.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
+
+    shard_size = shard_size or DEFAULT_SHARD_SIZE
+    check_shard_folder(os.fspath(folder), resume=resume)  # before starting Ray: a wrong folder costs nothing
+    with ray_session(address, workers) as slots:
+        ray = _import_ray()
+        token = uuid.uuid4().hex
+        load_ref = ray.put(load_encoder)
+        task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
+        ahead = _EncodedAhead(
+            ray, lambda batch: task.remote(token, load_ref, batch), texts, shard_size, 2 * slots, f"encoding {folder}"
+        )
+        try:
+            return write_shards(
+                folder, texts, ahead, encoder=encoder, shard_size=shard_size, dtype=dtype, resume=resume,
+                show_progress=show_progress,
+            )  # fmt: skip
+        finally:
+            ahead.cancel()
+
+
+# ----------------------------------------------------------------------------------------------------- mine
+
+
+def _block_geometry(n: int, m: int, block_elements: int) -> tuple[int, int]:
+    """(rows, columns) of a similarity block exactly as ``bidirectional_knn`` chooses them for n x m."""
+    block_cols = min(m, max(1, block_elements // 4096))
+    return max(1, min(n, block_elements // block_cols)), block_cols
+
+
+def _search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, block_cols: int, backend: str):
+    """Ray task: forward top-k of every source among one run of target columns and backward top-k of those targets
+    among all sources, with the single-process block geometry (the engine's own block loops, so every block and
+    every similarity is the one a single process computes). Target indices in the forward lists are global."""
+    from bitext_hf.mining.knn import _fused_blocks, _fused_kernel, _resolve_device, _torch_blocks
+
+    device = _resolve_device(None)
+    fused = backend == "fused" or (backend == "auto" and device.type == "cpu" and _fused_kernel() is not None)
+    run = _fused_blocks if fused else _torch_blocks
+    k_run = min(k_fwd, tgt_run.shape[0])  # a run narrower than k has fewer forward candidates; the merge adds up
+    result = run(src, tgt_run, k_run, k_bwd, range(0, src.shape[0], block_rows), block_rows, block_cols, device)
+    forward_indices = np.where(result.forward_indices >= 0, result.forward_indices + c0, -1)
+    return result.forward_sims, forward_indices, result.backward_sims, result.backward_indices
+
+
+def _merge_forward(sims: list[np.ndarray], indices: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k of each row over the concatenated per-run lists: decreasing similarity, ties to the lower index
+    (what one pass of the fused engine keeps). Empty slots (-inf, -1) sort last."""
+    all_sims, all_indices = np.concatenate(sims, axis=1), np.concatenate(indices, axis=1)
+    order = np.lexsort((all_indices, -all_sims), axis=1)[:, :k]
+    return np.take_along_axis(all_sims, order, axis=1), np.take_along_axis(all_indices, order, axis=1)
+
+
+def _column_runs(n_blocks: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous runs of column blocks, as even as can be: (first block, end block)."""
+    bounds = np.linspace(0, n_blocks, parts + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def knn_ray(
+    src,
+    tgt,
+    k: int = 4,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    block_elements: int | None = None,
+    backend: str = "auto",
+    retries: int = DEFAULT_RETRIES,
+    tasks_per_worker: int = 1,
+):
+    """:func:`bitext_hf.mining.bidirectional_knn` (checked inputs: arrays from ``check_embeddings`` or
+    ``ShardedEmbeddings``) with the target column blocks searched in parallel Ray tasks; see the module docstring.
+
+    There are at most as many tasks as column blocks (8,192 targets each by default): a smaller target side is one
+    task, since splitting it at other places would change the blocks, hence the last bits of some similarities.
+    """
+    from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, BidirectionalKNN, check_k
+
+    n, m = src.shape[0], tgt.shape[0]
+    check_k(k, n, m)
+    k_fwd, k_bwd = min(k, m), min(k, n)
+    block_rows, block_cols = _block_geometry(n, m, block_elements or DEFAULT_BLOCK_ELEMENTS)
+    with ray_session(address, workers) as slots:
+        ray = _import_ray()
+        runs = _column_runs(math.ceil(m / block_cols), max(1, slots * tasks_per_worker))
+        task = ray.remote(_search_run).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
+        src_ref = ray.put(np.ascontiguousarray(src[0:n]))  # sources once, shared by every task on a machine
+        refs = []
+        for first, end in runs:
+            c0, c1 = first * block_cols, min(m, end * block_cols)
+            refs.append(task.remote(src_ref, tgt[c0:c1], c0, k_fwd, k_bwd, block_rows, block_cols, backend))
+        try:
+            results = ray.get(refs)
+        except ray.exceptions.RayError as error:
+            for ref in refs:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            raise _ray_failure(error, f"searching {n} x {m} in {len(runs)} Ray tasks") from None
+    forward_sims, forward_indices = _merge_forward([r[0] for r in results], [r[1] for r in results], k_fwd)
+    backward_sims = np.concatenate([r[2] for r in results])
+    backward_indices = np.concatenate([r[3] for r in results])
+    logger.info("kNN over %d x %d in %d Ray task(s) of %d-column blocks", n, m, len(runs), block_cols)
+    return BidirectionalKNN(forward_sims, forward_indices, backward_sims, backward_indices)
+
+
+def mine_ray(
+    src_embeddings,
+    tgt_embeddings,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+    block_elements: int | None = None,
+    k: int = 4,
+    margin: str = "ratio",
+    mode: str | None = None,
+    threshold: float | None = None,
+):
+    """:func:`bitext_hf.mining.mine` (exact index) with the search in parallel Ray tasks (:func:`knn_ray`): the same
+    pairs and scores. Either side may be :class:`~bitext_hf.mining.shards.ShardedEmbeddings`."""
+    from bitext_hf.errors import DataValidationError
+    from bitext_hf.mining.knn import check_embeddings
+    from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
+    from bitext_hf.mining.shards import ShardedEmbeddings
+
+    mode = mode or DEFAULT_MODE
+    check_settings(margin, mode, threshold)
+    src, tgt = (
+        side if isinstance(side, ShardedEmbeddings) else check_embeddings(side, name)
+        for side, name in ((src_embeddings, "source embeddings"), (tgt_embeddings, "target embeddings"))
+    )
+    if src.shape[1] != tgt.shape[1]:
+        raise DataValidationError(
+            f"dimension mismatch: source embeddings have dimension {src.shape[1]} but target embeddings "
+            f"{tgt.shape[1]}; both sides must come from the same encoder"
+        )
+    knn = knn_ray(src, tgt, k, address=address, workers=workers, block_elements=block_elements, retries=retries)
+    return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
+
+
+def _load_encode(loader: Callable[..., Any], spec: str | None, pooling: str | None, batch_size: int):
+    encoder = loader(spec, pooling=pooling)
+    return lambda texts: encoder.encode(texts, batch_size=batch_size, show_progress=False)
+
+
+def encoder_loader(spec: str | None, *, pooling: str | None = None, batch_size: int = 128):
+    """A picklable ``load_encoder`` for :func:`encode_shards_ray`: ``bitext_hf.encoders.load_encoder(spec,
+    pooling=...)`` in each worker, encoding ``batch_size`` sentences a batch. The loader function is taken here, in
+    the driver, so that a replaced one (a test's fake) is the one the workers run."""
+    import functools
+
+    from bitext_hf import encoders
+
+    return functools.partial(_load_encode, encoders.load_encoder, spec, pooling, batch_size)

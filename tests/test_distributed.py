@@ -1,0 +1,168 @@
+"""Ray across workers (bitext_hf.mining.distributed): mining equal to one process (pairs and scores, bit for bit),
+encoding to the same shard bytes, a worker killed mid-run (recovered by a retry, or one clean error with the folder
+left for --resume), and an unreachable --ray-address as one line, exit 2.
+
+One local Ray instance with 2 CPUs serves the whole module (starting one costs seconds); skipped without Ray."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import time
+
+import numpy as np
+import pytest
+from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
+
+from bitext_hf.cli import EXIT_OK, EXIT_USAGE
+from bitext_hf.errors import BitextError
+from bitext_hf.mining import bidirectional_knn, check_embeddings
+from bitext_hf.mining.shards import MANIFEST, PROGRESS, mine_shards, open_shards, read_manifest, write_shards
+
+ray = pytest.importorskip("ray")
+
+from bitext_hf.mining.distributed import encode_shards_ray, knn_ray, mine_ray  # noqa: E402
+
+TEXTS = [f"sentence {i}" for i in range(23)]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    # Workers import cli_fakes and this module (the fake encoders and the dying encoder are pickled by reference).
+    path = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH")) if p)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path, "OMP_NUM_THREADS": "1"}},
+    )
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    return install_fake_encoders(monkeypatch)
+
+
+def _encode(texts):
+    return np.stack([fake_embedding(text) for text in texts])
+
+
+def _files(folder) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+# ----------------------------------------------------------------------------------------------------- mine
+
+
+@pytest.mark.parametrize(
+    ("block_elements", "backend"), [(4096 * 16, "fused"), (4096 * 16, "torch"), (4096 * 3, "fused"), (None, "auto")]
+)
+def test_ray_search_equals_one_process_bit_for_bit(block_elements, backend):
+    rng = np.random.default_rng(0)
+    x = check_embeddings(rng.standard_normal((300, 16)).astype(np.float32))
+    y = check_embeddings(rng.standard_normal((250, 16)).astype(np.float32))
+    if backend == "fused":  # exact ties across the target runs: the merge keeps the lower index, as one pass does
+        y[[100, 200, 249]] = y[7]
+    options = dict(block_elements=block_elements or (1 << 25), backend=backend)
+    one = bidirectional_knn(x, y, 4, **options)
+    split = knn_ray(x, y, 4, workers=2, **options)
+    for field in ("forward_sims", "forward_indices", "backward_sims", "backward_indices"):
+        np.testing.assert_array_equal(getattr(split, field), getattr(one, field), err_msg=field)
+    if block_elements:  # 16 and 83 columns a block: more runs than one, merged
+        pairs, expected = (
+            mine_ray(x, y, workers=2, block_elements=block_elements),
+            mine_shards(x, y, block_elements=block_elements),
+        )
+        np.testing.assert_array_equal(pairs.src_indices, expected.src_indices)
+        np.testing.assert_array_equal(pairs.tgt_indices, expected.tgt_indices)
+        np.testing.assert_array_equal(pairs.scores, expected.scores)
+
+
+def test_cli_mine_distributed_equals_single_process(capsys, tmp_path, fakes):
+    src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    common = ["mine", "--src", src, "--tgt", tgt, "--k", "2", "--mode", "union"]
+    assert run(capsys, *common, "--out", str(tmp_path / "one.tsv"))[0] == EXIT_OK
+    code, _, err = run(capsys, *common, "--out", str(tmp_path / "ray.tsv"), "--distributed", "ray", "--workers", "2")
+    assert code == EXIT_OK, err
+    assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+
+
+# ----------------------------------------------------------------------------------------------------- encode
+
+
+def test_cli_encode_distributed_writes_the_same_shards(capsys, tmp_path, fakes):
+    text = write_lines(tmp_path / "in.txt", TEXTS)
+    options = ["encode", "--input", text, "--shard-size", "4"]
+    assert run(capsys, *options, "--out", str(tmp_path / "one/"))[0] == EXIT_OK
+    code, out, err = run(capsys, *options, "--out", str(tmp_path / "ray/"), "--distributed", "ray", "--workers", "2")
+    assert code == EXIT_OK, err
+    assert "23 sentences encoded" in out
+    assert _files(tmp_path / "ray") == _files(tmp_path / "one")
+
+
+def _dying_encoder(marker: str, always: bool):
+    """An encoder whose worker process dies (os._exit, no cleanup) at the batch holding "sentence 9": once, when
+    the marker file is absent (it creates it), or every time."""
+
+    def encode(texts):
+        if "sentence 9" in texts and (always or not os.path.exists(marker)):
+            open(marker, "w").close()
+            os._exit(1)
+        return _encode(texts)
+
+    return encode
+
+
+def test_a_worker_killed_once_is_retried_and_the_shards_are_identical(tmp_path):
+    write_shards(tmp_path / "one", TEXTS, _encode, encoder="fake", shard_size=4)
+    marker = str(tmp_path / "died")
+    load = functools.partial(_dying_encoder, marker, False)
+    _, encoded = encode_shards_ray(tmp_path / "ray", TEXTS, load, encoder="fake", shard_size=4, workers=2)
+    assert os.path.exists(marker) and encoded == 23  # a worker did die, and its batch was encoded again
+    assert _files(tmp_path / "ray") == _files(tmp_path / "one")
+
+
+def test_a_worker_that_keeps_dying_fails_cleanly_and_resume_completes(tmp_path):
+    load = functools.partial(_dying_encoder, str(tmp_path / "died"), True)
+    with pytest.raises(BitextError) as caught:
+        encode_shards_ray(tmp_path / "ray", TEXTS, load, encoder="fake", shard_size=4, workers=2, retries=0)
+    message = str(caught.value)
+    assert caught.value.exit_code == 1 and "\n" not in message and "Ray worker died" in message
+    folder = tmp_path / "ray"
+    assert MANIFEST not in os.listdir(folder)  # never presented as complete
+    assert len(read_manifest(folder / PROGRESS).shards) == 2  # the shards before "sentence 9" were kept
+    write_shards(folder, TEXTS, _encode, encoder="fake", shard_size=4, resume=True)
+    write_shards(tmp_path / "one", TEXTS, _encode, encoder="fake", shard_size=4)
+    assert _files(folder) == _files(tmp_path / "one")
+    np.testing.assert_array_equal(np.asarray(open_shards(folder)), _encode(TEXTS))
+
+
+# ----------------------------------------------------------------------------------------------------- bad input
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_unreachable_address_and_stray_options_are_one_line_exit_2(capsys, tmp_path, fakes):
+    src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    out = tmp_path / "pairs.tsv"
+    address = f"127.0.0.1:{_closed_port()}"
+    start = time.monotonic()
+    code, _, err = run(
+        capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out), "--distributed", "ray", "--ray-address", address
+    )
+    assert code == EXIT_USAGE and time.monotonic() - start < 10
+    assert f"--ray-address {address}: no Ray cluster reachable" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() and fakes.loaded == []  # refused before any encoder was loaded
+    code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--workers", "2")
+    assert code == EXIT_USAGE and "go with --distributed ray" in err
+    code, _, err = run(capsys, "encode", "--input", src, "--out", str(tmp_path / "x.npy"), "--distributed", "ray")
+    assert code == EXIT_USAGE and "writes a folder of shards" in err and not (tmp_path / "x.npy").exists()
