@@ -395,7 +395,8 @@ def xsim_by_series(
         positions = [languages.index(lang) + (index - (len(values) - 1) / 2) * width for lang in by_language]
         means = [float(array.mean()) for array in by_language.values()]
         spread = [float(array.std(ddof=1)) if array.size > 1 else 0.0 for array in by_language.values()]
-        axes.bar(positions, means, width, yerr=spread if seeds > 1 else None, capsize=3, label=name)
+        several = any(array.size > 1 for array in by_language.values())  # no zero-height caps for one run
+        axes.bar(positions, means, width, yerr=spread if several else None, capsize=3, label=name)
         mean = float(np.mean(means))
         parts.append(f"{name} {mean:.2f}%")
     axes.set_xticks(range(len(languages)), languages)
