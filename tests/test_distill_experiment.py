@@ -75,7 +75,10 @@ def _prepare(
         monolingual = monolingual[:monolingual_cap] if monolingual_cap is not None else monolingual
 
         def write(name: str, lines: list[str]) -> None:
-            (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            # Unchanged files are left alone: parallel invocations on one folder never read a half-written file.
+            path, text = folder / name, "".join(line + "\n" for line in lines)
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
 
         write(f"{language}-train.tsv", [f"{english}\t{translation}" for english, translation in train])
         write(f"{language}-eval.tsv", [f"{english}\t{translation}" for english, translation in evaluation])
@@ -227,7 +230,8 @@ def test_students_beat_the_teacher_on_unseen_languages(monkeypatch: pytest.Monke
                                                                       current))  # fmt: skip
 
     config = folder / "experiment.yaml"
-    config.write_text("eval_bitexts: []\n", encoding="utf-8")
+    if not config.is_file():
+        config.write_text("eval_bitexts: []\n", encoding="utf-8")
     common = [
         "--config", str(config),
         "--bitexts", *(f"{lang}={folder / f'{lang}-train.tsv'}" for lang in languages),
