@@ -228,6 +228,7 @@ def cmd_mine(args) -> int:
         if docs is not None:
             check_representable(list(docs[0]), display(args.src_docs), fmt)
     check_k(args.k, src.n_rows, tgt.n_rows)
+    _check_index_options(args, src, tgt, docs is not None)
 
     src_emb, src_lines, src_keys = _rows_to_mine(args, src, "source", args.src_model, docs is not None)
     tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(args, tgt, "target", args.tgt_model, docs is not None)
@@ -238,6 +239,8 @@ def cmd_mine(args) -> int:
                 "k=%d is larger than the other side (%d rows): using k=%d for %s", args.k, other, other, path
             )
     settings = dict(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold)
+    if getattr(args, "index", "exact") != "exact":
+        settings.update(index=args.index, nprobe=args.nprobe)
     if docs is not None:
         pairs = mine_documents(src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings)
     else:
@@ -270,7 +273,35 @@ def cmd_mine(args) -> int:
         print(
             f"against {len(gold)} gold pairs: precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}", file=report
         )
+    if getattr(args, "check_recall", None):
+        from bitext_hf.mining import check_recall
+
+        result = check_recall(
+            np.asarray(src_emb), np.asarray(tgt_emb), k=args.k, index=args.index, nprobe=args.nprobe,
+            queries=args.check_recall,
+        )  # fmt: skip
+        print(result, file=report)
     return EXIT_OK
+
+
+def _check_index_options(args, src: Side, tgt: Side, per_document: bool) -> None:
+    """--index / --nprobe / --check-recall, checked before any encoding: a factory string against the dimension of
+    a .npy side (else only its syntax, on a dimension that most factory strings accept; the encoder's dimension is
+    checked after encoding) and against the corpus sizes."""
+    index = getattr(args, "index", "exact")
+    if index == "exact" and getattr(args, "check_recall", None):
+        raise UsageError("--check-recall compares an approximate --index with exact search; --index is exact")
+    if index == "exact" and args.nprobe is None:
+        return
+    if per_document and index not in ("exact", "auto"):
+        raise UsageError(
+            f"--index {index!r} with --src-docs: document-level mining takes --index exact or auto (one index per "
+            "document would be trained on that document alone)"
+        )
+    from bitext_hf.mining.index import resolve_index
+
+    known = next((side.embeddings.shape[1] for side in (src, tgt) if side.embeddings is not None), None)
+    resolve_index(index, src.n_rows, tgt.n_rows, known or 3840, nprobe=args.nprobe)
 
 
 def _mine(args, src_emb, tgt_emb, settings: dict):

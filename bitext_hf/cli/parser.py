@@ -235,9 +235,39 @@ def _add_mine(commands, fmt) -> None:
     group = p.add_argument_group("one encoder per side")
     group.add_argument("--src-model", help="encoder of the source side (default --model), e.g. a LASER3 student")
     group.add_argument("--tgt-model", help="encoder of the target side (default --model), e.g. its teacher")
+    _add_index(p)
     _add_distributed(p, "search the target blocks (exact index)")
     _add_common(p)
     p.set_defaults(func=cmd_mine)
+
+
+def _add_index(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("approximate search (FAISS; benchmarks/README.md has recall and time by size)")
+    group.add_argument(
+        "--index",
+        default="exact",
+        metavar="exact|auto|FACTORY",
+        help="exact (default): every similarity, one pass for both directions; auto: exact while the corpus is "
+        "small (N x M x dim <= 2e12, about 50k x 50k at 768), then IVF<n>,Flat (inverted lists of exact vectors, "
+        "n ~ 4 sqrt(N) lists, nprobe 32), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS "
+        "factory string, e.g. IVF1024,Flat. An index is trained once on a seeded sample of both sides and built "
+        "over each side; scores are always exact cosines of the candidates found, so an index can only miss pairs",
+    )
+    group.add_argument(
+        "--nprobe",
+        type=_positive_int,
+        default=None,
+        help="inverted lists each sentence scans with an IVF index (default 32, at most the lists): time grows about "
+        "linearly with it, and so does recall until it nears exact; nprobe = lists is exact search",
+    )
+    group.add_argument(
+        "--check-recall",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="after an approximate run, compare the neighbours of N sampled sources (seeded) with exact search and "
+        "print recall@k (to stderr when the pairs go to stdout); costs one more index over the targets",
+    )
 
 
 def _add_score(commands, fmt) -> None:

@@ -1,4 +1,5 @@
-"""Margin-based bitext mining over embedding arrays: plain functions, exact search, one pass in both directions.
+"""Margin-based bitext mining over embedding arrays: plain functions, exact search in one pass in both directions, or
+FAISS indexes chosen by corpus size (``index="auto"``, :mod:`bitext_hf.mining.index`).
 
 >>> from bitext_hf.mining import mine
 >>> for src_index, tgt_index, score in mine(src_embeddings, tgt_embeddings, k=4, margin="ratio", mode="max"):
@@ -11,6 +12,7 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.mining.documents import mine_documents
+from bitext_hf.mining.index import check_index, check_recall, choose_index, recall_at_k, search_neighbours
 from bitext_hf.mining.knn import (
     MAX_K,
     BidirectionalKNN,
@@ -37,16 +39,21 @@ __all__ = [
     "bidirectional_knn",
     "candidate_scores",
     "check_embeddings",
+    "check_index",
     "check_k",
+    "check_recall",
     "check_settings",
+    "choose_index",
     "ivf_index",
     "knn_search",
     "mine",
     "mine_documents",
     "mine_with_voting",
     "neighbourhood_means",
+    "recall_at_k",
     "retrieve",
     "score_pairs",
+    "search_neighbours",
     "vote",
     "write_pairs",
 ]
@@ -60,6 +67,8 @@ def mine(
     margin: str = "ratio",
     mode: str = DEFAULT_MODE,
     threshold: float | None = None,
+    index: str = "exact",
+    nprobe: int | None = None,
     device: str | None = None,
     show_progress: bool = False,
 ) -> MinedPairs:
@@ -71,19 +80,26 @@ def mine(
         margin (str, defaults to "ratio"): "ratio", "distance" or "absolute" (plain cosine).
         mode (str, defaults to "max"): "forward", "backward", "intersect", "union" or "max".
         threshold (float, optional): minimum score of a kept pair, in every mode.
-        device: torch device for the similarity products (CUDA when available).
+        index (str, defaults to "exact"): "exact" (one pass over the similarity matrix, the reference), "auto" (exact
+            for small corpora, then IVF-Flat, then OPQ/IVF/PQ: :func:`choose_index`) or a FAISS factory string such
+            as "IVF1024,Flat"; see :mod:`bitext_hf.mining.index` and :func:`check_recall` for what it costs in recall.
+        nprobe (int, optional): inverted lists a query scans with an IVF index (more: slower, closer to exact).
+        device: torch device for the similarity products (CUDA when available); "cpu" also keeps FAISS on the CPU.
 
     Returns:
         MinedPairs sorted by decreasing score, iterable as ``(src_index, tgt_index, score)``.
 
     Raises:
         UsageError: k out of range (:func:`check_k`), an unknown margin or mode, a threshold that is not finite
-            (:func:`check_settings`); DataValidationError: unusable embeddings.
+            (:func:`check_settings`), an index that cannot work (:func:`check_index`); DataValidationError: unusable
+            embeddings.
     """
     check_settings(margin, mode, threshold)
     src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     check_k(k, src.shape[0], tgt.shape[0])
-    knn = bidirectional_knn(src, tgt, k, device=device, show_progress=show_progress)
+    knn = search_neighbours(
+        src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress, checked=True
+    )
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
 
 
@@ -93,11 +109,14 @@ def score_pairs(
     *,
     k: int = 4,
     margin: str = "ratio",
+    index: str = "exact",
+    nprobe: int | None = None,
     device: str | None = None,
     show_progress: bool = False,
 ) -> np.ndarray:
     """Margin scores of given pairs (row i of the source with row i of the target), e.g. to filter an existing
-    parallel corpus. Neighbourhoods are taken over the whole corpus on both sides."""
+    parallel corpus. Neighbourhoods are taken over the whole corpus on both sides, searched as ``index`` and
+    ``nprobe`` say (see :func:`mine`)."""
     check_settings(margin, DEFAULT_MODE, None)
     src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     if src.shape[0] != tgt.shape[0]:
@@ -105,6 +124,8 @@ def score_pairs(
             f"score_pairs needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target embeddings"
         )
     check_k(k, src.shape[0], tgt.shape[0])
-    knn = bidirectional_knn(src, tgt, k, device=device, show_progress=show_progress)
+    knn = search_neighbours(
+        src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress, checked=True
+    )
     cosine = np.einsum("ij,ij->i", src, tgt)
     return apply_margin(cosine, neighbourhood_means(knn.forward_sims), neighbourhood_means(knn.backward_sims), margin)

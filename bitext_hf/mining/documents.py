@@ -15,8 +15,9 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from bitext_hf.errors import DataValidationError
-from bitext_hf.mining.knn import _check_pair, bidirectional_knn, check_k
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.mining.index import check_index, search_neighbours
+from bitext_hf.mining.knn import _check_pair, check_k
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings, retrieve
 
 __all__ = ["mine_documents"]
@@ -64,6 +65,8 @@ def mine_documents(
     margin: str = "ratio",
     mode: str = DEFAULT_MODE,
     threshold: float | None = None,
+    index: str = "exact",
+    nprobe: int | None = None,
     device: str | None = None,
 ) -> MinedPairs:
     """Mine pairs inside each document present on both sides; indices in the result are global rows.
@@ -76,6 +79,10 @@ def mine_documents(
         k (int, defaults to 4): neighbourhood size, capped at each document's size; see
             :func:`bitext_hf.mining.check_k`.
         mode (str, defaults to DEFAULT_MODE, "max"): as in :func:`bitext_hf.mining.mine`.
+        index (str, defaults to "exact"): "exact", or "auto" (chosen per document pair: exact for all but very large
+            documents; see :func:`bitext_hf.mining.choose_index`). A FAISS factory string is refused: one index per
+            document would be trained on that document alone.
+        nprobe (int, optional): IVF cells scanned per query when "auto" picks an index.
 
     Returns:
         MinedPairs with ``doc_ids`` (the document of each pair), sorted by decreasing score.
@@ -86,7 +93,13 @@ def mine_documents(
             ids / keys whose count differs from the rows.
     """
     check_settings(margin, mode, threshold)
+    if index not in ("exact", "auto"):
+        raise UsageError(
+            f"document-level mining takes index 'exact' or 'auto' (chosen per document), not {index!r}: an index "
+            "per document would be trained on that document alone"
+        )
     src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
+    check_index(index, src.shape[1], nprobe)
     src_groups = _group_rows(src_doc_ids, src_keys, "source document ids", src.shape[0])
     tgt_groups = _group_rows(tgt_doc_ids, tgt_keys, "target document ids", tgt.shape[0])
     shared = [doc for doc in src_groups if doc in tgt_groups]
@@ -99,7 +112,9 @@ def mine_documents(
     parts = []
     for doc in shared:
         src_rows, tgt_rows = src_groups[doc], tgt_groups[doc]
-        knn = bidirectional_knn(src[src_rows], tgt[tgt_rows], k, device=device)
+        knn = search_neighbours(
+            src[src_rows], tgt[tgt_rows], k, index=index, nprobe=nprobe, device=device, checked=True
+        )
         pairs = retrieve(knn, margin=margin, mode=mode, threshold=threshold).offset(src_rows, tgt_rows)
         pairs.doc_ids = _doc_id_array(doc, len(pairs))
         parts.append(pairs)

@@ -1,0 +1,446 @@
+"""Approximate neighbourhoods for mining with FAISS indexes, chosen by corpus size; the exact engine stays the reference.
+
+``index`` is "exact" (the one-pass engine of :mod:`bitext_hf.mining.knn`), "auto" (:func:`choose_index`: exact while
+the similarity matrix is cheap, then IVF-Flat, then OPQ/IVF/PQ as production pipelines such as stopes do), or any
+FAISS factory string (e.g. "IVF1024,Flat", "OPQ64,IVF4096,PQ64"), built for inner product.
+
+Both directions need neighbourhoods: the forward ones (each source among the targets) and the backward ones (each
+target among the sources). Unlike the exact engine, an index cannot read both from one pass, so two indexes are built:
+one over the targets, one over the sources. They are trained ONCE, on a seeded sample drawn from both sides (they are
+the same embedding space), and the trained empty index is cloned for the second side: training, the costliest fixed
+step, is paid once. IVF indexes are searched list by list with FAISS's ``big_batch_search`` (the queries of each
+inverted list against its vectors as one matrix product), which is much faster than query-by-query search for the
+whole-corpus query batches of mining.
+
+The similarities that reach the margin are always exact: the candidates an index returns are re-scored with the
+embeddings themselves (a compressed index returns 4 k candidates for that), so approximation can only miss
+neighbours, never distort a score. A query whose probed cells hold fewer than k vectors is searched exactly. The
+margin and retrieval code is the exact path's: a :class:`~bitext_hf.mining.knn.BidirectionalKNN` goes to
+:func:`~bitext_hf.mining.retrieval.retrieve`.
+
+Quality is measured, not assumed: :func:`check_recall` and :func:`recall_at_k` compare the approximate neighbours of
+sampled sources with exact search.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bitext_hf.errors import UsageError
+from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn_blocks, check_embeddings, check_k, knn_search
+
+__all__ = [
+    "EXACT_MAX_MACS",
+    "FLAT_MAX_BYTES",
+    "IndexSpec",
+    "RecallReport",
+    "check_index",
+    "check_recall",
+    "choose_index",
+    "recall_at_k",
+    "resolve_index",
+    "search_neighbours",
+]
+
+logger = logging.getLogger(__name__)
+
+# "auto" stays exact while the similarity matrix costs at most this many multiply-adds (N * M * d): 2e12 is about
+# 50k x 50k at d = 768, a minute on one core; below it an index's fixed costs (training, filling) eat its gain
+# (measured in benchmarks/README.md, "approximate search").
+EXACT_MAX_MACS = 2e12
+# IVF-Flat keeps a float32 copy of each side; beyond this many bytes for the larger side, "auto" compresses with
+# OPQ/PQ (64 bytes a vector) as stopes does for CCMatrix/NLLB (8 GiB: 2.8M sentences at d = 768).
+FLAT_MAX_BYTES = 8 << 30
+# Inverted lists: about AUTO_LISTS_PER_ROOT * sqrt(n) (a power of two), which balances the centroid products of a
+# query (nlist) against its list scans (nprobe * n / nlist); stopes' 4k lists at ~100k and 262k at 500M are
+# ~12 sqrt(n). k-means trains on TRAIN_POINTS_PER_LIST points a list (FAISS warns below 39).
+AUTO_LISTS_PER_ROOT = 4
+AUTO_NPROBE = 32
+TRAIN_POINTS_PER_LIST = 40
+# A compressed index (PQ, SQ) orders candidates by approximate scores: take this many times k, re-score exactly.
+_RERANK_FACTOR = 4
+# Rows re-scored at once: bounds the gathered candidate block to rows * k * d floats.
+_RERANK_ROWS = 8192
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A resolved search: ``factory`` is "exact" or a FAISS factory string; ``nprobe`` the IVF cells a query scans
+    (None: not an IVF index, or exact)."""
+
+    factory: str
+    nprobe: int | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.factory == "exact"
+
+    def __str__(self) -> str:
+        return self.factory if self.nprobe is None else f"{self.factory} (nprobe {self.nprobe})"
+
+
+@dataclass(frozen=True)
+class RecallReport:
+    """recall@k of approximate forward neighbours: the share of the exact top-k of ``queries`` sampled sources that
+    the approximate search found."""
+
+    recall: float
+    queries: int
+    k: int
+    index: str
+
+    def __str__(self) -> str:
+        return f"recall@{self.k} {self.recall:.4f} on {self.queries} sampled sources ({self.index} vs exact search)"
+
+
+def _pow2(value: float) -> int:
+    return 1 << max(0, round(math.log2(max(1.0, value))))
+
+
+def choose_index(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
+    """What ``index="auto"`` searches with for ``n_src`` x ``n_tgt`` sentences of dimension ``dim``.
+
+    - exact (the one-pass engine) while ``n_src * n_tgt * dim <= EXACT_MAX_MACS``;
+    - "IVF<n>,Flat" (exact vectors in inverted lists) while the larger side's float32 vectors fit FLAT_MAX_BYTES;
+    - then "OPQ64,IVF<n>,PQ64" (64-byte codes; OPQ64_<d'> when d is not a multiple of 64).
+
+    The number of lists n is a power of two near AUTO_LISTS_PER_ROOT * sqrt(size of the larger side), capped so that
+    each list gets TRAIN_POINTS_PER_LIST training points; nprobe is AUTO_NPROBE (at most n).
+    """
+    if n_src * n_tgt * dim <= EXACT_MAX_MACS:
+        return IndexSpec("exact")
+    n = max(n_src, n_tgt)
+    nlist = min(_pow2(AUTO_LISTS_PER_ROOT * math.sqrt(n)), max(1, (n_src + n_tgt) // TRAIN_POINTS_PER_LIST))
+    nprobe = min(AUTO_NPROBE, nlist)
+    if n * dim * 4 <= FLAT_MAX_BYTES or dim < 64:
+        return IndexSpec(f"IVF{nlist},Flat", nprobe)
+    opq = "OPQ64" if dim % 64 == 0 else f"OPQ64_{dim - dim % 64}"
+    return IndexSpec(f"{opq},IVF{nlist},PQ64", nprobe)
+
+
+def _factory(dim: int, factory: str) -> Any:
+    import faiss
+
+    return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+
+
+def check_index(index: str, dim: int, nprobe: int | None = None) -> None:
+    """Refuse an index that cannot work, before any work: not "exact", "auto" or a FAISS factory string valid for
+    dimension ``dim``; nprobe that is not an integer >= 1, or given for an index without inverted lists.
+
+    Raises:
+        UsageError: one line naming the index and the reason.
+    """
+    if not isinstance(index, str) or not index.strip():
+        raise UsageError(f"index must be 'exact', 'auto' or a FAISS factory string, got {index!r}")
+    if nprobe is not None and (isinstance(nprobe, bool) or not isinstance(nprobe, (int, np.integer)) or nprobe < 1):
+        raise UsageError(f"nprobe must be an integer >= 1, got {nprobe!r}")
+    if index == "auto":
+        return
+    if index == "exact":
+        if nprobe is not None:
+            raise UsageError("nprobe applies to IVF indexes, not to index 'exact'")
+        return
+    try:
+        built = _factory(dim, index)
+    except RuntimeError as error:  # FAISS reports a bad string or dimension as RuntimeError with a C++ trace
+        reason = str(error).strip().splitlines()
+        detail = next((line.split("Error: ")[-1] for line in reason if "Error" in line), reason[0] if reason else "")
+        raise UsageError(
+            f"index {index!r} is not a FAISS factory string for dimension {dim}: {detail.strip() or 'refused'} "
+            "(examples: 'IVF1024,Flat', 'OPQ64,IVF4096,PQ64', or 'exact' / 'auto')"
+        ) from None
+    if nprobe is not None and _ivf(built) is None:
+        raise UsageError(f"nprobe applies to IVF indexes; {index!r} has no inverted lists")
+
+
+def resolve_index(index: str, n_src: int, n_tgt: int, dim: int, *, nprobe: int | None = None) -> IndexSpec:
+    """The search that ``index`` and ``nprobe`` mean for this corpus (checked with :func:`check_index`).
+
+    "auto" is :func:`choose_index` (an explicit ``nprobe`` replaces its choice); a factory string with inverted lists
+    scans ``nprobe`` cells (default: FAISS's 1 would miss most neighbours, so AUTO_NPROBE), capped at its lists.
+    """
+    check_index(index, dim, nprobe)
+    if index == "auto":
+        spec = choose_index(n_src, n_tgt, dim)
+        if spec.exact or nprobe is None:
+            return spec
+        return IndexSpec(spec.factory, nprobe)
+    if index == "exact":
+        return IndexSpec("exact")
+    ivf = _ivf(_factory(dim, index))
+    if ivf is None:
+        return IndexSpec(index)
+    if ivf.nlist > n_src + n_tgt:
+        raise UsageError(
+            f"index {index!r} has {ivf.nlist} lists but there are only {n_src + n_tgt} sentences to train them on; "
+            "use fewer lists or index 'auto'"
+        )
+    return IndexSpec(index, min(nprobe or AUTO_NPROBE, ivf.nlist))
+
+
+def _ivf(index: Any) -> Any:
+    """The IVF part of an index (inside pre-transforms), or None."""
+    import faiss
+
+    try:
+        return faiss.downcast_index(faiss.extract_index_ivf(index))
+    except RuntimeError:
+        return None
+
+
+def _train_sample(src: np.ndarray, tgt: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """``size`` rows drawn from both sides in proportion to their sizes, seeded (a reproducible index)."""
+    rng = np.random.default_rng(seed)
+    n, m = src.shape[0], tgt.shape[0]
+    size = min(size, n + m)
+    rows = np.sort(rng.choice(n + m, size=size, replace=False))
+    from_src, from_tgt = rows[rows < n], rows[rows >= n] - n
+    return np.concatenate([src[from_src], tgt[from_tgt]])
+
+
+def _training_points(index: Any) -> int:
+    """Points to train ``index`` on: TRAIN_POINTS_PER_LIST per inverted list, and enough for its PQ codebooks."""
+    import faiss
+
+    ivf = _ivf(index)
+    points = TRAIN_POINTS_PER_LIST * (ivf.nlist if ivf is not None else 1)
+    pq = None
+    for candidate in (ivf, index):
+        if candidate is not None and hasattr(faiss.downcast_index(candidate), "pq"):
+            pq = faiss.downcast_index(candidate).pq
+    if pq is not None:
+        points = max(points, TRAIN_POINTS_PER_LIST * pq.ksub)
+    return max(points, 1000)
+
+
+def _gpu_available() -> bool:
+    """FAISS built with CUDA (the ``gpu`` extra) and a GPU that torch sees too."""
+    import faiss
+
+    if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() == 0:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _train(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu: bool) -> Any:
+    """A trained, empty CPU index of ``spec`` (trained on the GPU when ``use_gpu``)."""
+    import faiss
+
+    index = _factory(src.shape[1], spec.factory)
+    ivf = _ivf(index)
+    if ivf is not None:
+        # Rough centroids are enough: cells only route queries, and the scores are re-computed exactly. Training
+        # time grows with sample x iterations.
+        ivf.cp.niter = 10
+        ivf.cp.seed = seed
+        if hasattr(ivf, "do_polysemous_training"):
+            # The factory turns on polysemous training for IVF-PQ: minutes of annealing for a code order only
+            # Hamming-distance filtering uses, which this search does not.
+            ivf.do_polysemous_training = False
+    sample = _train_sample(src, tgt, _training_points(index), seed)
+    start = time.perf_counter()
+    if use_gpu:
+        on_gpu = faiss.index_cpu_to_all_gpus(index)
+        on_gpu.train(sample)
+        index = faiss.index_gpu_to_cpu(on_gpu)
+    else:
+        index.train(sample)  # PQ and OPQ initialise from FAISS's fixed seeds: reproducible too
+    logger.debug("trained %s on %d points in %.2fs", spec, sample.shape[0], time.perf_counter() - start)
+    return index
+
+
+def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, nprobe: int | None, use_gpu: bool):
+    """Candidate indices (n, k) of ``queries`` among ``database``, through a copy of the trained empty index filled
+    with it; -1 where fewer than k were found."""
+    import faiss
+
+    index = faiss.clone_index(trained)
+    if use_gpu:
+        index = faiss.index_cpu_to_all_gpus(index)
+    index.add(database)
+    if nprobe is not None:
+        space = faiss.GpuParameterSpace() if use_gpu else faiss.ParameterSpace()
+        space.set_index_parameter(index, "nprobe", int(nprobe))
+    if use_gpu:
+        return index.search(queries, k)[1]
+    inner, transformed = faiss.downcast_index(index), queries
+    if isinstance(inner, faiss.IndexPreTransform):  # e.g. OPQ: rotate the queries as the index rotates vectors
+        for position in range(inner.chain.size()):
+            transformed = faiss.downcast_VectorTransform(inner.chain.at(position)).apply(transformed)
+        inner = faiss.downcast_index(inner.index)
+    # Codes of residuals (IVF-PQ, IVF-SQ by default) are searched by FAISS itself: big_batch_search's blocks
+    # subtract the centroid from the queries, which is right for L2 but not for inner products.
+    if type(inner) is faiss.IndexIVFFlat or (
+        type(inner) in (faiss.IndexIVFPQ, faiss.IndexIVFScalarQuantizer) and not inner.by_residual
+    ):
+        return _list_by_list(inner, np.ascontiguousarray(transformed, dtype=np.float32), k)
+    return index.search(queries, k)[1]
+
+
+def _list_by_list(index: Any, queries: np.ndarray, k: int) -> np.ndarray:
+    """Search of a whole-corpus query batch in an IVF index, one inverted list at a time: the queries that probe a
+    list against its vectors as one matrix product (FAISS's ``big_batch_search``), far faster than one query at a
+    time for mining's batches.
+
+    The loop of ``faiss.contrib.big_batch_search.big_batch_search`` written out over its own classes, because that
+    function prints a progress line per list to stdout even at verbose=0 (it would corrupt pairs written to
+    stdout)."""
+    from faiss.contrib.big_batch_search import BigBatchSearcher, BlockComputer
+
+    searcher = BigBatchSearcher(index, queries, k, verbose=0)
+    computer = BlockComputer(index, method="knn_function")
+    searcher.decode_func, searcher.by_residual = computer.decode_func, computer.by_residual
+    searcher.coarse_quantization()
+    searcher.reorder_assign()
+    for cell in range(index.nlist):
+        query_ids, cell_queries, cell_ids, cell_vectors = searcher.prepare_bucket(cell)
+        sims, positions = computer.block_search(cell_queries, cell_vectors, cell_ids, k)
+        searcher.add_results_to_heap(query_ids, sims, cell_ids, positions)
+    searcher.rh.finalize()
+    return searcher.rh.I
+
+
+def _rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    """Exact inner products of each query with its candidates, the best k first. Queries with a missing candidate
+    (-1: their probed cells held fewer than needed) are searched exactly instead.
+
+    By hand rather than FAISS's IndexRefineFlat: that keeps a second copy of the database inside the index, while
+    the embeddings are already here."""
+    n = queries.shape[0]
+    k = min(k, database.shape[0])
+    sims = np.empty((n, k), dtype=np.float32)
+    indices = np.empty((n, k), dtype=np.int64)
+    for start in range(0, n, _RERANK_ROWS):
+        rows = slice(start, start + _RERANK_ROWS)
+        cand = candidates[rows].astype(np.int64)
+        block = np.einsum("id,icd->ic", queries[rows], database[np.maximum(cand, 0)], dtype=np.float32)
+        block[cand < 0] = -np.inf
+        order = np.argsort(-block, axis=1, kind="stable")[:, :k]
+        sims[rows] = np.take_along_axis(block, order, axis=1)
+        indices[rows] = np.take_along_axis(cand, order, axis=1)
+    missing = np.flatnonzero((indices < 0).any(axis=1))
+    if missing.size:
+        logger.debug("%d queries found fewer than %d neighbours in their cells: searched exactly", missing.size, k)
+        sims[missing], indices[missing] = knn_search(queries[missing], database, k, normalize=False)
+    return sims, indices
+
+
+def _candidates(spec: IndexSpec, k: int, database: np.ndarray) -> int:
+    """Candidates to ask the index for: k from exact vectors, more from compressed ones (re-scored exactly)."""
+    return min(database.shape[0], k if spec.factory.endswith("Flat") else _RERANK_FACTOR * k)
+
+
+def search_neighbours(
+    src: np.ndarray,
+    tgt: np.ndarray,
+    k: int = 4,
+    *,
+    index: str | IndexSpec = "exact",
+    nprobe: int | None = None,
+    seed: int = 0,
+    device: str | None = None,
+    show_progress: bool = False,
+    checked: bool = False,
+) -> BidirectionalKNN:
+    """Neighbourhoods of both sides, exact or through an index (see the module docstring).
+
+    Args:
+        src / tgt: embeddings (validated and L2-normalized here unless ``checked``).
+        k: neighbours per sentence, capped at the other side's size.
+        index: "exact", "auto", a FAISS factory string, or a resolved :class:`IndexSpec`.
+        nprobe: IVF cells a query scans (more: slower, closer to exact); default as :func:`resolve_index`.
+        seed: of the training sample and k-means: the same inputs give the same index and the same neighbours.
+        device: "cpu" keeps FAISS on the CPU even when the ``gpu`` extra and a GPU are present; the exact engine
+            uses it as :func:`~bitext_hf.mining.knn.bidirectional_knn` does.
+        checked: the caller already ran :func:`~bitext_hf.mining.knn.check_embeddings` on both sides (and
+            compared dimensions): skip the second pass over the data.
+
+    Raises:
+        UsageError: an index that cannot work for this corpus (:func:`check_index`), k out of range.
+        DataValidationError: unusable embeddings.
+    """
+    if not checked:
+        src, tgt = check_embeddings(src, "source embeddings"), check_embeddings(tgt, "target embeddings")
+    check_k(k, src.shape[0], tgt.shape[0])
+    if isinstance(index, IndexSpec):
+        spec = index
+    else:
+        spec = resolve_index(index, src.shape[0], tgt.shape[0], src.shape[1], nprobe=nprobe)
+    if spec.exact:
+        return bidirectional_knn_blocks(src, tgt, k, device=device, show_progress=show_progress)
+    use_gpu = device != "cpu" and _gpu_available()
+    start = time.perf_counter()
+    trained = _train(spec, src, tgt, seed, use_gpu)
+    train_s = time.perf_counter() - start
+    results = []
+    for queries, database in ((src, tgt), (tgt, src)):  # one filled index at a time: one copy of one side
+        candidates = _search(trained, database, queries, _candidates(spec, k, database), spec.nprobe, use_gpu)
+        results.append(_rescore(queries, database, candidates, k))
+    logger.info(
+        "index %s: %d x %d, d=%d, trained in %.1fs, both directions in %.1fs%s",
+        spec, src.shape[0], tgt.shape[0], src.shape[1], train_s, time.perf_counter() - start,
+        " (GPU)" if use_gpu else "",
+    )  # fmt: skip
+    (fwd_sims, fwd_idx), (bwd_sims, bwd_idx) = results
+    return BidirectionalKNN(fwd_sims, fwd_idx, bwd_sims, bwd_idx)
+
+
+def _sample_rows(n: int, queries: int, seed: int) -> np.ndarray:
+    if isinstance(queries, bool) or not isinstance(queries, (int, np.integer)) or queries < 1:
+        raise UsageError(f"the number of recall queries must be an integer >= 1, got {queries!r}")
+    return np.sort(np.random.default_rng(seed).choice(n, size=min(int(queries), n), replace=False))
+
+
+def _recall(src: np.ndarray, tgt: np.ndarray, rows: np.ndarray, found: np.ndarray, index: str) -> RecallReport:
+    """Share of the exact top-k of sources ``rows`` that ``found`` (their approximate top-k) holds."""
+    k = found.shape[1]
+    _, exact = knn_search(src[rows], tgt, k, normalize=False)
+    hits = sum(len(set(a) & set(b)) for a, b in zip(exact.tolist(), found.tolist()))
+    return RecallReport(hits / exact.size, int(rows.size), k, index)
+
+
+def recall_at_k(
+    src: np.ndarray, tgt: np.ndarray, knn: BidirectionalKNN, *, queries: int = 1000, seed: int = 0, index: str = ""
+) -> RecallReport:
+    """recall@k of ``knn``'s forward neighbours on ``queries`` sampled sources (seeded) against exact search; costs
+    ``queries`` exact searches. ``src`` / ``tgt``: the normalized embeddings the neighbours were searched with;
+    ``index`` names the search in the report."""
+    rows = _sample_rows(src.shape[0], queries, seed)
+    return _recall(src, tgt, rows, knn.forward_indices[rows], index)
+
+
+def check_recall(
+    src: np.ndarray,
+    tgt: np.ndarray,
+    *,
+    k: int = 4,
+    index: str = "auto",
+    nprobe: int | None = None,
+    queries: int = 1000,
+    seed: int = 0,
+) -> RecallReport:
+    """recall@k of ``index`` (built as :func:`search_neighbours` builds it, with its default seed) on ``queries``
+    sources sampled with ``seed``, against exact search.
+
+    Builds only the forward index (over the targets) and searches only the sampled sources; with a run's
+    neighbours at hand, :func:`recall_at_k` needs no index at all."""
+    src, tgt = check_embeddings(src, "source embeddings"), check_embeddings(tgt, "target embeddings")
+    check_k(k, src.shape[0], tgt.shape[0])
+    spec = resolve_index(index, src.shape[0], tgt.shape[0], src.shape[1], nprobe=nprobe)
+    rows = _sample_rows(src.shape[0], queries, seed)
+    if spec.exact:
+        return RecallReport(1.0, int(rows.size), min(k, tgt.shape[0]), str(spec))
+    use_gpu = _gpu_available()
+    trained = _train(spec, src, tgt, 0, use_gpu)
+    candidates = _search(trained, tgt, src[rows], _candidates(spec, k, tgt), spec.nprobe, use_gpu)
+    _, found = _rescore(src[rows], tgt, candidates, k)
+    return _recall(src, tgt, rows, found, str(spec))
