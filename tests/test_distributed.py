@@ -103,6 +103,12 @@ def test_cli_encode_distributed_writes_the_same_shards(capsys, tmp_path, fakes):
     assert code == EXIT_OK, err
     assert "23 sentences encoded" in out
     assert _files(tmp_path / "ray") == _files(tmp_path / "one")
+    # Mining over the shard folders: the same pairs file with and without Ray.
+    mine = ["mine", "--src", str(tmp_path / "ray"), "--tgt", str(tmp_path / "one"), "--src-text", text]
+    mine += ["--tgt-text", text, "--mode", "union"]
+    assert run(capsys, *mine, "--out", str(tmp_path / "one.tsv"))[0] == EXIT_OK
+    assert run(capsys, *mine, "--out", str(tmp_path / "ray.tsv"), "--distributed", "ray")[0] == EXIT_OK
+    assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
 
 
 def _dying_encoder(marker: str, always: bool):

@@ -288,6 +288,11 @@ def _search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, 
     device = _resolve_device(None)
     fused = backend == "fused" or (backend == "auto" and device.type == "cpu" and _fused_kernel() is not None)
     run = _fused_blocks if fused else _torch_blocks
+    if fused:  # the sweep on the task's threads (Ray gives one-CPU tasks one torch thread), not on every core
+        import numba
+        import torch
+
+        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
     k_run = min(k_fwd, tgt_run.shape[0])  # a run narrower than k has fewer forward candidates; the merge adds up
     result = run(src, tgt_run, k_run, k_bwd, range(0, src.shape[0], block_rows), block_rows, block_cols, device)
     forward_indices = np.where(result.forward_indices >= 0, result.forward_indices + c0, -1)
