@@ -10,13 +10,15 @@ same data, so the same kind of vocabulary, and one tokenizer training less per r
 
     OMP_NUM_THREADS=1 python -m pytest -m slow tests/test_musr_experiment.py -s
 
-Knobs (environment): MUSR_EXPERIMENT_DIR (default /tmp/musr_experiment), MUSR_SEEDS ("13,42,87"; "" runs the T = 1
-seeds only and reports nothing), MUSR_T1_SEEDS
-(the T = 1 runs; default MUSR_SEEDS, "" for none), MUSR_T1_STAGES ("1": stage 1 only, its stage 2 is cut to one
-step and not reported; "2": both stages), MUSR_STAGE1_STEPS / MUSR_STAGE2_STEPS (default: the config's),
-MUSR_REUSE_RUNS=1 (take the results of runs already finished in the folder instead of training them again),
-MUSR_TOKENIZER (a tokenizer folder for every run, e.g. the first run's ``tokenizer/`` while it trains: a second
-process can then run the T = 1 seeds beside the T = 5 ones with the same vocabulary).
+Knobs (environment): MUSR_EXPERIMENT_DIR (default /tmp/musr_experiment), MUSR_SEEDS ("13,42,87"; "" runs only the
+T = 1 seeds and the MUSR_CONTROL_SEEDS controls, and reports nothing), MUSR_T1_SEEDS (the T = 1 runs; default
+MUSR_SEEDS, "" for none), MUSR_T1_STAGES ("1": stage 1 only, its stage 2 is cut to one step and not reported; "2":
+both stages), MUSR_STAGE1_STEPS / MUSR_STAGE2_STEPS (default: the config's), MUSR_CONTROL ("1", the default: also
+stage 2 with alpha 0 from the same stage-1 model, the same steps and data; "0": not), MUSR_CONTROL_SEEDS (see
+MUSR_SEEDS; they start from finished T = 5 stage-1 models), MUSR_REUSE_RUNS=1 (take the results of runs already
+finished in the folder instead of training them again), MUSR_TOKENIZER (a tokenizer folder for every run, e.g. the
+first run's ``tokenizer/`` once it is trained: a second process can then run the T = 1 seeds beside the T = 5 ones
+with the same vocabulary).
 
 The folder receives ``experiment_results.json`` (every run's metrics, mean and std), ``table.md``,
 ``musr_gettext_xsim.png`` (xsim per language, stage 1 vs stage 2 vs USE) and ``model_card.md`` (the card of the
@@ -29,6 +31,7 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -68,42 +71,42 @@ def _use_metrics(recipe: Any, seed: int) -> dict[str, float]:
     return {f"use/{key}": value for key, value in evaluator.evaluate_encoder(USEEncoder(threads=1)).items()}
 
 
+STAGES = (("stage1", "stage 1"), ("alpha0", "stage 2, alpha 0"), ("stage2", "stage 2 (CrossConST)"), ("use", "USE"))
+
+
 def _table(report: dict[str, Any], languages: list[str], pivot: str) -> str:
+    """Markdown: per target (English, the pivot) xsim and accuracy (%) per language and stage, mean ± std; then
+    T = 1 vs T = 5 on the smallest language."""
     from bitext_hf.hub import markdown_table
 
     mean, std = report["t5"]["mean"], report["t5"]["std"]
 
-    def cell(key: str, scale: float = 1.0) -> str:
-        return f"{mean[key] * scale:.1f} ± {std[key] * scale:.1f}" if key in mean else "-"
+    def cell(key: str, source_mean: dict[str, float], source_std: dict[str, float], scale: float) -> str:
+        return f"{source_mean[key] * scale:.1f} ± {source_std[key] * scale:.1f}" if key in source_mean else "-"
 
-    rows = []
-    for language in [*languages, "average"]:
-        suffix = (
-            {"en": "en", "pivot": "pivot"}
-            if language == "average"
-            else {"en": f"{language}-en", "pivot": f"{language}-{pivot}"}
-        )
-        row: dict[str, str] = {"language": language}
-        for target, label in (("en", "en"), ("pivot", pivot)):
+    blocks = []
+    for target, label in (("en", "English"), ("pivot", pivot)):
+        rows = []
+        for language in [*languages, "average"]:
+            if language == pivot and target == "pivot":
+                continue
+            suffix = target if language == "average" else f"{language}-{'en' if target == 'en' else pivot}"
+            row: dict[str, str] = {"language": language}
             for metric, scale in (("xsim", 1.0), ("accuracy", 100.0)):
-                for stage, name in (("stage1", "S1"), ("stage2", "S2"), ("use", "USE")):
-                    row[f"{metric} {label} {name}"] = cell(f"{stage}/{metric}_{suffix[target]}", scale)
-        rows.append(row)
-    table = markdown_table(rows)
+                for stage, name in STAGES:
+                    row[f"{metric} {name}"] = cell(f"{stage}/{metric}_{suffix}", mean, std, scale)
+            rows.append(row)
+        blocks.append(f"Against {label} (xx → {'en' if target == 'en' else pivot}):\n\n" + markdown_table(rows))
     t1 = report.get("t1")
     if t1:
-        tmean, tstd = t1["mean"], t1["std"]
         comparison = []
         for key, scale in ((f"xsim_{SMALLEST}-en", 1.0), (f"accuracy_{SMALLEST}-en", 100.0),
                            (f"xsim_{SMALLEST}-{pivot}", 1.0), ("xsim_en", 1.0), ("accuracy_en", 100.0)):  # fmt: skip
-            row = {"stage 1 metric": key}
-            for label, source_mean, source_std in (("T=1", tmean, tstd), ("T=5", mean, std)):
-                name = f"stage1/{key}"
-                row[label] = f"{source_mean[name] * scale:.1f} ± {source_std[name] * scale:.1f}"
-            comparison.append(row)
-        table += f"\n\nT = 1 vs T = 5 (stage 1, seeds {', '.join(map(str, t1['seeds']))}):\n\n"
-        table += markdown_table(comparison)
-    return table
+            comparison.append({"stage 1": key, "T = 1": cell(f"stage1/{key}", t1["mean"], t1["std"], scale),
+                               "T = 5": cell(f"stage1/{key}", mean, std, scale)})  # fmt: skip
+        seeds = ", ".join(map(str, t1["seeds"]))
+        blocks.append(f"T = 1 vs T = 5 (stage 1, seeds {seeds}):\n\n" + markdown_table(comparison))
+    return "\n\n".join(blocks)
 
 
 @pytest.mark.slow
@@ -124,6 +127,8 @@ def test_musr_stage1_stage2_over_seeds():
         if (knob := os.environ.get(f"MUSR_{name.upper()}")) is not None:
             steps += [f"--{name}", knob]
     reuse = os.environ.get("MUSR_REUSE_RUNS") == "1"
+    with_control = os.environ.get("MUSR_CONTROL", "1") == "1"
+    control_seeds = [int(s) for s in os.environ.get("MUSR_CONTROL_SEEDS", "").split(",") if s.strip()]
     recipe = _recipe()
     minutes: dict[str, float] = {}
     first_output: list[Path] = []
@@ -151,13 +156,26 @@ def test_musr_stage1_stage2_over_seeds():
         )
         return metrics
 
+    def control(seed: int) -> dict[str, float]:
+        """Stage 2 without CrossConST (alpha 0, the same steps and data) from the same stage-1 model: what the
+        stage-2 steps give without the KL term (stage 2 also trains longer)."""
+        target = folder / f"run-T5-alpha0-seed{seed}" / "stage1"
+        if not target.exists():
+            shutil.copytree(folder / f"run-T5-seed{seed}" / "stage1", target)
+        metrics = run("T5-alpha0", seed, ["--alpha", "0", "--resume_from_checkpoint", "auto"], ("stage2",))
+        return {key.replace("stage2/", "alpha0/", 1): value for key, value in metrics.items()}
+
     def t5(seed: int) -> dict[str, float]:
-        return {**run("T5", seed, [], ("stage1", "stage2")), **_use_metrics(recipe, seed)}
+        metrics = {**run("T5", seed, [], ("stage1", "stage2")), **_use_metrics(recipe, seed)}
+        return {**metrics, **(control(seed) if with_control else {})}
 
     report: dict[str, Any] = {"config": str(CONFIG.relative_to(REPO)), "seeds": seeds}
     t1_extra = ["--temperature", "1"] + (["--stage2_steps", "1"] if t1_stages == ("stage1",) else [])
-    if not seeds:  # only the T = 1 runs (a second process beside the T = 5 one); a later run with reuse reports
-        run_over_seeds(lambda seed: run("T1", seed, t1_extra, t1_stages), t1_seeds)
+    if not seeds:  # only the T = 1 runs and controls (a process beside the T = 5 one); a later run with reuse reports
+        for seed in control_seeds:
+            control(seed)
+        if t1_seeds:
+            run_over_seeds(lambda seed: run("T1", seed, t1_extra, t1_stages), t1_seeds)
         return
     report["t5"] = run_over_seeds(t5, seeds).to_dict()
     if t1_seeds:
@@ -174,7 +192,8 @@ def test_musr_stage1_stage2_over_seeds():
     runs = report["t5"]["runs"]
     series = {
         label: {lang: [run_[f"{stage}/xsim_{lang}-en"] for run_ in runs] for lang in languages}
-        for label, stage in (("stage 1", "stage1"), ("stage 2 (CrossConST)", "stage2"), ("offline USE", "use"))
+        for stage, label in STAGES
+        if f"{stage}/xsim_{languages[0]}-en" in runs[0]
     }
     figure = xsim_by_series(series, folder / "musr_gettext_xsim.png",
                             title=f"MuSR on gettext, xx→en xsim ({len(runs)} seeds; lower is better)")  # fmt: skip
@@ -186,7 +205,7 @@ def test_musr_stage1_stage2_over_seeds():
     # What could fail: every language has finite stage-1, stage-2 and USE numbers in both directions, the T = 1
     # runs report the smallest language, and the card carries the multi-seed table and the figure.
     for language in languages:
-        for stage in ("stage1", "stage2", "use"):
+        for stage in ("stage1", "stage2", "use", *(("alpha0",) if with_control else ())):
             for metric in ("xsim", "accuracy"):
                 keys = [f"{stage}/{metric}_{language}-en"] + ([f"{stage}/{metric}_{language}-{pivot}"]
                                                                 if language != pivot else [])  # fmt: skip
@@ -196,7 +215,7 @@ def test_musr_stage1_stage2_over_seeds():
     if t1_seeds:
         assert f"stage1/xsim_{SMALLEST}-en" in report["t1"]["mean"]
     assert figure.path.stat().st_size > 0
-    assert "musr_gettext_xsim.png" in card and "S2" in card
+    assert "musr_gettext_xsim.png" in card and "stage 2 (CrossConST)" in card
     assert "T = 1 vs T = 5" in card or not t1_seeds
 
 
