@@ -16,7 +16,7 @@ import pytest
 from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_OK, EXIT_USAGE
-from bitext_hf.errors import BitextError
+from bitext_hf.errors import BitextError, EncoderLoadError
 from bitext_hf.mining import bidirectional_knn, check_embeddings
 from bitext_hf.mining.shards import MANIFEST, PROGRESS, mine_shards, open_shards, read_manifest, write_shards
 
@@ -146,6 +146,16 @@ def test_a_worker_that_keeps_dying_fails_cleanly_and_resume_completes(tmp_path):
     write_shards(tmp_path / "one", TEXTS, _encode, encoder="fake", shard_size=4)
     assert _files(folder) == _files(tmp_path / "one")
     np.testing.assert_array_equal(np.asarray(open_shards(folder)), _encode(TEXTS))
+
+
+def _unloadable():
+    raise EncoderLoadError("./no-such-model: no config.json")
+
+
+def test_an_encoder_that_cannot_load_in_a_worker_is_its_own_error(tmp_path):
+    with pytest.raises(EncoderLoadError, match="no-such-model") as caught:
+        encode_shards_ray(tmp_path / "ray", TEXTS, _unloadable, encoder="x", shard_size=4, workers=2)
+    assert caught.value.exit_code == 4 and not (tmp_path / "ray").exists()  # nothing was written: no folder
 
 
 # ----------------------------------------------------------------------------------------------------- bad input
