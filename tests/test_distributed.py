@@ -111,6 +111,10 @@ def test_cli_encode_distributed_writes_the_same_shards(capsys, tmp_path, fakes):
     assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
 
 
+def _load_fake():
+    return _encode
+
+
 def _dying_encoder(marker: str, always: bool):
     """An encoder whose worker process dies (os._exit, no cleanup) at the batch holding "sentence 9": once, when
     the marker file is absent (it creates it), or every time."""
@@ -142,7 +146,9 @@ def test_a_worker_that_keeps_dying_fails_cleanly_and_resume_completes(tmp_path):
     folder = tmp_path / "ray"
     assert MANIFEST not in os.listdir(folder)  # never presented as complete
     assert len(read_manifest(folder / PROGRESS).shards) == 2  # the shards before "sentence 9" were kept
-    write_shards(folder, TEXTS, _encode, encoder="fake", shard_size=4, resume=True)
+    # --resume through Ray: the batches left are located in the plan (shards 2 to 5), 15 sentences encoded.
+    _, encoded = encode_shards_ray(folder, TEXTS, _load_fake, encoder="fake", shard_size=4, resume=True, workers=2)
+    assert encoded == 15
     write_shards(tmp_path / "one", TEXTS, _encode, encoder="fake", shard_size=4)
     assert _files(folder) == _files(tmp_path / "one")
     np.testing.assert_array_equal(np.asarray(open_shards(folder)), _encode(TEXTS))
