@@ -31,6 +31,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -93,11 +94,26 @@ def check_ray_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) ->
         with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as error:
-        reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        reason = f"no answer within {timeout:g} s" if isinstance(error, TimeoutError) else error.strerror or error
         raise UsageError(
-            f"--ray-address {address}: no Ray cluster reachable at {host}:{port} ({reason} within {timeout:g} s); "
+            f"--ray-address {address}: no Ray cluster reachable at {host}:{port} ({reason}); "
             "start one with `ray start --head`, or leave out --ray-address for a local Ray instance"
         ) from None
+
+
+@contextlib.contextmanager
+def _stderr_to_devnull() -> Iterator[None]:
+    """File descriptor 2 to /dev/null: Ray's C++ client logs every retry of an address that answers but is not a Ray
+    cluster on stderr (a line a second, past the logging module), and the command's failure is to be one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 @contextlib.contextmanager
@@ -120,7 +136,8 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
         if address is None:
             options.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
         try:
-            ray.init(address=address, **options)
+            with _stderr_to_devnull():
+                ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as error:
             where = f"--ray-address {address}" if address else "a local Ray instance"
             raise UsageError(f"{where}: Ray could not start or connect ({str(error).splitlines()[0]})") from None
