@@ -11,14 +11,14 @@ same data, so the same kind of vocabulary, and one tokenizer training less per r
     OMP_NUM_THREADS=1 python -m pytest -m slow tests/test_musr_experiment.py -s
 
 Knobs (environment): MUSR_EXPERIMENT_DIR (default /tmp/musr_experiment), MUSR_SEEDS ("13,42,87"; "" runs only the
-T = 1 seeds and the MUSR_CONTROL_SEEDS controls, and reports nothing), MUSR_T1_SEEDS (the T = 1 runs; default
-MUSR_SEEDS, "" for none), MUSR_T1_STAGES ("1": stage 1 only, its stage 2 is cut to one step and not reported; "2":
-both stages), MUSR_STAGE1_STEPS / MUSR_STAGE2_STEPS (default: the config's), MUSR_CONTROL ("1", the default: also
-stage 2 with alpha 0 from the same stage-1 model, the same steps and data; "0": not), MUSR_CONTROL_SEEDS (see
-MUSR_SEEDS; they start from finished T = 5 stage-1 models), MUSR_REUSE_RUNS=1 (take the results of runs already
-finished in the folder instead of training them again), MUSR_TOKENIZER (a tokenizer folder for every run, e.g. the
-first run's ``tokenizer/`` once it is trained: a second process can then run the T = 1 seeds beside the T = 5 ones
-with the same vocabulary).
+T = 1 seeds, the MUSR_CONTROL_SEEDS controls and the MUSR_USE_SEEDS USE evaluations, and reports nothing: a process
+beside the T = 5 one), MUSR_T1_SEEDS (the T = 1 runs; default MUSR_SEEDS, "" for none), MUSR_T1_STAGES ("1": stage 1
+only, its stage 2 is cut to one step and not reported; "2": both stages), MUSR_STAGE1_STEPS / MUSR_STAGE2_STEPS
+(default: the config's), MUSR_CONTROL ("1", the default: also stage 2 with alpha 0 from the same stage-1 model, the
+same steps and data; "0": not), MUSR_REUSE_RUNS=1 (take the results of runs already finished in the folder instead
+of training them again; the USE metrics of a seed are always kept in ``use-seed<N>.json``), MUSR_TOKENIZER (a
+tokenizer folder for every run, e.g. the first run's ``tokenizer/`` once it is trained: a second process can then
+run the T = 1 seeds beside the T = 5 ones with the same vocabulary).
 
 The folder receives ``experiment_results.json`` (every run's metrics, mean and std), ``table.md``,
 ``musr_gettext_xsim.png`` (xsim per language, stage 1 vs stage 2 vs USE) and ``model_card.md`` (the card of the
@@ -58,8 +58,12 @@ def _flat(results: dict[str, Any], stages: tuple[str, ...]) -> dict[str, float]:
     return {f"{stage}/{key}": float(value) for stage in stages for key, value in results[stage]["final"].items()}
 
 
-def _use_metrics(recipe: Any, seed: int) -> dict[str, float]:
-    """The offline USE on the held-out set that the runs of ``seed`` held out (same split function, same seed)."""
+def _use_metrics(recipe: Any, seed: int, folder: Path) -> dict[str, float]:
+    """The offline USE on the held-out set that the runs of ``seed`` held out (same split function, same seed);
+    kept in ``folder/use-seed<N>.json`` (it depends only on the seed and the config's data)."""
+    cached = folder / f"use-seed{seed}.json"
+    if cached.exists():
+        return json.loads(cached.read_text(encoding="utf-8"))
     from bitext_hf.encoders import USEEncoder
     from bitext_hf.training import parse_args
     from bitext_hf.training.musr import MuSREvaluator, load_many_to_one, multiway_held_out
@@ -68,7 +72,9 @@ def _use_metrics(recipe: Any, seed: int) -> dict[str, float]:
                                    args=["--config", str(CONFIG)])  # fmt: skip
     data = multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
     evaluator = MuSREvaluator(None, data.held_out, script_args.pivot, batch_size=script_args.eval_batch_size)
-    return {f"use/{key}": value for key, value in evaluator.evaluate_encoder(USEEncoder(threads=1)).items()}
+    metrics = {f"use/{key}": value for key, value in evaluator.evaluate_encoder(USEEncoder(threads=1)).items()}
+    cached.write_text(json.dumps(metrics), encoding="utf-8")
+    return metrics
 
 
 STAGES = (("stage1", "stage 1"), ("alpha0", "stage 2, alpha 0"), ("stage2", "stage 2 (CrossConST)"), ("use", "USE"))
@@ -129,6 +135,7 @@ def test_musr_stage1_stage2_over_seeds():
     reuse = os.environ.get("MUSR_REUSE_RUNS") == "1"
     with_control = os.environ.get("MUSR_CONTROL", "1") == "1"
     control_seeds = [int(s) for s in os.environ.get("MUSR_CONTROL_SEEDS", "").split(",") if s.strip()]
+    use_seeds = [int(s) for s in os.environ.get("MUSR_USE_SEEDS", "").split(",") if s.strip()]
     recipe = _recipe()
     minutes: dict[str, float] = {}
     first_output: list[Path] = []
@@ -166,12 +173,14 @@ def test_musr_stage1_stage2_over_seeds():
         return {key.replace("stage2/", "alpha0/", 1): value for key, value in metrics.items()}
 
     def t5(seed: int) -> dict[str, float]:
-        metrics = {**run("T5", seed, [], ("stage1", "stage2")), **_use_metrics(recipe, seed)}
+        metrics = {**run("T5", seed, [], ("stage1", "stage2")), **_use_metrics(recipe, seed, folder)}
         return {**metrics, **(control(seed) if with_control else {})}
 
     report: dict[str, Any] = {"config": str(CONFIG.relative_to(REPO)), "seeds": seeds}
     t1_extra = ["--temperature", "1"] + (["--stage2_steps", "1"] if t1_stages == ("stage1",) else [])
     if not seeds:  # only the T = 1 runs and controls (a process beside the T = 5 one); a later run with reuse reports
+        for seed in use_seeds:
+            _use_metrics(recipe, seed, folder)
         for seed in control_seeds:
             control(seed)
         if t1_seeds:
