@@ -62,7 +62,7 @@ def _files(folder) -> dict[str, bytes]:
 @pytest.mark.parametrize(
     ("block_elements", "backend"), [(4096 * 16, "fused"), (4096 * 16, "torch"), (4096 * 3, "fused"), (None, "auto")]
 )
-def test_ray_search_equals_one_process_bit_for_bit(block_elements, backend):
+def test_ray_search_equals_one_process_bit_for_bit(caplog, block_elements, backend):
     rng = np.random.default_rng(0)
     x = check_embeddings(rng.standard_normal((300, 16)).astype(np.float32))
     y = check_embeddings(rng.standard_normal((250, 16)).astype(np.float32))
@@ -70,7 +70,11 @@ def test_ray_search_equals_one_process_bit_for_bit(block_elements, backend):
         y[[100, 200, 249]] = y[7]
     options = dict(block_elements=block_elements or (1 << 25), backend=backend)
     one = bidirectional_knn(x, y, 4, **options)
-    split = knn_ray(x, y, 4, workers=2, **options)
+    with caplog.at_level("INFO", logger="bitext_hf"):
+        split = knn_ray(x, y, 4, workers=2, **options)
+    # 3 columns a block: 84 blocks in 6 runs of at most 16, two in flight at a time, merged as they finish.
+    runs = {4096 * 16: 2, 4096 * 3: 6, None: 1}[block_elements]
+    assert f"in {runs} Ray task(s)" in caplog.text
     for field in ("forward_sims", "forward_indices", "backward_sims", "backward_indices"):
         np.testing.assert_array_equal(getattr(split, field), getattr(one, field), err_msg=field)
     if block_elements:  # 16 and 83 columns a block: more runs than one, merged

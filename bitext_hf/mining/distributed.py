@@ -19,7 +19,7 @@ shapes as in one process, so :func:`mine_ray` returns the same pairs and the sam
 torch/GPU engine orders exact ties as ``torch.topk`` does, which is not specified).
 
 Both sides travel through Ray's object store: the sources once (shared by every task on a machine), the targets one
-run per task. A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error
+run per task, with only as many runs in flight as tasks run at a time (a shard folder is read one run at a time). A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error
 is one line and nothing is presented as complete (shards: no manifest; pairs: written only after mining).
 """
 
@@ -45,6 +45,7 @@ from bitext_hf.errors import BitextError, UsageError
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_RETRIES",
+    "MAX_RUN_BLOCKS",
     "check_ray_address",
     "encode_shards_ray",
     "encoder_loader",
@@ -61,6 +62,9 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 # Times Ray runs a task again after its worker died (killed, out of memory, a machine lost).
 DEFAULT_RETRIES = 2
 _RAY_PORT, _CLIENT_PORT = 6379, 10001
+# Column blocks in one mining task at most (8,192 targets each by default: about 400 MB of float32 at d=768), so
+# that a large target side travels through the object store a few runs at a time.
+MAX_RUN_BLOCKS = 16
 
 
 def _import_ray():
@@ -340,13 +344,15 @@ def knn_ray(
     block_elements: int | None = None,
     backend: str = "auto",
     retries: int = DEFAULT_RETRIES,
-    tasks_per_worker: int = 1,
+    max_run_blocks: int = MAX_RUN_BLOCKS,
 ):
     """:func:`bitext_hf.mining.bidirectional_knn` (checked inputs: arrays from ``check_embeddings`` or
     ``ShardedEmbeddings``) with the target column blocks searched in parallel Ray tasks; see the module docstring.
 
-    There are at most as many tasks as column blocks (8,192 targets each by default): a smaller target side is one
-    task, since splitting it at other places would change the blocks, hence the last bits of some similarities.
+    The targets are cut into runs of at most ``max_run_blocks`` column blocks (8,192 targets each by default), at
+    least one run per worker when there are enough blocks; as many runs are in flight as tasks run at a time, so the
+    object store holds the sources and about ``workers`` runs of targets. A target side of one block is one task:
+    splitting it at other places would change the blocks, hence the last bits of some similarities.
     """
     from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, BidirectionalKNN, check_k
 
@@ -354,27 +360,37 @@ def knn_ray(
     check_k(k, n, m)
     k_fwd, k_bwd = min(k, m), min(k, n)
     block_rows, block_cols = _block_geometry(n, m, block_elements or DEFAULT_BLOCK_ELEMENTS)
+    n_blocks = math.ceil(m / block_cols)
+    backward_sims = np.empty((m, k_bwd), dtype=np.float32)
+    backward_indices = np.empty((m, k_bwd), dtype=np.int64)
+    forward: tuple[np.ndarray, np.ndarray] | None = None
     with ray_session(address, workers) as slots:
         ray = _import_ray()
-        runs = _column_runs(math.ceil(m / block_cols), max(1, slots * tasks_per_worker))
+        runs = _column_runs(n_blocks, max(slots, math.ceil(n_blocks / max(1, max_run_blocks))))
         task = ray.remote(_search_run).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
         src_ref = ray.put(np.ascontiguousarray(src[0:n]))  # sources once, shared by every task on a machine
-        refs = []
-        for first, end in runs:
-            c0, c1 = first * block_cols, min(m, end * block_cols)
-            refs.append(task.remote(src_ref, tgt[c0:c1], c0, k_fwd, k_bwd, block_rows, block_cols, backend))
+        pending: dict = {}  # ObjectRef -> first target of its run
+        queue = deque((first * block_cols, min(m, end * block_cols)) for first, end in runs)
         try:
-            results = ray.get(refs)
+            while queue or pending:
+                while queue and len(pending) < slots:
+                    c0, c1 = queue.popleft()  # a shard folder is read here, one run at a time
+                    ref = task.remote(src_ref, tgt[c0:c1], c0, k_fwd, k_bwd, block_rows, block_cols, backend)
+                    pending[ref] = c0
+                done, _ = ray.wait(list(pending), num_returns=1)
+                c0 = pending.pop(done[0])
+                fwd_sims, fwd_idx, bwd_sims, bwd_idx = ray.get(done[0])
+                backward_sims[c0 : c0 + len(bwd_sims)], backward_indices[c0 : c0 + len(bwd_sims)] = bwd_sims, bwd_idx
+                # The merge is by (similarity, index) alone, so runs may finish in any order.
+                lists = ([fwd_sims], [fwd_idx]) if forward is None else ([forward[0], fwd_sims], [forward[1], fwd_idx])
+                forward = _merge_forward(*lists, k_fwd)
         except ray.exceptions.RayError as error:
-            for ref in refs:
+            for ref in pending:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
             raise _ray_failure(error, f"searching {n} x {m} in {len(runs)} Ray tasks") from None
-    forward_sims, forward_indices = _merge_forward([r[0] for r in results], [r[1] for r in results], k_fwd)
-    backward_sims = np.concatenate([r[2] for r in results])
-    backward_indices = np.concatenate([r[3] for r in results])
     logger.info("kNN over %d x %d in %d Ray task(s) of %d-column blocks", n, m, len(runs), block_cols)
-    return BidirectionalKNN(forward_sims, forward_indices, backward_sims, backward_indices)
+    return BidirectionalKNN(forward[0], forward[1], backward_sims, backward_indices)
 
 
 def mine_ray(
