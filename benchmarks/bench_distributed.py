@@ -65,10 +65,8 @@ def bench_encode(args, work: str) -> None:
     texts = gettext_sentences(args.sentences, args.min_words)
     settings = dict(encoder="use-multilingual-v3", shard_size=args.shard_size)
     mean_chars = sum(map(len, texts)) / len(texts)
-    print(
-        f"\n## encode: {len(texts):,} gettext sentences ({mean_chars:.0f} chars on average), shards of {args.shard_size}"
-    )
-    print(f"load average {_load()}\n")
+    print(f"\n## encode: {len(texts):,} gettext sentences ({mean_chars:.0f} chars on average)")
+    print(f"shards of {args.shard_size}; load average {_load()}\n")
     # Warm-up, untimed: the modules imported in this process and in both Ray workers (each timed run still loads its
     # encoder, once per process or per worker).
     start = time.perf_counter()

@@ -19,8 +19,9 @@ shapes as in one process, so :func:`mine_ray` returns the same pairs and the sam
 torch/GPU engine orders exact ties as ``torch.topk`` does, which is not specified).
 
 Both sides travel through Ray's object store: the sources once (shared by every task on a machine), the targets one
-run per task, with only as many runs in flight as tasks run at a time (a shard folder is read one run at a time). A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error
-is one line and nothing is presented as complete (shards: no manifest; pairs: written only after mining).
+run per task, with only as many runs in flight as tasks run at a time (a shard folder is read one run at a time).
+A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error is one line
+and nothing is presented as complete (shards: no manifest; pairs: written only after mining).
 """
 
 from __future__ import annotations
