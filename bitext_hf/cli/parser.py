@@ -258,7 +258,7 @@ def _add_index(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=None,
         help="inverted lists each sentence scans with an IVF index (default 32, at most the lists): time grows about "
-        "linearly with it, and so does recall until it nears exact; nprobe = lists is exact search",
+        "linearly with it, and so does recall until it nears exact; with IVF-Flat, nprobe = lists is exact search",
     )
     group.add_argument(
         "--check-recall",
