@@ -11,14 +11,14 @@ same data, so the same kind of vocabulary, and one tokenizer training less per r
     OMP_NUM_THREADS=1 python -m pytest -m slow tests/test_musr_experiment.py -s
 
 Knobs (environment): MUSR_EXPERIMENT_DIR (default /tmp/musr_experiment), MUSR_SEEDS ("13,42,87"; "" runs only the
-T = 1 seeds, the MUSR_CONTROL_SEEDS controls and the MUSR_USE_SEEDS USE evaluations, and reports nothing: a process
-beside the T = 5 one), MUSR_T1_SEEDS (the T = 1 runs; default MUSR_SEEDS, "" for none), MUSR_T1_STAGES ("1": stage 1
-only, its stage 2 is cut to one step and not reported; "2": both stages), MUSR_STAGE1_STEPS / MUSR_STAGE2_STEPS
-(default: the config's), MUSR_CONTROL ("1", the default: also stage 2 with alpha 0 from the same stage-1 model, the
-same steps and data; "0": not), MUSR_REUSE_RUNS=1 (take the results of runs already finished in the folder instead
-of training them again; the USE metrics of a seed are always kept in ``use-seed<N>.json``), MUSR_TOKENIZER (a
-tokenizer folder for every run, e.g. the first run's ``tokenizer/`` once it is trained: a second process can then
-run the T = 1 seeds beside the T = 5 ones with the same vocabulary).
+T = 1 seeds, the MUSR_CONTROL controls and the MUSR_USE_SEEDS USE evaluations, and reports nothing: a process beside
+the T = 5 one), MUSR_T1_SEEDS (the T = 1 runs; default MUSR_SEEDS, "" for none), MUSR_T1_STAGES ("1": stage 1 only,
+its stage 2 is cut to one step and not reported; "2": both stages), MUSR_STAGE1_STEPS / MUSR_STAGE2_STEPS (default:
+the config's), MUSR_CONTROL (the seeds of the control, default MUSR_SEEDS, "" for none: stage 2 with alpha 0 from the
+same T = 5 stage-1 model, the same steps and data, since stage 2 also trains longer), MUSR_REUSE_RUNS=1 (take the
+results of runs already finished in the folder instead of training them again; the USE metrics of a seed are always
+kept in ``use-seed<N>.json``), MUSR_TOKENIZER (a tokenizer folder for every run, e.g. the first run's ``tokenizer/``
+once it is trained: a second process can then run the T = 1 seeds beside the T = 5 ones with the same vocabulary).
 
 The folder receives ``experiment_results.json`` (every run's metrics, mean and std), ``table.md``,
 ``musr_gettext_xsim.png`` (xsim per language, stage 1 vs stage 2 vs USE) and ``model_card.md`` (the card of the
@@ -85,12 +85,16 @@ def _table(report: dict[str, Any], languages: list[str], pivot: str) -> str:
     T = 1 vs T = 5 on the smallest language."""
     from bitext_hf.hub import markdown_table
 
-    mean, std = report["t5"]["mean"], report["t5"]["std"]
+    control = report.get("control") or {"mean": {}, "std": {}}
+    mean, std = {**report["t5"]["mean"], **control["mean"]}, {**report["t5"]["std"], **control["std"]}
 
     def cell(key: str, source_mean: dict[str, float], source_std: dict[str, float], scale: float) -> str:
         return f"{source_mean[key] * scale:.1f} ± {source_std[key] * scale:.1f}" if key in source_mean else "-"
 
-    blocks = []
+    seeds = f"Seeds: {', '.join(map(str, report['t5']['seeds']))}"
+    if control["mean"]:
+        seeds += f" (stage 2 with alpha 0: {', '.join(map(str, control['seeds']))})"
+    blocks = [seeds + "; xsim in %, accuracy in % (mean of both directions), mean ± std over the seeds."]
     for target, label in (("en", "English"), ("pivot", pivot)):
         rows = []
         for language in [*languages, "average"]:
@@ -133,8 +137,8 @@ def test_musr_stage1_stage2_over_seeds():
         if (knob := os.environ.get(f"MUSR_{name.upper()}")) is not None:
             steps += [f"--{name}", knob]
     reuse = os.environ.get("MUSR_REUSE_RUNS") == "1"
-    with_control = os.environ.get("MUSR_CONTROL", "1") == "1"
-    control_seeds = [int(s) for s in os.environ.get("MUSR_CONTROL_SEEDS", "").split(",") if s.strip()]
+    control_env = os.environ.get("MUSR_CONTROL", ",".join(map(str, seeds)))
+    control_seeds = [int(seed) for seed in control_env.split(",") if seed.strip()]
     use_seeds = [int(s) for s in os.environ.get("MUSR_USE_SEEDS", "").split(",") if s.strip()]
     recipe = _recipe()
     minutes: dict[str, float] = {}
@@ -173,8 +177,7 @@ def test_musr_stage1_stage2_over_seeds():
         return {key.replace("stage2/", "alpha0/", 1): value for key, value in metrics.items()}
 
     def t5(seed: int) -> dict[str, float]:
-        metrics = {**run("T5", seed, [], ("stage1", "stage2")), **_use_metrics(recipe, seed, folder)}
-        return {**metrics, **(control(seed) if with_control else {})}
+        return {**run("T5", seed, [], ("stage1", "stage2")), **_use_metrics(recipe, seed, folder)}
 
     report: dict[str, Any] = {"config": str(CONFIG.relative_to(REPO)), "seeds": seeds}
     t1_extra = ["--temperature", "1"] + (["--stage2_steps", "1"] if t1_stages == ("stage1",) else [])
@@ -187,6 +190,8 @@ def test_musr_stage1_stage2_over_seeds():
             run_over_seeds(lambda seed: run("T1", seed, t1_extra, t1_stages), t1_seeds)
         return
     report["t5"] = run_over_seeds(t5, seeds).to_dict()
+    if control_seeds:
+        report["control"] = run_over_seeds(control, control_seeds).to_dict()
     if t1_seeds:
         report["t1"] = run_over_seeds(lambda seed: run("T1", seed, t1_extra, t1_stages), t1_seeds).to_dict()
     first = results_by_run[f"T5-seed{seeds[0]}"]
@@ -199,10 +204,12 @@ def test_musr_stage1_stage2_over_seeds():
     print(table)
 
     runs = report["t5"]["runs"]
+    runs_of = {stage: report["control" if stage == "alpha0" else "t5"]["runs"] for stage, _ in STAGES
+               if stage != "alpha0" or control_seeds}  # fmt: skip
     series = {
-        label: {lang: [run_[f"{stage}/xsim_{lang}-en"] for run_ in runs] for lang in languages}
+        label: {lang: [run_[f"{stage}/xsim_{lang}-en"] for run_ in runs_of[stage]] for lang in languages}
         for stage, label in STAGES
-        if f"{stage}/xsim_{languages[0]}-en" in runs[0]
+        if stage in runs_of
     }
     figure = xsim_by_series(series, folder / "musr_gettext_xsim.png",
                             title=f"MuSR on gettext, xx→en xsim ({len(runs)} seeds; lower is better)")  # fmt: skip
@@ -214,13 +221,12 @@ def test_musr_stage1_stage2_over_seeds():
     # What could fail: every language has finite stage-1, stage-2 and USE numbers in both directions, the T = 1
     # runs report the smallest language, and the card carries the multi-seed table and the figure.
     for language in languages:
-        for stage in ("stage1", "stage2", "use", *(("alpha0",) if with_control else ())):
+        for stage in runs_of:
             for metric in ("xsim", "accuracy"):
                 keys = [f"{stage}/{metric}_{language}-en"] + ([f"{stage}/{metric}_{language}-{pivot}"]
                                                                 if language != pivot else [])  # fmt: skip
                 for key in keys:
-                    assert key in report["t5"]["mean"], key
-                    assert all(math.isfinite(run_[key]) for run_ in runs), key
+                    assert all(math.isfinite(run_[key]) for run_ in runs_of[stage]), key
     if t1_seeds:
         assert f"stage1/xsim_{SMALLEST}-en" in report["t1"]["mean"]
     assert figure.path.stat().st_size > 0
