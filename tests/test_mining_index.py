@@ -56,6 +56,24 @@ def test_auto_picks_ivf_flat_with_lists_growing_with_size_then_opq_pq():
 def test_auto_with_an_explicit_nprobe_keeps_it():
     assert resolve_index("auto", 200_000, 200_000, 768, nprobe=5).nprobe == 5
     assert resolve_index("auto", 100, 100, 768, nprobe=5).exact
+    assert resolve_index("auto", 200_000, 200_000, 768, nprobe=10**6).nprobe == 2048  # at most the lists
+
+
+def test_gpu_path_falls_back_to_the_cpu_when_faiss_cannot_move_the_index(monkeypatch, caplog):
+    import faiss
+
+    import bitext_hf.mining.index as index_module
+
+    def refuse(index):
+        raise RuntimeError("not supported on GPU\nC++ trace")
+
+    monkeypatch.setattr(index_module, "_gpu_available", lambda: True)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", refuse, raising=False)
+    x, y = planted(600)
+    with caplog.at_level("WARNING"):
+        pairs = mine(x, y, index="IVF8,Flat", nprobe=8)
+    assert pairs.as_set() == mine(x, y).as_set()
+    assert "cannot put this index on the GPU (not supported on GPU); using the CPU" in caplog.text
 
 
 # ---------------------------------------------------------------------------------------- against exact search

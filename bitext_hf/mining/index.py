@@ -171,7 +171,7 @@ def resolve_index(index: str, n_src: int, n_tgt: int, dim: int, *, nprobe: int |
         spec = choose_index(n_src, n_tgt, dim)
         if spec.exact or nprobe is None:
             return spec
-        return IndexSpec(spec.factory, nprobe)
+        return IndexSpec(spec.factory, min(nprobe, _ivf(_factory(dim, spec.factory)).nlist))
     if index == "exact":
         return IndexSpec("exact")
     ivf = _ivf(_factory(dim, index))
@@ -231,6 +231,17 @@ def _gpu_available() -> bool:
     return torch.cuda.is_available()
 
 
+def _to_gpu(index: Any) -> Any:
+    """``index`` on every GPU, or None when FAISS has no GPU version of it (e.g. OPQ): the CPU then serves."""
+    import faiss
+
+    try:
+        return faiss.index_cpu_to_all_gpus(index)
+    except RuntimeError as error:
+        logger.warning("FAISS cannot put this index on the GPU (%s); using the CPU", str(error).splitlines()[0])
+        return None
+
+
 def _train(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu: bool) -> Any:
     """A trained, empty CPU index of ``spec`` (trained on the GPU when ``use_gpu``)."""
     import faiss
@@ -248,12 +259,12 @@ def _train(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu
             ivf.do_polysemous_training = False
     sample = _train_sample(src, tgt, _training_points(index), seed)
     start = time.perf_counter()
-    if use_gpu:
-        on_gpu = faiss.index_cpu_to_all_gpus(index)
+    on_gpu = _to_gpu(index) if use_gpu else None
+    if on_gpu is not None:
         on_gpu.train(sample)
         index = faiss.index_gpu_to_cpu(on_gpu)
     else:
-        index.train(sample)  # PQ and OPQ initialise from FAISS's fixed seeds: reproducible too
+        index.train(sample)  # PQ and OPQ start from FAISS's fixed default seeds: reproducible too
     logger.debug("trained %s on %d points in %.2fs", spec, sample.shape[0], time.perf_counter() - start)
     return index
 
@@ -264,8 +275,9 @@ def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, npr
     import faiss
 
     index = faiss.clone_index(trained)
-    if use_gpu:
-        index = faiss.index_cpu_to_all_gpus(index)
+    on_gpu = _to_gpu(index) if use_gpu else None
+    use_gpu = on_gpu is not None
+    index = on_gpu if use_gpu else index
     index.add(database)
     if nprobe is not None:
         space = faiss.GpuParameterSpace() if use_gpu else faiss.ParameterSpace()
