@@ -249,7 +249,7 @@ def _add_index(parser: argparse.ArgumentParser) -> None:
         metavar="exact|auto|FACTORY",
         help="exact (default): every similarity, one pass for both directions; auto: exact while the corpus is "
         "small (N x M x dim <= 2e12, about 50k x 50k at 768), then IVF<n>,Flat (inverted lists of exact vectors, "
-        "n ~ 4 sqrt(N) lists, nprobe 32), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS "
+        "n ~ 4 sqrt(N) lists, nprobe 64), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS "
         "factory string, e.g. IVF1024,Flat. An index is trained once on a seeded sample of both sides and built "
         "over each side; scores are always exact cosines of the candidates found, so an index can only miss pairs",
     )
@@ -257,7 +257,7 @@ def _add_index(parser: argparse.ArgumentParser) -> None:
         "--nprobe",
         type=_positive_int,
         default=None,
-        help="inverted lists each sentence scans with an IVF index (default 32, at most the lists): time grows about "
+        help="inverted lists each sentence scans with an IVF index (default 64, at most the lists): time grows about "
         "linearly with it, and so does recall until it nears exact; with IVF-Flat, nprobe = lists is exact search",
     )
     group.add_argument(
