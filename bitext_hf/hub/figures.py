@@ -386,7 +386,7 @@ def xsim_by_series(
     if not values:
         raise ValueError("xsim_by_series needs at least one series with one language")
     languages = list(dict.fromkeys(lang for by_language in values.values() for lang in by_language))
-    figure = _figure(max(5.0, 0.9 * len(languages) * max(1, len(values)) ** 0.5 + 2.5), 3.8)
+    figure = _figure(min(10.0, max(5.0, 0.9 * len(languages) * max(1, len(values)) ** 0.5 + 2.5)), 3.8)
     axes = figure.add_subplot()
     width = 0.8 / len(values)
     seeds = max(array.size for by_language in values.values() for array in by_language.values())
@@ -402,7 +402,7 @@ def xsim_by_series(
     axes.set_xticks(range(len(languages)), languages)
     axes.set_ylabel(ylabel)
     axes.set_title(title)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: bars reach the top
     runs = f"mean over {seeds} runs, error bars one standard deviation; " if seeds > 1 else ""
     caption = f"xsim (margin-based error rate, %, lower is better) per language ({runs}average over languages: "
     return _save(figure, path, caption + ", ".join(parts) + ").")
