@@ -136,12 +136,15 @@ with atomic_output(sys.argv[1]) as handle:
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_mid_write_removes_temp_file(tmp_path, signum, status):
     out = tmp_path / "big.txt"
-    # A shell runs the writer so that its exit status is the conventional 128 + signal number.
+    # A shell runs the writer so that its exit status is the conventional 128 + signal number. The signal's default
+    # disposition is restored first: a test run started in the background (`cmd &` in a script) inherits SIGINT as
+    # ignored, and atomic_output rightly leaves an ignored signal ignored.
     process = subprocess.Popen(
         ["sh", "-c", f'"{sys.executable}" -c "$0" "$1"', _WRITER, str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL),
     )
     assert process.stdout.readline() == "writing\n"
     assert len(leftovers(tmp_path)) == 1
