@@ -27,15 +27,21 @@ from pathlib import Path
 import numpy as np
 
 
-def make_embeddings(n: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_embeddings(
+    n: int, dim: int, seed: int = 0, *, n_tgt: int | None = None, shuffle: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """n sources and n_tgt (default n) targets; the first half of the smaller side's count are noisy translations
+    of the first sources, the rest distractors; targets shuffled unless ``shuffle=False`` (the draws for a square
+    shuffled set are the same as before these options, so bench_index can replay them)."""
+    n_tgt = n if n_tgt is None else n_tgt
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, dim), dtype=np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    y = rng.standard_normal((n, dim), dtype=np.float32)
-    half = n // 2
+    y = rng.standard_normal((n_tgt, dim), dtype=np.float32)
+    half = min(n, n_tgt) // 2
     y[:half] = x[:half] + 0.8 * y[:half] / np.sqrt(dim)  # noisy translations: cosine about 0.78
     y /= np.linalg.norm(y, axis=1, keepdims=True)
-    return x, y[rng.permutation(n)]
+    return x, (y[rng.permutation(n_tgt)] if shuffle else y)
 
 
 def _rss_mb(field: str) -> float:

@@ -27,24 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-
-def make_embeddings(n_src: int, n_tgt: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n_src, dim), dtype=np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    y = rng.standard_normal((n_tgt, dim), dtype=np.float32)
-    half = min(n_src, n_tgt) // 2
-    y[:half] = x[:half] + 0.8 * y[:half] / np.sqrt(dim)
-    y /= np.linalg.norm(y, axis=1, keepdims=True)
-    return x, y
-
-
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from bench_mining import _rss_mb, make_embeddings
 
 
 def child(method: str, folder: str, out: str) -> None:
@@ -54,14 +37,14 @@ def child(method: str, folder: str, out: str) -> None:
     warm = np.eye(8, dtype=np.float32)
     mine(warm, warm)  # imports, thread pools and the cached numba kernel, outside the measurement
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM restarts from the current RSS (imports, torch)
-    baseline, anon_baseline = _status_mb("VmRSS"), _status_mb("RssAnon")
+    baseline, anon_baseline = _rss_mb("VmRSS"), _rss_mb("RssAnon")
     # VmHWM counts the pages of memory-mapped shards that were read: page cache the kernel can drop at any time.
     # What the process holds itself is anonymous memory, which has no peak counter: sample it.
     anon_peak, done = [anon_baseline], threading.Event()
 
     def sample() -> None:
         while not done.wait(0.01):
-            anon_peak[0] = max(anon_peak[0], _status_mb("RssAnon"))
+            anon_peak[0] = max(anon_peak[0], _rss_mb("RssAnon"))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -85,7 +68,7 @@ def child(method: str, folder: str, out: str) -> None:
                 "open_s": opened - start,
                 "wall_s": end - start,
                 "cpu_s": time.process_time() - cpu,
-                "peak_rss_above_imports_mb": _status_mb("VmHWM") - baseline,
+                "peak_rss_above_imports_mb": _rss_mb("VmHWM") - baseline,
                 "peak_anon_above_imports_mb": anon_peak[0] - anon_baseline,
                 "imports_mb": baseline,
                 "pairs": len(pairs),
@@ -108,7 +91,7 @@ def main() -> None:
         return
     from bitext_hf.mining.shards import write_shards
 
-    x, y = make_embeddings(args.n_src, args.n_tgt, args.dim)
+    x, y = make_embeddings(args.n_src, args.dim, n_tgt=args.n_tgt, shuffle=False)
     with tempfile.TemporaryDirectory(prefix="bench-shards-") as folder:
         for name, array in (("x", x), ("y", y)):
             stored = array.astype(args.dtype)
