@@ -7,9 +7,11 @@ One local Ray instance with 2 CPUs serves the whole module (starting one costs s
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import socket
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,6 +89,24 @@ def test_ray_search_equals_one_process_bit_for_bit(caplog, block_elements, backe
         np.testing.assert_array_equal(pairs.scores, expected.scores)
 
 
+def _threads_after_a_search_task():
+    import torch
+
+    from bitext_hf.mining.distributed import _search_run
+
+    x = check_embeddings(np.random.default_rng(0).standard_normal((40, 16)).astype(np.float32))
+    _search_run(x, x[:30], 0, 4, 4, 40, 30, "fused")
+    return torch.get_num_threads()
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: no second thread to take")
+def test_a_search_task_keeps_its_one_thread():
+    pytest.importorskip("numba")
+    # A one-CPU task gets one torch thread (OMP_NUM_THREADS=1). Starting numba's OpenMP layer used to raise it to
+    # every core, so one worker searched on all of them and --workers 2 could not be faster than 1.
+    assert ray.get(ray.remote(_threads_after_a_search_task).options(num_cpus=1).remote()) == 1
+
+
 def test_cli_mine_distributed_equals_single_process(capsys, tmp_path, fakes):
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
     common = ["mine", "--src", src, "--tgt", tgt, "--k", "2", "--mode", "union"]
@@ -113,6 +133,37 @@ def test_cli_encode_distributed_writes_the_same_shards(capsys, tmp_path, fakes):
     assert run(capsys, *mine, "--out", str(tmp_path / "one.tsv"))[0] == EXIT_OK
     assert run(capsys, *mine, "--out", str(tmp_path / "ray.tsv"), "--distributed", "ray")[0] == EXIT_OK
     assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def _timed_encoder(log: str):
+    """An encoder that records when each batch starts and ends (a line per batch appended to ``log``)."""
+
+    def encode(texts):
+        start = time.time()
+        time.sleep(0.5)
+        with open(log, "a") as handle:
+            handle.write(f"{start} {time.time()}\n")
+        return _encode(texts)
+
+    return encode
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers_caps_the_batches_encoded_at_once(tmp_path, workers):
+    # Two worker processes up before the run (starting one takes longer than a batch here).
+    ray.get([ray.remote(_sleep).options(num_cpus=1).remote(1.0) for _ in range(2)])
+    log = str(tmp_path / "batches.log")
+    load = functools.partial(_timed_encoder, log)
+    encode_shards_ray(tmp_path / "ray", TEXTS, load, encoder="fake", shard_size=4, workers=workers)
+    spans = sorted(tuple(map(float, line.split())) for line in Path(log).read_text().splitlines())
+    overlapping = sum(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+    # The instance has 2 CPUs: with --workers 1 no two batches may run at once (they did: 2 were kept in flight);
+    # with 2 they do (the check can see an overlap).
+    assert len(spans) == 6 and (overlapping == 0 if workers == 1 else overlapping >= 2)
 
 
 def _load_fake():

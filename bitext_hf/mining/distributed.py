@@ -185,7 +185,7 @@ def _encode_batch(token: str, load: Callable[[], Callable[[list[str]], np.ndarra
 
 class _EncodedAhead:
     """The ``encode`` callable handed to ``write_shards``: it answers each batch from Ray tasks that encoded it, and
-    keeps ``window`` batches in flight, the ones ``write_shards`` will ask for next.
+    keeps at most ``window`` batches in flight, the ones ``write_shards`` will ask for next.
 
     Why matched by content: ``write_shards`` asks for its batches in a fixed order (shard by shard, each split at
     ``_ENCODE_CHUNK``) from the first shard it has to write, which only it knows (``--resume``). The first batch
@@ -231,9 +231,10 @@ class _EncodedAhead:
             position = self._locate(batch)
         self.next_batch = position
         self._fill()
+        # No refill while waiting: the batch waited for still runs, so ``window`` tasks (the --workers the user
+        # allows) are the most that run at once, also on a cluster with more CPUs than that.
         _, ref = self.in_flight.popleft()
         self.next_batch = position + 1
-        self._fill()
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as error:
@@ -281,7 +282,7 @@ def encode_shards_ray(
         load_ref = ray.put(load_encoder)
         task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
         ahead = _EncodedAhead(
-            ray, lambda batch: task.remote(token, load_ref, batch), texts, shard_size, 2 * slots, f"encoding {folder}"
+            ray, lambda batch: task.remote(token, load_ref, batch), texts, shard_size, slots, f"encoding {folder}"
         )
         try:
             return write_shards(
@@ -314,7 +315,11 @@ def _search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, 
         import numba
         import torch
 
-        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+        threads = torch.get_num_threads()
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+        # Starting numba's OpenMP layer raises the process's OpenMP thread count, which torch reads: without this,
+        # a one-CPU task ran its products on every core (one worker as fast as two).
+        torch.set_num_threads(threads)
     k_run = min(k_fwd, tgt_run.shape[0])  # a run narrower than k has fewer forward candidates; the merge adds up
     result = run(src, tgt_run, k_run, k_bwd, range(0, src.shape[0], block_rows), block_rows, block_cols, device)
     forward_indices = np.where(result.forward_indices >= 0, result.forward_indices + c0, -1)
