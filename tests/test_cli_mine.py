@@ -158,14 +158,14 @@ def test_mine_writes_the_sidecar_that_push_puts_in_the_dataset_card(capsys, fake
     sidecar = json.loads(metadata_path("pairs.parquet").read_text(encoding="utf-8"))
     assert sidecar == {
         "src_model": "student", "tgt_model": "teacher", "margin": "ratio", "mode": "intersect", "k": 2,
-        "threshold": 1.01, "src": "src.txt", "tgt": "tgt.txt", "src_sentences": 5, "tgt_sentences": 5,
+        "threshold": 1.01, "index": "exact", "src": "src.txt", "tgt": "tgt.txt", "src_sentences": 5, "tgt_sentences": 5,
         "command": shlex.join(["bitext-hf", *argv, "--quiet"]),
     }  # fmt: skip
     card = (
         prepare_dataset_folder("pairs.parquet", tmp_path / "dataset", repo_id="me/mined") / "README.md"
     ).read_text()
     facts = ["| encoder | `source: student, target: teacher` |", "| margin | ratio |", "| retrieval mode | intersect |",
-             "| k (neighbours averaged by the margin) | 2 |", "| threshold | 1.01 |", "| source text | src.txt |",
+             "| k (neighbours averaged by the margin) | 2 |", "| threshold | 1.01 |", "| neighbour search | exact |", "| source text | src.txt |",
              "| sentences searched (source x target) | 5 x 5 |", sidecar["command"]]  # fmt: skip
     assert [fact for fact in facts if fact not in card] == []
     unknown = [line for line in card.split("## Mining")[1].split("## Counts")[0].splitlines() if "Needed]" in line]

@@ -205,6 +205,27 @@ def test_cli_ivf_scanning_every_list_writes_the_exact_pairs_and_reports_recall(c
     assert "recall@4 1.0000 on 100 sampled sources (IVF16,Flat (nprobe 16) vs exact search)" in err
 
 
+def test_cli_check_recall_reads_the_runs_own_neighbours_and_the_sidecar_names_the_index(capsys, tmp_path, monkeypatch):
+    import json
+
+    from bitext_hf.mining import index as index_module
+
+    src, tgt = _npy_pair(tmp_path)
+    trained = []
+    real_train = index_module._train
+    monkeypatch.setattr(index_module, "_train", lambda *a, **kw: trained.append(a[0]) or real_train(*a, **kw))
+    out = tmp_path / "pairs.tsv"
+    code, report, err = run(
+        capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out), "-q",
+        "--index", "IVF16,Flat", "--nprobe", "4", "--check-recall", "200",
+    )  # fmt: skip
+    assert code == EXIT_OK, err
+    assert len(trained) == 1  # the run's index only: recall@k is read from its neighbours, no second index
+    assert "on 200 sampled sources (IVF16,Flat (nprobe 4) vs exact search)" in report
+    sidecar = json.loads((tmp_path / "pairs.tsv.meta.json").read_text(encoding="utf-8"))
+    assert sidecar["index"] == "IVF16,Flat (nprobe 4)"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -241,10 +241,11 @@ def cmd_mine(args) -> int:
     settings = dict(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold)
     if getattr(args, "index", "exact") != "exact":
         settings.update(index=args.index, nprobe=args.nprobe)
+    recall = None
     if docs is not None:
         pairs = mine_documents(src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings)
     else:
-        pairs = _mine(args, src_emb, tgt_emb, settings)
+        pairs, recall = _mine(args, src_emb, tgt_emb, settings)
         pairs = dataclasses.replace(
             pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
         )
@@ -257,7 +258,7 @@ def cmd_mine(args) -> int:
         write_pairs(pairs, args.out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
         print(f"wrote {len(pairs)} pairs to {_shown(args.out)}", file=report)
         if to_file:  # a stream or a device has no place for a sidecar beside it
-            _write_sidecar(args, src_emb.shape[0], tgt_emb.shape[0])
+            _write_sidecar(args, src_emb.shape, tgt_emb.shape)
     _show_pairs(args, pairs, src.texts, tgt.texts)
     print(
         f"mined {len(pairs)} pairs from {src_emb.shape[0]} source x {tgt_emb.shape[0]} target sentences "
@@ -273,14 +274,15 @@ def cmd_mine(args) -> int:
         print(
             f"against {len(gold)} gold pairs: precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}", file=report
         )
-    if getattr(args, "check_recall", None):
+    if getattr(args, "check_recall", None) and recall is None:  # document-level runs keep no global neighbours
         from bitext_hf.mining import check_recall
 
-        result = check_recall(
+        recall = check_recall(
             np.asarray(src_emb), np.asarray(tgt_emb), k=args.k, index=args.index, nprobe=args.nprobe,
             queries=args.check_recall,
         )  # fmt: skip
-        print(result, file=report)
+    if recall is not None:
+        print(recall, file=report)
     return EXIT_OK
 
 
@@ -305,8 +307,11 @@ def _check_index_options(args, src: Side, tgt: Side, per_document: bool) -> None
 
 
 def _mine(args, src_emb, tgt_emb, settings: dict):
-    """Mine in memory, or block by block when a side is a folder of shards (same pairs and scores)."""
-    from bitext_hf.mining import mine
+    """Mine in memory, or block by block when a side is a folder of shards (same pairs and scores). Returns the
+    pairs and, with --check-recall, the recall@k of the run's own forward neighbours (no second index)."""
+    from bitext_hf.mining import _check_pair, mine
+    from bitext_hf.mining.index import recall_at_k, search_neighbours
+    from bitext_hf.mining.retrieval import check_settings, retrieve
     from bitext_hf.mining.shards import ShardedEmbeddings, mine_shards
 
     show_progress = not args.quiet and src_emb.shape[0] > 50_000
@@ -314,13 +319,36 @@ def _mine(args, src_emb, tgt_emb, settings: dict):
     if getattr(args, "distributed", None):
         from bitext_hf.mining.distributed import mine_ray
 
-        return mine_ray(src_emb, tgt_emb, address=args.ray_address, workers=args.workers, **settings)
+        return mine_ray(src_emb, tgt_emb, address=args.ray_address, workers=args.workers, **settings), None
     if isinstance(src_emb, ShardedEmbeddings) or isinstance(tgt_emb, ShardedEmbeddings):
         if index == "exact":
-            return mine_shards(src_emb, tgt_emb, show_progress=show_progress, **settings)
+            return mine_shards(src_emb, tgt_emb, show_progress=show_progress, **settings), None
         logger.warning("--index %s reads the shards into memory (only the exact search streams them)", index)
         src_emb, tgt_emb = np.asarray(src_emb), np.asarray(tgt_emb)
-    return mine(src_emb, tgt_emb, show_progress=show_progress, **settings)
+    if not getattr(args, "check_recall", None):
+        return mine(src_emb, tgt_emb, show_progress=show_progress, **settings), None
+    # mine()'s steps, keeping the neighbourhoods: recall@k is then read from them (a few exact searches).
+    options = {key: settings.pop(key) for key in ("k", "index", "nprobe")}
+    check_settings(settings["margin"], settings["mode"], settings["threshold"])
+    src, tgt = _check_pair(src_emb, tgt_emb, "source embeddings", "target embeddings")
+    knn = search_neighbours(src, tgt, show_progress=show_progress, checked=True, **options)
+    recall = recall_at_k(src, tgt, knn, queries=args.check_recall, index=str(_index_spec(args, src.shape, tgt.shape)))
+    return retrieve(knn, **settings), recall
+
+
+def _index_description(args, src_shape, tgt_shape) -> str:
+    spec = _index_spec(args, src_shape, tgt_shape)
+    if args.src_docs and args.index == "auto":  # resolved per document pair, by each pair's sizes
+        return "auto (chosen per document pair)"
+    return str(spec)
+
+
+def _index_spec(args, src_shape, tgt_shape):
+    """The search that --index / --nprobe resolved to for this corpus (exact, or the factory string and nprobe)."""
+    from bitext_hf.mining.index import resolve_index
+
+    index = getattr(args, "index", None) or "exact"
+    return resolve_index(index, src_shape[0], tgt_shape[0], src_shape[1], nprobe=getattr(args, "nprobe", None))
 
 
 def _side_encoder(args, side: str) -> str | None:
@@ -338,7 +366,7 @@ def _side_encoder(args, side: str) -> str | None:
     return f"{name} ({args.pooling} pooling)" if args.pooling else name
 
 
-def _write_sidecar(args, n_src: int, n_tgt: int) -> None:
+def _write_sidecar(args, src_shape, tgt_shape) -> None:
     """``<out>.meta.json``: the run's parameters and command, which ``bitext-hf push --pairs`` puts in the card."""
     from bitext_hf.hub.dataset_card import metadata_path, write_mining_metadata
 
@@ -352,10 +380,12 @@ def _write_sidecar(args, n_src: int, n_tgt: int) -> None:
         "mode": args.mode,
         "k": args.k,
         "threshold": args.threshold,
+        # What an approximate run searched with: its pairs are not the exact engine's (see --check-recall).
+        "index": _index_description(args, src_shape, tgt_shape),
         "src": display(args.src),
         "tgt": display(args.tgt),
-        "src_sentences": int(n_src),
-        "tgt_sentences": int(n_tgt),
+        "src_sentences": int(src_shape[0]),
+        "tgt_sentences": int(tgt_shape[0]),
         "command": shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])]),
     }
     try:

@@ -3,8 +3,8 @@ mining parameters, counts and the score histogram, ready to upload as one folder
 
 Where the parameters come from: a JSON sidecar next to the pairs, ``<pairs file>.meta.json`` (written by
 :func:`write_mining_metadata`; keys ``encoder``, ``src_model``, ``tgt_model``, ``margin``, ``mode``, ``k``,
-``threshold``, ``src``, ``tgt``, ``src_lang``, ``tgt_lang``, ``src_sentences``, ``tgt_sentences``, ``command``, all
-optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the histogram come
+``threshold``, ``index``, ``src``, ``tgt``, ``src_lang``, ``tgt_lang``, ``src_sentences``, ``tgt_sentences``,
+``command``, all optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the histogram come
 from the pairs themselves.
 
 The folder (:func:`prepare_dataset_folder`)::
@@ -46,6 +46,7 @@ METADATA_KEYS = (
     "mode",
     "k",
     "threshold",
+    "index",
     "src",
     "tgt",
     "src_lang",
@@ -78,6 +79,7 @@ The pairs are machine-mined, not human-verified: expect some noise, most of it a
 | retrieval mode | {{ mode }} |
 | k (neighbours averaged by the margin) | {{ k }} |
 | threshold | {{ threshold }} |
+| neighbour search | {{ index }} |
 | languages | {{ languages }} |
 | source text | {{ src }} |
 | target text | {{ tgt }} |
@@ -262,6 +264,7 @@ def render_dataset_card(
         mode=value("mode"),
         k=value("k"),
         threshold=value("threshold") if metadata.get("threshold") is not None else "none",
+        index=value("index"),
         languages=", ".join(languages) or _MISSING,
         src=value("src"),
         tgt=value("tgt"),
