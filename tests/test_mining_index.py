@@ -120,6 +120,20 @@ def test_compressed_index_is_rescored_exactly():
     assert len(mine(x, y, index="IVF8,SQ8", nprobe=8, threshold=1.5).as_set() & exact.as_set()) >= 0.99 * len(exact)
 
 
+def test_opq_trains_a_rougher_rotation_and_its_pairs_are_rescored_exactly():
+    import faiss
+
+    from bitext_hf.mining.index import OPQ_ITERATIONS, IndexSpec, _train
+
+    x, y = planted(1200)
+    trained = _train(IndexSpec("OPQ8,IVF8,PQ8", 8), x, y, 0, use_gpu=False)
+    rotation = faiss.downcast_VectorTransform(trained.chain.at(0))
+    assert isinstance(rotation, faiss.OPQMatrix) and rotation.niter == OPQ_ITERATIONS < 50  # FAISS's default
+    exact = mine(x, y, threshold=1.5)
+    approx = mine(x, y, index="OPQ8,IVF8,PQ8", nprobe=8, threshold=1.5)
+    assert len(approx.as_set() & exact.as_set()) >= 0.99 * len(exact)
+
+
 # --------------------------------------------------------------------------------------------------- bad input
 
 

@@ -40,6 +40,8 @@ __all__ = [
     "FLAT_MAX_BYTES",
     "IndexSpec",
     "RecallReport",
+    "auto_ivf_flat",
+    "auto_opq_pq",
     "check_index",
     "check_recall",
     "choose_index",
@@ -64,6 +66,8 @@ FLAT_MAX_BYTES = 8 << 30
 AUTO_LISTS_PER_ROOT = 4
 AUTO_NPROBE = 64
 TRAIN_POINTS_PER_LIST = 40
+# Alternations of rotation and codebooks when training an OPQ rotation (FAISS's default is 50).
+OPQ_ITERATIONS = 10
 # A compressed index (PQ, SQ) orders candidates by approximate scores: take this many times k, re-score exactly.
 _RERANK_FACTOR = 4
 # Rows re-scored at once: bounds the gathered candidate block to rows * k * d floats.
@@ -116,13 +120,28 @@ def choose_index(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
     """
     if n_src * n_tgt * dim <= EXACT_MAX_MACS:
         return IndexSpec("exact")
+    if max(n_src, n_tgt) * dim * 4 <= FLAT_MAX_BYTES or dim < 64:
+        return auto_ivf_flat(n_src, n_tgt)
+    return auto_opq_pq(n_src, n_tgt, dim)
+
+
+def _auto_nlist(n_src: int, n_tgt: int) -> int:
     n = max(n_src, n_tgt)
-    nlist = min(_pow2(AUTO_LISTS_PER_ROOT * math.sqrt(n)), max(1, (n_src + n_tgt) // TRAIN_POINTS_PER_LIST))
-    nprobe = min(AUTO_NPROBE, nlist)
-    if n * dim * 4 <= FLAT_MAX_BYTES or dim < 64:
-        return IndexSpec(f"IVF{nlist},Flat", nprobe)
+    return min(_pow2(AUTO_LISTS_PER_ROOT * math.sqrt(n)), max(1, (n_src + n_tgt) // TRAIN_POINTS_PER_LIST))
+
+
+def auto_ivf_flat(n_src: int, n_tgt: int) -> IndexSpec:
+    """The IVF-Flat index and nprobe that "auto" chooses for this many sentences (whatever their dimension)."""
+    nlist = _auto_nlist(n_src, n_tgt)
+    return IndexSpec(f"IVF{nlist},Flat", min(AUTO_NPROBE, nlist))
+
+
+def auto_opq_pq(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
+    """The OPQ/IVF/PQ index and nprobe that "auto" chooses for large corpora (64-byte codes; the OPQ rotation
+    outputs a multiple of 64 dimensions)."""
+    nlist = _auto_nlist(n_src, n_tgt)
     opq = "OPQ64" if dim % 64 == 0 else f"OPQ64_{dim - dim % 64}"
-    return IndexSpec(f"{opq},IVF{nlist},PQ64", nprobe)
+    return IndexSpec(f"{opq},IVF{nlist},PQ64", min(AUTO_NPROBE, nlist))
 
 
 def _factory(dim: int, factory: str) -> Any:
@@ -258,6 +277,14 @@ def _train(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu
             # The factory turns on polysemous training for IVF-PQ: minutes of annealing for a code order only
             # Hamming-distance filtering uses, which this search does not.
             ivf.do_polysemous_training = False
+    if isinstance(index, faiss.IndexPreTransform):
+        for position in range(index.chain.size()):
+            transform = faiss.downcast_VectorTransform(index.chain.at(position))
+            if isinstance(transform, faiss.OPQMatrix):
+                # FAISS's 50 alternations of rotation and PQ dominate everything else at every corpus size (the
+                # timings are in benchmarks/README.md); a rougher rotation only reorders the candidates, which
+                # are re-scored exactly.
+                transform.niter = OPQ_ITERATIONS
     sample = _train_sample(src, tgt, _training_points(index), seed)
     start = time.perf_counter()
     on_gpu = _to_gpu(index) if use_gpu else None
