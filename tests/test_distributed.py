@@ -107,12 +107,23 @@ def test_a_search_task_keeps_its_one_thread():
     assert ray.get(ray.remote(_threads_after_a_search_task).options(num_cpus=1).remote()) == 1
 
 
-def test_cli_mine_distributed_equals_single_process(capsys, tmp_path, fakes):
+def test_cli_mine_distributed_encodes_in_ray_and_equals_single_process(capsys, tmp_path, fakes, monkeypatch):
+    from bitext_hf.mining import distributed
+
+    encoded_in_ray = []
+    real_encode_ray = distributed.encode_ray
+    monkeypatch.setattr(
+        distributed,
+        "encode_ray",
+        lambda texts, *a, **kw: encoded_in_ray.append(len(texts)) or real_encode_ray(texts, *a, **kw),
+    )
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
-    common = ["mine", "--src", src, "--tgt", tgt, "--k", "2", "--mode", "union"]
+    common = ["mine", "--src", src, "--tgt", tgt, "--k", "2", "--mode", "union", "--no-cache"]
     assert run(capsys, *common, "--out", str(tmp_path / "one.tsv"))[0] == EXIT_OK
+    assert encoded_in_ray == []
     code, _, err = run(capsys, *common, "--out", str(tmp_path / "ray.tsv"), "--distributed", "ray", "--workers", "2")
     assert code == EXIT_OK, err
+    assert encoded_in_ray == [len(SOURCES), len(TARGETS)]  # both text sides were encoded by Ray tasks
     assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
 
 

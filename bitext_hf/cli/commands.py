@@ -206,6 +206,16 @@ def _rows_to_mine(args, side: Side, what: str, spec: str | None, per_document: b
     return emb, first_line, None
 
 
+def _distributed_session(args):
+    """One Ray session for the encoding of both sides and the search under --distributed ray (each would start
+    its own, and load the encoder in fresh workers, otherwise); nothing without it."""
+    if not getattr(args, "distributed", None):
+        return contextlib.nullcontext()
+    from bitext_hf.mining.distributed import ray_session
+
+    return ray_session(args.ray_address, args.workers)
+
+
 def cmd_mine(args) -> int:
     from bitext_hf.mining import check_k, mine_documents, write_pairs
     from bitext_hf.mining.output import check_representable, output_format
@@ -230,25 +240,28 @@ def cmd_mine(args) -> int:
     check_k(args.k, src.n_rows, tgt.n_rows)
     _check_index_options(args, src, tgt, docs is not None)
 
-    src_emb, src_lines, src_keys = _rows_to_mine(args, src, "source", args.src_model, docs is not None)
-    tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(args, tgt, "target", args.tgt_model, docs is not None)
-    _check_dimensions(args, src_emb, tgt_emb)  # an encoder's against the other side's .npy or encoder
-    for path, other in ((args.src, tgt_emb.shape[0]), (args.tgt, src_emb.shape[0])):
-        if args.k > other:
-            logger.warning(
-                "k=%d is larger than the other side (%d rows): using k=%d for %s", args.k, other, other, path
+    with _distributed_session(args):  # started after every input was read and checked
+        src_emb, src_lines, src_keys = _rows_to_mine(args, src, "source", args.src_model, docs is not None)
+        tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(args, tgt, "target", args.tgt_model, docs is not None)
+        _check_dimensions(args, src_emb, tgt_emb)  # an encoder's against the other side's .npy or encoder
+        for path, other in ((args.src, tgt_emb.shape[0]), (args.tgt, src_emb.shape[0])):
+            if args.k > other:
+                logger.warning(
+                    "k=%d is larger than the other side (%d rows): using k=%d for %s", args.k, other, other, path
+                )
+        settings = dict(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold)
+        if getattr(args, "index", "exact") != "exact":
+            settings.update(index=args.index, nprobe=args.nprobe)
+        recall = None
+        if docs is not None:
+            pairs = mine_documents(
+                src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings
             )
-    settings = dict(k=args.k, margin=args.margin, mode=args.mode, threshold=args.threshold)
-    if getattr(args, "index", "exact") != "exact":
-        settings.update(index=args.index, nprobe=args.nprobe)
-    recall = None
-    if docs is not None:
-        pairs = mine_documents(src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys, **settings)
-    else:
-        pairs, recall = _mine(args, src_emb, tgt_emb, settings)
-        pairs = dataclasses.replace(
-            pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
-        )
+        else:
+            pairs, recall = _mine(args, src_emb, tgt_emb, settings)
+            pairs = dataclasses.replace(
+                pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
+            )
 
     report = _report_stream(args.out)
     if args.out:

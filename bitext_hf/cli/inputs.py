@@ -87,8 +87,15 @@ def embed(args, texts: list[str], what: str, spec: str | None = None) -> np.ndar
     if cache is not None and (cached := cache.load(key, len(texts))) is not None:
         logger.info("%d %s sentences: embeddings from the cache (%s)", len(texts), what, cache.path(key))
         return cached
-    logger.info("encoding %d %s sentences", len(texts), what)
-    embeddings = _encoder(args, spec).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
+    if getattr(args, "distributed", None):  # mine --distributed ray: the batches go to the Ray workers too
+        from bitext_hf.mining.distributed import encode_ray, encoder_loader
+
+        logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
+        loader = encoder_loader(spec, pooling=args.pooling, batch_size=args.batch_size)
+        embeddings = encode_ray(texts, loader, address=args.ray_address, workers=args.workers, what=what)
+    else:
+        logger.info("encoding %d %s sentences", len(texts), what)
+        embeddings = _encoder(args, spec).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
     if cache is not None:
         cache.store(key, embeddings)
     return embeddings

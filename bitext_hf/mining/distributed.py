@@ -7,7 +7,8 @@ for minutes).
 
 :func:`encode_shards_ray` writes the same shard folder as :func:`bitext_hf.mining.shards.write_shards` (it *is*
 ``write_shards``, fed by Ray tasks that encode its batches ahead, in parallel): same bytes, same manifest, the same
-``--resume``. Each worker process loads the encoder once and keeps it for every batch it is given; with a GPU in the
+``--resume``; :func:`encode_ray` returns the embeddings of a text side in memory the same way (``mine``). Each
+worker process loads the encoder once and keeps it for every batch it is given; with a GPU in the
 cluster every task asks for one (``num_gpus=1``).
 
 :func:`knn_ray` splits the targets into contiguous runs of the single-process engine's column blocks; one task per
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_RETRIES",
     "MAX_RUN_BLOCKS",
     "check_ray_address",
+    "encode_ray",
     "encode_shards_ray",
     "encoder_loader",
     "knn_ray",
@@ -332,6 +334,35 @@ def _merge_forward(sims: list[np.ndarray], indices: list[np.ndarray], k: int) ->
     all_sims, all_indices = np.concatenate(sims, axis=1), np.concatenate(indices, axis=1)
     order = np.lexsort((all_indices, -all_sims), axis=1)[:, :k]
     return np.take_along_axis(all_sims, order, axis=1), np.take_along_axis(all_indices, order, axis=1)
+
+
+def encode_ray(
+    texts: Sequence[str],
+    load_encoder: Callable[[], Callable[[list[str]], np.ndarray]],
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+    what: str = "sentences",
+) -> np.ndarray:
+    """The embeddings of ``texts`` (float32, in order), encoded by Ray tasks in batches of the shard writer's size,
+    at most ``workers`` at a time: what ``mine --distributed ray`` does with a side given as text. Arguments as in
+    :func:`encode_shards_ray`; the batches are those a shard folder of one shard would be encoded in."""
+    if not len(texts):
+        raise UsageError(f"{what}: nothing to encode")
+    with ray_session(address, workers) as slots:
+        ray = _import_ray()
+        token = uuid.uuid4().hex
+        load_ref = ray.put(load_encoder)
+        task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
+        ahead = _EncodedAhead(
+            ray, lambda batch: task.remote(token, load_ref, batch), texts, len(texts), slots, f"encoding {what}"
+        )
+        try:
+            parts = [ahead(list(texts[start:stop])) for start, stop in ahead.batches]
+        finally:
+            ahead.cancel()
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
 def _column_runs(n_blocks: int, parts: int) -> list[tuple[int, int]]:
