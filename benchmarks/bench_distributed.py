@@ -7,8 +7,8 @@ folder of ``--shard_size`` rows, the way ``bitext-hf encode --out FOLDER/`` does
 (``write_shards``) with 1 and with 2 BLAS threads, (b) ``encode_shards_ray`` with 1 and 2 workers of one thread
 each. Every run loads its encoder(s) itself, as the CLI would; the shard folders must be identical to (a)'s.
 
-Mining: random L2-normalized embeddings (d = ``--dim``), ``--n_src`` x ``--n_tgt`` (the target side in whole
-column blocks of 8,192, so that 2 workers get equal halves), k=4, ratio margin, max mode; (a) ``mine_shards`` in
+Mining: the planted data of ``bench_mining.make_embeddings`` (d = ``--dim``), ``--n_src`` x ``--n_tgt`` (the
+target side in whole column blocks of 8,192, so that 2 workers get equal halves), k=4, ratio margin, max mode; (a) ``mine_shards`` in
 one process with 1 and 2 torch threads, (b) ``mine_ray`` with 1 and 2 workers; pairs and scores must be identical.
 
 Ray is started once beforehand (its start-up time is printed on its own line), so the times are those of the work.
@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 from bench_encoder import gettext_sentences  # the same seeded gettext sample as the encoder benchmark
+from bench_mining import make_embeddings
 
 # (name, threads of one process or of each Ray worker, Ray workers or None for one process)
 RUNS = (
@@ -101,17 +102,11 @@ def bench_mine(args) -> None:
     import torch
 
     from bitext_hf.mining.distributed import mine_ray
-    from bitext_hf.mining.knn import check_embeddings
     from bitext_hf.mining.shards import mine_shards
 
-    def unit(rows: np.ndarray) -> np.ndarray:
-        return check_embeddings(rows / np.linalg.norm(rows, axis=1, keepdims=True))
-
-    rng = np.random.default_rng(0)
-    x = unit(rng.standard_normal((args.n_src, args.dim), dtype=np.float32))
-    y = unit(rng.standard_normal((args.n_tgt, args.dim), dtype=np.float32))
-    half = min(args.n_src, args.n_tgt) // 2  # planted: noisy translations of the first sources
-    y[:half] = unit(x[:half] + 0.3 * rng.standard_normal((half, args.dim), dtype=np.float32))
+    # The planted data of bench_mining (noisy translations at cosine ~0.78, unshuffled: the first half of the
+    # sources are translated), so this mines the same kind of pairs as the other mining benchmarks.
+    x, y = make_embeddings(args.n_src, args.dim, n_tgt=args.n_tgt, shuffle=False)
     print(f"\n## mine: {args.n_src:,} x {args.n_tgt:,}, d={args.dim}, k=4, ratio, max; load average {_load()}\n")
     # Warm-up, untimed: the numba kernel loaded in this process and in the Ray workers (two column blocks each).
     start = time.perf_counter()
