@@ -156,6 +156,39 @@ def run_case(method: str, n: int, args, dtype: str) -> tuple[dict, set, dict | N
     return json.loads(out.with_suffix(".json").read_text()), *_pairs(out)
 
 
+def plot(args, path: str) -> None:
+    """CPU time and planted pairs kept against N (log-log) for each method, from the results kept in --workdir."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10, 4), dpi=120, layout="constrained")
+    FigureCanvasAgg(figure)
+    times, kept = figure.subplots(1, 2)
+    for number, method in enumerate(args.methods):
+        style = {"marker": "osD^v"[number % 5], "linestyle": "-" if number % 2 == 0 else "--"}  # overlaps stay visible
+        points = []
+        for n in args.sizes:
+            out = Path(args.workdir) / _case_name(method, n, args.dim, args.k, args.dtype)
+            if out.with_suffix(".json").exists():
+                pairs, _ = _pairs(out)
+                planted = planted_pairs(n, args.dim)
+                cpu = json.loads(out.with_suffix(".json").read_text())["cpu_s"]
+                points.append((n, cpu, 100 * len(pairs & planted) / len(planted)))
+        if points:
+            n, cpu, share_kept = zip(*points)
+            times.plot(n, cpu, label=method, **style)
+            kept.plot(n, share_kept, label=method, **style)
+    times.set(xscale="log", yscale="log", xlabel="N = M (sentences a side)", ylabel="CPU seconds, one core")
+    times.set_title(f"mining cost, d = {args.dim}, {args.dtype}")
+    kept.set(xscale="log", xlabel="N = M (sentences a side)", ylabel="% of the planted pairs mined")
+    kept.set_title("planted translations kept")
+    for axes in (times, kept):
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend()
+    figure.savefig(path)
+    print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 50_000, 100_000, 200_000], help="N = M")
@@ -175,9 +208,13 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--reuse", action="store_true", help="print saved results only (missing ones are skipped)")
     parser.add_argument("--workdir", default="outputs/bench_index", help="results kept here (exact runs reused)")
+    parser.add_argument("--plot", metavar="PNG", help="draw the kept results of --sizes and --methods, run nothing")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
+    if args.plot:
+        plot(args, args.plot)
+        return
     if args.child:
         out = Path(args.workdir) / _case_name(args.child, args.sizes[0], args.dim, args.k, args.dtype)
         child(args.child, args.sizes[0], args.dim, args.k, args.nprobe, out, args.recall_queries, args.dtype)
@@ -199,7 +236,7 @@ def main() -> None:
     print("|---" * (header.count("|") - 1) + "|", flush=True)
     for n in args.sizes:
         planted = planted_pairs(n, args.dim)
-        exact, exact_pairs, exact_scored = ({"cpu_s": float("nan")}, None, None)
+        exact, exact_pairs, exact_scored = {}, None, None
         if n <= args.exact_up_to and (found := run_case("exact", n, args, "float32")) is not None:
             exact, exact_pairs, exact_scored = found
             planted &= exact_pairs  # the planted pairs that exact mining finds
@@ -215,10 +252,11 @@ def main() -> None:
             recall = f"{result['recall']:.4f}" if "recall" in result else "1 (exact)"
             kept = [share(above(scored, t), above(exact_scored, t)) for t in args.thresholds]
             index = result.get("index", "FAISS knn x 2" if method == "faiss-two-searches" else "exact one-pass")
+            ratio = "-" if exact_pairs is None else f"{result['cpu_s'] / exact['cpu_s']:.3f}"
+            train = f"{result['train_s']:.1f}" if "train_s" in result else "-"
             print(
                 f"| {n:,} | {method} | {index.replace(' nprobe=None', '')} | {result['wall_s']:.1f} "
-                f"| {result['cpu_s']:.1f} | {result['cpu_s'] / exact['cpu_s']:.3f} "
-                f"| {result.get('train_s', float('nan')):.1f} | {result['peak_extra_mb']:.0f} "
+                f"| {result['cpu_s']:.1f} | {ratio} | {train} | {result['peak_extra_mb']:.0f} "
                 f"| {recall} | {result['pairs']:,} | {share(pairs, exact_pairs)} | {' | '.join(kept)} "
                 f"| {share(pairs, planted)} ({len(planted):,}) |",
                 flush=True,

@@ -85,9 +85,9 @@ def main() -> None:
         correct = np.mean(gold[pairs.src_indices] == pairs.tgt_indices)
         kept = [share(above(scored, t), above(exact[1], t)) for t in args.thresholds]
         label = "exact one-pass" if method == "exact" else f"{index} nprobe={nprobe}"
-        train = timings.found.get("train_s", float("nan")) if method != "exact" else float("nan")
+        train = f"{timings.found['train_s']:.1f}" if method != "exact" else "-"
         print(
-            f"| {method} | {label} | {cpu:.1f} | {cpu / exact[0]:.3f} | {train:.1f} | {recall:.4f} | {len(pairs):,} "
+            f"| {method} | {label} | {cpu:.1f} | {cpu / exact[0]:.3f} | {train} | {recall:.4f} | {len(pairs):,} "
             f"| {share(set(scored), set(exact[1]))} | {' | '.join(kept)} | {correct:.2%} |",
             flush=True,
         )
