@@ -350,10 +350,9 @@ def _mine(args, src_emb, tgt_emb, settings: dict):
 
 
 def _index_description(args, src_shape, tgt_shape) -> str:
-    spec = _index_spec(args, src_shape, tgt_shape)
-    if args.src_docs and args.index == "auto":  # resolved per document pair, by each pair's sizes
+    if args.src_docs and getattr(args, "index", None) == "auto":  # resolved per document pair, by its sizes
         return "auto (chosen per document pair)"
-    return str(spec)
+    return str(_index_spec(args, src_shape, tgt_shape))
 
 
 def _index_spec(args, src_shape, tgt_shape):

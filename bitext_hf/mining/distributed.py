@@ -243,6 +243,16 @@ class _EncodedAhead:
             raise _ray_failure(error, self.what) from None
 
 
+def _encoding_ahead(load_encoder, texts: Sequence[str], shard_size: int, slots: int, retries: int, what: str):
+    """An :class:`_EncodedAhead` over ``texts`` whose batches are Ray tasks of this session, ``slots`` at a time,
+    each worker loading the encoder once for this run (its token)."""
+    ray = _import_ray()
+    token = uuid.uuid4().hex
+    load_ref = ray.put(load_encoder)
+    task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
+    return _EncodedAhead(ray, lambda batch: task.remote(token, load_ref, batch), texts, shard_size, slots, what)
+
+
 def encode_shards_ray(
     folder: str | os.PathLike,
     texts: Sequence[str],
@@ -279,13 +289,7 @@ def encode_shards_ray(
     shard_size = shard_size or DEFAULT_SHARD_SIZE
     check_shard_folder(os.fspath(folder), resume=resume)  # before starting Ray: a wrong folder costs nothing
     with ray_session(address, workers) as slots:
-        ray = _import_ray()
-        token = uuid.uuid4().hex
-        load_ref = ray.put(load_encoder)
-        task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
-        ahead = _EncodedAhead(
-            ray, lambda batch: task.remote(token, load_ref, batch), texts, shard_size, slots, f"encoding {folder}"
-        )
+        ahead = _encoding_ahead(load_encoder, texts, shard_size, slots, retries, f"encoding {folder}")
         try:
             return write_shards(
                 folder, texts, ahead, encoder=encoder, shard_size=shard_size, dtype=dtype, resume=resume,
@@ -351,13 +355,7 @@ def encode_ray(
     if not len(texts):
         raise UsageError(f"{what}: nothing to encode")
     with ray_session(address, workers) as slots:
-        ray = _import_ray()
-        token = uuid.uuid4().hex
-        load_ref = ray.put(load_encoder)
-        task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
-        ahead = _EncodedAhead(
-            ray, lambda batch: task.remote(token, load_ref, batch), texts, len(texts), slots, f"encoding {what}"
-        )
+        ahead = _encoding_ahead(load_encoder, texts, len(texts), slots, retries, f"encoding {what}")
         try:
             parts = [ahead(list(texts[start:stop])) for start, stop in ahead.batches]
         finally:
