@@ -8,8 +8,9 @@ folder of ``--shard_size`` rows, the way ``bitext-hf encode --out FOLDER/`` does
 each. Every run loads its encoder(s) itself, as the CLI would; the shard folders must be identical to (a)'s.
 
 Mining: the planted data of ``bench_mining.make_embeddings`` (d = ``--dim``), ``--n_src`` x ``--n_tgt`` (the
-target side in whole column blocks of 8,192, so that 2 workers get equal halves), k=4, ratio margin, max mode; (a) ``mine_shards`` in
-one process with 1 and 2 torch threads, (b) ``mine_ray`` with 1 and 2 workers; pairs and scores must be identical.
+target side in whole column blocks of 8,192, so that 2 workers get equal halves), k=4, ratio margin, max mode;
+(a) ``mine_shards`` in one process with 1 and 2 torch threads, (b) ``mine_ray`` with 1 and 2 workers; pairs and
+scores must be identical.
 
 Ray is started once beforehand (its start-up time is printed on its own line), so the times are those of the work.
 Wall time depends on other jobs sharing the machine: the load average is printed before and after.

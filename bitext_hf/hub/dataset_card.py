@@ -4,8 +4,8 @@ mining parameters, counts and the score histogram, ready to upload as one folder
 Where the parameters come from: a JSON sidecar next to the pairs, ``<pairs file>.meta.json`` (written by
 :func:`write_mining_metadata`; keys ``encoder``, ``src_model``, ``tgt_model``, ``margin``, ``mode``, ``k``,
 ``threshold``, ``index``, ``src``, ``tgt``, ``src_lang``, ``tgt_lang``, ``src_sentences``, ``tgt_sentences``,
-``command``, all optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the histogram come
-from the pairs themselves.
+``command``, all optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the
+histogram come from the pairs themselves.
 
 The folder (:func:`prepare_dataset_folder`)::
 

@@ -13,9 +13,11 @@ of the column lists, merged after the sweep.
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import config, njit, prange, set_num_threads
 
-__all__ = ["fused_block_topk", "get_num_threads"]
+__all__ = ["MAX_THREADS", "fused_block_topk", "set_num_threads"]
+
+MAX_THREADS = config.NUMBA_NUM_THREADS  # numba's pool (every core by default); set_num_threads takes at most this
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

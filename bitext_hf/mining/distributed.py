@@ -316,16 +316,7 @@ def _search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, 
 
     device = _resolve_device(None)
     fused = backend == "fused" or (backend == "auto" and device.type == "cpu" and _fused_kernel() is not None)
-    run = _fused_blocks if fused else _torch_blocks
-    if fused:  # the sweep on the task's threads (Ray gives one-CPU tasks one torch thread), not on every core
-        import numba
-        import torch
-
-        threads = torch.get_num_threads()
-        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-        # Starting numba's OpenMP layer raises the process's OpenMP thread count, which torch reads: without this,
-        # a one-CPU task ran its products on every core (one worker as fast as two).
-        torch.set_num_threads(threads)
+    run = _fused_blocks if fused else _torch_blocks  # both on the task's one torch thread (Ray's one-CPU tasks)
     k_run = min(k_fwd, tgt_run.shape[0])  # a run narrower than k has fewer forward candidates; the merge adds up
     result = run(src, tgt_run, k_run, k_bwd, range(0, src.shape[0], block_rows), block_rows, block_cols, device)
     forward_indices = np.where(result.forward_indices >= 0, result.forward_indices + c0, -1)

@@ -340,9 +340,12 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
     # numba's OpenMP threading layer sets the process-wide OpenMP thread count, which torch reads too: a caller
     # that limited torch to one thread (a training run evaluating retrieval) would otherwise train on all cores'
     # worth of threads afterwards, oversubscribed. Restore torch's setting after every kernel launch. Read before
-    # numba's first call: starting its threading layer (get_num_threads included) already raises the count.
+    # numba's first call: starting its threading layer (set_num_threads included) already raises the count.
     torch_threads = torch.get_num_threads()
-    threads = kernel.get_num_threads()
+    # The sweep runs on the threads the caller gave torch (one in a one-CPU Ray task), not on numba's whole pool.
+    threads = max(1, min(torch_threads, kernel.MAX_THREADS))
+    kernel.set_num_threads(threads)
+    torch.set_num_threads(torch_threads)
     with torch.inference_mode():
         for r0 in row_starts:
             x_block = _as_tensor(x[r0 : r0 + block_rows], dev)
