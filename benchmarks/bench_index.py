@@ -164,18 +164,19 @@ def plot(args, path: str) -> None:
     figure = Figure(figsize=(10, 4), dpi=120, layout="constrained")
     FigureCanvasAgg(figure)
     times, kept = figure.subplots(1, 2)
-    for number, method in enumerate(args.methods):
-        style = {"marker": "osD^v"[number % 5], "linestyle": "-" if number % 2 == 0 else "--"}  # overlaps stay visible
-        points = []
-        for n in args.sizes:
+    points: dict[str, list] = {method: [] for method in args.methods}
+    for n in args.sizes:  # sizes outside: the planted pairs of a size are replayed once (2 N x d draws)
+        planted = None
+        for method in args.methods:
             out = Path(args.workdir) / _case_name(method, n, args.dim, args.k, args.dtype)
             if out.with_suffix(".json").exists():
-                pairs, _ = _pairs(out)
-                planted = planted_pairs(n, args.dim)
+                planted = planted if planted is not None else planted_pairs(n, args.dim)
                 cpu = json.loads(out.with_suffix(".json").read_text())["cpu_s"]
-                points.append((n, cpu, 100 * len(pairs & planted) / len(planted)))
-        if points:
-            n, cpu, share_kept = zip(*points)
+                points[method].append((n, cpu, 100 * len(_pairs(out)[0] & planted) / len(planted)))
+    for number, (method, found) in enumerate(points.items()):
+        style = {"marker": "osD^v"[number % 5], "linestyle": "-" if number % 2 == 0 else "--"}  # overlaps stay visible
+        if found:
+            n, cpu, share_kept = zip(*found)
             times.plot(n, cpu, label=method, **style)
             kept.plot(n, share_kept, label=method, **style)
     times.set(xscale="log", yscale="log", xlabel="N = M (sentences a side)", ylabel="CPU seconds, one core")
