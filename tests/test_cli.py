@@ -34,6 +34,8 @@ def test_mine_demo_reports_precision_and_recall(capsys):
     line = next(line for line in out.splitlines() if line.startswith("against 120 gold pairs"))
     precision, recall = float(line.split("precision ")[1].split()[0]), float(line.split("recall ")[1].split()[0])
     assert precision > 0.85 and recall > 0.9
+    # Every report line is words, not a bare number (the gold recall once leaked out as a stray "0.95" line).
+    assert not [line for line in out.splitlines() if line.strip().replace(".", "", 1).isdigit()]
 
 
 def test_mine_writes_tsv_with_the_right_pairs(capsys, corpus, tmp_path):

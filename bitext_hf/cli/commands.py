@@ -282,10 +282,11 @@ def cmd_mine(args) -> int:
         found = pairs.as_set()
         true_positives = len(found & gold)
         precision = true_positives / len(found) if found else 0.0
-        recall = true_positives / len(gold)
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        gold_recall = true_positives / len(gold)  # not `recall`: that name holds the --check-recall report
+        f1 = 2 * precision * gold_recall / (precision + gold_recall) if precision + gold_recall else 0.0
         print(
-            f"against {len(gold)} gold pairs: precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}", file=report
+            f"against {len(gold)} gold pairs: precision {precision:.3f}  recall {gold_recall:.3f}  F1 {f1:.3f}",
+            file=report,
         )
     if getattr(args, "check_recall", None) and recall is None:  # document-level runs keep no global neighbours
         from bitext_hf.mining import check_recall
