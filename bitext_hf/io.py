@@ -2,17 +2,23 @@
 
 Outputs: a regular file appears complete or not at all (temp file and rename, umask honoured, temp removed on
 error and on SIGTERM/SIGINT, leftovers of a killed run removed by the next one); anything else (``-`` for stdout,
-a FIFO, a device, ``/dev/stdout``) is written directly and never replaced; a symlink is followed, not replaced.
+a FIFO, a device, ``/dev/stdout``) is written directly and never replaced; a symlink the user names as ``--out``
+is followed, not replaced, while files a command writes inside a folder (shards, manifests, cache entries) are
+never written through a link or into anything but a regular file (``follow_symlinks=False``). Whatever the path,
+no write replaces one of the running command's inputs (:func:`protect_inputs`, by device and inode).
 
 Inputs: ``-`` (stdin), pipes and ``/dev/fd/N`` (process substitution) are read once as streams; ``.gz``, ``.xz``,
 ``.bz2`` (standard library) and ``.zst`` (``zstandard``) are decompressed transparently, chosen by extension for
-files and by magic bytes for streams.
+files and by magic bytes for streams. No input yields more than a bound of bytes once decompressed
+(:func:`max_input_bytes`: ``--max-input-bytes``, ``$BITEXT_HF_MAX_INPUT_BYTES``, 2 GiB by default), so an endless
+pipe, ``/dev/zero`` or a decompression bomb is refused instead of filling the memory.
 """
 
 from __future__ import annotations
 
 import bz2
 import contextlib
+import contextvars
 import errno
 import gzip
 import io
@@ -31,7 +37,20 @@ from typing import IO
 
 from bitext_hf.errors import BitextError, DataValidationError, OutputWriteError, UsageError
 
-__all__ = ["atomic_output", "check_output_path", "compression_of", "open_input", "read_input_bytes", "writes_in_place"]
+__all__ = [
+    "atomic_output",
+    "check_output_path",
+    "compression_of",
+    "input_byte_limit",
+    "iter_input_chunks",
+    "max_input_bytes",
+    "non_regular_kind",
+    "open_input",
+    "parse_byte_count",
+    "protect_inputs",
+    "read_input_bytes",
+    "writes_in_place",
+]
 
 StrPath = str | os.PathLike
 
@@ -54,6 +73,68 @@ _MAX_NAME_BYTES = 180
 
 def _display(path: StrPath) -> str:
     return "<stdout>" if str(path) == "-" else str(path)
+
+
+# The running command's inputs, (device, inode) -> the name it was given as: one registry that every write
+# consults, so no path (a link in a shard folder, a sidecar name, a cache entry, a hard link) can reach an input.
+_PROTECTED: dict[tuple[int, int], str] = {}
+
+
+def protect_inputs(paths: Iterable[StrPath | None]) -> None:
+    """Make every later :func:`atomic_output` and :func:`check_output_path` of this process refuse to replace one of
+    ``paths`` (and, for a folder of shards, the files in it), compared by device and inode: a symbolic link, a
+    ``..`` path or a hard link that leads to an input is refused too (``UsageError``, exit 2). It replaces the set
+    of the previous call (one command at a time); ``protect_inputs(())`` clears it. ``-``, pipes and devices are
+    skipped: they are read once and never replaced."""
+    _PROTECTED.clear()
+    for path in paths:
+        text = "" if path is None else os.fspath(path)
+        if text in ("", "-"):
+            continue
+        try:
+            info = os.stat(text)
+        except OSError:
+            continue  # a missing input is reported by its reader
+        if stat.S_ISDIR(info.st_mode):
+            with contextlib.suppress(OSError), os.scandir(text) as entries:
+                for entry in entries:
+                    if entry.is_file():
+                        inner = entry.stat()
+                        _PROTECTED[(inner.st_dev, inner.st_ino)] = os.path.join(text, entry.name)
+        elif stat.S_ISREG(info.st_mode):
+            _PROTECTED[(info.st_dev, info.st_ino)] = text
+
+
+def _refuse_input(path: str, shown: str, option: str | None = None) -> None:
+    """``UsageError`` when ``path`` (followed) is one of the protected inputs."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    source = _PROTECTED.get((info.st_dev, info.st_ino))
+    if source is not None:
+        prefix = f"{option} {shown}" if option else shown
+        raise UsageError(f"{prefix}: is the input {source}; writing it would destroy the input")
+
+
+def non_regular_kind(path: StrPath) -> str | None:
+    """What is at ``path`` itself when it is not a regular file ("a symbolic link", "a folder", "not a regular
+    file": a FIFO, a device, a socket), else None (a regular file, or nothing). Never follows a link or opens."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+
+
+def _refuse_non_regular(path: str) -> None:
+    """``UsageError`` when something other than a regular file is at ``path`` itself: a file a command writes
+    inside a folder is never written through a link, nor into a FIFO or a device."""
+    kind = non_regular_kind(path)
+    if kind is not None:
+        raise UsageError(f"{path}: is {kind}; bitext-hf writes only regular files there (remove it first)")
 
 
 def _is_direct(path: str) -> bool:
@@ -152,13 +233,29 @@ def _unregister(temp: str) -> None:
             del _PREVIOUS_HANDLERS[signum]
 
 
+# numpy writes arrays to a real file with C's fwrite, which drops errno: a short write is all it reports.
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+
+
+def _errno_of_short_write(folder: str) -> int:
+    """Why a write came up short, from what the file system says now: full (or over quota for us) or not."""
+    try:
+        space = os.statvfs(folder)
+    except OSError:
+        return errno.EIO
+    return errno.ENOSPC if space.f_bavail == 0 or space.f_favail == 0 else errno.EIO
+
+
 def _write_error(path: StrPath, error: OSError, *, replaced: bool) -> OutputWriteError | None:
-    reason = _WRITE_ERRNOS.get(error.errno or -1)
+    code = error.errno
+    if code is None and _SHORT_WRITE.fullmatch(str(error)):
+        code = _errno_of_short_write(os.path.dirname(os.path.abspath(os.fspath(path))))
+    reason = _WRITE_ERRNOS.get(code or -1)
     if reason is None:
         return None
     tail = "nothing was written" if replaced else "the output is incomplete"
     wrapped = OutputWriteError(f"{_display(path)}: {reason}; {tail}")  # one line: no "[Errno N]" prefix
-    wrapped.errno = error.errno
+    wrapped.errno = code
     return wrapped
 
 
@@ -203,19 +300,26 @@ def _direct_output(path: str, mode: str) -> Iterator[IO]:
 
 
 @contextlib.contextmanager
-def atomic_output(path: StrPath, mode: str = "w") -> Iterator[IO]:
+def atomic_output(path: StrPath, mode: str = "w", *, follow_symlinks: bool = True) -> Iterator[IO]:
     """Open ``path`` for writing so that a regular file appears complete or not at all.
 
     ``-`` writes to stdout; an existing FIFO or device (``/dev/null``, ``/dev/stdout``) is written directly; a
-    symlink is followed and its target replaced atomically. A new file gets ``0o666 & ~umask``, an existing one
-    keeps its mode. A full disk or an I/O error raises ``OutputWriteError`` and leaves nothing behind.
+    symlink is followed and its target replaced atomically. With ``follow_symlinks=False`` (files a command writes
+    inside a folder: shards, manifests, cache entries) ``path`` itself is replaced, and an existing link, FIFO,
+    device or folder there raises ``UsageError`` before anything is opened. A path that leads to one of the
+    command's inputs (:func:`protect_inputs`) raises ``UsageError``. A new file gets ``0o666 & ~umask``, an
+    existing one keeps its mode. A full disk or an I/O error raises ``OutputWriteError`` and leaves nothing behind.
     """
     path = os.fspath(path)
-    if _is_direct(path):
+    if not follow_symlinks:
+        _refuse_non_regular(path)
+    elif _is_direct(path):
         with _direct_output(path, mode) as handle:
             yield handle
         return
-    target = os.path.realpath(path)  # follow a symlink: its target gets the new content, the link stays
+    # Following a symlink the user named: its target gets the new content, the link stays.
+    target = os.path.realpath(path) if follow_symlinks else os.path.abspath(path)
+    _refuse_input(target, path)
     folder, name = os.path.split(target)
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"output folder does not exist: {os.path.dirname(path) or '.'}")
@@ -239,12 +343,12 @@ def atomic_output(path: StrPath, mode: str = "w") -> Iterator[IO]:
             os.fsync(handle.fileno())
         os.replace(temp, target)
     except BaseException as error:
+        # Classified before the temp file goes: a short write is told apart by the space the file took.
+        wrapped = _write_error(path, error, replaced=True) if isinstance(error, OSError) else None
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
-        if isinstance(error, OSError):
-            wrapped = _write_error(path, error, replaced=True)
-            if wrapped is not None:
-                raise wrapped from None
+        if wrapped is not None:
+            raise wrapped from None
         raise
     finally:
         _unregister(temp)
@@ -302,6 +406,7 @@ def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] 
             continue
         if _same_file(text, os.fspath(source)):
             raise UsageError(f"{option} {text}: is the input {os.fspath(source)}; writing it would destroy the input")
+    _refuse_input(text, text, option)
 
 
 # ---------------------------------------------------------------------------------------------------- inputs
@@ -317,6 +422,78 @@ _MAGIC = (
 _MAGIC_BYTES = 10
 _SUFFIXES = {".gz": "gz", ".xz": "xz", ".bz2": "bz2", ".zst": "zst"}
 _NAMES = {"gz": "gzip", "xz": "xz", "bz2": "bzip2", "zst": "zstandard"}
+
+MAX_INPUT_BYTES_ENV = "BITEXT_HF_MAX_INPUT_BYTES"
+# 2 GiB of text a file. Read as a list of lines, text costs 1.6x its bytes (lines of 100 ASCII characters) to 2.4x
+# (40 characters), and 2.6x to 3.4x at the peak of the split; two inputs of 2 GiB (mine, score) thus stay within
+# about 12 GiB, which a 24 GiB machine holds beside an encoder.
+DEFAULT_MAX_INPUT_BYTES = 2 * 1024**3
+_BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_BYTE_COUNT = re.compile(r"\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+# The bound set by the command line for the command being run (input_byte_limit), else None.
+_INPUT_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("max_input_bytes", default=None)
+
+
+def parse_byte_count(text: str) -> int:
+    """``2147483648``, ``2G``, ``512M``, ``64K`` (powers of 1024; a trailing ``B`` / ``iB`` is allowed) -> bytes."""
+    match = _BYTE_COUNT.fullmatch(text)
+    if not match or int(match[1]) < 1:
+        raise ValueError(f"expected a byte count of at least 1, such as 2G, 512M or 1000000, got {text!r}")
+    return int(match[1]) * _BYTE_UNITS[match[2].upper()]
+
+
+def max_input_bytes() -> int:
+    """The most bytes one input may hold once decompressed: the bound set with :func:`input_byte_limit` (the CLI's
+    ``--max-input-bytes``), else ``$BITEXT_HF_MAX_INPUT_BYTES``, else :data:`DEFAULT_MAX_INPUT_BYTES`."""
+    limit = _INPUT_LIMIT.get()
+    if limit is not None:
+        return limit
+    text = os.environ.get(MAX_INPUT_BYTES_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_INPUT_BYTES
+    try:
+        return parse_byte_count(text)
+    except ValueError as error:
+        raise UsageError(f"{MAX_INPUT_BYTES_ENV}: {error}") from None
+
+
+@contextlib.contextmanager
+def input_byte_limit(limit: int | None) -> Iterator[None]:
+    """Within the block, inputs may hold at most ``limit`` bytes (``None``: the environment's or default bound)."""
+    token = _INPUT_LIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _INPUT_LIMIT.reset(token)
+
+
+def _too_large(shown: str, limit: int, decompressed: bool) -> DataValidationError:
+    what = "once decompressed " if decompressed else ""
+    return DataValidationError(
+        f"{shown}: holds more than {limit} bytes {what}(the input bound); raise it with --max-input-bytes or "
+        f"{MAX_INPUT_BYTES_ENV} if this input is meant to be that large"
+    )
+
+
+class _Bounded(io.RawIOBase):
+    """A stream that refuses to yield more than ``limit`` bytes: an endless pipe, ``/dev/zero`` or a decompression
+    bomb is stopped at the bound instead of filling the memory."""
+
+    def __init__(self, inner: IO[bytes], limit: int, error: DataValidationError):
+        self._inner, self._left, self._error = inner, limit, error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        # One byte past the bound is asked for, so that an input of exactly ``limit`` bytes is accepted.
+        wanted = min(len(buffer), self._left + 1)
+        data = self._inner.read(wanted)
+        if len(data) > self._left:
+            raise self._error
+        buffer[: len(data)] = data
+        self._left -= len(data)
+        return len(data)
 
 
 def compression_of(path: StrPath) -> str | None:
@@ -405,17 +582,19 @@ def _input_display(path: str) -> str:
 
 
 @contextlib.contextmanager
-def open_input(path: StrPath, mode: str = "rb") -> Iterator[IO]:
+def open_input(path: StrPath, mode: str = "rb", *, max_bytes: int | None = None) -> Iterator[IO]:
     """Open an input for one pass of reading: ``-`` (stdin), a pipe, ``/dev/fd/N`` or a file, decompressing
     ``.gz`` / ``.xz`` / ``.bz2`` / ``.zst``. ``mode`` is ``"rb"`` (bytes) or ``"r"`` (UTF-8 text).
 
-    A missing, unreadable or directory input, and corrupt compressed data, raise ``DataValidationError`` naming
-    the file.
+    A missing, unreadable or directory input, corrupt compressed data, and an input of more than ``max_bytes``
+    bytes once decompressed (default :func:`max_input_bytes`; a plain file is measured before it is read, a stream
+    or compressed file when the bound is passed) raise ``DataValidationError`` naming the file.
     """
     if mode not in ("rb", "r", "rt"):
         raise ValueError(f"open_input reads only: mode 'rb' or 'r', not {mode!r}")
     path = os.fspath(path)
     shown = _input_display(path)
+    limit = max_input_bytes() if max_bytes is None else max_bytes
     with contextlib.ExitStack() as stack:
         if path == "-":
             raw, stream = sys.stdin.buffer, True  # not closed: it belongs to the process
@@ -423,7 +602,8 @@ def open_input(path: StrPath, mode: str = "rb") -> Iterator[IO]:
             try:
                 if os.path.isdir(path):
                     raise IsADirectoryError(errno.EISDIR, "is a directory")
-                stream = not stat.S_ISREG(os.stat(path).st_mode)
+                info = os.stat(path)
+                stream = not stat.S_ISREG(info.st_mode)
                 raw = stack.enter_context(open(path, "rb"))
             except FileNotFoundError:
                 raise DataValidationError(f"{shown}: no such file") from None
@@ -434,11 +614,14 @@ def open_input(path: StrPath, mode: str = "rb") -> Iterator[IO]:
             except OSError as error:
                 raise DataValidationError(f"{shown}: cannot be read ({error.strerror or error})") from None
         kind = None if stream else compression_of(path)
+        if not stream and kind is None and info.st_size > limit:
+            raise _too_large(shown, limit, decompressed=False)  # measured before a byte is read
         if stream:
             head = raw.read(_MAGIC_BYTES)
             kind = next((name for magic, name in _MAGIC if magic.match(head)), None)
             raw = io.BufferedReader(_Prefixed(head, raw))
         binary = stack.enter_context(_decompressed(raw, kind)) if kind else raw
+        binary = io.BufferedReader(_Bounded(binary, limit, _too_large(shown, limit, decompressed=kind is not None)))
         handle = io.TextIOWrapper(binary, encoding="utf-8", newline="") if mode != "rb" else binary
         try:
             yield handle
@@ -456,12 +639,29 @@ def open_input(path: StrPath, mode: str = "rb") -> Iterator[IO]:
                 handle.detach()  # the ExitStack closes what was opened; stdin stays open
 
 
-def read_input_bytes(path: StrPath) -> bytes:
-    """All bytes of an input (see ``open_input``), decompressed."""
-    with open_input(path) as handle:
-        try:
-            return handle.read()
-        except OSError as error:
-            if error.errno is None:  # bad compressed data: open_input names it
-                raise
-            raise DataValidationError(f"{_input_display(os.fspath(path))}: read failed ({error.strerror})") from None
+_CHUNK_BYTES = 1 << 20
+
+
+def iter_input_chunks(path: StrPath, *, max_bytes: int | None = None) -> Iterator[bytes]:
+    """The bytes of an input (see ``open_input``, which bounds them), decompressed, a chunk of up to 1 MiB at a
+    time: a reader can refuse bad data at its first chunk instead of after the whole input."""
+    with open_input(path, max_bytes=max_bytes) as handle:
+        while True:
+            try:
+                chunk = handle.read(_CHUNK_BYTES)
+            except OSError as error:
+                if error.errno is None:  # bad compressed data: open_input names it
+                    raise
+                shown = _input_display(os.fspath(path))
+                raise DataValidationError(f"{shown}: read failed ({error.strerror})") from None
+            if not chunk:
+                return
+            yield chunk
+
+
+def read_input_bytes(path: StrPath, *, max_bytes: int | None = None) -> bytes:
+    """All bytes of an input (see ``open_input``, which bounds them), decompressed."""
+    data = bytearray()  # grown in place: no second copy of the whole input as a list of chunks is joined
+    for chunk in iter_input_chunks(path, max_bytes=max_bytes):
+        data += chunk
+    return bytes(data)

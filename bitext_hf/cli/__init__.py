@@ -65,3 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, message = _describe(error)
         print(f"bitext-hf {args.command}: error: {message}", file=sys.stderr)
         return code
+    finally:
+        from bitext_hf.io import protect_inputs
+
+        protect_inputs(())  # the next command (in this process: tests, notebooks) has inputs of its own

@@ -31,6 +31,7 @@ from bitext_hf.io import atomic_output
 __all__ = [
     "METADATA_KEYS",
     "metadata_path",
+    "mining_metadata_json",
     "prepare_dataset_folder",
     "read_mining_metadata",
     "read_pairs_table",
@@ -124,19 +125,31 @@ def metadata_path(pairs_path: str | os.PathLike) -> Path:
     return path.with_name(path.name + ".meta.json")
 
 
-def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, Any]) -> Path:
-    """Write the sidecar of ``pairs_path`` (atomically) with the known keys of ``metadata`` (None values left out).
+def _printable(value: Any) -> Any:
+    """``value`` with every string valid UTF-8: a file name that is not (``os.fsdecode`` keeps its bytes as lone
+    surrogates) is written with its bytes escaped, ``en\\xff.txt``, instead of failing the write."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
 
-    For ``bitext-hf mine`` to call after writing the pairs, with ``command=shlex.join(["bitext-hf", *argv])``: the
-    dataset card quotes it as the way to reproduce the run."""
+
+def mining_metadata_json(metadata: Mapping[str, Any]) -> str:
+    """The sidecar's text for ``metadata`` (its known keys, None values left out), ready to write: serializing
+    first lets ``bitext-hf mine`` write the pairs and their sidecar together or not at all."""
     unknown = sorted(set(metadata) - set(METADATA_KEYS))
     if unknown:
         raise ValueError(f"unknown mining metadata keys {unknown}; known: {', '.join(METADATA_KEYS)}")
-    record = {key: metadata[key] for key in METADATA_KEYS if metadata.get(key) is not None}
+    record = {key: _printable(metadata[key]) for key in METADATA_KEYS if metadata.get(key) is not None}
+    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, Any]) -> Path:
+    """Write the sidecar of ``pairs_path`` (atomically) with the known keys of ``metadata`` (None values left out),
+    e.g. ``command=shlex.join(["bitext-hf", *argv])``: the dataset card quotes it as the way to reproduce the run."""
     path = metadata_path(pairs_path)
-    with atomic_output(path) as handle:
-        json.dump(record, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+    text = mining_metadata_json(metadata)
+    with atomic_output(path, follow_symlinks=False) as handle:
+        handle.write(text)
     return path
 
 
