@@ -401,6 +401,15 @@ def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] 
         raise UsageError(f"{option} {text}: {shown} is not a folder")
     if not _probe_writable(folder):
         raise UsageError(f"{option} {text}: folder {shown} is not writable")
+    name_bytes = len(os.fsencode(os.path.basename(text)))
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):  # the file system does not say
+        limit = name_bytes
+    if name_bytes > limit:
+        raise UsageError(
+            f"{option} {text}: the name is {name_bytes} bytes, longer than the {limit} this folder allows"
+        )
     for source in inputs:
         if source is None or os.fspath(source) in ("", "-"):
             continue

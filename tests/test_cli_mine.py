@@ -4,6 +4,7 @@ process substitution, and document-level mining that keeps a sentence repeated i
 from __future__ import annotations
 
 import io
+import json
 import os
 import threading
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from cli_fakes import DIM, GOLD, SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
 
-from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
+from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from bitext_hf.cli.parser import build_parser
 
 
@@ -217,20 +218,34 @@ def test_no_sidecar_for_streams_or_when_the_pairs_are_not_written(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["src.txt", "tgt.txt", "wide.npy"]
 
 
-def test_a_sidecar_that_cannot_be_written_is_a_warning_and_no_stale_one_stays(
-    capsys, caplog, fake_encoders, tmp_path, monkeypatch
-):
-    import bitext_hf.hub.dataset_card
-    from bitext_hf.errors import OutputWriteError
+def test_pairs_and_sidecar_are_written_together_or_not_at_all(capsys, fake_encoders, tmp_path, monkeypatch):
+    import errno
 
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
+    out, sidecar = tmp_path / "pairs.tsv", tmp_path / "pairs.tsv.meta.json"
+    out.write_text("an earlier run's pairs\n", encoding="utf-8")
+    sidecar.write_text('{"margin": "distance"}', encoding="utf-8")
+    real_replace = os.replace
+
+    def replace_failing_for_the_sidecar(source, target, *args, **kwargs):
+        if str(target).endswith(".meta.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace_failing_for_the_sidecar)
+    code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))
+    assert code == EXIT_ERROR and "no space left on device" in err and len(err.strip().splitlines()) == 1
+    # Neither the new pairs without their description, nor the earlier description without its pairs.
+    assert not out.exists() and not sidecar.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src.txt", "tgt.txt"]
+
+
+def test_a_file_name_that_is_not_utf8_is_written_escaped_into_the_sidecar(capsys, fake_encoders, tmp_path):
+    name = os.fsdecode(b"src-\xff.txt")  # what Python makes of such a name under any locale: a lone surrogate
+    src = write_lines(tmp_path / name, SOURCES)
+    tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
     out = tmp_path / "pairs.tsv"
-    (tmp_path / "pairs.tsv.meta.json").write_text('{"margin": "distance"}', encoding="utf-8")  # an earlier run's
-
-    def failing_write(*args, **kwargs):
-        raise OutputWriteError("pairs.tsv.meta.json: disk quota exceeded")
-
-    monkeypatch.setattr(bitext_hf.hub.dataset_card, "write_mining_metadata", failing_write)
-    assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))[0] == EXIT_OK
-    assert "could not write the mining parameters" in caplog.text and "disk quota" in caplog.text
-    assert out.is_file() and not (tmp_path / "pairs.tsv.meta.json").exists()
+    code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))
+    assert code == EXIT_OK, err
+    record = json.loads((tmp_path / "pairs.tsv.meta.json").read_text(encoding="utf-8"))
+    assert record["src"].endswith("src-\\xff.txt") and "src-\\xff.txt" in record["command"]

@@ -25,9 +25,14 @@ def _debug_requested(args) -> bool:
     return bool(getattr(args, "debug", False)) or os.environ.get("BITEXT_HF_DEBUG", "") not in ("", "0")
 
 
+def _notes(error: BaseException) -> str:
+    """What the code that saw the error added to it (``add_note``: what was kept, how to continue), one line."""
+    return " ".join(" ".join(getattr(error, "__notes__", ())).split())
+
+
 def _describe(error: Exception) -> tuple[int, str]:
     """Exit code and one-line message of an error."""
-    message = " ".join(str(error).split()) or type(error).__name__
+    message = " ".join(f"{error} {_notes(error)}".split()) or type(error).__name__
     if isinstance(error, BitextError):
         return error.exit_code, message
     # Library checks that predate the error classes raise ValueError for bad data (NaN embeddings, mismatched
@@ -51,8 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.func(args)
-    except KeyboardInterrupt:
-        print(f"bitext-hf {args.command}: interrupted; no output file was written", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        kept = _notes(interrupt) or "no output file was written"
+        print(f"bitext-hf {args.command}: interrupted; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader of stdout went away (`bitext-hf mine ... --out - | head`): stop quietly, and keep Python

@@ -1,0 +1,595 @@
+"""Hostile inputs, paths, checkpoints and caches, one table (issue 19, section 7).
+
+Every case builds its files in a fresh folder, runs one command and asserts the same promises: the documented exit
+code, one line on stderr without a traceback (on failure), every file that was there before byte-identical (links
+still links, their targets untouched), no output but the expected ones (nothing partial: no temp file either), and
+no marker of executed code. The cases that need a second process (signals, concurrent runs, a full disk, a FIFO
+that would block) are at the end of the file, each with a timeout, so that a regression fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
+
+from bitext_hf.cli import EXIT_DATA, EXIT_ENCODER, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+
+MARKER = "EXECUTED"  # what hostile code would create in the case's folder; no case may make it appear
+
+
+class _MakesMarker:
+    """Unpickling runs ``os.mkdir(folder/EXECUTED)``: a payload that proves code ran if the folder appears."""
+
+    def __init__(self, folder: Path) -> None:
+        self.target = str(folder / MARKER)
+
+    def __reduce__(self):
+        return (os.mkdir, (self.target,))
+
+
+def _snapshot(root: Path) -> dict[str, tuple[str, bytes | str | None]]:
+    """Every entry under ``root``, links not followed: (kind, content) with a link's target path, a file's bytes."""
+    entries = {}
+    for folder, folders, files in os.walk(root):
+        for name in folders + files:
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, root)
+            if os.path.islink(path):
+                entries[relative] = ("link", os.readlink(path))
+            elif os.path.isfile(path):
+                entries[relative] = ("file", Path(path).read_bytes())
+            elif os.path.isdir(path):
+                entries[relative] = ("dir", None)
+            else:
+                entries[relative] = ("special", None)
+    return entries
+
+
+def _corpus(tmp: Path) -> tuple[str, str]:
+    return write_lines(tmp / "src.txt", SOURCES), write_lines(tmp / "tgt.txt", TARGETS)
+
+
+def _mine(tmp: Path, *extra: str) -> list[str]:
+    src, tgt = _corpus(tmp)
+    return ["mine", "--src", src, "--tgt", tgt, *extra]
+
+
+def _npy(path: Path, array: np.ndarray, **kwargs) -> str:
+    np.save(path, array, **kwargs)
+    return str(path)
+
+
+def _shard_folder(tmp: Path) -> str:
+    """A folder of shards made by ``encode`` (the fake encoder) of src.txt, for cases that tamper with it."""
+    from bitext_hf.cli import main
+
+    src = write_lines(tmp / "src.txt", SOURCES)
+    assert main(["encode", "--input", src, "--out", str(tmp / "emb") + "/", "--shard-size", "2", "--quiet"]) == 0
+    return str(tmp / "emb")
+
+
+def _model_folder(tmp: Path, *, auto_map: bool = False, pickle_weights: bool = False) -> str:
+    """A model folder whose config asks for its own code (a module that creates the marker when imported), or
+    whose weights are a pickle that creates it when unpickled."""
+    folder = tmp / "model"
+    folder.mkdir()
+    config = {"model_type": "bert", "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "intermediate_size": 16, "vocab_size": 32}  # fmt: skip
+    if auto_map:
+        (folder / "modeling_evil.py").write_text(f"import os\nos.mkdir({str(tmp / MARKER)!r})\n")
+        config.update(model_type="evil", auto_map={"AutoModel": "modeling_evil.EvilModel"})
+    (folder / "config.json").write_text(json.dumps(config))
+    if pickle_weights:
+        (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_MakesMarker(tmp)))
+    return str(folder)
+
+
+@dataclass
+class Case:
+    """One hostile situation: ``setup`` builds it in a folder and returns the command line."""
+
+    setup: Callable[[Path], list[str]]
+    code: int
+    message: str = ""  # part of the one stderr line (failures)
+    creates: tuple[str, ...] = ()  # outputs allowed to appear (successes)
+    env: dict[str, str] = field(default_factory=dict)
+    real_encoders: bool = False  # load models for real (untrusted checkpoints), not the fake encoder
+
+
+def _symlink(tmp: Path, name: str, target: str) -> Path:
+    link = tmp / name
+    os.symlink(target, link)
+    return link
+
+
+def _hardlink(tmp: Path, name: str, target: str) -> Path:
+    link = tmp / name
+    os.link(target, link)
+    return link
+
+
+def _sidecar_is_input(tmp: Path) -> list[str]:
+    # `mine --src run.meta.json --out run`: the sidecar of `run` is run.meta.json, the input itself.
+    write_lines(tmp / "run.meta.json", SOURCES)
+    _, tgt = _corpus(tmp)
+    return ["mine", "--src", str(tmp / "run.meta.json"), "--tgt", tgt, "--out", str(tmp / "run"), "--format", "tsv"]
+
+
+def _sidecar_hardlinked_to_input(tmp: Path) -> list[str]:
+    argv = _mine(tmp, "--out", str(tmp / "pairs.tsv"))
+    _hardlink(tmp, "pairs.tsv.meta.json", str(tmp / "tgt.txt"))
+    return argv
+
+
+def _shard_linked_to_input(tmp: Path) -> list[str]:
+    src = write_lines(tmp / "corpus.txt", SOURCES)
+    (tmp / "emb").mkdir()
+    os.symlink("../corpus.txt", tmp / "emb" / "shard-00000.npy")
+    return ["encode", "--input", src, "--out", str(tmp / "emb") + "/"]
+
+
+def _manifest_linked_to_input(tmp: Path) -> list[str]:
+    src = write_lines(tmp / "corpus.txt", SOURCES)
+    (tmp / "emb").mkdir()
+    os.symlink("../corpus.txt", tmp / "emb" / "progress.json")
+    return ["encode", "--input", src, "--out", str(tmp / "emb") + "/", "--resume"]
+
+
+def _fifo_in_shard_folder(tmp: Path) -> list[str]:
+    src = write_lines(tmp / "corpus.txt", SOURCES)
+    (tmp / "emb").mkdir()
+    os.mkfifo(tmp / "emb" / "shard-00000.npy")
+    return ["encode", "--input", src, "--out", str(tmp / "emb") + "/", "--resume"]
+
+
+def _out_through_linked_folder(tmp: Path) -> list[str]:
+    # A folder link that leads back to the inputs' folder: --out alias/src.txt is src.txt.
+    argv = _mine(tmp)
+    _symlink(tmp, "alias", str(tmp))
+    return [*argv, "--out", str(tmp / "alias" / "src.txt")]
+
+
+def _npy_pickle(tmp: Path) -> list[str]:
+    payload = np.empty(5, dtype=object)
+    payload[:] = [_MakesMarker(tmp)] * 5
+    src = _npy(tmp / "src.npy", payload, allow_pickle=True)
+    return ["mine", "--src", src, "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _npy_nan(tmp: Path) -> list[str]:
+    array = np.stack([fake_embedding(s) for s in SOURCES])
+    array[2, 3] = np.nan
+    return ["mine", "--src", _npy(tmp / "src.npy", array), "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _npy_truncated(tmp: Path) -> list[str]:
+    path = Path(_npy(tmp / "src.npy", np.stack([fake_embedding(s) for s in SOURCES])))
+    path.write_bytes(path.read_bytes()[:-7])
+    return ["mine", "--src", str(path), "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _npy_zero_rows(tmp: Path) -> list[str]:
+    array = np.stack([fake_embedding(s) for s in SOURCES])
+    array[1] = 0.0
+    return ["mine", "--src", _npy(tmp / "src.npy", array), "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _npy_dimensions_differ(tmp: Path) -> list[str]:
+    src = _npy(tmp / "src.npy", np.eye(5, 8, dtype=np.float32))
+    tgt = _npy(tmp / "tgt.npy", np.eye(5, 9, dtype=np.float32))
+    return ["mine", "--src", src, "--tgt", tgt]
+
+
+def _manifest_tampered(tmp: Path) -> list[str]:
+    folder = Path(_shard_folder(tmp))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["shards"][0]["sha256"] = "0" * 64
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return ["mine", "--src", str(folder), "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _manifest_not_json(tmp: Path) -> list[str]:
+    folder = Path(_shard_folder(tmp))
+    (folder / "manifest.json").write_text("[" * 100_000)
+    return ["mine", "--src", str(folder), "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _shard_swapped(tmp: Path) -> list[str]:
+    folder = Path(_shard_folder(tmp))
+    first, second = folder / "shard-00000.npy", folder / "shard-00001.npy"
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    return ["mine", "--src", str(folder), "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _wrong_text_for_shards(tmp: Path) -> list[str]:
+    folder = _shard_folder(tmp)
+    other = write_lines(tmp / "other.txt", [s.upper() for s in SOURCES])
+    return ["mine", "--src", folder, "--src-text", other, "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _gzip_truncated(tmp: Path) -> list[str]:
+    data = gzip.compress("".join(s + "\n" for s in SOURCES * 200).encode())
+    (tmp / "src.txt.gz").write_bytes(data[: len(data) // 2])
+    return ["mine", "--src", str(tmp / "src.txt.gz"), "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
+
+
+def _mteb_deeply_nested(tmp: Path) -> list[str]:
+    rows = [json.dumps({"sentence1": s, "sentence2": t}) for s, t in zip(SOURCES, TARGETS)]
+    rows.insert(2, '{"sentence1": ' + "[" * 200_000 + "]" * 200_000 + ', "sentence2": "x"}')
+    (tmp / "mteb.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return ["eval", "--mteb", str(tmp / "mteb.jsonl")]
+
+
+def _mteb_not_objects(tmp: Path) -> list[str]:
+    (tmp / "mteb.jsonl").write_text('{"sentence1": "a", "sentence2": "b"}\n[1, 2]\n', encoding="utf-8")
+    return ["eval", "--mteb", str(tmp / "mteb.jsonl")]
+
+
+def _config_auto_map(tmp: Path) -> list[str]:
+    return ["mine", *_mine(tmp)[1:], "--model", _model_folder(tmp, auto_map=True)]
+
+
+def _weights_pickle(tmp: Path) -> list[str]:
+    return ["mine", *_mine(tmp)[1:], "--model", _model_folder(tmp, pickle_weights=True)]
+
+
+def _odd_name(name: str, extra: tuple[str, ...] = ()) -> Callable[[Path], list[str]]:
+    def setup(tmp: Path) -> list[str]:
+        src = write_lines(tmp / name, SOURCES)
+        return [
+            "mine",
+            f"--src={src}",
+            "--tgt",
+            write_lines(tmp / "tgt.txt", TARGETS),
+            *extra,
+            "--out",
+            str(tmp / "p.tsv"),
+        ]
+
+    return setup
+
+
+# Case name -> the situation and what must come of it. The fake encoder (tests/cli_fakes.py) embeds; the
+# checkpoint cases load for real through bitext_hf.encoders.load_encoder.
+CASES: dict[str, Case] = {
+    # --- paths that lead to an input: refused before any work (exit 2)
+    "out is a symlink to an input": Case(
+        lambda t: [*_mine(t), "--out", str(_symlink(t, "p.tsv", str(t / "src.txt")))], EXIT_USAGE, "input"
+    ),
+    "out is a hard link of an input": Case(
+        lambda t: [*_mine(t), "--out", str(_hardlink(t, "p.tsv", _corpus(t)[1]))], EXIT_USAGE, "input"
+    ),
+    "out reaches an input through ..": Case(
+        lambda t: [*_mine(t), "--out", str(t / "sub" / ".." / "tgt.txt")] if (t / "sub").mkdir() is None else [],
+        EXIT_USAGE, "input",
+    ),
+    "out reaches an input through a folder link": Case(_out_through_linked_folder, EXIT_USAGE, "input"),
+    "the sidecar would be an input": Case(_sidecar_is_input, EXIT_USAGE, "input"),
+    "the sidecar is a hard link of an input": Case(_sidecar_hardlinked_to_input, EXIT_USAGE, "input"),
+    "a shard named link to the input": Case(_shard_linked_to_input, EXIT_USAGE, "symbolic link"),
+    "a progress file linked to the input": Case(_manifest_linked_to_input, EXIT_USAGE, "symbolic link"),
+    "a FIFO named like a shard": Case(_fifo_in_shard_folder, EXIT_USAGE, "not a regular file"),
+    "encode --out names its input": Case(
+        lambda t: ["encode", "--input", _corpus(t)[0], "--out", str(t / "src.txt")], EXIT_USAGE, "input"
+    ),
+    "score --out is a hard link of --tgt": Case(
+        lambda t: ["score", "--src", _corpus(t)[0], "--tgt", str(t / "tgt.txt"), "--out", str(_hardlink(t, "o.tsv", str(t / "tgt.txt")))],
+        EXIT_USAGE, "input",
+    ),
+    # --- unusable outputs and options (exit 2)
+    "out is a folder": Case(lambda t: [*_mine(t), "--out", str(t)], EXIT_USAGE, "is a directory"),
+    "out in a missing folder": Case(lambda t: [*_mine(t), "--out", str(t / "no" / "p.tsv")], EXIT_USAGE, "does not exist"),
+    "out under a file": Case(lambda t: [*_mine(t), "--out", str(t / "src.txt" / "p.tsv")], EXIT_USAGE, "not a folder"),
+    "out is empty": Case(lambda t: [*_mine(t), "--out", ""], EXIT_USAGE, "empty output path"),
+    "out has an unknown extension": Case(lambda t: [*_mine(t), "--out", str(t / "p.xyz")], EXIT_USAGE, "--format"),
+    "two inputs from stdin": Case(lambda t: ["mine", "--src", "-", "--tgt", "-"], EXIT_USAGE, "stdin"),
+    "threshold nan": Case(lambda t: [*_mine(t), "--threshold", "nan"], EXIT_USAGE, "threshold"),
+    "k is zero": Case(lambda t: [*_mine(t), "--k", "0"], EXIT_USAGE, "k"),
+    "shard folder holds a foreign file": Case(
+        lambda t: ["encode", "--input", _corpus(t)[0], "--out", str(t / "emb") + "/"]
+        if (t / "emb").mkdir() is None and (t / "emb" / "notes.txt").write_text("mine") else [],
+        EXIT_USAGE, "not a shard",
+    ),
+    # --- hostile text (exit 3, naming the file)
+    "NUL bytes in the text": Case(
+        lambda t: [*_mine(t)[:2], str(t / "bin.txt"), *_mine(t)[3:]] if (t / "bin.txt").write_bytes(b"a\x00b\n") else [],
+        EXIT_DATA, "bin.txt",
+    ),
+    "invalid UTF-8": Case(
+        lambda t: [*_mine(t)[:2], str(t / "latin.txt"), *_mine(t)[3:]] if (t / "latin.txt").write_bytes("caf\xe9\n".encode("latin-1")) else [],
+        EXIT_DATA, "latin.txt:1",
+    ),
+    "an empty file": Case(
+        lambda t: [*_mine(t)[:2], str(t / "empty.txt"), *_mine(t)[3:]] if (t / "empty.txt").write_bytes(b"") is not None else [],
+        EXIT_DATA, "empty.txt",
+    ),
+    "an empty line": Case(
+        lambda t: [*_mine(t)[:2], write_lines(t / "holes.txt", ["a", "", "b"]), *_mine(t)[3:]], EXIT_DATA, "holes.txt:2"
+    ),
+    "an overlong line": Case(lambda t: [*_mine(t)[:2], write_lines(t / "long.txt", ["x" * 500]), *_mine(t)[3:], "--max-line-chars", "100"], EXIT_DATA, "long.txt:1"),
+    "a truncated gzip": Case(_gzip_truncated, EXIT_DATA, "src.txt.gz"),
+    "a tab for TSV output": Case(
+        lambda t: ["mine", "--src", write_lines(t / "tab.txt", ["a\tb", *SOURCES[1:]]), "--tgt", _corpus(t)[1], "--out", str(t / "p.tsv")],
+        EXIT_DATA, "tab.txt:1",
+    ),
+    "gold pair out of range": Case(
+        lambda t: [*_mine(t), "--gold", write_lines(t / "gold.tsv", ["0\t99"])], EXIT_DATA, "gold.tsv:1"
+    ),
+    "gold not numbers": Case(lambda t: [*_mine(t), "--gold", write_lines(t / "gold.tsv", ["0\t1", "x\ty"])], EXIT_DATA, "gold.tsv:2"),
+    "documents of another length": Case(
+        lambda t: [*_mine(t), "--src-docs", write_lines(t / "s.docs", ["d"] * 4), "--tgt-docs", write_lines(t / "t.docs", ["d"] * 5)],
+        EXIT_DATA, "s.docs",
+    ),
+    "score sides of different lengths": Case(
+        lambda t: ["score", "--src", _corpus(t)[0], "--tgt", write_lines(t / "short.txt", TARGETS[:3]), "--out", str(t / "o.tsv")],
+        EXIT_DATA, "short.txt",
+    ),
+    "MTEB rows that are not objects": Case(_mteb_not_objects, EXIT_DATA, "mteb.jsonl:2"),
+    "MTEB JSON nested 200,000 deep": Case(_mteb_deeply_nested, EXIT_DATA, "mteb.jsonl:3"),
+    # --- hostile embeddings (exit 3): a pickle is never loaded
+    ".npy holding pickled objects": Case(_npy_pickle, EXIT_DATA, "src.npy"),
+    ".npy with a NaN": Case(_npy_nan, EXIT_DATA, "src.npy"),
+    ".npy truncated": Case(_npy_truncated, EXIT_DATA, "src.npy"),
+    ".npy with an all-zero row": Case(_npy_zero_rows, EXIT_DATA, "src.npy"),
+    ".npy of 0 bytes": Case(
+        lambda t: ["mine", "--src", str(t / "z.npy"), "--tgt", _corpus(t)[1]] if (t / "z.npy").write_bytes(b"") is not None else [],
+        EXIT_DATA, "z.npy",
+    ),
+    ".npy sides of two dimensions": Case(_npy_dimensions_differ, EXIT_DATA, "dimension"),
+    # --- hostile shard folders (exit 3)
+    "a manifest whose checksum was changed": Case(_manifest_tampered, EXIT_DATA, "manifest"),
+    "a manifest nested 100,000 deep": Case(_manifest_not_json, EXIT_DATA, "manifest.json"),
+    "two shards swapped": Case(_shard_swapped, EXIT_DATA, "shard-0000"),
+    "a text that is not the one encoded": Case(_wrong_text_for_shards, EXIT_DATA, "other.txt"),
+    # --- untrusted checkpoints: nothing runs, one line (exit 4)
+    "a config that asks for its own code": Case(_config_auto_map, EXIT_ENCODER, "trust_remote_code", real_encoders=True),
+    "weights that are a pickle": Case(_weights_pickle, EXIT_ENCODER, "model", real_encoders=True),
+    # --- odd but valid names: the run works, the outputs are where they were asked for
+    "a name with a newline": Case(_odd_name("a\nb.txt"), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
+    "a name starting with a dash": Case(_odd_name("-src.txt"), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
+    "a name that is not UTF-8": Case(_odd_name(os.fsdecode(b"\xff\xfe.txt")), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
+    "a 240-byte output name": Case(
+        lambda t: [*_mine(t), "--out", str(t / ("p" * 236 + ".tsv"))],
+        EXIT_OK, creates=("p" * 236 + ".tsv", "p" * 236 + ".tsv.meta.json"),
+    ),
+    "an output name whose sidecar is too long": Case(
+        lambda t: [*_mine(t), "--out", str(t / ("p" * 246 + ".tsv"))], EXIT_USAGE, "longer than the 255"
+    ),
+    "out is /dev/null": Case(lambda t: [*_mine(t), "--out", os.devnull], EXIT_OK),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hostile_case(name, capsys, tmp_path, monkeypatch):
+    case = CASES[name]
+    for variable, value in case.env.items():
+        monkeypatch.setenv(variable, value)
+    fakes = None if case.real_encoders else install_fake_encoders(monkeypatch)
+    monkeypatch.setenv("BITEXT_HF_EMBEDDING_CACHE", str(tmp_path.parent / f"{tmp_path.name}-cache"))
+    argv = case.setup(tmp_path)
+    encoded_by_setup = fakes.n_encoded if fakes is not None else 0
+    capsys.readouterr()
+    before = _snapshot(tmp_path)
+    try:
+        code, _, err = run(capsys, *argv)
+    except SystemExit as exit:  # argparse's own refusals
+        code, err = exit.code, capsys.readouterr().err
+    after = _snapshot(tmp_path)
+
+    assert code == case.code, err
+    assert "Traceback" not in err
+    if case.code != EXIT_OK:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and ": error: " in lines[0], err
+        assert case.message in lines[0], lines[0]
+        if case.code in (EXIT_USAGE, EXIT_DATA) and fakes is not None:
+            assert fakes.n_encoded == encoded_by_setup  # refused before any encoding (a side may be embeddings already)
+    for path, entry in before.items():
+        assert after.get(path) == entry, f"{path} changed"
+    created = sorted(set(after) - set(before))
+    assert created == sorted(case.creates), created
+    assert not (tmp_path / MARKER).exists(), "hostile code ran"
+
+
+# ------------------------------------------------------------------------------------------- second processes
+
+# The CLI with the fake encoder in a fresh interpreter; each encoder call sleeps, so signals land mid-run.
+_SLOW_CLI = """
+import sys, time
+sys.path.insert(0, sys.argv.pop(1))
+delay = float(sys.argv.pop(1))
+import numpy as np
+import bitext_hf.encoders
+from cli_fakes import fake_embedding
+from bitext_hf.cli import main
+
+class Slow:
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        time.sleep(delay)
+        return np.stack([fake_embedding(s) for s in sentences])
+
+bitext_hf.encoders.load_encoder = lambda spec=None, **kwargs: Slow()
+sys.exit(main(sys.argv[1:]))
+"""
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+_MANY = [f"{word}-{i}|en" for i in range(40) for word in ("cat", "dog")]
+
+
+def _slow_cli(*argv: str, delay: float = 0.0, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "BITEXT_HF_EMBEDDING_CACHE": kwargs.pop("cache")}
+    command = [sys.executable, "-c", _SLOW_CLI, _TESTS, str(delay), *argv, "--quiet"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kwargs)
+
+
+def _wait_for(condition: Callable[[], bool], process: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None and not condition():
+        time.sleep(0.02)
+    assert process.poll() is None, f"the run ended before the signal: {process.communicate()}"
+
+
+def _loaded(process_marker: Path) -> Callable[[], bool]:
+    return lambda: process_marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("point", "signum", "status"),
+    [
+        ("mine, while encoding", 2, EXIT_INTERRUPTED),
+        ("mine, while encoding", 15, -15),
+        ("encode to shards, after the first shard", 2, EXIT_INTERRUPTED),
+        ("encode to shards, after the first shard", 15, -15),
+        ("encode to one .npy, while encoding", 2, EXIT_INTERRUPTED),
+    ],
+)
+def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, status):
+    src = write_lines(tmp_path / "src.txt", _MANY)
+    tgt = write_lines(tmp_path / "tgt.txt", [s.replace("|en", "|de") for s in _MANY])
+    cache = str(tmp_path / "cache")
+    if point.startswith("mine"):
+        argv, outputs = ["mine", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "p.tsv"), "--batch-size", "8"], ()
+        ready = lambda: True  # noqa: E731
+        delay = 0.5
+    elif point.startswith("encode to shards"):
+        folder = tmp_path / "emb"
+        argv = ["encode", "--input", src, "--out", f"{folder}/", "--shard-size", "16", "--batch-size", "8"]
+        outputs = ("emb",)  # complete shards and their progress record stay, for --resume
+        ready = lambda: (folder / "progress.json").exists()  # noqa: E731
+        delay = 0.3
+    else:
+        argv, outputs = ["encode", "--input", src, "--out", str(tmp_path / "x.npy"), "--batch-size", "8"], ()
+        ready = lambda: True  # noqa: E731
+        delay = 0.5
+    before = _snapshot(tmp_path)
+    process = _slow_cli(*argv, delay=delay, cache=cache)
+    try:
+        time.sleep(1.5)  # past the imports, into the encoding
+        _wait_for(ready, process)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == status, err
+    assert "Traceback" not in err
+    if status == EXIT_INTERRUPTED:
+        assert len(err.strip().splitlines()) == 1 and "interrupted" in err
+    after = _snapshot(tmp_path)
+    assert {path: after[path] for path in before} == before
+    created = {path.split(os.sep)[0] for path in set(after) - set(before)} - {"cache"}
+    assert created <= set(outputs), created
+    leftovers = [path for path in after if ".bitext-hf-" in path]
+    assert not leftovers, leftovers
+    if outputs:  # what stays is resumable to the uninterrupted result
+        code = _slow_cli(*argv, "--resume", cache=cache).wait(timeout=120)
+        fresh = tmp_path / "fresh"
+        fresh_code = _slow_cli(*argv[:4], f"{fresh}/", *argv[5:], cache=cache).wait(timeout=120)
+        assert code == fresh_code == EXIT_OK
+        assert _snapshot(tmp_path / "emb") == _snapshot(fresh)
+
+
+def test_concurrent_runs_on_one_output_leave_one_whole_file(tmp_path):
+    src = write_lines(tmp_path / "src.txt", _MANY)
+    tgt = write_lines(tmp_path / "tgt.txt", [s.replace("|en", "|de") for s in _MANY])
+    out = tmp_path / "p.tsv"
+    argv = ["mine", "--src", src, "--tgt", tgt, "--out", str(out), "--no-cache"]
+    runs = [_slow_cli(*argv, delay=0.05, cache=str(tmp_path / "cache")) for _ in range(3)]
+    results = [process.communicate(timeout=120) for process in runs]
+    assert [process.returncode for process in runs] == [EXIT_OK] * 3, results
+    single = tmp_path / "single.tsv"
+    assert _slow_cli(*argv[:-3], "--out", str(single), "--no-cache", cache=str(tmp_path / "c")).wait(120) == 0
+    assert out.read_bytes() == single.read_bytes()
+    assert not [name for name in os.listdir(tmp_path) if ".bitext-hf-" in name]
+
+
+def test_concurrent_encodings_into_one_shard_folder_end_whole_or_refused(tmp_path):
+    src = write_lines(tmp_path / "src.txt", _MANY)
+    folder = tmp_path / "emb"
+    argv = ["encode", "--input", src, "--out", f"{folder}/", "--shard-size", "16", "--no-cache"]
+    runs = [_slow_cli(*argv, delay=0.05, cache=str(tmp_path / "cache")) for _ in range(2)]
+    results = [process.communicate(timeout=120) for process in runs]
+    codes = sorted(process.returncode for process in runs)
+    assert codes in ([EXIT_OK, EXIT_OK], [EXIT_OK, EXIT_USAGE]), results
+    for (_, err), process in zip(results, runs):
+        assert "Traceback" not in err and (process.returncode == 0 or len(err.strip().splitlines()) == 1)
+    fresh = tmp_path / "fresh"
+    assert _slow_cli(*argv[:4], f"{fresh}/", *argv[5:], cache=str(tmp_path / "c")).wait(120) == 0
+    assert _snapshot(folder) == _snapshot(fresh)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs (root only: skipped elsewhere)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+@pytest.mark.parametrize("what", ["encode to .npy", "mine to .tsv", "encode to shards"])
+def test_a_full_disk_is_one_line_and_no_partial_output(capsys, monkeypatch, tmp_path, full_disk, what):
+    install_fake_encoders(monkeypatch)
+    many = [f"{word} number {i} with some words to fill the disk|en" for i in range(600) for word in ("cat", "dog")]
+    src = write_lines(tmp_path / "src.txt", many)
+    tgt = write_lines(tmp_path / "tgt.txt", [s.replace("|en", "|de") for s in many])
+    if what == "encode to .npy":
+        argv = ["encode", "--input", src, "--out", str(full_disk / "x.npy"), "--no-cache"]
+    elif what == "mine to .tsv":
+        argv = ["mine", "--src", src, "--tgt", tgt, "--out", str(full_disk / "p.tsv"), "--no-cache"]
+    else:
+        argv = ["encode", "--input", src, "--out", f"{full_disk}/emb/", "--shard-size", "500", "--no-cache"]
+    code, _, err = run(capsys, *argv)
+    assert code == EXIT_ERROR and "no space left on device" in err and len(err.strip().splitlines()) == 1, err
+    left = sorted(os.listdir(full_disk))
+    if what == "encode to shards":  # complete shards only, for --resume; no temp file
+        assert left in ([], ["emb"]) and not [n for n in os.listdir(full_disk / "emb") if ".bitext-hf-" in n]
+    else:
+        assert left == []
+
+
+def test_a_recipe_config_with_a_python_tag_runs_nothing(tmp_path):
+    config = tmp_path / "evil.yaml"
+    config.write_text(f"output_dir: !!python/object/apply:os.mkdir [{str(tmp_path / MARKER)!r}]\n")
+    recipe = Path(_TESTS).parent / "recipes" / "distill_wolof.py"
+    done = subprocess.run(
+        [sys.executable, str(recipe), "--config", str(config)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == EXIT_USAGE and "Traceback" not in done.stderr
+    assert len([line for line in done.stderr.splitlines() if "error" in line]) == 1
+    assert not (tmp_path / MARKER).exists()
+
+
+def test_a_shards_fifo_never_blocks_mining(tmp_path):
+    folder = Path(tmp_path / "emb")
+    src = write_lines(tmp_path / "src.txt", SOURCES)
+    assert (
+        _slow_cli(
+            "encode", "--input", src, "--out", f"{folder}/", "--shard-size", "2", cache=str(tmp_path / "c")
+        ).wait(120)
+        == 0
+    )
+    os.unlink(folder / "shard-00001.npy")
+    os.mkfifo(folder / "shard-00001.npy")
+    process = _slow_cli(
+        "mine", "--src", str(folder), "--tgt", write_lines(tmp_path / "tgt.txt", TARGETS), cache=str(tmp_path / "c")
+    )
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == EXIT_DATA and "shard-00001.npy" in err and len(err.strip().splitlines()) == 1, err
