@@ -298,6 +298,7 @@ def test_push_to_hub_refused_by_the_hub_is_one_hub_access_error(tmp_path, monkey
 
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", refuse)
     (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
     with pytest.raises(HubAccessError, match=r"HTTP 403.*nothing was uploaded") as raised:
         push_to_hub(tmp_path, "owner/name", token="hf_x", revision="v2")
     assert raised.value.exit_code == 4 and calls == ["create", "v2"]

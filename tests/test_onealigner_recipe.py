@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -142,18 +143,20 @@ def test_push_to_hub_uploads_the_final_export_only(recipe, data_files, tmp_path,
     uploads = []
     monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda self, repo_id, **kwargs: repo_id)
 
-    def fake_upload_folder(self, *, repo_id, folder_path, ignore_patterns=(), **kwargs):
-        uploads.append((repo_id, sorted(path.name for path in Path(folder_path).iterdir()), list(ignore_patterns)))
+    def fake_upload_folder(self, *, repo_id, folder_path, **kwargs):
+        uploads.append((repo_id, sorted(str(path.relative_to(folder_path)) for path in Path(folder_path).rglob("*"))))
         return "https://huggingface.co/fake/commit"
 
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", fake_upload_folder)
     output_dir = tmp_path / "pushed"
     recipe.main(*recipe_args(recipe, data_files, output_dir, "--push_to_hub", "true", "--hub_model_id", "me/aligner",
                              "--ablation", "false"))  # fmt: skip
-    (repo_id, files, ignored) = uploads[-1]  # one upload: the final export, not one per checkpoint
+    (repo_id, files) = uploads[-1]  # one upload: the final export, not one per checkpoint
     assert len(uploads) == 1 and repo_id == "me/aligner"
-    assert {"model.safetensors", "config.json", "README.md", "eval_results.json", *FIGURES} <= set(files)
-    assert "checkpoint-*" in ignored
+    assert {"model.safetensors", "config.json", "README.md", "eval_results.json"} <= set(files)
+    assert {f"figures/{name}" for name in FIGURES} <= set(files) or set(FIGURES) <= set(files)
+    assert any(name.startswith("checkpoint-") for name in os.listdir(output_dir))  # the run kept checkpoints...
+    assert not any(name.startswith(("checkpoint-", "training_args")) for name in files)  # ...which stay local
 
 
 def test_prepare_data_removes_overlap_samples_budget_and_filters_short(recipe, data_files, tmp_path):

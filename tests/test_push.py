@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +28,14 @@ TARGETS = ["Die Katze schläft.", "Es regnet.", 'Sie sagte "ja".', "Guten Morgen
 
 
 class FakeHub:
-    """Records HfApi calls; ``fail`` maps a method name to the error it raises."""
+    """Records HfApi calls; ``fail`` maps a method name to the error it raises; ``on_create`` runs when the
+    repository is created (after every check, before the upload)."""
 
     def __init__(self, monkeypatch):
         self.calls: list[tuple[str, dict]] = []
         self.uploaded: dict[str, bytes] = {}
         self.fail: dict[str, Exception] = {}
+        self.on_create = lambda: None
         import huggingface_hub
 
         self.existing_public = False  # what repo_info says of the repository
@@ -41,6 +45,8 @@ class FakeHub:
     def _method(self, name):
         def method(api, *args, **kwargs):
             self.calls.append((name, {"token": api.token, "args": args, **kwargs}))
+            if name == "create_repo":
+                self.on_create()
             if name in self.fail:
                 raise self.fail[name]
             if name == "upload_folder":
@@ -90,9 +96,10 @@ def checkpoint(tmp_path) -> Path:
     (folder / "checkpoint-5" / "optimizer.pt").write_bytes(b"opt")
     (folder / "1_Pooling").mkdir()
     (folder / "1_Pooling" / "config.json").write_text("{}")
+    (folder / "modules.json").write_text(json.dumps([{"idx": 0, "path": ""}, {"idx": 1, "path": "1_Pooling"}]))
     (folder / "config.json").write_text(json.dumps({"model_type": "bert"}))
     (folder / "model.safetensors").write_bytes(b"weights")
-    (folder / "README.md").write_text("# card\n")
+    (folder / "README.md").write_text("# card\n\n![Training curve](training_curve.png)\n")
     (folder / "training_curve.png").write_bytes(b"\x89PNG")
     (folder / "logs.jsonl").write_text("{}\n")
     return folder
@@ -124,6 +131,7 @@ def test_push_model_uploads_the_checkpoint_as_one_commit_without_training_leftov
         "README.md",
         "config.json",
         "model.safetensors",
+        "modules.json",
         "training_curve.png",
     ]
     assert "https://hub.example/commit/abc" in out
@@ -285,21 +293,47 @@ def test_push_needs_exactly_one_of_model_and_pairs(hub, checkpoint, pairs_file, 
     assert raised.value.code == 2 and hub.calls == []
 
 
-def test_dry_run_lists_the_commit_without_token_or_network(hub, checkpoint, pairs_file, capsys, monkeypatch):
-    monkeypatch.delenv("HF_TOKEN")
+def test_dry_run_prints_each_file_with_its_size_the_total_and_what_stays_local(hub, checkpoint, capsys, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN")  # no token needed, no call made
     code, out, _ = run(capsys, "--model", str(checkpoint), "--repo", "me/a", "--dry-run")
     assert code == 0 and hub.calls == []
-    listed = [line.split()[-1] for line in out.splitlines()[:-1]]
-    assert listed == ["1_Pooling/config.json", "README.md", "config.json", "model.safetensors", "training_curve.png"]
-    assert (
-        out.splitlines()[-1]
-        == "dry run: 5 files would be committed to the model repository me/a; nothing was uploaded"
-    )
+    names = ["1_Pooling/config.json", "README.md", "config.json", "model.safetensors", "modules.json"]
+    names.append("training_curve.png")
+    sizes = {name: (checkpoint / name).stat().st_size for name in names}
+    total = sum(sizes.values())
+    assert out.splitlines() == [
+        "would commit to the model repository me/a:",
+        *(f"{size:>15,}  {name}" for name, size in sizes.items()),
+        f"total: 6 files, {total:,} bytes",
+        "left out, stays local (6 bytes; --include PATTERN adds files):",
+        "              3  checkpoint-5/ (1 file): a training checkpoint",
+        "              3  logs.jsonl: the training log",
+        "dry run: nothing was uploaded",
+    ]
+
+
+def test_pairs_dry_run_shows_the_rows_the_columns_and_the_first_rows(hub, pairs_file, capsys, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN")
     code, out, _ = run(capsys, "--pairs", str(pairs_file), "--repo", "me/m", "--dry-run")
     assert code == 0 and hub.calls == []
-    assert [line.split()[-1] for line in out.splitlines()[:-1]] == [
+    lines = out.splitlines()
+    assert lines[:2] == [f"{pairs_file}: 3 rows, 5 columns: score, src_index, tgt_index, src, tgt", "first 3 rows:"]
+    assert lines[2].split() == ["score", "src_index", "tgt_index", "src", "tgt"]
+    for line, (score, source, target) in zip(lines[3:6], [(1.31, SOURCES[0], TARGETS[0]),
+                                                        (1.12, SOURCES[1], TARGETS[1]),
+                                                        (1.07, SOURCES[2], TARGETS[2])]):  # fmt: skip
+        assert f"{score}" in line and source in line and target in line
+    assert lines[6] == "would commit to the dataset repository me/m:"
+    files = [line.split() for line in lines[7:11]]
+    assert [name for _, name in files] == [
         "README.md", "data/train-00000-of-00001.parquet", "mining.json", "score_histogram.png",
     ]  # fmt: skip
+    total = sum(int(size.replace(",", "")) for size, _ in files)
+    assert all(int(size.replace(",", "")) > 0 for size, _ in files)
+    assert (
+        re.fullmatch(rf"total: 4 files, {total:,} bytes \([0-9.]+kB\)", lines[11])
+        and lines[12] == "dry run: nothing was uploaded"
+    )
 
 
 def test_adapter_folders_are_checkpoints_and_broken_card_images_are_reported(hub, tmp_path, capsys, caplog):
@@ -321,3 +355,262 @@ def test_private_push_into_an_existing_public_repository_is_refused(hub, checkpo
     assert "upload_folder" not in hub.names() and hub.uploaded == {}
     assert run(capsys, "--model", str(checkpoint), "--repo", "me/public")[0] == 0  # without --private: as asked
     assert hub.names()[-2:] == ["create_repo", "upload_folder"]  # no repo_info call when privacy is not asked
+
+
+# -- what a model folder publishes ----------------------------------------------------------------------------------
+
+SECRET = b"TOP SECRET: not for the Hub"
+# The exported model of a MuSR-like run: remote code (auto_map, and the modules it imports relatively), weights,
+# tokenizer, sentence-transformers modules, the card and the figure it shows.
+EXPORT = {
+    "config.json": json.dumps(
+        {
+            "model_type": "musr",
+            "auto_map": {
+                "AutoConfig": "configuration_musr.MuSRConfig",
+                "AutoModel": "modeling_musr.MuSREncoderDecoder",
+            },
+        }
+    ),
+    "configuration_musr.py": "class MuSRConfig: ...\n",
+    "modeling_musr.py": "from .configuration_musr import MuSRConfig\nfrom . import layers_musr\n",
+    "layers_musr.py": "class Block: ...\n",
+    "model.safetensors": "final weights",
+    "tokenizer.json": "{}",
+    "tokenizer_config.json": "{}",
+    "modules.json": json.dumps(
+        [{"idx": 0, "path": ""}, {"idx": 1, "path": "1_Pooling"}, {"idx": 2, "path": "2_Dense"}]
+    ),
+    "sentence_bert_config.json": "{}",
+    "config_sentence_transformers.json": "{}",
+    "1_Pooling/config.json": "{}",
+    "2_Dense/config.json": "{}",
+    "2_Dense/model.safetensors": "dense weights",
+    "README.md": "# MuSR\n\n![xsim by stage](xsim_by_stage.png)\n",
+    "xsim_by_stage.png": "PNG",
+}
+# What a run keeps beside its export (stage runs, checkpoints, caches, the Trainer's state), and what stays local
+# for another reason: a model of its own, a script, a hidden file.
+LEFTOVERS = {
+    "checkpoint-4/model.safetensors": "weights at step 4",
+    "checkpoint-4/optimizer.pt": "optimizer",
+    "stage1/config.json": "{}",
+    "stage1/model.safetensors": "stage-1 weights",
+    "stage1/training_args.bin": "pickle",
+    "stage1/checkpoint-2/optimizer.pt": "optimizer",
+    "stage2/config.json": "{}",
+    "stage2/model.safetensors": "stage-2 weights",
+    "teacher_cache/en.npy": "cached",
+    "alignments/en-de.links": "0-0",
+    "tokenizer/tokenizer.json": "{}",
+    "sentence-transformers/config.json": "{}",
+    "sentence-transformers/model.safetensors": "encoder weights",
+    "training_args.bin": "pickle",
+    "trainer_state.json": "{}",
+    "eval_results.json": "{}",
+    "logs.jsonl": "{}\n",
+    "train.py": "print('not remote code')\n",
+    ".gitignore": "*\n",
+}
+
+
+@pytest.fixture
+def musr_run(tmp_path) -> Path:
+    folder = tmp_path / "musr-run"
+    for name, content in {**EXPORT, **LEFTOVERS}.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(content)
+    return folder
+
+
+@pytest.fixture
+def secret(tmp_path) -> Path:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "config.json").write_bytes(SECRET)
+    path = tmp_path / "secret.txt"
+    path.write_bytes(SECRET)
+    return path
+
+
+def test_a_run_folder_publishes_its_exported_model_only(hub, musr_run, capsys):
+    code, out, err = run(capsys, "--model", str(musr_run), "--repo", "me/musr")
+    assert code == 0, err
+    assert hub.uploaded == {name: content.encode() for name, content in EXPORT.items()}  # one copy of the weights
+    staging = Path(hub.calls[-1][1]["folder_path"])
+    assert not staging.exists() and not staging.is_relative_to(musr_run)  # staged apart, and cleaned up
+    code, out, _ = run(capsys, "--model", str(musr_run), "--repo", "me/musr", "--dry-run")
+    left_out = out.split("left out, stays local")[1].splitlines()[1:-1]
+    assert {line.split()[1].rstrip(":") for line in left_out} == {
+        ".gitignore", "alignments/", "checkpoint-4/", "eval_results.json", "logs.jsonl", "sentence-transformers/",
+        "stage1/", "stage2/", "teacher_cache/", "tokenizer/", "train.py", "trainer_state.json", "training_args.bin",
+    }  # fmt: skip
+    reasons = {line.split()[1].rstrip(":"): line.split(": ", 1)[1] for line in left_out}
+    assert reasons["stage1/"].startswith("a training stage's run") and "(4 files)" in out
+    assert reasons["training_args.bin"] == "the Trainer's arguments (a pickle)"
+    assert reasons["sentence-transformers/"].startswith("a model of its own: push it with its own --model")
+    assert reasons["train.py"] == "not part of the exported model"  # Python that no auto_map names
+
+
+@pytest.mark.parametrize(
+    ("options", "added", "removed"),
+    [
+        (["--include", "eval_results.json"], {"eval_results.json"}, set()),
+        (
+            ["--include", "sentence-transformers/"],
+            {"sentence-transformers/config.json", "sentence-transformers/model.safetensors"},
+            set(),
+        ),
+        (["--include", ".gitignore", "--include", "train.py"], {".gitignore", "train.py"}, set()),
+        (["--exclude", "*.png"], set(), {"xsim_by_stage.png"}),
+        (["--exclude", "2_Dense/"], set(), {"2_Dense/config.json", "2_Dense/model.safetensors"}),
+        (
+            ["--include", "*.json", "--exclude", "stage*", "--exclude", "README.md"],
+            {
+                "eval_results.json",
+                "trainer_state.json",
+                "tokenizer/tokenizer.json",
+                "sentence-transformers/config.json",
+            },
+            {"README.md"},
+        ),
+    ],
+)
+def test_include_and_exclude_patterns(hub, musr_run, capsys, options, added, removed):
+    code, _, err = run(capsys, "--model", str(musr_run), "--repo", "me/musr", *options)
+    assert code == 0, err
+    assert sorted(hub.uploaded) == sorted((set(EXPORT) | added) - removed)
+
+
+@pytest.mark.parametrize(
+    ("link", "target"),
+    [
+        ("tokenizer.json", "secret.txt"),  # named like a file of the model
+        ("notes.txt", "secret.txt"),  # a name push would leave out anyway
+        ("stage2/tokenizer.json", "secret.txt"),  # inside a leftover folder
+        ("1_Pooling/config.json", "../../secret.txt"),  # relative, through ..
+        ("teacher_cache", "outside"),  # a folder out of the model folder
+        ("modules.json", "/nonexistent/modules.json"),  # dangling, out of the folder
+    ],
+)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_link_out_of_the_folder_is_refused_before_the_token(
+    hub, musr_run, secret, capsys, monkeypatch, link, target, dry_run
+):
+    monkeypatch.delenv("HF_TOKEN")  # refused before the token is looked for (which would be exit 4)
+    path = musr_run / link
+    if path.is_dir():
+        for child in path.iterdir():
+            child.unlink()
+        path.rmdir()
+    path.unlink(missing_ok=True)
+    path.symlink_to(target if target.startswith(("/", "..")) else secret.parent / target)
+    code, out, err = run(capsys, "--model", str(musr_run), "--repo", "me/musr", *(["--dry-run"] if dry_run else []))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{path}: a symbolic link out of the model folder" in err and f"--exclude '{link}'" in err
+    assert hub.calls == [] and hub.uploaded == {}
+
+
+def test_a_link_out_that_exclude_names_is_left_out(hub, musr_run, secret, capsys):
+    for child in (musr_run / "teacher_cache").iterdir():
+        child.unlink()
+    (musr_run / "teacher_cache").rmdir()
+    (musr_run / "teacher_cache").symlink_to(secret.parent / "outside")
+    (musr_run / "notes.txt").symlink_to(secret)
+    options = ["--exclude", "teacher_cache", "--exclude", "notes.txt", "--include", "*"]
+    code, out, err = run(capsys, "--model", str(musr_run), "--repo", "me/m", "--dry-run", *options)
+    assert code == 0, err
+    assert "              0  teacher_cache: --exclude teacher_cache" in out.splitlines()
+    code, _, err = run(capsys, "--model", str(musr_run), "--repo", "me/m", *options)
+    assert code == 0, err
+    assert "notes.txt" not in hub.uploaded and not any(name.startswith("teacher_cache") for name in hub.uploaded)
+    assert not any(SECRET in content for content in hub.uploaded.values())
+
+
+def test_links_inside_the_folder_and_odd_files(hub, musr_run, capsys):
+    # A link to a file inside goes up as that file's content under the link's name; a link to a folder is not
+    # followed; a FIFO (named like a tokenizer file) and a name that is not UTF-8 stay local.
+    (musr_run / "model.safetensors").unlink()
+    (musr_run / "model.safetensors").symlink_to("stage2/model.safetensors")
+    (musr_run / "pooling-link").symlink_to("1_Pooling", target_is_directory=True)
+    os.mkfifo(musr_run / "vocab.txt")
+    (musr_run / os.fsdecode(b"notes-\xff.txt")).write_text("latin-1 name")
+    options = ["--include", "pooling-link/", "--include", "pooling-link", "--include", "notes-*"]
+    code, out, err = run(capsys, "--model", str(musr_run), "--repo", "me/musr", "--dry-run", *options)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert f"{len(LEFTOVERS['stage2/model.safetensors']):>15,}  model.safetensors" in lines  # the target's size
+    assert "              0  vocab.txt: not a regular file (never opened)" in lines
+    assert "              0  pooling-link: a link to a folder (links to folders are not followed)" in lines
+    assert "             12  notes-\\xff.txt: a name that is not valid UTF-8 (the Hub's paths are)" in lines
+    code, _, err = run(capsys, "--model", str(musr_run), "--repo", "me/musr", *options)
+    assert code == 0, err
+    assert hub.uploaded["model.safetensors"] == b"stage-2 weights"
+    assert sorted(hub.uploaded) == sorted(EXPORT)
+
+
+def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(hub, musr_run, secret, capsys):
+    # The swap happens when the repository is created: after every check, before the upload reads the files.
+    def swap() -> None:
+        (musr_run / "model.safetensors").unlink()
+        (musr_run / "model.safetensors").symlink_to(secret)
+
+    hub.on_create = swap
+    code, _, err = run(capsys, "--model", str(musr_run), "--repo", "me/musr")
+    assert code == 0, err
+    assert hub.uploaded["model.safetensors"] == b"final weights"  # the file that was checked
+    assert not any(SECRET in content for content in hub.uploaded.values())
+
+
+def _file_to_link(folder: Path, secret: Path) -> None:
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").symlink_to(secret)
+
+
+def _file_to_another_file(folder: Path, secret: Path) -> None:
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").write_bytes(SECRET)
+
+
+def _folder_to_link(folder: Path, secret: Path) -> None:
+    (folder / "1_Pooling").rename(folder / "pooling-old")
+    (folder / "1_Pooling").symlink_to(secret.parent / "outside")
+
+
+def _file_to_fifo(folder: Path, secret: Path) -> None:
+    os.mkfifo(folder / "tokenizer.json.new")
+    os.replace(folder / "tokenizer.json.new", folder / "tokenizer.json")
+
+
+@pytest.mark.parametrize("hard_links", [True, False], ids=["hard-links", "copies"])
+@pytest.mark.parametrize("swap", [_file_to_link, _file_to_another_file, _folder_to_link, _file_to_fifo])
+def test_staging_refuses_what_changed_after_the_check(musr_run, secret, monkeypatch, swap, hard_links):
+    from bitext_hf.errors import UsageError
+    from bitext_hf.hub.model_files import select_model_files, staged
+
+    if not hard_links:  # another filesystem: the files are copied, from the checked file itself
+
+        def cross_device(*args, **kwargs):
+            raise OSError(18, "Invalid cross-device link")
+
+        monkeypatch.setattr(os, "link", cross_device)
+    selection = select_model_files(musr_run)
+    with staged(selection) as folder:  # unchanged: every file, byte for byte
+        staged_files = {path.relative_to(folder).as_posix(): path.read_text() for path in folder.rglob("*")
+                        if path.is_file()}  # fmt: skip
+    assert staged_files == EXPORT
+    swap(musr_run, secret)
+    with pytest.raises(UsageError, match="changed while push was checking the folder"), staged(selection):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--model", "{run}", "--exclude", "*"], "no file to upload"),
+        (["--pairs", "{pairs}", "--include", "*.png"], "--include and --exclude choose files of a --model folder"),
+    ],
+)
+def test_push_refusals_are_usage_errors(hub, musr_run, pairs_file, capsys, options, message):
+    argv = [option.format(run=musr_run, pairs=pairs_file) for option in options]
+    code, _, err = run(capsys, *argv, "--repo", "me/x")
+    assert code == 2 and message in err and err.count("\n") == 1 and hub.calls == []

@@ -32,6 +32,7 @@ __all__ = [
     "METADATA_KEYS",
     "metadata_path",
     "mining_metadata_json",
+    "pairs_preview",
     "prepare_dataset_folder",
     "read_mining_metadata",
     "read_pairs_table",
@@ -201,6 +202,30 @@ def read_pairs_table(path: str | os.PathLike):
     if table.num_rows == 0:
         raise DataValidationError(f"{path}: no pairs to publish")
     return table
+
+
+def pairs_preview(table: Any, path: str | os.PathLike, *, rows: int = 5, width: int = 40) -> str:
+    """What ``push --pairs --dry-run`` shows of the pairs ``table`` read from ``path``: the row count, the columns
+    and the first ``rows`` rows as a text table (pandas' ``to_string``), each text cut to ``width`` characters with
+    its line breaks and tabs shown as spaces, so that a row stays one line."""
+    first = table.slice(0, rows).to_pylist()
+
+    def shown(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        text = " ".join(_printable(value).split())
+        return text if len(text) <= width else text[: width - 3] + "..."
+
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [{key: shown(value) for key, value in row.items()} for row in first], columns=table.column_names
+    )
+    header = (
+        f"{_printable(os.fspath(path))}: {table.num_rows:,} rows, {table.num_columns} columns: "
+        f"{', '.join(table.column_names)}"
+    )
+    return f"{header}\nfirst {len(first)} rows:\n{frame.to_string(index=False)}"
 
 
 def _size_category(count: int) -> str:

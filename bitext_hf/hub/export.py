@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from bitext_hf.hub.upload import MODEL_IGNORE_PATTERNS, upload
+from bitext_hf.hub.upload import upload
 
 __all__ = [
     "POOLING_MODES",
@@ -453,7 +453,11 @@ def push_to_hub(
         raise HubExportError(f"repo_id must look like 'owner/name' or 'name', got {repo_id!r}")
     if not (folder / "README.md").is_file():
         logger.warning("%s has no README.md: the Hub page will have no model card", folder)
-    # Training leftovers the recipes keep in output_dir (checkpoints, logs, caches) stay local.
+    from bitext_hf.hub.model_files import select_model_files
+
+    # The exported model and its evaluation results, as `bitext-hf push --model` selects them: training leftovers
+    # (checkpoints, stage folders, caches, logs) stay local, and a link out of the folder is refused.
+    selection = select_model_files(folder, include=("eval_results.json",))
     return upload(
         folder,
         repo_id,
@@ -461,5 +465,5 @@ def push_to_hub(
         private=private,
         revision=revision,
         commit_message=commit_message,
-        ignore_patterns=MODEL_IGNORE_PATTERNS,
+        selection=selection,
     )

@@ -1,10 +1,11 @@
-"""Uploading a prepared folder to the Hub as one commit, with errors a user can act on.
+"""Uploading a folder to the Hub as one commit, with errors a user can act on.
 
 Everything is checked before the network: the folder (a checkpoint has config.json and weights), the repository
 id, the token (``--token``, else ``HF_TOKEN``, else the file ``hf auth login`` writes: ``huggingface_hub.get_token``).
 The upload is one ``HfApi.upload_folder`` call, which is one commit: the repository gets every file or none. Errors
 of the Hub (401/403: no write permission, 404, network) become :class:`HubAccessError` (exit 4) whose message says
-what was and was not changed.
+what was and was not changed. Which files of a model folder go up, and how they are checked and staged, is
+:mod:`bitext_hf.hub.model_files`.
 """
 
 from __future__ import annotations
@@ -16,26 +17,17 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bitext_hf.errors import EXIT_ENCODER, BitextError, UsageError
 
-__all__ = ["MODEL_IGNORE_PATTERNS", "HubAccessError", "check_checkpoint", "check_repo_id", "resolve_token", "upload"]
+if TYPE_CHECKING:
+    from bitext_hf.hub.model_files import FileSelection
+
+__all__ = ["HubAccessError", "check_checkpoint", "check_repo_id", "resolve_token", "upload"]
 
 logger = logging.getLogger(__name__)
 
-# Training leftovers the recipes keep in a model's output_dir, which stay local: checkpoints, logs, the teacher
-# embedding cache (gigabytes), the tokenizer copy that resumed runs reuse (the model's tokenizer is at the top
-# level), the MLM pre-training's encoder and run folders, hidden files.
-MODEL_IGNORE_PATTERNS = (
-    "checkpoint-*",
-    "checkpoint-*/**",
-    "logs.jsonl",
-    ".*",
-    "teacher_cache/**",
-    "tokenizer/**",
-    "mlm-encoder/**",
-    "mlm-run/**",
-)
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 _ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 # The Hub's rule for names: letters, digits, '-', '_', '.', at most 96 characters, not starting/ending with - or .
@@ -139,10 +131,34 @@ def upload(
     revision: str | None = None,
     commit_message: str,
     ignore_patterns: Sequence[str] = (),
+    selection: FileSelection | None = None,
 ) -> str:
     """Create ``repo_id`` if needed, create the branch ``revision`` if needed, and upload ``folder`` as one commit;
     returns the commit URL. ``private``: a new repository is private, and an existing public one is refused (nothing
-    uploaded) rather than published to. ``token=None``: huggingface_hub's own default."""
+    uploaded) rather than published to. ``token=None``: huggingface_hub's own default.
+
+    ``selection``: the checked files of a model folder (``bitext_hf.hub.model_files.select_model_files``); then
+    exactly those files are committed, staged (``model_files.staged``) before any network access, and ``folder``
+    and ``ignore_patterns`` are not used.
+    """
+    from bitext_hf.hub.model_files import staged
+
+    if selection is None:
+        return _upload_folder(folder, repo_id, repo_type, token, private, revision, commit_message, ignore_patterns)
+    with staged(selection) as staging:
+        return _upload_folder(staging, repo_id, repo_type, token, private, revision, commit_message, ())
+
+
+def _upload_folder(
+    folder: str | os.PathLike,
+    repo_id: str,
+    repo_type: str,
+    token: str | None,
+    private: bool,
+    revision: str | None,
+    commit_message: str,
+    ignore_patterns: Sequence[str],
+) -> str:
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
