@@ -156,3 +156,15 @@ def test_xsim_and_accuracy_validate_shapes_gold_and_embeddings():
             metric(zero, y)
     scaled = F.xsim(x * 50, y)
     assert scaled == F.xsim(x, y), "unnormalized rows are normalized, not compared by raw inner product"
+
+
+def test_accuracy_texts_are_validated_and_decide_duplicates():
+    x, y = noisy_pairs(0, n=12)
+    with pytest.raises(DataValidationError, match=r"target_texts must hold one text per row \(12 rows\), got 11"):
+        F.bitext_accuracy(x, y, target_texts=["t"] * 11)
+    with pytest.raises(DataValidationError, match=r"source_texts .* got a single string"):
+        F.bitext_accuracy(x, y, source_texts="twelve chars")
+    # Target 1 repeats target 0's row and text: source 1 retrieves target 0 (the lower index), a hit by its text.
+    x, y = np.eye(3, dtype=np.float32), np.array([[1, 0, 0], [1, 0, 0], [0, 0, 1]], dtype=np.float32)
+    assert F.bitext_accuracy(x, y)["src2tgt_accuracy"] == pytest.approx(2 / 3)
+    assert F.bitext_accuracy(x, y, target_texts=["a", "a", "c"])["src2tgt_accuracy"] == 1.0

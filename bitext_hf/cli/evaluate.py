@@ -27,7 +27,8 @@ EVAL_KEYS = """results (JSON; printed, and written with --out):
   xsim_text   the same, but a predicted target whose text equals the gold target's text counts as correct
               (LASER's text mode: duplicate targets are no errors); percent
   accuracy    {src2tgt_accuracy, tgt2src_accuracy, accuracy}: top-1 cosine retrieval in each direction and their
-              mean (sentence-transformers' TranslationEvaluator); fractions in [0, 1]; aligned rows only
+              mean, exactly sentence-transformers' TranslationEvaluator (a retrieved sentence whose text is the
+              gold sentence's counts as a hit); fractions in [0, 1]; aligned rows only
   mteb        {accuracy, precision, recall, f1, main_score}: MTEB's bitext-mining metrics (nearest target by
               cosine; precision/recall/f1 weighted over the gold labels as sklearn average="weighted";
               main_score = f1), comparable with the MTEB leaderboard; fractions in [0, 1]
@@ -57,7 +58,9 @@ def _evaluate(args, sources: list[str], targets: list[str], gold: list[tuple[int
         results["xsim_text"] = F.xsim_from_knn(knn, margin=args.margin, gold=gold_tgt, target_texts=targets)
     if "accuracy" in metrics:
         if aligned:
-            results["accuracy"] = F.bitext_accuracy(src_sel, tgt_emb)
+            # With the texts, a retrieved sentence equal to the gold one is a hit, as TranslationEvaluator counts.
+            source_texts = [sources[i] for i, _ in gold]
+            results["accuracy"] = F.bitext_accuracy(src_sel, tgt_emb, source_texts=source_texts, target_texts=targets)
         else:
             logger.warning("accuracy needs row-aligned pairs; skipped for this data")
     if "mteb" in metrics:

@@ -6,10 +6,13 @@ Definitions (see DESIGN.md section 2):
   text mode, a predicted target whose text differs from the gold target's text (duplicate targets are no errors).
 - BUCC F1: sweep the threshold over the sorted candidate scores of one split, keep the F1-best (the midpoint between
   neighbouring scores), apply it to another split.
-- Retrieval accuracy (Tatoeba-style): top-1 by cosine in both directions, and their mean.
+- Retrieval accuracy (Tatoeba-style, sentence-transformers' TranslationEvaluator): top-1 by cosine in both
+  directions, and their mean; given the texts, retrieving a sentence with the gold sentence's text is a hit.
 - MTEB's bitext mining (so numbers compare with its leaderboard): for each gold pair (i, j), the nearest sentence2 of
   sentence1 i by cosine is the prediction and j the label; accuracy, and precision / recall / F1 with scikit-learn's
   ``average="weighted"`` and ``zero_division=0`` over those labels; main_score = F1. All fractions in [0, 1].
+- The last two equal their peer's numbers exactly, duplicates and ties included: the cosines and their ties are
+  computed as the peer computes them (``bitext_hf.metrics._peer_retrieval``), never through the mining search.
 
 Every function validates its inputs and raises DataValidationError (a ValueError) for shapes that do not match, NaN,
 negative counts, labels that exceed the gold count and gold indices out of range.
@@ -23,7 +26,8 @@ import numpy as np
 import torch
 
 from bitext_hf.errors import DataValidationError
-from bitext_hf.mining.knn import BidirectionalKNN, _check_pair, bidirectional_knn, check_k, knn_search
+from bitext_hf.metrics._peer_retrieval import mteb_nearest_targets, translation_nearest
+from bitext_hf.mining.knn import BidirectionalKNN, _check_pair, bidirectional_knn, check_k
 from bitext_hf.mining.retrieval import best_forward_candidates
 
 __all__ = [
@@ -174,31 +178,82 @@ def _is_count(value) -> bool:
     return bool(np.isfinite(value)) and float(value) == int(value)
 
 
-def _top1_lowest_index(knn_sims: np.ndarray, knn_indices: np.ndarray) -> np.ndarray:
-    """Top-1 with ties broken towards the lowest index (as ``np.argmax`` on the full row)."""
-    best = knn_sims[:, :1]
-    tied = knn_sims == best
-    return np.where(tied, knn_indices, np.iinfo(np.int64).max).min(axis=1)
+def _peer_inputs(source_embeddings: np.ndarray, target_embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides as float32, as the peers score them, after the checks of ``check_embeddings`` but without its
+    normalization: each peer normalizes with its own arithmetic, and so do the functions that reproduce it."""
+    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings", False)
+    for name, array in (("source embeddings", src), ("target embeddings", tgt)):
+        zero = np.flatnonzero(~array.any(axis=1))
+        if zero.size:
+            raise DataValidationError(
+                f"{name}: row {int(zero[0])} (0-based) is all zeros ({zero.size} such row(s)); a zero vector has no "
+                "direction, so it has no cosine with anything"
+            )
+    return src, tgt
+
+
+def _text_ids(texts: Sequence[str] | None, n: int, what: str) -> np.ndarray | None:
+    """One integer per text, equal for equal texts (so that hits are compared as integers); None stays None."""
+    if texts is None:
+        return None
+    if isinstance(texts, str) or len(texts) != n:
+        raise DataValidationError(f"{what} must hold one text per row ({n} rows), got {_length(texts)}")
+    wrong = next((row for row, text in enumerate(texts) if not isinstance(text, str)), None)
+    if wrong is not None:
+        raise DataValidationError(f"{what}: row {wrong} is a {type(texts[wrong]).__name__}, not a string")
+    ids: dict[str, int] = {}
+    return np.fromiter((ids.setdefault(text, len(ids)) for text in texts), dtype=np.int64, count=n)
+
+
+def _length(texts) -> str:
+    return "a single string" if isinstance(texts, str) else f"{len(texts)} entries"
+
+
+def _hits(predicted: np.ndarray, text_ids: np.ndarray | None) -> np.ndarray:
+    """Row i is a hit when row i is retrieved or, given the texts, a row with row i's text."""
+    gold = np.arange(predicted.shape[0])
+    if text_ids is None:
+        return predicted == gold
+    return text_ids[predicted] == text_ids
 
 
 def bitext_accuracy(
-    source_embeddings: np.ndarray, target_embeddings: np.ndarray, *, device: str | None = None
+    source_embeddings: np.ndarray,
+    target_embeddings: np.ndarray,
+    *,
+    source_texts: Sequence[str] | None = None,
+    target_texts: Sequence[str] | None = None,
+    device: str | None = None,
 ) -> dict[str, float]:
-    """Top-1 cosine retrieval accuracy in both directions (row i of each side is a translation pair).
+    """Top-1 cosine retrieval accuracy in both directions, as sentence-transformers' ``TranslationEvaluator``.
+
+    Row i of each side is a translation pair. Source i is a hit when its most similar target (ties to the lowest
+    index) is target i or, given ``target_texts``, a target with target i's text; target i likewise, with
+    ``source_texts``. With both texts the three numbers equal ``TranslationEvaluator``'s ``src2trg_accuracy``,
+    ``trg2src_accuracy`` and ``mean_accuracy`` exactly, duplicate sentences and ties included (the cosines are
+    computed as it computes them: the same torch operations, on the same default device); without texts they equal
+    them when no sentence repeats, and a duplicate counts only at its own row. Beyond 2**28 similarities, which the
+    evaluator would hold in memory at once, they are computed in row blocks and may differ from its in the last bit.
+
+    Args:
+        source_embeddings (np.ndarray, (n, d)) / target_embeddings (np.ndarray, (n, d)): the encoder's output, in
+            float32 (normalized here, as sentence-transformers normalizes it).
+        source_texts / target_texts (list[str], optional): the sentences, n each.
+        device (str, optional): where the cosines are computed; defaults to CUDA, then MPS, else the CPU, as
+            sentence-transformers places a model (a GPU rounds near-ties differently from a CPU).
 
     Returns:
         ``{"src2tgt_accuracy", "tgt2src_accuracy", "accuracy"}`` (fractions; accuracy is their mean).
     """
-    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings")
-    if src.shape[0] != tgt.shape[0]:
-        raise DataValidationError(
-            f"bitext_accuracy needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target"
-        )
-    # A few neighbours per side so that exact ties (duplicate sentences) resolve to the lowest index.
-    knn = bidirectional_knn(src, tgt, 8, device=device)
-    gold = np.arange(src.shape[0])
-    src2tgt = float((_top1_lowest_index(knn.forward_sims, knn.forward_indices) == gold).mean())
-    tgt2src = float((_top1_lowest_index(knn.backward_sims, knn.backward_indices) == gold).mean())
+    src, tgt = _peer_inputs(source_embeddings, target_embeddings)
+    n, m = src.shape[0], tgt.shape[0]
+    if n != m:
+        raise DataValidationError(f"bitext_accuracy needs aligned rows: {n} source vs {m} target")
+    source_ids = _text_ids(source_texts, n, "source_texts")
+    target_ids = _text_ids(target_texts, n, "target_texts")
+    forward, backward = translation_nearest(src, tgt, device)
+    src2tgt = float(_hits(forward, target_ids).mean())
+    tgt2src = float(_hits(backward, source_ids).mean())
     return {"src2tgt_accuracy": src2tgt, "tgt2src_accuracy": tgt2src, "accuracy": (src2tgt + tgt2src) / 2}
 
 
@@ -228,18 +283,27 @@ def mteb_bitext_mining(
     source_embeddings: np.ndarray,
     target_embeddings: np.ndarray,
     gold: Sequence[tuple[int, int]] | np.ndarray | None = None,
+    *,
+    device: str | None = None,
 ) -> dict[str, float]:
     """MTEB's bitext-mining metrics, as its BitextMining tasks compute them (comparable with the MTEB leaderboard).
 
-    For each gold pair (i, j), in order, the prediction is the target nearest to source i by cosine (ties to the
-    lowest index) and the label is j. ``accuracy`` is scikit-learn's ``accuracy_score``; ``precision``, ``recall``
-    and ``f1`` are scikit-learn's with ``average="weighted"`` (per-label scores weighted by each label's number of
-    gold pairs) and ``zero_division=0``; ``main_score`` is ``f1``. Weighted recall equals accuracy by definition.
+    For each gold pair (i, j), in order, the prediction is the target nearest to source i by cosine and the label is
+    j. ``accuracy`` is scikit-learn's ``accuracy_score``; ``precision``, ``recall`` and ``f1`` are scikit-learn's
+    with ``average="weighted"`` (per-label scores weighted by each label's number of gold pairs) and
+    ``zero_division=0``; ``main_score`` is ``f1``. Weighted recall equals accuracy by definition.
+
+    The numbers equal those of mteb's own evaluator exactly, duplicate sentences and ties included: the cosines are
+    computed with its torch operations, in its chunks of 100 sources, and a tie between targets goes where its
+    ``torch.topk`` puts it (not always the lowest index). mteb's sentence1 column is the gold pairs' sources in gold
+    order (its BUCC task builds it so from a ``gold`` column); mteb scores on CUDA when available, and so does this.
 
     Args:
         source_embeddings (np.ndarray, (n, d)): the sentence1 column; target_embeddings (np.ndarray, (m, d)): the
-            sentence2 column (the candidate pool); rows are L2-normalized first (:func:`check_embeddings`).
+            sentence2 column (the candidate pool); the encoder's output, in float32 (normalized here, as mteb
+            normalizes it).
         gold (optional): (i, j) index pairs; defaults to row i with row i (then n must equal m).
+        device (str, optional): where the cosines are computed; defaults to CUDA, then MPS, else the CPU, as mteb.
 
     Returns:
         ``{"accuracy", "precision", "recall", "f1", "main_score"}``: fractions in [0, 1].
@@ -247,11 +311,10 @@ def mteb_bitext_mining(
     # scikit-learn computes the weighted scores: the exact functions MTEB calls, so the numbers match by construction.
     from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings")
+    src, tgt = _peer_inputs(source_embeddings, target_embeddings)
     pairs = _gold_pairs(gold, src.shape[0], tgt.shape[0])
-    # A few neighbours, so that exact ties (duplicate targets) resolve to the lowest index.
-    sims, indices = knn_search(src[pairs[:, 0]], tgt, min(8, tgt.shape[0]), normalize=False)
-    predictions, labels = _top1_lowest_index(sims, indices), pairs[:, 1]
+    queries = src if gold is None else src[pairs[:, 0]]
+    predictions, labels = mteb_nearest_targets(queries, tgt, device), pairs[:, 1]
     scores = {
         name: float(function(labels, predictions, average="weighted", zero_division=0))
         for name, function in (("precision", precision_score), ("recall", recall_score), ("f1", f1_score))

@@ -11,7 +11,9 @@ from bitext_hf.metrics.functional import mteb_bitext_mining
 _DESCRIPTION = """
 The metrics of MTEB's BitextMining tasks, so that numbers compare with the MTEB leaderboard: for each gold pair
 (i, j), the prediction is the target nearest to source i by cosine and the label is j; accuracy, and precision,
-recall and F1 with scikit-learn's average="weighted" (zero_division=0); main_score is F1. Higher is better.
+recall and F1 with scikit-learn's average="weighted" (zero_division=0); main_score is F1. The numbers equal those of
+mteb's own evaluator exactly, duplicate sentences and ties included (cosines and ties computed as mteb computes them).
+Higher is better.
 """
 
 _KWARGS_DESCRIPTION = """
