@@ -183,8 +183,13 @@ class HFEncoder:
         self.model = model.to(self.device)
         self.tokenizer = tokenizer
         config = model.config
-        # Longer inputs than the position table would fail inside the model: truncate to it instead.
-        self.max_length = min(max_length, int(getattr(config, "max_position_embeddings", None) or max_length))
+        # Longer inputs than the position table would fail inside the model: truncate to it instead. The bitext_hf
+        # families say how many tokens they take (`max_tokens`): a wrapper's config, such as a contrastive aligner's,
+        # has no table size of its own, and an XLM-R table numbers fewer tokens than it has rows.
+        model_limit = getattr(model, "max_tokens", None)
+        if not isinstance(model_limit, int):
+            model_limit = int(getattr(config, "max_position_embeddings", None) or max_length)
+        self.max_length = min(max_length, model_limit)
         if pooling == "model":
             self.dim = int(config.embedding_dim)
         else:
@@ -304,7 +309,7 @@ def _offline_setting() -> str | None:
 def _read_json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise EncoderLoadError(f"{path}: cannot be read as JSON ({_first_line(error)})") from error
 
 
@@ -336,6 +341,22 @@ def _check_config(config: Path, trust_remote_code: bool) -> None:
         )
 
 
+def _check_tokenizer_code(folder: Path, trust_remote_code: bool) -> None:
+    """Refuse a tokenizer that ships its own code (an ``AutoTokenizer`` entry in tokenizer_config.json's ``auto_map``)
+    unless it is trusted: transformers would otherwise either stop with a multi-line error or quietly load a plain
+    class of the declared name, which need not tokenize as the checkpoint's own code does."""
+    path = folder / "tokenizer_config.json"
+    if trust_remote_code or not path.is_file():
+        return
+    data = _read_json(path)
+    auto_map = data.get("auto_map") if isinstance(data, dict) else None
+    if auto_map.get("AutoTokenizer") if isinstance(auto_map, dict) else auto_map:
+        raise EncoderLoadError(
+            f"{path}: the tokenizer ships its own code (auto_map), which is never run unasked: in Python, "
+            "load_encoder(path, trust_remote_code=True) if you trust it"
+        )
+
+
 def _check_safetensors(folder: Path) -> None:
     """Read each safetensors header (cheap: the header only); a corrupt or truncated file is named before loading."""
     from safetensors import safe_open
@@ -364,6 +385,7 @@ def _check_folder(path: Path, trust_remote_code: bool) -> bool:
             folder = path / str(module.get("path", ""))
             if str(module.get("type", "")).endswith("Transformer"):
                 _check_config(folder / "config.json", trust_remote_code)
+                _check_tokenizer_code(folder, trust_remote_code)
             _check_safetensors(folder)
         return True
     if not (path / "config.json").is_file():
@@ -371,6 +393,7 @@ def _check_folder(path: Path, trust_remote_code: bool) -> bool:
             f"{path}: neither a sentence-transformers folder (modules.json) nor a model (config.json)"
         )
     _check_config(path / "config.json", trust_remote_code)
+    _check_tokenizer_code(path, trust_remote_code)
     _check_safetensors(path)
     return False
 

@@ -169,7 +169,7 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[st
     return ContrastiveAlignedEncoder.from_encoder(
         encoder, objective=script_args.objective, languages=languages, layer=script_args.layer,
         projection_dim=script_args.projection_dim, contrastive_temperature=script_args.contrastive_temperature,
-        regularization_weight=weight,
+        regularization_weight=weight, max_seq_length=script_args.max_seq_length,
     )  # fmt: skip
 
 

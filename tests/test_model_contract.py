@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -58,6 +59,8 @@ class Family:
         training_inputs: tokenizer -> forward keyword arguments whose output has a `loss`.
         lora_targets: module names for `LoraConfig(target_modules=...)`.
         export_options: model -> the `sentence_transformers` options of the family's `save_for_hub` call.
+        build_short_table: tokenizer -> the same tiny model with a position table of about 32 rows, which numbers fewer
+            tokens than its config would otherwise let `encode` take (what a recipe writes for short sentences).
         known_failures: test function name -> why the family fails it today; such a test is an expected failure
             (strict: once the family passes it, the entry must go).
     """
@@ -70,6 +73,7 @@ class Family:
     training_inputs: Callable[[Any], dict[str, Any]]
     lora_targets: tuple[str, ...]
     export_options: Callable[[PreTrainedModel], dict[str, Any]]
+    build_short_table: Callable[[Any], PreTrainedModel]
     known_failures: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -81,7 +85,7 @@ def _tokenize(tokenizer: Any, sentences: list[str]) -> dict[str, torch.Tensor]:
 # -- Laser3Student ---------------------------------------------------------------------------------------------
 
 
-def _laser3(tokenizer: Any) -> Laser3Student:
+def _laser3(tokenizer: Any, positions: int = 64) -> Laser3Student:
     torch.manual_seed(0)
     config = Laser3StudentConfig(
         vocab_size=len(tokenizer),
@@ -89,7 +93,7 @@ def _laser3(tokenizer: Any) -> Laser3Student:
         num_hidden_layers=2,
         num_attention_heads=2,
         intermediate_size=64,
-        max_position_embeddings=64,
+        max_position_embeddings=positions,
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
         projection_dim=16,
@@ -115,13 +119,14 @@ LASER3 = Family(
     lora_targets=("query", "value"),
     # what bitext_hf.training.distillation's export passes: the model's pooling and its projection as Dense
     export_options=lambda model: {"pooling": "max", "dense": model.projection, "verify": True},
+    build_short_table=lambda tokenizer: _laser3(tokenizer, positions=32),
 )
 
 
 # -- OneAlignerModel -------------------------------------------------------------------------------------------
 
 
-def _onealigner(tokenizer: Any) -> OneAlignerModel:
+def _onealigner(tokenizer: Any, positions: int = 512) -> OneAlignerModel:
     torch.manual_seed(0)
     encoder = XLMRobertaConfig(
         vocab_size=len(tokenizer),
@@ -134,8 +139,10 @@ def _onealigner(tokenizer: Any) -> OneAlignerModel:
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,
+        max_position_embeddings=positions,
     )
-    return OneAlignerModel.from_encoder(encoder, layer=2).eval()  # keeps 2 layers
+    # keeps 2 layers; the config allows max_seq_length up to max_position_embeddings
+    return OneAlignerModel.from_encoder(encoder, layer=2, max_seq_length=min(100, positions)).eval()
 
 
 def _onealigner_training(tokenizer: Any) -> dict[str, Any]:
@@ -158,12 +165,13 @@ ONEALIGNER = Family(
     lora_targets=("query", "value"),
     # what recipes/train_onealigner.py passes
     export_options=lambda model: {"pooling": "mean", "normalize": True, "verify": True},
+    build_short_table=lambda tokenizer: _onealigner(tokenizer, positions=32),
 )
 
 # -- MuSREncoderDecoder ---------------------------------------------------------------------------------------
 
 
-def _musr(tokenizer: Any) -> MuSREncoderDecoder:
+def _musr(tokenizer: Any, positions: int = 64) -> MuSREncoderDecoder:
     torch.manual_seed(0)
     config = MuSRConfig(
         vocab_size=len(tokenizer),
@@ -175,7 +183,7 @@ def _musr(tokenizer: Any) -> MuSREncoderDecoder:
         decoder_ffn_dim=128,
         dropout=0.0,
         attention_dropout=0.0,
-        max_position_embeddings=64,
+        max_position_embeddings=positions,
         label_smoothing=0.0,
     )
     return MuSREncoderDecoder(config).eval()
@@ -197,13 +205,14 @@ MUSR = Family(
     lora_targets=("query", "value"),
     # what bitext_hf.training.musr's export passes
     export_options=lambda model: {"pooling": "max", "normalize": True, "verify": True},
+    build_short_table=lambda tokenizer: _musr(tokenizer, positions=32),
 )
 
 
 # -- ContrastiveAlignedEncoder -----------------------------------------------------------------------------------
 
 
-def _contrastive(tokenizer: Any) -> ContrastiveAlignedEncoder:
+def _contrastive(tokenizer: Any, positions: int = 512) -> ContrastiveAlignedEncoder:
     torch.manual_seed(0)
     encoder = XLMRobertaConfig(
         vocab_size=len(tokenizer),
@@ -216,6 +225,7 @@ def _contrastive(tokenizer: Any) -> ContrastiveAlignedEncoder:
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,
+        max_position_embeddings=positions,
     )
     return ContrastiveAlignedEncoder.from_encoder(encoder, objective="strong", projection_dim=16).eval()
 
@@ -245,6 +255,8 @@ CONTRASTIVE = Family(
     training_inputs=_contrastive_training,
     lora_targets=("query", "value"),
     export_options=lambda model: {"pooling": "mean", "normalize": True, "verify": True},
+    # recipes/align_contrastive.py's table for --max_seq_length 32: 32 + 2 + pad_token_id rows, max_seq_length 96
+    build_short_table=lambda tokenizer: _contrastive(tokenizer, positions=35),
 )
 
 FAMILIES: list[Family] = [LASER3, ONEALIGNER, MUSR, CONTRASTIVE]
@@ -482,3 +494,40 @@ def test_remote_code_under_transformers_4_57(family, tiny_tokenizer, tmp_path):
     )
     result = run_without_bitext_hf(code, cwd=tmp_path, transformers_4=True)
     torch.testing.assert_close(torch.tensor(result), model.encode(SENTENCES, tiny_tokenizer), atol=1e-5, rtol=1e-4)
+
+
+def _one_token_words(tokenizer: Any, texts: list[str]) -> list[str]:
+    """Words of `texts` that the tokenizer keeps as one token each, so that cutting a text after n words cuts it
+    after n tokens."""
+    words = dict.fromkeys(" ".join(texts).split())
+    return [word for word in words if len(tokenizer(word, add_special_tokens=False)["input_ids"]) == 1]
+
+
+@every_family
+@pytest.mark.parametrize("table", ["default", "short"])
+def test_encode_truncates_an_overlong_sentence_to_its_maximum_length(
+    family, table, tiny_tokenizer, tiny_parallel_corpus, tmp_path
+):
+    model = family.build(tiny_tokenizer) if table == "default" else family.build_short_table(tiny_tokenizer)
+    model.save_pretrained(tmp_path, tokenizer=tiny_tokenizer)
+    loaded = AutoModel.from_pretrained(tmp_path)  # the tokenizer comes from the folder, as for a user
+    words = _one_token_words(tiny_tokenizer, [text for pair in tiny_parallel_corpus for text in pair])
+    assert len(words) >= 10
+    rows = max(
+        module.num_embeddings for name, module in loaded.named_modules() if name.endswith("position_embeddings")
+    )
+    overlong = " ".join(words[index % len(words)] for index in range(max(300, rows + 1)))  # 300 words at least
+    assert len(tiny_tokenizer(overlong)["input_ids"]) > rows  # longer than the position table
+    embedding = loaded.encode([overlong])
+    assert embedding.shape[0] == 1 and torch.isfinite(embedding).all()
+    # What truncation keeps: <s>, the first max_tokens - 2 words (one token each), </s>.
+    kept = " ".join(overlong.split()[: loaded.max_tokens - 2])
+    assert len(tiny_tokenizer(kept)["input_ids"]) == loaded.max_tokens <= rows
+    torch.testing.assert_close(embedding, loaded.encode([kept]), atol=1e-6, rtol=1e-5)
+    # and through load_encoder, as `bitext-hf eval --model` and `mine --model` load a folder
+    from bitext_hf.encoders import load_encoder
+
+    encoder = load_encoder(str(tmp_path), pooling="model" if family.name == "laser3" else None)
+    vectors = encoder.encode([overlong, kept])
+    assert np.isfinite(vectors).all()
+    np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)

@@ -220,7 +220,9 @@ def _register_remote_code(model: Any) -> bool:
     return True
 
 
-def _write_sentence_transformers(folder: Path, options: dict[str, Any], dimension: int, tokenizer: Any) -> None:
+def _write_sentence_transformers(
+    folder: Path, options: dict[str, Any], dimension: int, tokenizer: Any, model_limit: int | None = None
+) -> None:
     transformer_class, pooling_class, dense_class, normalize_class = _sentence_transformers_modules()
     modules: list[tuple[str, Any]] = []  # (path, module or None for the Transformer at the root)
     if options["pooling"] != "model":
@@ -242,6 +244,9 @@ def _write_sentence_transformers(folder: Path, options: dict[str, Any], dimensio
 
     transformer_config: dict[str, Any] = {"do_lower_case": False}
     max_seq_length = options["max_seq_length"] or getattr(tokenizer, "model_max_length", None)
+    # model_limit: what the family's encode truncates to (its max_tokens), so both give the same vectors.
+    if isinstance(model_limit, int) and (not isinstance(max_seq_length, int) or max_seq_length > model_limit):
+        max_seq_length = model_limit
     if isinstance(max_seq_length, int) and max_seq_length < 1_000_000:  # tokenizers without a limit say 1e30
         transformer_config["max_seq_length"] = max_seq_length
     if _st_major_version() >= 6:
@@ -404,7 +409,8 @@ def save_for_hub(
         _portable_tokenizer_class(staging)
         (staging / "README.md").write_text(model_card if model_card.endswith("\n") else model_card + "\n", "utf-8")
         if options is not None:
-            _write_sentence_transformers(staging, options, probe["dimension"], tokenizer)
+            model_limit = getattr(model, "max_tokens", None)
+            _write_sentence_transformers(staging, options, probe["dimension"], tokenizer, model_limit)
             if options["verify"]:
                 _verify_sentence_transformers(staging, probe, options)
         for figure in figures:

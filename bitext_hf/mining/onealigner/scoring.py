@@ -74,7 +74,7 @@ def tokenize(model: OneAlignerModel, tokenizer: Any, sentences: Sequence[str]) -
         if not sentence.strip():
             raise OneAlignerDataError(f"sentence {index} is empty: remove empty lines before scoring.")
     encoded = tokenizer(list(sentences), add_special_tokens=True, truncation=False)["input_ids"]
-    limit = model.config.max_seq_length
+    limit = model.max_tokens  # max_seq_length, capped by what the position table holds
     too_long = sum(len(ids) > limit for ids in encoded)
     if too_long and model not in _WARNED_TRUNCATION:
         logger.warning(

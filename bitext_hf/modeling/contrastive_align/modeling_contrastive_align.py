@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
+from transformers.models.auto.tokenization_auto import get_tokenizer_config
 from transformers.utils import ModelOutput
 
 from .configuration_contrastive_align import ContrastiveAlignConfig, ContrastiveAlignConfigError
@@ -423,7 +424,7 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         default: the vectors of the sentence-transformers export.
 
         Args:
-            sentences: the texts, truncated to `config.max_seq_length` tokens.
+            sentences: the texts, truncated to `max_tokens` tokens.
             tokenizer: the encoder's tokenizer; by default the one given before, else the one saved beside the
                 weights (loaded once from the checkpoint folder or hub id).
             language: for `linear`, the texts' language (one of `config.languages`): its W maps them into the
@@ -441,7 +442,7 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             for start in range(0, len(order), batch_size):
                 batch = order[start : start + batch_size]
                 inputs = tokenizer([sentences[index] for index in batch], padding=True, truncation=True,
-                                   max_length=self.config.max_seq_length, return_tensors="pt")  # fmt: skip
+                                   max_length=self.max_tokens, return_tensors="pt")  # fmt: skip
                 mask = inputs["attention_mask"].to(self.device)
                 states = self.token_states(inputs["input_ids"].to(self.device), mask)
                 weights = mask.unsqueeze(-1).to(states.dtype)
@@ -457,6 +458,27 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         stacked = torch.stack(rows).cpu()
         return F.normalize(stacked, dim=-1) if normalize else stacked
 
+    @property
+    def max_tokens(self) -> int:
+        """Tokens per sentence, special tokens included, that `encode` keeps: `config.max_seq_length`, never more
+        than the encoder's position table numbers (longer inputs would index past it)."""
+        capacity = _position_capacity(self.encoder)
+        return self.config.max_seq_length if capacity is None else min(self.config.max_seq_length, capacity)
+
+    # Whether `encode` may run Python code shipped with the tokenizer saved beside the weights (an `auto_map` in its
+    # tokenizer_config.json): the caller's `trust_remote_code` when `from_pretrained` loaded the model, else False.
+    trust_remote_code: bool = False
+
+    @classmethod
+    def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
+        """`PreTrainedModel.from_pretrained`, keeping the caller's `trust_remote_code` (else False) as the model's
+        `trust_remote_code` for `encode`: transformers consumes the argument (the Auto classes pass on the choice
+        they resolved), so the model could not know it otherwise."""
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # (model, info) with output_loading_info=True
+        model.trust_remote_code = kwargs.get("trust_remote_code") is True
+        return loaded
+
     def _resolve_tokenizer(self, tokenizer: Any) -> Any:
         # The other families do the same; each modeling file must stay self-contained remote code.
         if tokenizer is not None:
@@ -468,13 +490,18 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
                     "tokenizer saved beside its weights."
                 )
             try:
-                # This code already runs from the checkpoint, so its config's auto_map is trusted (no prompt).
-                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
+                code = _tokenizer_code(self.name_or_path, self.config)
+                if code is None or self.trust_remote_code:
+                    self._tokenizer = AutoTokenizer.from_pretrained(
+                        self.name_or_path, trust_remote_code=self.trust_remote_code
+                    )
             except (OSError, ValueError) as error:
                 raise ContrastiveAlignInputError(
                     f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
                     "encode(..., tokenizer=...)."
                 ) from error
+            if self._tokenizer is None:
+                raise ContrastiveAlignInputError(_untrusted_tokenizer_message(self.name_or_path, code))
         return self._tokenizer
 
     def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
@@ -495,6 +522,37 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
                 rows = languages == language
                 mapped[rows] = states[rows] @ maps[language]
         return mapped
+
+
+def _position_capacity(encoder: nn.Module) -> int | None:
+    """How many tokens the encoder's learned absolute position table numbers, or None without one (relative or
+    rotary positions). RoBERTa-style encoders (XLM-R) count positions from padding_idx + 1, the table's own
+    `padding_idx`, so the rows up to it are never a token's."""
+    table = getattr(getattr(encoder, "embeddings", None), "position_embeddings", None)
+    if not isinstance(table, nn.Embedding):
+        return None
+    return table.num_embeddings - (0 if table.padding_idx is None else table.padding_idx + 1)
+
+
+def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
+    """The class references that the checkpoint's tokenizer files ask `AutoTokenizer` to import from the checkpoint's
+    own Python files (`auto_map` in tokenizer_config.json, or in config.json, which transformers 4.x also reads), or
+    None when the tokenizer is a plain transformers class."""
+    for auto_map in (get_tokenizer_config(name_or_path).get("auto_map"), getattr(config, "auto_map", None)):
+        references = auto_map.get("AutoTokenizer") if isinstance(auto_map, dict) else auto_map
+        if isinstance(references, str):
+            references = [references]
+        if isinstance(references, (list, tuple)) and any(references):
+            return ", ".join(str(reference) for reference in references if reference)
+    return None
+
+
+def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
+    return (
+        f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
+        "never run unasked: if you trust it, load the model with from_pretrained(..., trust_remote_code=True) (or "
+        "set model.trust_remote_code = True); otherwise pass encode(..., tokenizer=...)"
+    )
 
 
 def _portable_tokenizer_class(folder: Path) -> None:

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoTokenizer, PreTrainedModel
 from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.models.auto.tokenization_auto import get_tokenizer_config
 from transformers.utils import ModelOutput
 
 from .configuration_musr import MuSRConfig
@@ -270,8 +271,8 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
           (training uses this);
         * `encode(texts, tokenizer=None)` (the second positional argument is then the tokenizer, as for the other
           bitext_hf families): float32 on the CPU, L2-normalized unless `normalize=False`, computed in eval mode
-          without gradients in length-sorted batches; the tokenizer defaults to the one used before, else the one
-          saved beside the weights.
+          without gradients in length-sorted batches, each text truncated to `max_tokens` tokens; the tokenizer
+          defaults to the one used before, else the one saved beside the weights.
         """
         if isinstance(inputs, torch.Tensor):
             attention_mask = self._attention_mask(inputs, attention_mask)
@@ -298,7 +299,7 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
                     [sentences[index] for index in batch],
                     padding=True,
                     truncation=True,
-                    max_length=self.config.max_position_embeddings,
+                    max_length=self.max_tokens,
                     return_tensors="pt",
                 )
                 embeddings = self.encode(
@@ -313,6 +314,25 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         stacked = torch.stack(rows).cpu()
         return F.normalize(stacked, dim=-1) if normalize else stacked
 
+    @property
+    def max_tokens(self) -> int:
+        """Tokens per sentence, special tokens included, that `encode` keeps: the rows of the position table."""
+        return int(self.config.max_position_embeddings)
+
+    # Whether `encode` may run Python code shipped with the tokenizer saved beside the weights (an `auto_map` in its
+    # tokenizer_config.json): the caller's `trust_remote_code` when `from_pretrained` loaded the model, else False.
+    trust_remote_code: bool = False
+
+    @classmethod
+    def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
+        """`PreTrainedModel.from_pretrained`, keeping the caller's `trust_remote_code` (else False) as the model's
+        `trust_remote_code` for `encode`: transformers consumes the argument (the Auto classes pass on the choice
+        they resolved), so the model could not know it otherwise."""
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # (model, info) with output_loading_info=True
+        model.trust_remote_code = kwargs.get("trust_remote_code") is True
+        return loaded
+
     def _resolve_tokenizer(self, tokenizer: Any) -> Any:
         # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
         if tokenizer is not None:
@@ -324,13 +344,18 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
                     "tokenizer saved beside its weights"
                 )
             try:
-                # This code already runs from the checkpoint, so its config's auto_map is trusted (no prompt).
-                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
+                code = _tokenizer_code(self.name_or_path, self.config)
+                if code is None or self.trust_remote_code:
+                    self._tokenizer = AutoTokenizer.from_pretrained(
+                        self.name_or_path, trust_remote_code=self.trust_remote_code
+                    )
             except (OSError, ValueError) as error:
                 raise ValueError(
                     f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
                     "encode(texts, tokenizer)"
                 ) from error
+            if self._tokenizer is None:
+                raise ValueError(_untrusted_tokenizer_message(self.name_or_path, code))
         return self._tokenizer
 
     def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
@@ -439,6 +464,27 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
             if finished.all():
                 break
         return output
+
+
+def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
+    """The class references that the checkpoint's tokenizer files ask `AutoTokenizer` to import from the checkpoint's
+    own Python files (`auto_map` in tokenizer_config.json, or in config.json, which transformers 4.x also reads), or
+    None when the tokenizer is a plain transformers class."""
+    for auto_map in (get_tokenizer_config(name_or_path).get("auto_map"), getattr(config, "auto_map", None)):
+        references = auto_map.get("AutoTokenizer") if isinstance(auto_map, dict) else auto_map
+        if isinstance(references, str):
+            references = [references]
+        if isinstance(references, (list, tuple)) and any(references):
+            return ", ".join(str(reference) for reference in references if reference)
+    return None
+
+
+def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
+    return (
+        f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
+        "never run unasked: if you trust it, load the model with from_pretrained(..., trust_remote_code=True) (or "
+        "set model.trust_remote_code = True); otherwise pass encode(..., tokenizer=...)"
+    )
 
 
 def _portable_tokenizer_class(folder: Path) -> None:
