@@ -20,6 +20,7 @@ import numpy as np
 
 from bitext_hf.cli.inputs import (
     Side,
+    _embedding_cache,
     _encoder,
     check_inputs_and_output,
     display,
@@ -60,8 +61,9 @@ def _shard_output(out: str) -> bool:
 
 def cmd_encode(args) -> int:
     from bitext_hf.data import read_lines
-    from bitext_hf.io import atomic_output
+    from bitext_hf.io import atomic_output, protect_inputs
 
+    protect_inputs([args.input])  # no file this command writes, a shard behind a link included, may replace it
     _check_distributed(args)
     if _shard_output(args.out):
         return _encode_shards(args)
@@ -92,6 +94,11 @@ def _encode_shards(args) -> int:
 
     check_shard_folder(args.out, resume=args.resume)  # before reading: a wrong folder costs nothing
     texts = read_lines(args.input, max_chars=args.max_line_chars)
+    # Whole-text entries only: a run cut short resumes from its shards (--resume), and the shards of a run are
+    # its durable copy, so entries per shard would only hold every shard twice on disk. A sharded run does not
+    # write an entry either: that would hold the whole text in memory, which shards exist to avoid.
+    cache = _embedding_cache(args)
+    cached = cache.load(cache.key(texts, args.model, args.pooling), len(texts)) if cache is not None else None
 
     def encode(batch: list[str]) -> np.ndarray:  # the encoder is loaded at the first shard left to encode
         return _encoder(args, args.model).encode(batch, batch_size=args.batch_size, show_progress=False)
@@ -103,7 +110,10 @@ def _encode_shards(args) -> int:
         resume=args.resume,
         show_progress=not args.quiet,
     )
-    if args.distributed:
+    if cached is not None:  # the encoder is never loaded
+        logger.info("%d input sentences: embeddings from the cache", len(texts))
+        manifest, encoded = write_shards(args.out, texts, encode, embeddings=cached, **settings)
+    elif args.distributed:
         from bitext_hf.mining.distributed import encode_shards_ray, encoder_loader
 
         loader = encoder_loader(args.model, pooling=args.pooling, batch_size=args.batch_size)
@@ -217,12 +227,17 @@ def _distributed_session(args):
 
 
 def cmd_mine(args) -> int:
-    from bitext_hf.mining import check_k, mine_documents, write_pairs
+    from bitext_hf.io import writes_in_place
+    from bitext_hf.mining import check_k, mine_documents
     from bitext_hf.mining.output import check_representable, output_format
 
     _check_mine_options(args)
     inputs = [args.src, args.tgt, args.src_text, args.tgt_text, args.src_docs, args.tgt_docs, args.gold]
     check_inputs_and_output(args.out, inputs)
+    if args.out and not writes_in_place(args.out):  # the sidecar is written too: it must not be an input either
+        from bitext_hf.hub.dataset_card import metadata_path
+
+        check_inputs_and_output(str(metadata_path(args.out)), inputs)
     fmt = output_format(args.out, args.format) if args.out else None
     # Every input is read and checked before any encoder is loaded.
     src = read_side(args, args.src, args.src_text, "src")
@@ -265,13 +280,8 @@ def cmd_mine(args) -> int:
 
     report = _report_stream(args.out)
     if args.out:
-        from bitext_hf.io import writes_in_place
-
-        to_file = not writes_in_place(args.out)  # asked before writing: a new file is regular once written
-        write_pairs(pairs, args.out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
+        _write_pairs_and_sidecar(args, pairs, src, tgt, fmt, src_emb.shape, tgt_emb.shape)
         print(f"wrote {len(pairs)} pairs to {_shown(args.out)}", file=report)
-        if to_file:  # a stream or a device has no place for a sidecar beside it
-            _write_sidecar(args, src_emb.shape, tgt_emb.shape)
     _show_pairs(args, pairs, src.texts, tgt.texts)
     print(
         f"mined {len(pairs)} pairs from {src_emb.shape[0]} source x {tgt_emb.shape[0]} target sentences "
@@ -379,13 +389,39 @@ def _side_encoder(args, side: str) -> str | None:
     return f"{name} ({args.pooling} pooling)" if args.pooling else name
 
 
-def _write_sidecar(args, src_shape, tgt_shape) -> None:
-    """``<out>.meta.json``: the run's parameters and command, which ``bitext-hf push --pairs`` puts in the card."""
-    from bitext_hf.hub.dataset_card import metadata_path, write_mining_metadata
+def _write_pairs_and_sidecar(args, pairs, src: Side, tgt: Side, fmt: str, src_shape, tgt_shape) -> None:
+    """The pairs file and its sidecar ``<out>.meta.json`` (the run's parameters and command, which ``bitext-hf push
+    --pairs`` puts in the card), both or neither: the sidecar is serialized before anything is written, its temp
+    file is renamed only after the pairs file, and a failure removes whichever was written. A stream or a device
+    (``--out -``, ``/dev/null``) gets the pairs alone: there is no place for a sidecar beside it."""
+    from bitext_hf.hub.dataset_card import metadata_path, mining_metadata_json
+    from bitext_hf.io import atomic_output, writes_in_place
+    from bitext_hf.mining import write_pairs
 
+    if writes_in_place(args.out):
+        write_pairs(pairs, args.out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
+        return
+    sidecar_text = mining_metadata_json(_mining_metadata(args, src_shape, tgt_shape))
+    written = False
+    try:
+        with atomic_output(metadata_path(args.out), follow_symlinks=False) as handle:
+            handle.write(sidecar_text)
+            write_pairs(pairs, args.out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
+            written = True
+    except BaseException:
+        if written:  # the pairs were renamed into place, their sidecar was not: take them back, and an earlier
+            # run's sidecar would now describe pairs that are not there
+            for path in (args.out, metadata_path(args.out)):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        raise
+
+
+def _mining_metadata(args, src_shape, tgt_shape) -> dict:
+    """The sidecar's record of a run: encoder(s), margin, mode, k, threshold, index, inputs, counts, command."""
     src_model, tgt_model = _side_encoder(args, "src"), _side_encoder(args, "tgt")
     same = src_model == tgt_model
-    metadata = {
+    return {
         "encoder": src_model if same else None,
         "src_model": None if same else src_model,
         "tgt_model": None if same else tgt_model,
@@ -401,12 +437,6 @@ def _write_sidecar(args, src_shape, tgt_shape) -> None:
         "tgt_sentences": int(tgt_shape[0]),
         "command": shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])]),
     }
-    try:
-        write_mining_metadata(args.out, metadata)
-    except OSError as error:  # OutputWriteError included: the pairs are written, only their description is not
-        with contextlib.suppress(OSError):  # a sidecar of an earlier run would describe other pairs: better none
-            metadata_path(args.out).unlink(missing_ok=True)
-        logger.warning("%s: could not write the mining parameters (%s)", metadata_path(args.out), error)
 
 
 def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:

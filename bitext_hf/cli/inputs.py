@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import check_output_path
+from bitext_hf.io import check_output_path, protect_inputs
 
 __all__ = [
     "Side",
@@ -48,10 +48,12 @@ def is_embeddings(path: str) -> bool:
 
 def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> None:
     """Cheap checks before any reading: at most one input is stdin (``-``), and ``out`` (when given) is a writable
-    path that is none of the inputs (writing it would destroy that input)."""
+    path that is none of the inputs (writing it would destroy that input). The inputs stay protected for the rest
+    of the command: no file it writes (sidecar, shards, cache entries) may replace one (``protect_inputs``)."""
     stdin = [path for path in inputs if path == "-"]
     if len(stdin) > 1:
         raise UsageError("only one input can be read from stdin ('-')")
+    protect_inputs(inputs)
     if out is not None:
         check_output_path(out, inputs=tuple(inputs), option="--out")
 
@@ -70,12 +72,15 @@ def _encoder(args, spec: str | None):
 
 
 def _embedding_cache(args):
-    """The encoding cache of ``--cache-dir`` (None with ``--no-cache``, or for a command without these options)."""
+    """The encoding cache of ``--cache-dir`` (None with ``--no-cache``, or for a command without these options).
+    One per run, kept on ``args``: it warns once about a cache it cannot write, however many sides are embedded."""
     if getattr(args, "no_cache", True):
         return None
-    from bitext_hf.mining.embedding_cache import EmbeddingCache
+    if "_embedding_cache" not in args.__dict__:
+        from bitext_hf.mining.embedding_cache import EmbeddingCache
 
-    return EmbeddingCache(args.cache_dir)
+        args._embedding_cache = EmbeddingCache(args.cache_dir)
+    return args._embedding_cache
 
 
 def embed(args, texts: list[str], what: str, spec: str | None = None) -> np.ndarray:

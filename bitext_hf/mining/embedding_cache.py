@@ -1,11 +1,24 @@
 """The encoding cache: embeddings of a list of sentences, kept on disk by content and encoder, so that running
-``mine``, ``score`` or ``eval`` again on the same text does not encode it again (nor load the encoder).
+``mine``, ``score``, ``eval`` or ``encode`` again on the same text does not encode it again (nor load the encoder).
+``encode --out FOLDER/`` cuts its shards from the entry of the whole text when there is one, but writes none: that
+would hold the whole text in memory, which shards exist to avoid.
 
-An entry is one float32 ``.npy`` file named by the SHA-256 of (the sentences' SHA-256, their number, the encoder's
-identity), written atomically: concurrent runs and killed runs leave whole entries or none. The encoder's identity
-is its name and pooling; for a local model folder also the size and modification time of every file in it, so
-retraining into the same folder does not return stale vectors (a hub id is keyed by its name). An entry that cannot
-be read is a miss, and a failed write a warning: the cache never fails a run.
+An entry is one file named by the SHA-256 of (the sentences' SHA-256, their number, the encoder's identity): a
+float32 ``.npy`` array followed by a 48-byte trailer, a marker and the SHA-256 of the entry's key and array bytes
+(``numpy.load`` still reads the file; the trailer lies past the array). The encoder's identity is its name and
+pooling; for a local model folder also the size and modification time of every file in it, so retraining into the
+same folder does not return stale vectors (a hub id is keyed by its name).
+
+The cache can only make a run faster, never wrong, failed or stuck:
+
+- An entry is opened without following a link and without blocking (``O_NOFOLLOW | O_NONBLOCK``), and read only
+  when it is a regular file. It is served only when its checksum, float32 dtype, shape and values (finite, no
+  all-zero row) all hold; one that fails any check is encoded again, with one warning naming it, and removed
+  (where it can be: a folder is not, nor an entry in a read-only cache) so that a good entry takes its place.
+- Entries are written atomically (temp file and rename; concurrent and killed runs leave whole entries or none)
+  and never through a link or into anything but a regular file.
+- A cache that cannot be written (a read-only or shared folder, a full disk, a root that is a file) gets one
+  warning and is not written again in the run; the run goes on, and the good entries it holds are served.
 
 The folder is ``--cache-dir``, else ``$BITEXT_HF_EMBEDDING_CACHE``, else ``$XDG_CACHE_HOME/bitext-hf/embeddings``
 (``~/.cache/bitext-hf/embeddings``). Nothing is evicted: delete the folder to reclaim the space.
@@ -14,10 +27,13 @@ The folder is ``--cache-dir``, else ``$BITEXT_HF_EMBEDDING_CACHE``, else ``$XDG_
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import io
 import json
 import logging
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,7 +48,15 @@ __all__ = ["ENV_CACHE_DIR", "EmbeddingCache", "default_cache_dir", "encoder_iden
 logger = logging.getLogger("bitext_hf")
 
 ENV_CACHE_DIR = "BITEXT_HF_EMBEDDING_CACHE"
-_KEY_VERSION = 1
+# 2: entries carry a checksum trailer. Entries of version 1 have other keys, so they are never read.
+_KEY_VERSION = 2
+_TRAILER_MARK = b"bitext-hf sha256"
+_TRAILER_SIZE = len(_TRAILER_MARK) + hashlib.sha256().digest_size
+_DTYPE = np.dtype(np.float32)
+_CHUNK = 1 << 24  # bytes per write and per read call: large arrays are neither copied whole nor read in one call
+# Opening never follows a link at the entry's path nor waits for a FIFO's writer; what is opened is read only when
+# fstat says it is a regular file. (Platforms without these flags still get the fstat check and the checksum.)
+_NO_FOLLOW = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def default_cache_dir() -> Path:
@@ -59,16 +83,99 @@ def _folder_fingerprint(path: str) -> list:
         for name in sorted(files):
             full = os.path.join(root, name)
             with contextlib.suppress(OSError):
-                stat = os.stat(full)
-                entries.append([os.path.relpath(full, path), stat.st_size, stat.st_mtime_ns])
+                stat_result = os.stat(full)
+                entries.append([os.path.relpath(full, path), stat_result.st_size, stat_result.st_mtime_ns])
     return entries
 
 
+class _BadEntry(Exception):
+    """An entry that exists but must not be served; the message says why."""
+
+
+def _bad_values(array: np.ndarray) -> str | None:
+    """Why these embeddings cannot be served (NaN / inf, an all-zero row), else None. Checked in blocks of rows, so
+    the temporary masks stay small next to a large array."""
+    rows = max(1, _CHUNK // max(1, array.shape[1] * array.itemsize))
+    for start in range(0, array.shape[0], rows):
+        block = array[start : start + rows]
+        if not np.isfinite(block).all():
+            return "holds NaN or infinite values"
+        if not block.any(axis=1).all():
+            return "holds an all-zero row"
+    return None
+
+
+def _read_regular_file(path: Path) -> bytearray | None:
+    """The bytes of ``path`` when it is a regular file; None when nothing is there. Never follows a link, never
+    blocks on a FIFO (opened non-blocking, read only after fstat says it is a regular file)."""
+    try:
+        fd = os.open(path, _NO_FOLLOW)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _BadEntry("is a symbolic link") from None
+        raise _BadEntry(f"cannot be opened ({error.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _BadEntry("is not a regular file")
+        data = bytearray(info.st_size)
+        view, done = memoryview(data), 0
+        while done < len(data):
+            got = os.readv(fd, [view[done : done + _CHUNK]])
+            if not got:
+                raise _BadEntry("is truncated (it shrank while being read)")
+            done += got
+    except OSError as error:
+        raise _BadEntry(f"cannot be read ({error.strerror})") from None
+    finally:
+        os.close(fd)
+    return data
+
+
+def _parse_entry(data: bytearray, key: str, count: int) -> np.ndarray:
+    """The (count, d) float32 array of an entry's bytes, checked: trailer and checksum, header, dtype, shape and
+    values. The array is a writable view of ``data`` (no copy)."""
+    if len(data) < _TRAILER_SIZE or data[-_TRAILER_SIZE : -_TRAILER_SIZE + len(_TRAILER_MARK)] != _TRAILER_MARK:
+        raise _BadEntry("is truncated or not a cache entry (no checksum trailer)")
+    payload = memoryview(data)[:-_TRAILER_SIZE]
+    digest = hashlib.sha256(key.encode("ascii"))
+    digest.update(payload)
+    if digest.digest() != data[-hashlib.sha256().digest_size :]:
+        raise _BadEntry("fails its checksum (damaged or changed since it was written)")
+    try:
+        header = io.BytesIO(payload[: 1 << 17])  # a version 1.0 header is at most 64 KiB
+        if np.lib.format.read_magic(header) != (1, 0):
+            raise ValueError("not a version 1.0 .npy header")
+        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(header)
+    except Exception as error:  # numpy's header parser raises ValueError, and tokenize.TokenError, among others
+        raise _BadEntry(f"is not a readable .npy array ({error})") from None
+    if dtype != _DTYPE or fortran_order:
+        raise _BadEntry(f"holds {dtype} {'Fortran-ordered ' if fortran_order else ''}data, expected float32")
+    if len(shape) != 2 or shape[0] != count or shape[1] < 1:
+        raise _BadEntry(f"has shape {shape}, expected ({count}, d)")
+    offset = header.tell()
+    if len(payload) - offset != shape[0] * shape[1] * _DTYPE.itemsize:
+        raise _BadEntry(f"holds {len(payload) - offset} bytes of data for shape {shape}")
+    array = np.frombuffer(data, dtype=_DTYPE, count=shape[0] * shape[1], offset=offset).reshape(shape)
+    reason = _bad_values(array)
+    if reason is not None:
+        raise _BadEntry(reason)
+    return array
+
+
 class EmbeddingCache:
-    """Embeddings on disk under ``root``, keyed by the sentences and the encoder (see the module docstring)."""
+    """Embeddings on disk under ``root``, keyed by the sentences and the encoder (see the module docstring).
+
+    One instance serves a whole run: it remembers which entries it reported and whether writing failed, so that
+    each problem is warned about once.
+    """
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else default_cache_dir()
+        self._reported: set[str] = set()  # keys of entries dropped with a warning
+        self._write_failed = False
 
     def key(self, texts: Sequence[str], spec: str | os.PathLike | None, pooling: str | None = None) -> str:
         identity: dict = {"encoder": encoder_identity(spec, pooling)}
@@ -82,27 +189,58 @@ class EmbeddingCache:
         return self.root / key[:2] / f"{key}.npy"
 
     def load(self, key: str, count: int) -> np.ndarray | None:
-        """The cached float32 (count, d) embeddings, or None (absent, unreadable, or of another shape)."""
+        """The cached float32 (count, d) embeddings (a writable array), or None: absent, or failing a check (then
+        removed, with one warning, so that the run encodes again and stores a good entry in its place)."""
         path = self.path(key)
-        if not path.is_file():
-            return None
-        from bitext_hf.data.embeddings import read_embeddings
-
         try:
-            array = np.array(read_embeddings(path))  # read whole: callers get a plain writable array, as encode gives
-        except (OSError, BitextError) as error:
-            logger.warning("%s: unreadable cache entry, encoding again (%s)", path, error)
+            data = _read_regular_file(path)
+            return None if data is None else _parse_entry(data, key, count)
+        except _BadEntry as bad:
+            self._reported.add(key)
+            outcome = "removed"
+            try:
+                os.unlink(path)  # removes a link itself, never its target
+            except FileNotFoundError:
+                pass
+            except OSError:
+                outcome = "not used (it cannot be removed)"
+            logger.warning("%s: cache entry %s; %s, encoding again", path, bad, outcome)
             return None
-        if array.dtype != np.float32 or array.shape[0] != count:
-            logger.warning("%s: cache entry of shape %s %s, encoding again", path, array.shape, array.dtype)
-            return None
-        return array
 
     def store(self, key: str, embeddings: np.ndarray) -> None:
+        """Write the entry of ``key`` atomically; a failure is one warning for the run (the run goes on), after
+        which the cache is not written again. Embeddings that a later load would refuse are not stored."""
+        if self._write_failed:
+            return
+        array = np.ascontiguousarray(embeddings, dtype=_DTYPE)
+        reason = "is not 2-D" if array.ndim != 2 or 0 in array.shape else _bad_values(array)
+        if reason is not None:  # the run reports these embeddings itself where they matter
+            logger.info("not caching embeddings that %s", reason.removeprefix("is ").removeprefix("holds "))
+            return
         path = self.path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_output(path, "wb") as handle:
-                np.save(handle, np.ascontiguousarray(embeddings, dtype=np.float32), allow_pickle=False)
+            if not stat.S_ISDIR(os.lstat(path.parent).st_mode):  # entries are never written through a link
+                raise NotADirectoryError(errno.ENOTDIR, "a symbolic link, not a folder", os.fspath(path.parent))
+            with atomic_output(path, "wb", follow_symlinks=False) as handle:
+                _write_entry(handle, key, array)
         except (OSError, BitextError) as error:
-            logger.warning("%s: could not write the encoding cache (%s); continuing without it", path, error)
+            self._write_failed = True
+            if key in self._reported:  # its load warned already; the same problem needs no second line
+                logger.info("%s: could not replace the cache entry (%s)", path, error)
+            else:
+                logger.warning("%s: could not write the encoding cache (%s); continuing without it", path, error)
+
+
+def _write_entry(handle, key: str, array: np.ndarray) -> None:
+    """A .npy header, the array's bytes and the trailer (marker, SHA-256 of the key and everything before it)."""
+    digest = hashlib.sha256(key.encode("ascii"))
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
+    chunks = [header.getvalue()]
+    flat = memoryview(array.reshape(-1)).cast("B")
+    chunks += (flat[start : start + _CHUNK] for start in range(0, len(flat), _CHUNK))
+    for chunk in chunks:
+        digest.update(chunk)
+        handle.write(chunk)
+    handle.write(_TRAILER_MARK + digest.digest())

@@ -32,7 +32,7 @@ from typing import IO
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output
+from bitext_hf.io import atomic_output, non_regular_kind
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -137,7 +137,7 @@ def read_manifest(path: str | os.PathLike) -> Manifest:
             data = json.load(handle)
     except OSError as error:
         raise DataValidationError(f"{path}: cannot be read ({error.strerror})") from None
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested past the limit
         raise _manifest_error(path, f"not valid JSON ({error})") from None
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         raise _manifest_error(path, f'no "format": "{_FORMAT}"')
@@ -187,7 +187,7 @@ def read_manifest(path: str | os.PathLike) -> Manifest:
 
 
 def _write_json(path: str, manifest: Manifest) -> None:
-    with atomic_output(path, "w") as handle:
+    with atomic_output(path, "w", follow_symlinks=False) as handle:
         handle.write(manifest.to_json())
 
 
@@ -221,6 +221,12 @@ def check_shard_folder(folder: str, *, resume: bool = False) -> None:
             f"--out {folder}: holds {foreign[0]!r}{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}, "
             "which is not a shard of bitext-hf; give a new or empty folder"
         )
+    # A link named like a shard would have a shard written through it (onto its target, an input perhaps), and a
+    # FIFO would hang the check of an earlier shard: the folder holds regular files only, or nothing is done.
+    for entry in sorted(entries):
+        kind = non_regular_kind(os.path.join(folder, entry))
+        if kind is not None:
+            raise UsageError(f"--out {folder}: {entry} is {kind}; a shard folder holds regular files only")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--out {folder}: folder is not writable")
     if MANIFEST in entries and not resume:
@@ -255,7 +261,7 @@ class _HashingWriter:
 
 
 def _save_shard(path: str, array: np.ndarray) -> tuple[int, str]:
-    with atomic_output(path, "wb") as handle:
+    with atomic_output(path, "wb", follow_symlinks=False) as handle:
         writer = _HashingWriter(handle)
         np.save(writer, array, allow_pickle=False)
     return writer.size, writer.digest.hexdigest()
@@ -292,11 +298,16 @@ def write_shards(
     dtype: str = "float32",
     resume: bool = False,
     show_progress: bool = False,
+    embeddings: np.ndarray | None = None,
 ) -> tuple[Manifest, int]:
     """Encode ``texts`` shard by shard into ``folder`` (see the module docstring).
 
     Args:
         encode: sentences -> float32 (n, d) embeddings (an encoder's ``encode``).
+        embeddings: all of ``texts``' float32 embeddings, already computed (the encoding cache): the shards are
+            cut from them and ``encode`` is never called. The folder is byte for byte the one ``encode`` would
+            give when the encoder's vector of a sentence does not depend on the other sentences of its batch
+            (padding can change the last bits).
         encoder: how the manifest names the encoder (checked on resume).
         shard_size: rows per shard.
         dtype: "float32" or "float16" (half the disk and memory-map size; rows are renormalized when read).
@@ -352,7 +363,11 @@ def write_shards(
             chunk = list(texts[number * shard_size : (number + 1) * shard_size])
             array = None
             for start in range(0, len(chunk), _ENCODE_CHUNK):
-                part = np.asarray(encode(chunk[start : start + _ENCODE_CHUNK]))
+                if embeddings is None:
+                    part = np.asarray(encode(chunk[start : start + _ENCODE_CHUNK]))
+                else:
+                    offset = number * shard_size + start
+                    part = embeddings[offset : offset + len(chunk[start : start + _ENCODE_CHUNK])]
                 if part.ndim != 2 or part.shape[0] != len(chunk[start : start + _ENCODE_CHUNK]):
                     raise ValueError(f"the encoder returned shape {part.shape} for {len(chunk)} sentences")
                 if array is None:
@@ -364,23 +379,23 @@ def write_shards(
                         f"before have {dimension}"
                     )
                 array[start : start + part.shape[0]] = part
-                encoded += part.shape[0]
+                encoded += part.shape[0] if embeddings is None else 0
                 bar.update(part.shape[0])
             name = _shard_name(number)
             size, digest = _save_shard(os.path.join(folder, name), array)
             done.append(ShardInfo(name, len(chunk), size, digest))
             del array  # one shard in memory at a time
             _write_json(progress, replace(plan, dimension=dimension, shards=tuple(done)))
-    except BaseException:
+    except BaseException as error:
         if created and not done:  # nothing worth resuming: leave no trace of this run
             with contextlib.suppress(OSError):
                 os.unlink(progress)
                 os.rmdir(folder)
-        elif done:
-            logger.warning(
-                "%s: %d of %d shards are complete; run the same command with --resume to continue",
-                folder, len(done), n_shards,
-            )  # fmt: skip
+        elif done:  # a note, not a log line: the command line reports the error and this as one line
+            error.add_note(
+                f"{len(done)} of {n_shards} shards in {folder} are complete: run the same command with --resume to "
+                "continue"
+            )
         raise
     finally:
         bar.close()
