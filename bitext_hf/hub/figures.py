@@ -62,7 +62,7 @@ def _save(figure: Any, path: str | os.PathLike, caption: str) -> CardFigure:
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise ValueError(f"figure path {str(path)!r} must end in .png")
-    with atomic_output(path, "wb") as handle:
+    with atomic_output(path, "wb", follow_symlinks=False) as handle:
         figure.savefig(handle, format="png", dpi=_DPI)
     return CardFigure(path, caption)
 

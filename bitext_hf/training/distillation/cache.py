@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bitext_hf.io import atomic_output
+from bitext_hf.io import atomic_output, non_regular_kind
 from bitext_hf.training.distillation.errors import DistillationDataError
 
 __all__ = ["TeacherEmbeddingCache", "cache_key"]
@@ -65,6 +65,9 @@ class TeacherEmbeddingCache:
         if len(texts) == 0:
             raise DistillationDataError("cannot compute teacher embeddings of an empty list of texts")
         path = self.path_for(texts, prefix_ratio)
+        kind = non_regular_kind(path)
+        if kind is not None:  # a FIFO would block the read, a link would be read through
+            raise DistillationDataError(f"teacher cache {path} is {kind}; remove it to compute the embeddings again")
         if not path.exists():
             embeddings = np.asarray(self.teacher.encode(list(texts), batch_size=self.batch_size), dtype=np.float32)
             if embeddings.ndim != 2 or embeddings.shape[0] != len(texts):
@@ -72,7 +75,7 @@ class TeacherEmbeddingCache:
                     f"teacher {self.teacher_id!r} returned embeddings of shape {embeddings.shape} for {len(texts)} "
                     "texts; expected (n_texts, dim)"
                 )
-            with atomic_output(path, "wb") as handle:
+            with atomic_output(path, "wb", follow_symlinks=False) as handle:
                 np.save(handle, embeddings)
             logger.info("Cached %d teacher embeddings (ratio %.2f) in %s", len(texts), prefix_ratio, path)
         embeddings = np.load(path, mmap_mode="r")
