@@ -6,10 +6,13 @@ Each carries ``exit_code``: the CLI prints the message as one line and exits wit
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "EXIT_DATA",
     "EXIT_ENCODER",
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
     "BitextError",
@@ -17,9 +20,13 @@ __all__ = [
     "EncoderLoadError",
     "OutputWriteError",
     "UsageError",
+    "debug_requested",
+    "describe_error",
+    "error_notes",
 ]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DATA, EXIT_ENCODER = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
 class BitextError(Exception):
@@ -50,3 +57,27 @@ class OutputWriteError(BitextError, OSError):
     """Writing an output failed (a full disk, an I/O error); nothing partial was left behind (exit 1)."""
 
     exit_code = EXIT_ERROR
+
+
+def debug_requested(flag: bool = False) -> bool:
+    """Whether to show tracebacks instead of one-line errors: ``flag`` (``--debug``) or ``BITEXT_HF_DEBUG``."""
+    return bool(flag) or os.environ.get("BITEXT_HF_DEBUG", "") not in ("", "0")
+
+
+def error_notes(error: BaseException) -> str:
+    """What the code that saw the error added to it (``add_note``: what was kept, how to continue), one line."""
+    return " ".join(" ".join(getattr(error, "__notes__", ())).split())
+
+
+def describe_error(error: BaseException, *, debug_hint: str = "run with --debug for the traceback") -> tuple[int, str]:
+    """Exit code and one-line message of an error, the one classification of the command line and the recipes.
+
+    A :class:`BitextError` carries its code; ``ValueError`` (library checks that predate the error classes: NaN
+    embeddings, mismatched rows), a vanished input and undecodable text are bad data (3); anything else is 1 and
+    its message ends with ``debug_hint``. Notes added to the error (``add_note``) end the line."""
+    message = " ".join(f"{error} {error_notes(error)}".split()) or type(error).__name__
+    if isinstance(error, BitextError):
+        return error.exit_code, message
+    if isinstance(error, ValueError | FileNotFoundError | IsADirectoryError | UnicodeDecodeError):
+        return EXIT_DATA, message
+    return EXIT_ERROR, f"{type(error).__name__}: {message} ({debug_hint})"

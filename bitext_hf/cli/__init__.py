@@ -14,32 +14,19 @@ import sys
 from collections.abc import Sequence
 
 from bitext_hf.cli.parser import build_parser
-from bitext_hf.errors import EXIT_DATA, EXIT_ENCODER, EXIT_ERROR, EXIT_OK, EXIT_USAGE, BitextError
+from bitext_hf.errors import (
+    EXIT_DATA,
+    EXIT_ENCODER,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    debug_requested,
+    describe_error,
+    error_notes,
+)
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
-
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
-
-
-def _debug_requested(args) -> bool:
-    return bool(getattr(args, "debug", False)) or os.environ.get("BITEXT_HF_DEBUG", "") not in ("", "0")
-
-
-def _notes(error: BaseException) -> str:
-    """What the code that saw the error added to it (``add_note``: what was kept, how to continue), one line."""
-    return " ".join(" ".join(getattr(error, "__notes__", ())).split())
-
-
-def _describe(error: Exception) -> tuple[int, str]:
-    """Exit code and one-line message of an error."""
-    message = " ".join(f"{error} {_notes(error)}".split()) or type(error).__name__
-    if isinstance(error, BitextError):
-        return error.exit_code, message
-    # Library checks that predate the error classes raise ValueError for bad data (NaN embeddings, mismatched
-    # rows), and an input that vanished between the checks and the reading is a data problem too.
-    if isinstance(error, ValueError | FileNotFoundError | IsADirectoryError | UnicodeDecodeError):
-        return EXIT_DATA, message
-    return EXIT_ERROR, f"{type(error).__name__}: {message} (run with --debug for the traceback)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -57,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt as interrupt:
-        kept = _notes(interrupt) or "no output file was written"
+        kept = error_notes(interrupt) or "no output file was written"
         print(f"bitext-hf {args.command}: interrupted; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -66,9 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
     except Exception as error:
-        if _debug_requested(args):
+        if debug_requested(getattr(args, "debug", False)):
             raise
-        code, message = _describe(error)
+        code, message = describe_error(error)
         print(f"bitext-hf {args.command}: error: {message}", file=sys.stderr)
         return code
     finally:

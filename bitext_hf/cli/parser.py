@@ -7,11 +7,20 @@ so that nothing is read or encoded with them.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
+from collections.abc import Callable
 
 from bitext_hf.cli.commands import cmd_encode, cmd_mine, cmd_score
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
 from bitext_hf.cli.push import add_push
+from bitext_hf.io import (
+    DEFAULT_MAX_INPUT_BYTES,
+    MAX_INPUT_BYTES_ENV,
+    input_byte_limit,
+    max_input_bytes,
+    parse_byte_count,
+)
 
 __all__ = ["EPILOG_EXIT", "OneLineErrorParser", "build_parser"]
 
@@ -64,6 +73,13 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _byte_count(text: str) -> int:
+    try:
+        return parse_byte_count(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _column_pair(text: str) -> tuple[str, str]:
     names = tuple(name.strip() for name in text.split(","))
     if len(names) != 2 or not all(names):
@@ -76,6 +92,19 @@ _positive_int.__name__ = "integer >= 1"
 _show_count.__name__ = "integer >= -1"
 _finite_float.__name__ = "finite number"
 _column_pair.__name__ = "A,B column names"
+_byte_count.__name__ = "byte count"
+
+
+def _bounded_inputs(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` run with its ``--max-input-bytes`` as the bound of every input it reads."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        with input_byte_limit(args.max_input_bytes):
+            max_input_bytes()  # a malformed $BITEXT_HF_MAX_INPUT_BYTES is a usage error before anything is read
+            return command(args)
+
+    return run
 
 
 def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
@@ -108,6 +137,15 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         "twice (default $BITEXT_HF_EMBEDDING_CACHE or ~/.cache/bitext-hf/embeddings; nothing is evicted)",
     )
     group.add_argument("--no-cache", action="store_true", help="neither read nor write the encoding cache")
+    parser.add_argument(
+        "--max-input-bytes",
+        type=_byte_count,
+        default=None,
+        metavar="BYTES",
+        help=f"refuse an input holding more than this once decompressed (exit 3), e.g. 8G or 500M; default "
+        f"${MAX_INPUT_BYTES_ENV} or {DEFAULT_MAX_INPUT_BYTES // 1024**3}G. Binary input (a NUL byte) is refused at "
+        "its first chunk",
+    )
     if k:
         group = parser.add_argument_group("margin")
         group.add_argument(
@@ -195,7 +233,7 @@ def _add_encode(commands, fmt) -> None:
     )
     _add_distributed(p, "encode the shards of a folder --out")
     _add_common(p, k=False)
-    p.set_defaults(func=cmd_encode)
+    p.set_defaults(func=_bounded_inputs(cmd_encode))
 
 
 def _add_mine(commands, fmt) -> None:
@@ -238,7 +276,7 @@ def _add_mine(commands, fmt) -> None:
     _add_index(p)
     _add_distributed(p, "search the target blocks (exact index)")
     _add_common(p)
-    p.set_defaults(func=cmd_mine)
+    p.set_defaults(func=_bounded_inputs(cmd_mine))
 
 
 def _add_index(parser: argparse.ArgumentParser) -> None:
@@ -286,7 +324,7 @@ def _add_score(commands, fmt) -> None:
     _add_output(p, required=True)
     p.add_argument("--threshold", type=_finite_float, default=None, help="keep only pairs with score >= this")
     _add_common(p)
-    p.set_defaults(func=cmd_score)
+    p.set_defaults(func=_bounded_inputs(cmd_score))
 
 
 def _add_eval(commands, fmt) -> None:
@@ -334,7 +372,7 @@ def _add_eval(commands, fmt) -> None:
     )
     p.add_argument("--out", help="also write the results as JSON here (never over an input)")
     _add_common(p)
-    p.set_defaults(func=cmd_eval)
+    p.set_defaults(func=_bounded_inputs(cmd_eval))
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

@@ -4,7 +4,9 @@ empty, truncated, pickled, non-numeric or non-2-D array. Values are not normaliz
 
 from __future__ import annotations
 
+import contextlib
 import io
+import math
 import os
 
 import numpy as np
@@ -16,6 +18,34 @@ from bitext_hf.io import compression_of, read_input_bytes
 __all__ = ["read_embeddings"]
 
 _NPY_MAGIC = b"\x93NUMPY"
+
+
+def _check_size(source: str | io.BytesIO, name: str) -> None:
+    """The data the header announces is all there: a header claiming a huge shape is refused here, before numpy
+    allocates the array it describes (it does so for data read from a stream, before reading a byte of it)."""
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(open(source, "rb")) if isinstance(source, str) else source
+        try:
+            version = np.lib.format.read_magic(handle)
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(handle)
+        except (ValueError, OSError, EOFError) as error:
+            if "EOF" in str(error) or isinstance(error, EOFError):
+                raise DataValidationError(f"{name}: truncated .npy file (it ends inside its header)") from None
+            raise DataValidationError(f"{name}: not a readable .npy file ({error})") from None
+        data_start = handle.tell()
+        size = os.fstat(handle.fileno()).st_size if isinstance(source, str) else handle.seek(0, io.SEEK_END)
+        handle.seek(0)  # np.load reads the in-memory copy from its start
+    if dtype.hasobject:
+        return  # pickled objects: refused by the loader, which names them
+    needed = math.prod(shape) * dtype.itemsize
+    if size - data_start < needed:
+        raise DataValidationError(
+            f"{name}: truncated .npy file: its header announces shape {tuple(shape)} of {dtype} ({needed} bytes of "
+            f"data), the file holds {max(size - data_start, 0)}"
+        )
 
 
 def _load(path: str, name: str) -> np.ndarray:
@@ -35,6 +65,7 @@ def _load(path: str, name: str) -> np.ndarray:
         raise DataValidationError(f"{name}: empty file (0 bytes), expected a .npy array of embeddings")
     if head != _NPY_MAGIC:
         raise DataValidationError(f"{name}: not a .npy file (no NumPy header); save embeddings with numpy.save")
+    _check_size(source, name)
     try:
         return np.load(source, mmap_mode="r" if mappable else None, allow_pickle=False)
     except ValueError as error:

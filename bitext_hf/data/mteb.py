@@ -12,6 +12,8 @@ import csv
 import io
 import json
 import os
+import re
+import reprlib
 from pathlib import Path
 
 from bitext_hf.data.readers import BitextTask, decode_text, display_name, split_lines
@@ -33,6 +35,29 @@ def _base_name(path: str) -> str:
     return name[: -len(Path(name).suffix)] if compression_of(name) else name
 
 
+# A JSON string (escapes included) or a bracket: what _deepest_nesting needs to see of a JSON text.
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _deepest_nesting(text: str) -> tuple[int, int]:
+    """(line, depth) of the first place where ``text`` is nested deepest; json reports only a RecursionError, without
+    a position, for a text nested deeper than the interpreter's recursion limit."""
+    depth = deepest = where = 0
+    for token in _JSON_NESTING.finditer(text):
+        bracket = token[0]
+        if bracket in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, token.start()
+        elif bracket in "]}":
+            depth -= 1
+    return text.count("\n", 0, where) + 1, deepest
+
+
+def _too_deep(location: str, depth: int) -> DataValidationError:
+    return DataValidationError(f"{location}: JSON nested too deeply ({depth} levels); rows hold flat records")
+
+
 def _json_rows(path: str, name: str, allow_array: bool) -> list[Located]:
     text = decode_text(path)
     if allow_array and text.lstrip().startswith("["):
@@ -40,6 +65,9 @@ def _json_rows(path: str, name: str, allow_array: bool) -> list[Located]:
             items = json.loads(text)
         except json.JSONDecodeError as error:
             raise DataValidationError(f"{name}:{error.lineno}: invalid JSON ({error.msg})") from None
+        except RecursionError:
+            line, depth = _deepest_nesting(text)
+            raise _too_deep(f"{name}:{line}", depth) from None
         return [(f"{name}: item {number}", item) for number, item in enumerate(items, start=1)]
     rows = []
     for number, line in enumerate(split_lines(text), start=1):
@@ -48,6 +76,8 @@ def _json_rows(path: str, name: str, allow_array: bool) -> list[Located]:
                 rows.append((f"{name}:{number}", json.loads(line)))
             except json.JSONDecodeError as error:
                 raise DataValidationError(f"{name}:{number}: invalid JSON ({error.msg})") from None
+            except RecursionError:
+                raise _too_deep(f"{name}:{number}", _deepest_nesting(line)[1]) from None
     return rows
 
 
@@ -108,7 +138,8 @@ def _load_rows(path: str, split: str | None) -> list[Located]:
 def _gold_pairs(location: str, value: object, gold_base: int) -> list[tuple[int, int]]:
     """(i, j) pairs from a row's ``gold`` cell (a list, or its JSON text in CSV files), made 0-based."""
     if isinstance(value, str):
-        with contextlib.suppress(json.JSONDecodeError):  # if not JSON: reported below as not a list of pairs
+        # Not JSON (or nested past the recursion limit): reported below as not a list of pairs.
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):
             value = json.loads(value)
     pairs = value if isinstance(value, (list, tuple)) else [value]
     result = []
@@ -116,7 +147,9 @@ def _gold_pairs(location: str, value: object, gold_base: int) -> list[tuple[int,
         ok = isinstance(pair, (list, tuple)) and len(pair) == 2
         ok = ok and all(isinstance(index, int) and not isinstance(index, bool) for index in pair)
         if not ok:
-            raise DataValidationError(f"{location}: gold must be a list of [i, j] index pairs; found {pair!r:.60}")
+            # reprlib: a short repr at any nesting depth, where repr() of a deep list would recurse past the limit
+            found = reprlib.repr(pair)
+            raise DataValidationError(f"{location}: gold must be a list of [i, j] index pairs; found {found}")
         result.append((pair[0] - gold_base, pair[1] - gold_base))
     return result
 

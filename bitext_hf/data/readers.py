@@ -9,6 +9,7 @@ files (``id<TAB>sentence`` plus a gold file of ``src_id<TAB>tgt_id`` lines); the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bitext_hf.errors import DataValidationError
-from bitext_hf.io import read_input_bytes
+from bitext_hf.io import MAX_INPUT_BYTES_ENV, iter_input_chunks, max_input_bytes
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
@@ -45,6 +46,12 @@ DEFAULT_MAX_LINE_CHARS = 10_000
 _BREAK = re.compile(r"\r\n|\r|\n")
 _BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
 
+# A line read into a list costs about 60 bytes of memory beyond its text however short it is (a str object and its
+# list slot), so the byte bound alone would let a file of very short lines (a bomb of `ab` lines) fill the memory
+# with ~20 times its size. The bound therefore also caps the lines: one per 64 bytes of it, which typical text (40
+# to 150 bytes a line) never reaches first.
+BOUND_BYTES_PER_LINE = 64
+
 
 def display_name(path: str | os.PathLike) -> str:
     """How messages name an input: the path as given, ``<stdin>`` for ``-``."""
@@ -53,16 +60,33 @@ def display_name(path: str | os.PathLike) -> str:
 
 def decode_text(path: str | os.PathLike) -> str:
     """The whole input (see ``bitext_hf.io.open_input``) as UTF-8 text without a BOM; empty input, NUL bytes and
-    invalid UTF-8 raise ``DataValidationError`` naming the file and line."""
+    invalid UTF-8 raise ``DataValidationError`` naming the file and line. The input is read a chunk at a time and
+    refused at the first chunk holding a NUL byte (``/dev/zero`` after one read), and past the input bound
+    (``bitext_hf.io.max_input_bytes``): more bytes than it, or more lines than one per ``BOUND_BYTES_PER_LINE``
+    bytes of it."""
     name = display_name(path)
-    raw = read_input_bytes(path)
+    limit = max_input_bytes()
+    max_lines, lines = limit // BOUND_BYTES_PER_LINE, 0
+    raw = bytearray()  # grown in place: no second copy of the whole input as a list of chunks is joined
+    with contextlib.closing(iter_input_chunks(path, max_bytes=limit)) as chunks:
+        for chunk in chunks:
+            lines += max(chunk.count(b"\n"), chunk.count(b"\r"))  # \r\n counted once, a lone \r too
+            if lines > max_lines:
+                raise DataValidationError(
+                    f"{name}: holds more than {max_lines} lines, the most an input bound of {limit} bytes allows "
+                    f"(one line per {BOUND_BYTES_PER_LINE} bytes: a line costs about that much memory however short); "
+                    f"raise it with --max-input-bytes or {MAX_INPUT_BYTES_ENV} if this input is meant to be that large"
+                )
+            if b"\x00" in chunk:
+                end = len(raw) + chunk.index(b"\x00")
+                raw += chunk
+                line = len(_BREAK_BYTES.split(raw[:end]))
+                raise DataValidationError(f"{name}:{line}: NUL byte; this looks like a binary file, not UTF-8 text")
+            raw += chunk
     if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    if not raw.strip():
+        del raw[:3]
+    if not raw or raw.isspace():  # not strip(): that would copy the whole input
         raise DataValidationError(f"{name}: file is empty")
-    if b"\x00" in raw:
-        line = len(_BREAK_BYTES.split(raw[: raw.index(b"\x00")]))
-        raise DataValidationError(f"{name}:{line}: NUL byte; this looks like a binary file, not UTF-8 text")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:

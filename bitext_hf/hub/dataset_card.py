@@ -158,8 +158,8 @@ def read_mining_metadata(path: str | os.PathLike) -> dict[str, Any]:
     """The sidecar at ``path`` (its known keys); a data error naming the file when it is not a JSON object."""
     try:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise DataValidationError(f"{path}: not a readable mining metadata file ({error})") from error
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
+        raise DataValidationError(f"{path}: not a readable mining metadata file ({error})") from None
     if not isinstance(record, dict):
         raise DataValidationError(f"{path}: mining metadata must be a JSON object, got {type(record).__name__}")
     return {key: record[key] for key in METADATA_KEYS if key in record}

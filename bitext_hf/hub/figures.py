@@ -263,8 +263,8 @@ def load_log_history(source: str | os.PathLike | Sequence[Mapping[str, Any]]) ->
         return []
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: not a readable trainer_state.json ({error})") from error
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
+        raise ValueError(f"{path}: not a readable trainer_state.json ({error})") from None
     history = state.get("log_history", []) if isinstance(state, dict) else []
     return [dict(entry) for entry in history if isinstance(entry, dict)]
 

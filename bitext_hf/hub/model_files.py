@@ -235,7 +235,7 @@ def _read_json(root_fd: int, file: CheckedFile | None) -> object:
     content = _read_checked(root_fd, file) if file is not None else None
     try:
         return json.loads(content) if content is not None else None
-    except ValueError:  # includes UnicodeDecodeError
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError; RecursionError: nested too deep
         return None
 
 

@@ -65,8 +65,8 @@ def check_checkpoint(folder: str | os.PathLike) -> Path:
     try:
         if not isinstance(json.loads(config.read_text(encoding="utf-8")), dict):
             raise ValueError("not a JSON object")
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise UsageError(f"{config}: not a readable model config ({error})") from error
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
+        raise UsageError(f"{config}: not a readable model config ({error})") from None
     if not any((path / name).is_file() for name in _WEIGHTS):
         raise UsageError(f"--model {folder}: not a saved model: no weights ({' or '.join(_WEIGHTS[::2])})")
     _warn_about_the_card(path)

@@ -123,15 +123,25 @@ def parse_args(*dataclass_types: type, args: Sequence[str] | None = None) -> tup
 def run_recipe(main: Callable[..., Any], *dataclass_types: type, args: Sequence[str] | None = None) -> Any:
     """A recipe's ``if __name__ == "__main__"``: parse ``dataclass_types``, call ``main(*parsed)``.
 
-    Logging goes to stderr at INFO. A known error (``bitext_hf.errors.BitextError``, ``ConfigFileError``) is one
-    line ``<recipe>: error: <message>`` on stderr and the error's documented exit code, without a traceback.
+    Logging goes to stderr at INFO. An error is one line ``<recipe>: error: <message>`` on stderr and an exit code,
+    classified as the ``bitext-hf`` command line does it (recipes/README.md): the error's own (2 usage and
+    ``ConfigFileError``, 3 bad data or a damaged checkpoint, 4 an encoder that cannot be loaded), 1 anything else,
+    130 interrupted. ``BITEXT_HF_DEBUG=1`` shows the traceback instead.
     """
-    from bitext_hf.errors import BitextError
+    from bitext_hf.errors import EXIT_INTERRUPTED, debug_requested, describe_error
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     program = Path(sys.argv[0]).stem or "recipe"
     try:
         return main(*parse_args(*dataclass_types, args=args))
-    except (BitextError, ConfigFileError) as error:
-        print(f"{program}: error: {error}", file=sys.stderr)
-        raise SystemExit(error.exit_code) from None
+    except KeyboardInterrupt:
+        print(f"{program}: interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as error:
+        if debug_requested():
+            raise
+        # One classification for the CLI and every recipe. TrainingArguments has a --debug of its own: the
+        # recipes' switch for the traceback is the variable.
+        code, message = describe_error(error, debug_hint="BITEXT_HF_DEBUG=1 shows the traceback")
+        print(f"{program}: error: {message}", file=sys.stderr)
+        raise SystemExit(error.exit_code if isinstance(error, ConfigFileError) else code) from None

@@ -67,7 +67,10 @@ def pretrain_mlm(
         "encoder": encoder_config.to_diff_dict(),
     }
     if (folder / _SETTINGS_FILE).is_file():
-        saved = json.loads((folder / _SETTINGS_FILE).read_text(encoding="utf-8"))
+        try:
+            saved = json.loads((folder / _SETTINGS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            saved = None  # unreadable, malformed or nested too deep: not the settings of this run
         if json.loads(json.dumps(settings, default=str)) != saved:
             raise UsageError(
                 f"{folder} holds an MLM encoder pre-trained with other settings; delete it to pre-train again"

@@ -28,9 +28,11 @@ under ``torch.no_grad``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,11 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 from transformers import Trainer
+from transformers.trainer import OPTIMIZER_NAME, SCHEDULER_NAME
 from transformers.trainer_utils import get_last_checkpoint
+from transformers.utils import SAFE_WEIGHTS_INDEX_NAME
 
-from bitext_hf.errors import UsageError
+from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.training.callbacks import RetrievalEvalCallback
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "LossFunction",
     "RetrievalEvalCallback",
     "RetrievalEvaluator",
+    "check_checkpoint",
     "resume_checkpoint",
     "unpack_loss",
 ]
@@ -56,6 +61,8 @@ logger = logging.getLogger(__name__)
 
 LossFunction = Callable[[torch.nn.Module, Any], "torch.Tensor | tuple[torch.Tensor, Mapping[str, Any]]"]
 RetrievalEvaluator = Callable[[torch.nn.Module], Mapping[str, float]]
+# Weights a checkpoint may hold instead of .safetensors files: pickled (not opened here) or a DeepSpeed/FSDP layout.
+_OTHER_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_model.bin", "pytorch_model_fsdp_0")
 
 
 class _RetrievalOnly(Dataset):
@@ -77,19 +84,86 @@ def resume_checkpoint(resume_from_checkpoint: str | None, output_dir: str | os.P
 
     ``None`` / ``""`` / ``"none"``: a fresh start. ``"auto"`` (or ``"true"``): the latest ``checkpoint-N`` in
     ``output_dir`` if there is one, else a fresh start (so one command line both starts and continues a run).
-    Anything else must be a checkpoint folder (with ``trainer_state.json``), checked before any expensive work.
+    Anything else must be a checkpoint folder (with ``trainer_state.json``). Either way the checkpoint is checked
+    before any expensive work (:func:`check_checkpoint`).
 
     Raises:
         UsageError: the path is not a Trainer checkpoint.
+        DataValidationError: the checkpoint is damaged or incomplete (the message names the file).
     """
     value = (resume_from_checkpoint or "").strip()
     if value.lower() in ("", "none", "false"):
         return None
     if value.lower() in ("auto", "true"):
-        return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+        found = get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+        if found is not None:
+            check_checkpoint(found)
+        return found
     if not (Path(value) / "trainer_state.json").is_file():
         raise UsageError(f"--resume_from_checkpoint {value}: not a Trainer checkpoint folder (no trainer_state.json)")
+    check_checkpoint(value)
     return value
+
+
+def _damaged(path: Path, what: str) -> DataValidationError:
+    return DataValidationError(
+        f"{path}: {what}; this checkpoint cannot be resumed: resume from another one or start afresh"
+    )
+
+
+def check_checkpoint(folder: str | os.PathLike) -> None:
+    """Check cheaply that the Trainer can resume from ``folder``, before any expensive work: ``trainer_state.json``
+    parses; every ``.safetensors`` weights file has a header that parses and sizes that match the file (the
+    ``safetensors`` library reads the header only); sharded weights have every shard; the optimizer, scheduler and
+    RNG states are there and their zip directories (``torch.save``'s format) are intact. DeepSpeed and FSDP
+    checkpoints keep their optimizer states in their own layout, which is left to them.
+
+    Raises:
+        DataValidationError: naming the first damaged or missing file.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    folder = Path(folder)
+    state = folder / "trainer_state.json"
+    try:
+        json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as error:
+        raise _damaged(state, f"not a readable trainer state ({_first_line(error)})") from None
+    index = folder / SAFE_WEIGHTS_INDEX_NAME
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError) as error:
+            raise _damaged(index, f"not a readable weights index ({_first_line(error)})") from None
+        missing = sorted(name for name in shards if not (folder / str(name)).is_file())
+        if missing:
+            raise _damaged(folder / str(missing[0]), "missing, although the weights index lists it")
+    weights = sorted(folder.glob("*.safetensors"))
+    if not weights and not any((folder / name).exists() for name in _OTHER_WEIGHTS):
+        raise _damaged(folder, "no model weights (model.safetensors)")
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="pt") as handle:
+                handle.keys()
+        except (SafetensorError, OSError) as error:
+            raise _damaged(path, f"not a complete safetensors file ({_first_line(error)})") from None
+    names = [entry.name for entry in folder.iterdir()]
+    if any(name.startswith(("global_step", "optimizer_0", "pytorch_model_fsdp")) for name in names):
+        return  # DeepSpeed / FSDP: their own optimizer layout
+    states = [folder / OPTIMIZER_NAME, folder / SCHEDULER_NAME]
+    rng_states = sorted(folder.glob("rng_state*.pth"))
+    states += rng_states or [folder / "rng_state.pth"]
+    for path in states:
+        if not path.is_file():
+            raise _damaged(path, "missing (a checkpoint saved with --save_only_model holds only the weights)")
+        try:
+            zipfile.ZipFile(path).close()
+        except (zipfile.BadZipFile, OSError) as error:
+            raise _damaged(path, f"truncated or not a torch.save file ({_first_line(error)})") from None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def unpack_loss(output: Any) -> tuple[torch.Tensor, dict[str, Any]]:

@@ -45,7 +45,7 @@ def _read_cache(path: Path, source_words: Sequence[Sequence[str]], target_words:
     try:
         content = json.loads(path.read_text(encoding="utf-8"))
         forward, backward = content["forward"], content["backward"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:  # RecursionError: JSON nested too deep
         raise DataValidationError(f"{path}: not a word-alignment cache file ({error}); delete it to realign") from None
     if len(forward) != len(source_words) or len(backward) != len(source_words):
         raise DataValidationError(f"{path}: cached links for another corpus; delete it to realign")
@@ -69,7 +69,7 @@ def directional_alignments(
     forward, backward = aligner.align(source_words, target_words)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_output(path) as handle:
+        with atomic_output(path, follow_symlinks=False) as handle:
             json.dump({"aligner": aligner.cache_key(), "forward": forward, "backward": backward}, handle)
         logger.info("word alignments cached in %s", path)
     return forward, backward
