@@ -26,6 +26,8 @@ from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, r
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ENCODER, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
+pytestmark = pytest.mark.timeout(300)  # a regression that blocks (a FIFO, a pipe) fails instead of hanging the suite
+
 MARKER = "EXECUTED"  # what hostile code would create in the case's folder; no case may make it appear
 
 
@@ -106,6 +108,7 @@ class Case:
     creates: tuple[str, ...] = ()  # outputs allowed to appear (successes)
     env: dict[str, str] = field(default_factory=dict)
     real_encoders: bool = False  # load models for real (untrusted checkpoints), not the fake encoder
+    then: Callable[[Path], None] | None = None  # more checks on what the run left (successes)
 
 
 def _symlink(tmp: Path, name: str, target: str) -> Path:
@@ -247,6 +250,52 @@ def _weights_pickle(tmp: Path) -> list[str]:
     return ["mine", *_mine(tmp)[1:], "--model", _model_folder(tmp, pickle_weights=True)]
 
 
+def _tokenizer_auto_map(tmp: Path) -> list[str]:
+    folder = Path(_model_folder(tmp))
+    (folder / "tokenization_evil.py").write_text(f"import os\nos.mkdir({str(tmp / MARKER)!r})\n")
+    tokenizer = {
+        "tokenizer_class": "EvilTokenizer",
+        "auto_map": {"AutoTokenizer": [None, "tokenization_evil.EvilTokenizer"]},
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer))
+    return ["mine", *_mine(tmp)[1:], "--model", str(folder)]
+
+
+def _cache(tmp: Path) -> Path:
+    return tmp.parent / f"{tmp.name}-cache"
+
+
+def _rotated_cache_entry(tmp: Path) -> list[str]:
+    """A first run fills the cache; then the source entry's rows are rotated by one, its checksum left stale."""
+    from bitext_hf.cli import main
+
+    argv = _mine(tmp, "--out", str(tmp / "first.tsv"))
+    assert main([*argv, "--quiet"]) == 0
+    (entry,) = [path for path in _cache(tmp).rglob("*.npy") if np.load(path).shape[0] == len(SOURCES)][:1]
+    array = np.load(entry)
+    offset = entry.stat().st_size - 48 - array.nbytes  # the rows sit between the .npy header and the trailer
+    with open(entry, "r+b") as handle:
+        handle.seek(offset)
+        handle.write(np.roll(array, 1, axis=0).tobytes())
+    np.testing.assert_array_equal(np.load(entry), np.roll(array, 1, axis=0))  # valid .npy, wrong rows
+    return [*argv[:-1], str(tmp / "again.tsv")]
+
+
+def _fifo_cache_entry(tmp: Path) -> list[str]:
+    from bitext_hf.cli import main
+
+    argv = _mine(tmp, "--out", str(tmp / "first.tsv"))
+    assert main([*argv, "--quiet"]) == 0
+    for entry in _cache(tmp).rglob("*.npy"):
+        entry.unlink()
+        os.mkfifo(entry)
+    return [*argv[:-1], str(tmp / "again.tsv")]
+
+
+def _same_pairs_as_the_first_run(tmp: Path) -> None:
+    assert (tmp / "again.tsv").read_bytes() == (tmp / "first.tsv").read_bytes()
+
+
 def _odd_name(name: str, extra: tuple[str, ...] = ()) -> Callable[[Path], list[str]]:
     def setup(tmp: Path) -> list[str]:
         src = write_lines(tmp / name, SOURCES)
@@ -358,6 +407,27 @@ CASES: dict[str, Case] = {
     # --- untrusted checkpoints: nothing runs, one line (exit 4)
     "a config that asks for its own code": Case(_config_auto_map, EXIT_ENCODER, "trust_remote_code", real_encoders=True),
     "weights that are a pickle": Case(_weights_pickle, EXIT_ENCODER, "model", real_encoders=True),
+    "a tokenizer that asks for its own code": Case(
+        _tokenizer_auto_map, EXIT_ENCODER, "tokenizer_config.json", real_encoders=True
+    ),
+    # --- inputs past their bound: refused in seconds, not read into memory (exit 3)
+    "/dev/zero as a source": Case(lambda t: ["mine", "--src", "/dev/zero", "--tgt", _corpus(t)[1]], EXIT_DATA, "/dev/zero"),
+    "a text past --max-input-bytes": Case(
+        lambda t: [*_mine(t)[:2], write_lines(t / "big.txt", ["word " * 50] * 100), *_mine(t)[3:], "--max-input-bytes", "1K"],
+        EXIT_DATA, "big.txt",
+    ),
+    "a gzip bomb past the bound": Case(
+        lambda t: [*_mine(t)[:2], str(t / "bomb.txt.gz"), *_mine(t)[3:]]
+        if (t / "bomb.txt.gz").write_bytes(gzip.compress(b"a\n" * 5_000_000)) else [],
+        EXIT_DATA, "bomb.txt.gz", env={"BITEXT_HF_MAX_INPUT_BYTES": "1M"},
+    ),
+    # --- hostile cache entries: the run is as if there were none
+    "a cache entry with rotated rows": Case(
+        _rotated_cache_entry, EXIT_OK, creates=("again.tsv", "again.tsv.meta.json"), then=_same_pairs_as_the_first_run
+    ),
+    "a FIFO at a cache entry": Case(
+        _fifo_cache_entry, EXIT_OK, creates=("again.tsv", "again.tsv.meta.json"), then=_same_pairs_as_the_first_run
+    ),
     # --- odd but valid names: the run works, the outputs are where they were asked for
     "a name with a newline": Case(_odd_name("a\nb.txt"), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
     "a name starting with a dash": Case(_odd_name("-src.txt"), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
@@ -379,7 +449,7 @@ def test_hostile_case(name, capsys, tmp_path, monkeypatch):
     for variable, value in case.env.items():
         monkeypatch.setenv(variable, value)
     fakes = None if case.real_encoders else install_fake_encoders(monkeypatch)
-    monkeypatch.setenv("BITEXT_HF_EMBEDDING_CACHE", str(tmp_path.parent / f"{tmp_path.name}-cache"))
+    monkeypatch.setenv("BITEXT_HF_EMBEDDING_CACHE", str(_cache(tmp_path)))
     argv = case.setup(tmp_path)
     encoded_by_setup = fakes.n_encoded if fakes is not None else 0
     capsys.readouterr()
@@ -397,12 +467,16 @@ def test_hostile_case(name, capsys, tmp_path, monkeypatch):
         assert len(lines) == 1 and ": error: " in lines[0], err
         assert case.message in lines[0], lines[0]
         if case.code in (EXIT_USAGE, EXIT_DATA) and fakes is not None:
-            assert fakes.n_encoded == encoded_by_setup  # refused before any encoding (a side may be embeddings already)
+            assert (
+                fakes.n_encoded == encoded_by_setup
+            )  # refused before any encoding (a side may be embeddings already)
     for path, entry in before.items():
         assert after.get(path) == entry, f"{path} changed"
     created = sorted(set(after) - set(before))
     assert created == sorted(case.creates), created
     assert not (tmp_path / MARKER).exists(), "hostile code ran"
+    if case.then is not None:
+        case.then(tmp_path)
 
 
 # ------------------------------------------------------------------------------------------- second processes
