@@ -12,6 +12,7 @@ import sysconfig
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoModel, BertConfig
@@ -317,6 +318,14 @@ def test_recipe_smoke_leaves_loadable_checkpoint_and_encoder(tmp_path: Path) -> 
     model = AutoModel.from_pretrained(run)
     assert type(model) is ContrastiveAlignedEncoder and model.config.languages == ["de", "fr"]
     assert list((run / "alignments").glob("alignments-*.json"))  # the word-alignment cache
+    # A 300-word sentence from the top-level folder is truncated, in Python and through the command line's
+    # encoder (it once failed with an index error past the recipe's 35-row position table).
+    long_sentence = " ".join(["Datei öffnen"] * 150)
+    vector = model.encode([long_sentence])
+    assert vector.shape == (1, model.encode(["x"]).shape[1]) and torch.isfinite(vector).all()
+    from bitext_hf.encoders import load_encoder
+
+    assert np.isfinite(load_encoder(str(run)).encode([long_sentence])).all()
     encoder = AutoModel.from_pretrained(run / "encoder")  # plain XLM-R, no projector
     assert type(encoder).__name__ == "XLMRobertaModel"
     embeddings = SentenceTransformer(str(run / "encoder"), device="cpu").encode(["Open file", "Datei öffnen"])

@@ -19,20 +19,32 @@ The encoding cache (:class:`EmbeddingCache`) lives in ``embedding_cache.py``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
-import json
 import logging
 import math
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import IO
 
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output, non_regular_kind
+from bitext_hf.mining.shard_manifest import (
+    DTYPES,
+    MANIFEST,
+    PROGRESS,
+    SHARD_NAME,
+    Manifest,
+    ShardInfo,
+    manifest_error,
+    read_manifest,
+    text_sha256,
+    write_manifest,
+)
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -52,29 +64,13 @@ __all__ = [
 
 logger = logging.getLogger("bitext_hf")
 
-MANIFEST = "manifest.json"
-PROGRESS = "progress.json"
 DEFAULT_SHARD_SIZE = 1_000_000
-DTYPES = ("float32", "float16")
-_FORMAT = "bitext-hf-embeddings"
-_VERSION = 1
-_SHARD_NAME = re.compile(r"shard-\d{5,}\.npy")
 # Temp files of atomic_output (".NAME.bitext-hf-PID-TOKEN.tmp"): left by a killed run, removed by the next write.
 _TEMP_NAME = re.compile(r"\..+\.bitext-hf-\d+-[0-9a-f]+\.tmp")
 # Sentences per encoder call inside a shard: the progress bar moves within a shard and memory holds one shard. The
 # split depends only on the shard, so a resumed run encodes exactly the batches an uninterrupted one does.
 _ENCODE_CHUNK = 16_384
 _HASH_CHUNK = 1 << 24
-
-
-def text_sha256(texts: Sequence[str]) -> str:
-    """SHA-256 of the sentences, each followed by ``\\n`` (UTF-8): for text read from a file with LF line ends, the
-    ``sha256sum`` of that file."""
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
 
 
 def _file_sha256(path: str) -> str:
@@ -88,107 +84,6 @@ def _file_sha256(path: str) -> str:
 def is_shard_folder(path: str | os.PathLike) -> bool:
     """Whether an input path names embeddings in shards (a folder) rather than a file."""
     return os.path.isdir(path)
-
-
-# ----------------------------------------------------------------------------------------------------- manifest
-
-
-@dataclass(frozen=True)
-class ShardInfo:
-    """One shard as the manifest records it: file name, rows, size in bytes and SHA-256 of the file."""
-
-    name: str
-    rows: int
-    bytes: int
-    sha256: str
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """What a shard folder holds. ``dimension`` is None in ``progress.json`` until the first shard is written."""
-
-    count: int
-    dimension: int | None
-    dtype: str
-    encoder: str | None
-    text_sha256: str | None
-    shard_size: int
-    shards: tuple[ShardInfo, ...] = ()
-
-    def settings(self) -> dict:
-        """The fields a resumed run must share with the run it continues."""
-        return {key: getattr(self, key) for key in ("count", "dtype", "encoder", "text_sha256", "shard_size")}
-
-    def to_json(self) -> str:
-        data = {"format": _FORMAT, "version": _VERSION, **asdict(self)}
-        data["shards"] = [asdict(shard) for shard in self.shards]
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
-def _manifest_error(path: str, what: str) -> DataValidationError:
-    return DataValidationError(f"{path}: {what}; not a bitext-hf shard manifest (write one with `bitext-hf encode`)")
-
-
-def read_manifest(path: str | os.PathLike) -> Manifest:
-    """Parse ``manifest.json`` (or ``progress.json``); ``DataValidationError`` naming the file for anything else."""
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as error:
-        raise DataValidationError(f"{path}: cannot be read ({error.strerror})") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested past the limit
-        raise _manifest_error(path, f"not valid JSON ({error})") from None
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        raise _manifest_error(path, f'no "format": "{_FORMAT}"')
-    if data.get("version") != _VERSION:
-        raise DataValidationError(f"{path}: manifest version {data.get('version')!r}; this bitext-hf reads {_VERSION}")
-
-    def integer(value, field: str, *, optional: bool = False, minimum: int = 1) -> int | None:
-        if optional and value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise _manifest_error(path, f"{field} must be an integer >= {minimum}, got {value!r}")
-        return value
-
-    def text(value, field: str, *, optional: bool = False) -> str | None:
-        if (optional and value is None) or isinstance(value, str):
-            return value
-        raise _manifest_error(path, f"{field} must be a string, got {value!r}")
-
-    shards = data.get("shards")
-    if not isinstance(shards, list) or not all(isinstance(shard, dict) for shard in shards):
-        raise _manifest_error(path, '"shards" must be a list of objects')
-    infos = []
-    for number, shard in enumerate(shards):
-        name = text(shard.get("name"), f"shards[{number}].name")
-        if not _SHARD_NAME.fullmatch(name):  # also keeps a manifest from naming files outside its folder
-            raise _manifest_error(path, f"shards[{number}].name {name!r} is not a shard file name (shard-NNNNN.npy)")
-        infos.append(
-            ShardInfo(
-                name,
-                integer(shard.get("rows"), f"shards[{number}].rows"),
-                integer(shard.get("bytes"), f"shards[{number}].bytes"),
-                text(shard.get("sha256"), f"shards[{number}].sha256"),
-            )
-        )
-    dtype = data.get("dtype")
-    if dtype not in DTYPES:
-        raise _manifest_error(path, f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    return Manifest(
-        count=integer(data.get("count"), "count"),
-        dimension=integer(data.get("dimension"), "dimension", optional=True),
-        dtype=dtype,
-        encoder=text(data.get("encoder"), "encoder", optional=True),
-        text_sha256=text(data.get("text_sha256"), "text_sha256", optional=True),
-        shard_size=integer(data.get("shard_size"), "shard_size"),
-        shards=tuple(infos),
-    )
-
-
-def _write_json(path: str, manifest: Manifest) -> None:
-    with atomic_output(path, "w", follow_symlinks=False) as handle:
-        handle.write(manifest.to_json())
 
 
 # ----------------------------------------------------------------------------------------------------- writing
@@ -238,7 +133,7 @@ def check_shard_folder(folder: str, *, resume: bool = False) -> None:
 
 
 def _is_own_file(name: str) -> bool:
-    return bool(_SHARD_NAME.fullmatch(name) or _TEMP_NAME.fullmatch(name))
+    return bool(SHARD_NAME.fullmatch(name) or _TEMP_NAME.fullmatch(name))
 
 
 def _shard_name(number: int) -> str:
@@ -327,6 +222,50 @@ def write_shards(
     if not texts:
         raise DataValidationError("no sentences to encode")
     check_shard_folder(folder, resume=resume)
+    created = False
+    if not os.path.isdir(folder):
+        with contextlib.suppress(FileExistsError):  # another run may create it at the same moment
+            os.mkdir(folder)
+            created = True
+    lock = _lock_folder(folder)
+    try:
+        return _write_shards_locked(
+            folder, texts, encode, created=created, encoder=encoder, shard_size=shard_size, dtype=dtype,
+            resume=resume, show_progress=show_progress, embeddings=embeddings,
+        )  # fmt: skip
+    finally:
+        os.close(lock)
+
+
+def _lock_folder(folder: str) -> int:
+    """An exclusive lock on the shard folder itself, held until the returned descriptor is closed (by the kernel
+    when the process dies): two runs writing one folder would interleave shards and progress records."""
+    descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise UsageError(
+            f"--out {folder}: another bitext-hf run is writing into this folder; wait for it to end (then add "
+            "--resume if it was cut short) or give another folder"
+        ) from None
+    return descriptor
+
+
+def _write_shards_locked(
+    folder: str,
+    texts: Sequence[str],
+    encode: Callable[[list[str]], np.ndarray],
+    *,
+    created: bool,
+    encoder: str | None,
+    shard_size: int,
+    dtype: str,
+    resume: bool,
+    show_progress: bool,
+    embeddings: np.ndarray | None,
+) -> tuple[Manifest, int]:
+    check_shard_folder(folder, resume=resume)  # again under the lock: a run that held it may have finished
     plan = Manifest(len(texts), None, dtype, encoder, text_sha256(texts), shard_size)
     done: list[ShardInfo] = []
     dimension = None
@@ -345,9 +284,6 @@ def write_shards(
             return open_shards(folder).manifest, 0
         done, dimension = _intact_prefix(folder, recorded.shards), recorded.dimension
         break
-    created = not os.path.isdir(folder)
-    if created:
-        os.mkdir(folder)
     progress = os.path.join(folder, PROGRESS)
     n_shards = math.ceil(len(texts) / shard_size)
     encoded = 0
@@ -358,7 +294,7 @@ def write_shards(
         disable=not show_progress,
     )  # fmt: skip
     try:
-        _write_json(progress, replace(plan, dimension=dimension, shards=tuple(done)))
+        write_manifest(progress, replace(plan, dimension=dimension, shards=tuple(done)))
         for number in range(len(done), n_shards):
             chunk = list(texts[number * shard_size : (number + 1) * shard_size])
             array = None
@@ -385,7 +321,7 @@ def write_shards(
             size, digest = _save_shard(os.path.join(folder, name), array)
             done.append(ShardInfo(name, len(chunk), size, digest))
             del array  # one shard in memory at a time
-            _write_json(progress, replace(plan, dimension=dimension, shards=tuple(done)))
+            write_manifest(progress, replace(plan, dimension=dimension, shards=tuple(done)))
     except BaseException as error:
         if created and not done:  # nothing worth resuming: leave no trace of this run
             with contextlib.suppress(OSError):
@@ -400,7 +336,7 @@ def write_shards(
     finally:
         bar.close()
     manifest = replace(plan, dimension=dimension, shards=tuple(done))
-    _write_json(os.path.join(folder, MANIFEST), manifest)
+    write_manifest(os.path.join(folder, MANIFEST), manifest)
     os.unlink(progress)
     return manifest, encoded
 
@@ -521,7 +457,7 @@ def open_shards(folder: str | os.PathLike, *, verify: bool = True) -> ShardedEmb
         )
     manifest = read_manifest(manifest_path)
     if manifest.dimension is None or not manifest.shards:
-        raise _manifest_error(manifest_path, "no dimension or no shards")
+        raise manifest_error(manifest_path, "no dimension or no shards")
     held = sum(shard.rows for shard in manifest.shards)
     if held != manifest.count:
         raise DataValidationError(f"{manifest_path}: count {manifest.count} but its shards hold {held} rows")
