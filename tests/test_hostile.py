@@ -150,6 +150,13 @@ def _manifest_linked_to_input(tmp: Path) -> list[str]:
     return ["encode", "--input", src, "--out", str(tmp / "emb") + "/", "--resume"]
 
 
+def _shard_hardlinked_to_input(tmp: Path) -> list[str]:
+    src = write_lines(tmp / "corpus.txt", SOURCES)
+    (tmp / "emb").mkdir()
+    os.link(src, tmp / "emb" / "shard-00000.npy")
+    return ["encode", "--input", src, "--out", str(tmp / "emb") + "/", "--resume"]
+
+
 def _fifo_in_shard_folder(tmp: Path) -> list[str]:
     src = write_lines(tmp / "corpus.txt", SOURCES)
     (tmp / "emb").mkdir()
@@ -331,6 +338,7 @@ CASES: dict[str, Case] = {
     "the sidecar is a hard link of an input": Case(_sidecar_hardlinked_to_input, EXIT_USAGE, "input"),
     "a shard named link to the input": Case(_shard_linked_to_input, EXIT_USAGE, "symbolic link"),
     "a progress file linked to the input": Case(_manifest_linked_to_input, EXIT_USAGE, "symbolic link"),
+    "a shard hard-linked to the input": Case(_shard_hardlinked_to_input, EXIT_USAGE, "is the input"),
     "a FIFO named like a shard": Case(_fifo_in_shard_folder, EXIT_USAGE, "not a regular file"),
     "encode --out names its input": Case(
         lambda t: ["encode", "--input", _corpus(t)[0], "--out", str(t / "src.txt")], EXIT_USAGE, "input"
@@ -667,3 +675,40 @@ def test_a_shards_fifo_never_blocks_mining(tmp_path):
     )
     _, err = process.communicate(timeout=60)
     assert process.returncode == EXIT_DATA and "shard-00001.npy" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_signal_during_a_recipe_is_one_line_and_exports_nothing(
+    tmp_path, tiny_parallel_corpus_by_language, tiny_tokenizer
+):
+    """Ctrl-C while a recipe trains: exit 130, one error line after the logs, no export, inputs untouched."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for language, pairs in tiny_parallel_corpus_by_language.items():
+        (data / f"en-{language}.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in pairs), encoding="utf-8")
+    tiny_tokenizer.save_pretrained(data / "tokenizer")
+    before = _snapshot(data)
+    run = tmp_path / "run"
+    flags = [
+        "--train_pairs", f"en-fr={data / 'en-fr.tsv'}", f"en-de={data / 'en-de.tsv'}", "--held_out", "4",
+        "--min_tokens", "1", "--encoder", "random", "--tokenizer", str(data / "tokenizer"), "--hidden_size", "32",
+        "--num_hidden_layers", "2", "--num_attention_heads", "2", "--intermediate_size", "64", "--layer", "2",
+        "--max_seq_length", "32", "--output_dir", str(run), "--use_cpu", "true", "--per_device_train_batch_size", "8",
+        "--max_steps", "100000", "--save_steps", "2", "--eval_strategy", "no", "--report_to", "none",
+        "--disable_tqdm", "true",
+    ]  # fmt: skip
+    env = {key: value for key, value in os.environ.items() if key != "BITEXT_HF_DEBUG"}
+    recipe = Path(_TESTS).parent / "recipes" / "train_onealigner.py"
+    process = subprocess.Popen(
+        [sys.executable, str(recipe), *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        _wait_for(lambda: run.is_dir() and any(p.name.startswith("checkpoint-") for p in run.iterdir()), process, 240)
+        process.send_signal(2)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == EXIT_INTERRUPTED, err[-2000:]
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "train_onealigner: interrupted"
+    assert _snapshot(data) == before
+    exported = {"README.md", "model.safetensors", "config.json", "modules.json"} & {p.name for p in run.iterdir()}
+    assert not exported and not [p for p in tmp_path.iterdir() if p.name.endswith(".staging")]

@@ -15,7 +15,14 @@ from bitext_hf.io.inputs import (
     parse_byte_count,
     read_input_bytes,
 )
-from bitext_hf.io.outputs import atomic_output, check_output_path, non_regular_kind, protect_inputs, writes_in_place
+from bitext_hf.io.outputs import (
+    atomic_output,
+    check_output_path,
+    non_regular_kind,
+    protect_inputs,
+    refuse_input,
+    writes_in_place,
+)
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
@@ -31,5 +38,6 @@ __all__ = [
     "parse_byte_count",
     "protect_inputs",
     "read_input_bytes",
+    "refuse_input",
     "writes_in_place",
 ]

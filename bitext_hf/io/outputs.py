@@ -28,6 +28,7 @@ __all__ = [
     "check_output_path",
     "non_regular_kind",
     "protect_inputs",
+    "refuse_input",
     "writes_in_place",
 ]
 
@@ -81,8 +82,9 @@ def protect_inputs(paths: Iterable[StrPath | None]) -> None:
             _PROTECTED[(info.st_dev, info.st_ino)] = text
 
 
-def _refuse_input(path: str, shown: str, option: str | None = None) -> None:
-    """``UsageError`` when ``path`` (followed) is one of the protected inputs."""
+def refuse_input(path: StrPath, shown: str, option: str | None = None) -> None:
+    """``UsageError`` when ``path`` (followed) is one of the inputs :func:`protect_inputs` recorded: for files a
+    command will write into a folder, checked before any work."""
     try:
         info = os.stat(path)
     except OSError:
@@ -295,7 +297,7 @@ def atomic_output(path: StrPath, mode: str = "w", *, follow_symlinks: bool = Tru
         return
     # Following a symlink the user named: its target gets the new content, the link stays.
     target = os.path.realpath(path) if follow_symlinks else os.path.abspath(path)
-    _refuse_input(target, path)
+    refuse_input(target, path)
     folder, name = os.path.split(target)
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"output folder does not exist: {os.path.dirname(path) or '.'}")
@@ -391,4 +393,4 @@ def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] 
             continue
         if _same_file(text, os.fspath(source)):
             raise UsageError(f"{option} {text}: is the input {os.fspath(source)}; writing it would destroy the input")
-    _refuse_input(text, text, option)
+    refuse_input(text, text, option)

@@ -32,7 +32,7 @@ from typing import IO
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output, non_regular_kind
+from bitext_hf.io import atomic_output, non_regular_kind, refuse_input
 from bitext_hf.mining.shard_manifest import (
     DTYPES,
     MANIFEST,
@@ -122,6 +122,7 @@ def check_shard_folder(folder: str, *, resume: bool = False) -> None:
         kind = non_regular_kind(os.path.join(folder, entry))
         if kind is not None:
             raise UsageError(f"--out {folder}: {entry} is {kind}; a shard folder holds regular files only")
+        refuse_input(os.path.join(folder, entry), entry, f"--out {folder}:")  # a hard link of an input
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--out {folder}: folder is not writable")
     if MANIFEST in entries and not resume:
