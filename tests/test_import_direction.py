@@ -1,0 +1,129 @@
+"""The import direction of the package (README "Layout"): data flows down, never back up.
+
+A module may import its own top-level package and the packages of lower layers, never a higher layer or another
+package of its own layer. `modeling/` ships to the hub as remote code and imports nothing of ours. Function-level
+imports count as much as module-level ones: they hide cycles, they do not remove them.
+
+The imports that go against the direction today are listed in KNOWN_DEBTS, each to be removed by the restructuring
+(issue 20): the test fails on any import against the direction that is not listed, and on a listed one that is
+gone, so the list can only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "bitext_hf"
+
+# Layer of each top-level part of bitext_hf; a higher layer may import a lower one. Parts of one layer do not import
+# each other (metrics and evaluation are one part: the evaluation layer).
+LAYERS = {
+    "errors": 0,
+    "io": 1,
+    "data": 2,
+    "encoders": 2,
+    "modeling": 2,
+    "_auto_registration": 3,
+    "bitext_hf": 3.5,  # the package's __init__: it registers the model families
+    "mining": 4,
+    "evaluation": 5,
+    "hub": 5,
+    "training": 5,
+    "families": 6,
+    "cli": 7,
+}
+PART_OF = {"metrics": "evaluation"}
+
+# importer module -> imported module, against the direction today. Each is a debt of issue 20.
+KNOWN_DEBTS = {
+    ("bitext_hf.evaluation.retrieval", "bitext_hf.training.alignment.words"),
+    ("bitext_hf.training.alignment.objectives", "bitext_hf.evaluation.retrieval"),
+    ("bitext_hf.training.alignment.objectives", "bitext_hf.hub"),
+    ("bitext_hf.training.distillation.evaluation", "bitext_hf.metrics.functional"),
+    ("bitext_hf.training.distillation.export", "bitext_hf.hub"),
+    ("bitext_hf.training.distillation.export", "bitext_hf.hub.figures"),
+    ("bitext_hf.training.musr.evaluation", "bitext_hf.metrics.functional"),
+    ("bitext_hf.training.musr.export", "bitext_hf.hub"),
+    ("bitext_hf.training.onealigner", "bitext_hf.hub"),
+    ("bitext_hf.training.onealigner", "bitext_hf.hub.figures"),
+    ("bitext_hf.training.onealigner", "bitext_hf.metrics.functional"),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every bitext_hf module ``path`` imports, at any depth of the file (relative imports resolved)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                parent = ".".join([*base, node.module] if node.module else base)
+            else:
+                parent = node.module or ""
+            # `from bitext_hf import encoders` imports the module bitext_hf.encoders, not the package's __init__.
+            names = [_submodule(parent, alias.name) for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if name == "bitext_hf" or name.startswith("bitext_hf."))
+    return found
+
+
+def _submodule(parent: str, name: str) -> str:
+    """``parent.name`` when that is a module of the package, else ``parent`` (the name is an attribute of it)."""
+    candidate = PACKAGE.parent.joinpath(*parent.split("."), name)
+    return f"{parent}.{name}" if candidate.is_dir() or candidate.with_suffix(".py").is_file() else parent
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    part = parts[1] if len(parts) > 1 else "bitext_hf"
+    return PART_OF.get(part, part)
+
+
+def _against_the_direction() -> set[tuple[str, str]]:
+    edges = set()
+    for path in PACKAGE.rglob("*.py"):
+        importer = _module_name(path)
+        for imported in _imports(path):
+            source, target = _part(importer), _part(imported)
+            if source == target:
+                continue
+            assert source in LAYERS and target in LAYERS, f"{importer} -> {imported}: give the part a layer"
+            if source == "modeling" or LAYERS[source] <= LAYERS[target]:
+                edges.add((importer, imported))
+    return edges
+
+
+def test_no_import_goes_against_the_direction_beyond_the_known_debts():
+    found = _against_the_direction()
+    new = sorted(found - KNOWN_DEBTS)
+    assert not new, f"imports against the direction (README 'Layout'): {new}"
+
+
+def test_every_known_debt_still_exists_so_the_list_only_shrinks():
+    gone = sorted(KNOWN_DEBTS - _against_the_direction())
+    assert not gone, f"repaid: remove these from KNOWN_DEBTS: {gone}"
+
+
+def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
+    folder = tmp_path / "bitext_hf" / "data"
+    folder.mkdir(parents=True)
+    (folder / "readers.py").write_text("def f():\n    from bitext_hf.cli import main\n\nfrom . import specs\n")
+    (folder / "specs.py").write_text("")
+    global PACKAGE
+    saved, PACKAGE = PACKAGE, tmp_path / "bitext_hf"
+    try:
+        assert _imports(folder / "readers.py") == {"bitext_hf.cli", "bitext_hf.data.specs"}
+        assert ("bitext_hf.data.readers", "bitext_hf.cli") in _against_the_direction()
+    finally:
+        PACKAGE = saved
