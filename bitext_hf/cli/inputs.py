@@ -1,193 +1,63 @@
-"""Reading a command's inputs before any expensive work: sentences or embeddings of each side, gold pairs, the
-output path, and the encoders that embed the sentences (loaded once per model, only when needed)."""
+"""Reading a command's inputs before any expensive work, for ``encode``, ``score`` and ``eval``: the output path
+against the inputs, aligned sentences, and the encoders that embed them (loaded once per model, only when needed).
+``mine`` reads its inputs in :mod:`bitext_hf.mining.sides` (the mining job, :mod:`bitext_hf.mining.pipeline`).
+
+The mining modules are imported when a function runs, not here: ``--help`` must not import torch.
+"""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import check_output_path, protect_inputs
+from bitext_hf.errors import UsageError
 
-__all__ = [
-    "Side",
-    "check_inputs_and_output",
-    "display",
-    "embed",
-    "is_embeddings",
-    "is_npy",
-    "pair_texts",
-    "read_gold",
-    "read_side",
-]
-
-logger = logging.getLogger("bitext_hf")
+__all__ = ["check_inputs_and_output", "display", "embed", "embedder", "pair_texts"]
 
 
 def display(path: str) -> str:
     """How messages name an input (``<stdin>`` for ``-``), as the readers do."""
-    from bitext_hf.data.readers import display_name  # not at module level: --help must not import the data stack
+    from bitext_hf.data.readers import display_name
 
     return display_name(path)
 
 
-def is_npy(path: str) -> bool:
-    return path.lower().endswith(".npy")
-
-
-def is_embeddings(path: str) -> bool:
-    """Embeddings rather than text: a .npy file, or a folder of shards (``bitext-hf encode --out FOLDER/``)."""
-    from bitext_hf.mining.shards import is_shard_folder  # not at module level: --help must not import mining
-
-    return is_npy(path) or is_shard_folder(path)
-
-
 def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> None:
-    """Cheap checks before any reading: at most one input is stdin (``-``), and ``out`` (when given) is a writable
-    path that is none of the inputs (writing it would destroy that input). The inputs stay protected for the rest
-    of the command: no file it writes (sidecar, shards, cache entries) may replace one (``protect_inputs``)."""
-    stdin = [path for path in inputs if path == "-"]
-    if len(stdin) > 1:
-        raise UsageError("only one input can be read from stdin ('-')")
-    protect_inputs(inputs)
-    if out is not None:
-        check_output_path(out, inputs=tuple(inputs), option="--out")
+    """:func:`bitext_hf.mining.sides.check_inputs_and_output`: at most one input is stdin, ``out`` is writable and
+    none of the inputs, and the inputs stay protected for the rest of the command."""
+    from bitext_hf.mining.sides import check_inputs_and_output as check
+
+    check(out, inputs)
 
 
 # ----------------------------------------------------------------------------------------------------- encoders
 
 
-def _encoder(args, spec: str | None):
-    # Looked up at call time (not imported at module level) so that --help does not import torch.
-    from bitext_hf import encoders
+def embedder(args):
+    """The run's :class:`~bitext_hf.mining.sides.Embedder` from the encoder options (one per run, kept on ``args``:
+    each encoder is loaded once, and an unwritable cache is warned about once)."""
+    if "_embedder" not in args.__dict__:
+        from bitext_hf.mining.sides import Embedder
 
-    cache = args.__dict__.setdefault("_encoders", {})
-    if spec not in cache:
-        cache[spec] = encoders.load_encoder(spec, pooling=args.pooling)
-    return cache[spec]
-
-
-def _embedding_cache(args):
-    """The encoding cache of ``--cache-dir`` (None with ``--no-cache``, or for a command without these options).
-    One per run, kept on ``args``: it warns once about a cache it cannot write, however many sides are embedded."""
-    if getattr(args, "no_cache", True):
-        return None
-    if "_embedding_cache" not in args.__dict__:
-        from bitext_hf.mining.embedding_cache import EmbeddingCache
-
-        args._embedding_cache = EmbeddingCache(args.cache_dir)
-    return args._embedding_cache
+        args._embedder = Embedder(
+            model=args.model,
+            pooling=args.pooling,
+            batch_size=args.batch_size,
+            cache_dir=getattr(args, "cache_dir", None),
+            no_cache=getattr(args, "no_cache", True),
+            show_progress=not args.quiet,
+            distributed=getattr(args, "distributed", None),
+            ray_address=getattr(args, "ray_address", None),
+            workers=getattr(args, "workers", None),
+        )
+    return args._embedder
 
 
 def embed(args, texts: list[str], what: str, spec: str | None = None) -> np.ndarray:
     """Embed ``texts`` with the encoder ``spec`` (default ``--model``); each encoder is loaded once per run, and
     not at all when the encoding cache holds these sentences for it."""
-    spec = spec if spec is not None else args.model
-    cache = _embedding_cache(args)
-    key = cache.key(texts, spec, args.pooling) if cache is not None else None
-    if cache is not None and (cached := cache.load(key, len(texts))) is not None:
-        logger.info("%d %s sentences: embeddings from the cache (%s)", len(texts), what, cache.path(key))
-        return cached
-    if getattr(args, "distributed", None):  # mine --distributed ray: the batches go to the Ray workers too
-        from bitext_hf.mining.distributed import encode_ray, encoder_loader
-
-        logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
-        loader = encoder_loader(spec, pooling=args.pooling, batch_size=args.batch_size)
-        embeddings = encode_ray(texts, loader, address=args.ray_address, workers=args.workers, what=what)
-    else:
-        logger.info("encoding %d %s sentences", len(texts), what)
-        embeddings = _encoder(args, spec).encode(texts, batch_size=args.batch_size, show_progress=not args.quiet)
-    if cache is not None:
-        cache.store(key, embeddings)
-    return embeddings
-
-
-# ----------------------------------------------------------------------------------------------------- sides
-
-
-@dataclass
-class Side:
-    """One side of a mining run, as read from its files (nothing encoded yet).
-
-    ``texts`` has one sentence per line (None for a .npy file given without its text file); ``text_path`` is the
-    file they came from (for messages); ``embeddings`` are the rows of a .npy file, or the memory-mapped rows of a
-    folder of shards (``ShardedEmbeddings``), else None.
-    """
-
-    path: str
-    texts: list[str] | None
-    text_path: str | None
-    embeddings: Any
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.texts) if self.embeddings is None else self.embeddings.shape[0]
-
-
-def read_side(args, path: str, text_path: str | None, what: str) -> Side:
-    """Read a side: a text file, or a .npy file or a folder of shards with, optionally, the text file of its
-    sentences (``--src-text``: one line per embedding row; checked against a manifest's text checksum)."""
-    from bitext_hf.data import read_embeddings, read_lines
-    from bitext_hf.mining import check_embeddings
-    from bitext_hf.mining.shards import is_shard_folder, open_shards, text_sha256
-
-    if not is_embeddings(path):
-        if text_path is not None:
-            raise UsageError(f"--{what}-text is for .npy inputs; {path} is read as text already")
-        return Side(path, read_lines(path, max_chars=args.max_line_chars), path, None)
-    sharded = is_shard_folder(path)
-    embeddings = open_shards(path) if sharded else check_embeddings(read_embeddings(path), path)
-    texts = None
-    if text_path is not None:
-        texts = read_lines(text_path, max_chars=args.max_line_chars)
-        if len(texts) != embeddings.shape[0]:
-            raise DataValidationError(
-                f"{display(text_path)} has {len(texts)} lines but {path} has {embeddings.shape[0]} embedding rows: "
-                "give the text file the embeddings were made from"
-            )
-        recorded = embeddings.manifest.text_sha256 if sharded else None
-        if recorded is not None and text_sha256(texts) != recorded:
-            raise DataValidationError(
-                f"{display(text_path)} is not the text {path} was encoded from (its SHA-256 differs from the "
-                "manifest's text_sha256)"
-            )
-    else:
-        logger.warning(
-            "%s: no sentences (give --%s-text FILE); the %s column of the output stays empty", path, what, what
-        )
-    return Side(path, texts, text_path, embeddings)
-
-
-# ----------------------------------------------------------------------------------------------------- gold pairs
-
-
-def read_gold(path: str, n_src: int, n_tgt: int) -> set[tuple[int, int]]:
-    """Gold pairs ``src_line<TAB>tgt_line`` (0-based; an optional header line, blank lines skipped), checked against
-    the number of lines of each side."""
-    from bitext_hf.data import read_lines
-
-    name = display(path)
-    gold = set()
-    for number, line in enumerate(read_lines(path, allow_empty_lines=True), start=1):
-        cells = [cell.strip() for cell in line.split("\t")]
-        if not line.strip() or (number == 1 and not cells[0].isdigit()):
-            continue  # blank line or header
-        if len(cells) != 2 or not (cells[0].isdigit() and cells[1].isdigit()):
-            raise DataValidationError(f"{name}:{number}: expected `src_line<TAB>tgt_line` (0-based line numbers)")
-        src, tgt = int(cells[0]), int(cells[1])
-        if src >= n_src or tgt >= n_tgt:
-            raise DataValidationError(
-                f"{name}:{number}: pair ({src}, {tgt}) is out of range: the sides have {n_src} and {n_tgt} lines "
-                "(line numbers are 0-based)"
-            )
-        gold.add((src, tgt))
-    if not gold:
-        raise DataValidationError(f"{name}: no gold pairs")
-    return gold
+    return embedder(args).embed(texts, what, spec)
 
 
 def pair_texts(args) -> tuple[list[str], list[str]]:

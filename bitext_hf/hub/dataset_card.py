@@ -28,6 +28,15 @@ from typing import Any
 from bitext_hf.errors import DataValidationError
 from bitext_hf.io import atomic_output
 
+# The sidecar's format lives with the mining job that writes it (mining is below hub); hub reads it from there.
+from bitext_hf.mining.sidecar import (
+    METADATA_KEYS,
+    metadata_path,
+    mining_metadata_json,
+    read_mining_metadata,
+)
+from bitext_hf.mining.sidecar import printable as _printable
+
 __all__ = [
     "METADATA_KEYS",
     "metadata_path",
@@ -40,23 +49,6 @@ __all__ = [
     "write_mining_metadata",
 ]
 
-METADATA_KEYS = (
-    "encoder",
-    "src_model",
-    "tgt_model",
-    "margin",
-    "mode",
-    "k",
-    "threshold",
-    "index",
-    "src",
-    "tgt",
-    "src_lang",
-    "tgt_lang",
-    "src_sentences",
-    "tgt_sentences",
-    "command",
-)
 REQUIRED_COLUMNS = ("score", "src", "tgt")
 DATA_FILE = "data/train-00000-of-00001.parquet"
 _MISSING = "[More Information Needed]"
@@ -120,30 +112,6 @@ The parameters above are in `mining.json`.
 """
 
 
-def metadata_path(pairs_path: str | os.PathLike) -> Path:
-    """The sidecar of a pairs file: ``pairs.parquet`` -> ``pairs.parquet.meta.json``."""
-    path = Path(pairs_path)
-    return path.with_name(path.name + ".meta.json")
-
-
-def _printable(value: Any) -> Any:
-    """``value`` with every string valid UTF-8: a file name that is not (``os.fsdecode`` keeps its bytes as lone
-    surrogates) is written with its bytes escaped, ``en\\xff.txt``, instead of failing the write."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return value
-
-
-def mining_metadata_json(metadata: Mapping[str, Any]) -> str:
-    """The sidecar's text for ``metadata`` (its known keys, None values left out), ready to write: serializing
-    first lets ``bitext-hf mine`` write the pairs and their sidecar together or not at all."""
-    unknown = sorted(set(metadata) - set(METADATA_KEYS))
-    if unknown:
-        raise ValueError(f"unknown mining metadata keys {unknown}; known: {', '.join(METADATA_KEYS)}")
-    record = {key: _printable(metadata[key]) for key in METADATA_KEYS if metadata.get(key) is not None}
-    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
-
-
 def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, Any]) -> Path:
     """Write the sidecar of ``pairs_path`` (atomically) with the known keys of ``metadata`` (None values left out),
     e.g. ``command=shlex.join(["bitext-hf", *argv])``: the dataset card quotes it as the way to reproduce the run."""
@@ -152,17 +120,6 @@ def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, 
     with atomic_output(path, follow_symlinks=False) as handle:
         handle.write(text)
     return path
-
-
-def read_mining_metadata(path: str | os.PathLike) -> dict[str, Any]:
-    """The sidecar at ``path`` (its known keys); a data error naming the file when it is not a JSON object."""
-    try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
-        raise DataValidationError(f"{path}: not a readable mining metadata file ({error})") from None
-    if not isinstance(record, dict):
-        raise DataValidationError(f"{path}: mining metadata must be a JSON object, got {type(record).__name__}")
-    return {key: record[key] for key in METADATA_KEYS if key in record}
 
 
 def read_pairs_table(path: str | os.PathLike):

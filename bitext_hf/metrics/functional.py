@@ -27,7 +27,7 @@ import torch
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.metrics._peer_retrieval import mteb_nearest_targets, translation_nearest
-from bitext_hf.mining.knn import BidirectionalKNN, _check_pair, bidirectional_knn, check_k
+from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_k, check_pair
 from bitext_hf.mining.retrieval import best_forward_candidates
 
 __all__ = [
@@ -120,7 +120,7 @@ def xsim(
     Returns:
         ``{"xsim": error rate in percent, "errors": count, "n": number of sources}``
     """
-    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings")
+    src, tgt = check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings")
     gold_idx = _gold_indices(gold, src.shape[0], tgt.shape[0])
     knn = bidirectional_knn(src, tgt, k, device=device)
     return _xsim_errors(knn, margin, gold_idx, target_texts)
@@ -181,7 +181,7 @@ def _is_count(value) -> bool:
 def _peer_inputs(source_embeddings: np.ndarray, target_embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Both sides as float32, as the peers score them, after the checks of ``check_embeddings`` but without its
     normalization: each peer normalizes with its own arithmetic, and so do the functions that reproduce it."""
-    src, tgt = _check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings", False)
+    src, tgt = check_pair(source_embeddings, target_embeddings, "source embeddings", "target embeddings", False)
     for name, array in (("source embeddings", src), ("target embeddings", tgt)):
         zero = np.flatnonzero(~array.any(axis=1))
         if zero.size:

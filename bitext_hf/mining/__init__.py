@@ -16,15 +16,16 @@ from bitext_hf.mining.index import check_index, check_recall, choose_index, reca
 from bitext_hf.mining.knn import (
     MAX_K,
     BidirectionalKNN,
-    _check_pair,
     bidirectional_knn,
     check_embeddings,
     check_k,
+    check_pair,
     ivf_index,
     knn_search,
 )
 from bitext_hf.mining.margin import MARGINS, apply_margin, neighbourhood_means
 from bitext_hf.mining.output import write_pairs
+from bitext_hf.mining.pipeline import MiningConfig, MiningResult, run_mining
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs, candidate_scores, check_settings, retrieve
 from bitext_hf.mining.voting import mine_with_voting, vote
 
@@ -35,12 +36,15 @@ __all__ = [
     "MODES",
     "BidirectionalKNN",
     "MinedPairs",
+    "MiningConfig",
+    "MiningResult",
     "apply_margin",
     "bidirectional_knn",
     "candidate_scores",
     "check_embeddings",
     "check_index",
     "check_k",
+    "check_pair",
     "check_recall",
     "check_settings",
     "choose_index",
@@ -52,6 +56,7 @@ __all__ = [
     "neighbourhood_means",
     "recall_at_k",
     "retrieve",
+    "run_mining",
     "score_pairs",
     "search_neighbours",
     "vote",
@@ -95,7 +100,7 @@ def mine(
             embeddings.
     """
     check_settings(margin, mode, threshold)
-    src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
+    src, tgt = check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     check_k(k, src.shape[0], tgt.shape[0])
     knn = search_neighbours(
         src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress, checked=True
@@ -118,7 +123,7 @@ def score_pairs(
     parallel corpus. Neighbourhoods are taken over the whole corpus on both sides, searched as ``index`` and
     ``nprobe`` say (see :func:`mine`)."""
     check_settings(margin, DEFAULT_MODE, None)
-    src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
+    src, tgt = check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     if src.shape[0] != tgt.shape[0]:
         raise DataValidationError(
             f"score_pairs needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target embeddings"

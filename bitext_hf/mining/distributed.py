@@ -52,6 +52,7 @@ __all__ = [
     "encode_ray",
     "encode_shards_ray",
     "encoder_loader",
+    "import_ray",
     "knn_ray",
     "mine_ray",
     "ray_session",
@@ -70,7 +71,8 @@ _RAY_PORT, _CLIENT_PORT = 6379, 10001
 MAX_RUN_BLOCKS = 16
 
 
-def _import_ray():
+def import_ray():
+    """The ``ray`` module; a ``UsageError`` (exit 2) saying how to install it when it is not installed."""
     try:
         import ray
     except ImportError:
@@ -134,7 +136,7 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"--workers must be an integer >= 1, got {workers!r}")
-    ray = _import_ray()
+    ray = import_ray()
     started = False
     if not ray.is_initialized():
         if address is not None:
@@ -246,7 +248,7 @@ class _EncodedAhead:
 def _encoding_ahead(load_encoder, texts: Sequence[str], shard_size: int, slots: int, retries: int, what: str):
     """An :class:`_EncodedAhead` over ``texts`` whose batches are Ray tasks of this session, ``slots`` at a time,
     each worker loading the encoder once for this run (its token)."""
-    ray = _import_ray()
+    ray = import_ray()
     token = uuid.uuid4().hex
     load_ref = ray.put(load_encoder)
     task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
@@ -391,7 +393,7 @@ def knn_ray(
     backward_indices = np.empty((m, k_bwd), dtype=np.int64)
     forward: tuple[np.ndarray, np.ndarray] | None = None
     with ray_session(address, workers) as slots:
-        ray = _import_ray()
+        ray = import_ray()
         runs = _column_runs(n_blocks, max(slots, math.ceil(n_blocks / max(1, max_run_blocks))))
         task = ray.remote(_search_run).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
         src_ref = ray.put(np.ascontiguousarray(src[0:n]))  # sources once, shared by every task on a machine

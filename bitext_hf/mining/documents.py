@@ -17,7 +17,7 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining.index import check_index, search_neighbours
-from bitext_hf.mining.knn import _check_pair, check_k
+from bitext_hf.mining.knn import check_k, check_pair
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings, retrieve
 
 __all__ = ["mine_documents"]
@@ -98,7 +98,7 @@ def mine_documents(
             f"document-level mining takes index 'exact' or 'auto' (chosen per document), not {index!r}: an index "
             "per document would be trained on that document alone"
         )
-    src, tgt = _check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
+    src, tgt = check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     check_index(index, src.shape[1], nprobe)
     src_groups = _group_rows(src_doc_ids, src_keys, "source document ids", src.shape[0])
     tgt_groups = _group_rows(tgt_doc_ids, tgt_keys, "target document ids", tgt.shape[0])

@@ -30,6 +30,7 @@ __all__ = [
     "bidirectional_knn_blocks",
     "check_embeddings",
     "check_k",
+    "check_pair",
     "ivf_index",
     "knn_search",
 ]
@@ -195,9 +196,11 @@ def check_k(k: int, n_src: int, n_tgt: int) -> None:
         )
 
 
-def _check_pair(
+def check_pair(
     x: np.ndarray, y: np.ndarray, x_name: str, y_name: str, normalize: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides through :func:`check_embeddings` (named ``x_name`` and ``y_name`` in messages), and the same
+    dimension on both (a ``DataValidationError`` otherwise): what a search needs before it runs ``checked``."""
     x = check_embeddings(x, x_name, normalize=normalize)
     y = check_embeddings(y, y_name, normalize=normalize)
     if x.shape[1] != y.shape[1]:
@@ -272,7 +275,7 @@ def bidirectional_knn(
         DataValidationError: unusable embeddings (see :func:`check_embeddings`).
     """
     if not checked:
-        x, y = _check_pair(x, y, "source embeddings", "target embeddings", normalize)
+        x, y = check_pair(x, y, "source embeddings", "target embeddings", normalize)
     n, m = x.shape[0], y.shape[0]
     check_k(k, n, m)
     if k_backward is not None:
@@ -418,7 +421,7 @@ def knn_search(
     _check_positive_k(k)
     # No MAX_K here: FAISS keeps its top-k in heaps, whose cost grows only with log k; the torch backend goes
     # through bidirectional_knn, which applies check_k.
-    queries, database = _check_pair(queries, database, "queries", "database", normalize)
+    queries, database = check_pair(queries, database, "queries", "database", normalize)
     k = min(k, database.shape[0])
     if backend == "torch":
         result = bidirectional_knn(queries, database, k, k_backward=1, device=device, normalize=False)

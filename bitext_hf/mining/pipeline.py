@@ -1,0 +1,490 @@
+"""The mining job as one function: :func:`run_mining` over a :class:`MiningConfig`. ``bitext-hf mine`` parses its
+options into the config and calls it; Python users get the same job, the same files, in one call:
+
+>>> from bitext_hf.mining import MiningConfig, run_mining
+>>> result = run_mining(MiningConfig("corpus.en", "corpus.de", out="pairs.tsv", threshold=1.05))
+>>> len(result.pairs), result.record.index
+
+The job, in order: every option checked (the config, when it is made); the output path and every input checked,
+and the inputs protected from every file the job writes; every input read and checked (sentences, embeddings,
+document ids, gold pairs, that the sentences fit the output format, k and the index against the corpus sizes);
+only then the encoders loaded and the sentences encoded (or taken from the encoding cache); the neighbours
+searched, the pairs retrieved, and the pairs written with their sidecar (:mod:`bitext_hf.mining.sidecar`),
+both or neither. A bad input never costs an encoding run and never leaves an output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.mining.index import RecallReport
+from bitext_hf.mining.knn import check_embeddings, check_k
+from bitext_hf.mining.output import FORMATS
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings
+from bitext_hf.mining.sidecar import MiningRecord
+from bitext_hf.mining.sides import (
+    Embedder,
+    Side,
+    check_inputs_and_output,
+    display,
+    is_embeddings,
+    is_npy,
+    read_docs,
+    read_gold,
+    read_side,
+)
+
+__all__ = ["DEMO_DIR", "GoldScores", "MiningConfig", "MiningResult", "run_mining"]
+
+logger = logging.getLogger("bitext_hf")
+
+DEMO_DIR = Path(__file__).parent.parent / "demo"
+POOLINGS = ("mean", "max", "cls")
+
+
+def _positive_or_none(value: Any, name: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+@dataclasses.dataclass
+class MiningConfig:
+    """Everything one mining run needs; the fields are ``bitext-hf mine``'s options (``--src-docs`` is
+    ``src_docs``), and messages name them as the command line spells them. Checked when made (``UsageError``).
+
+    Args:
+        src, tgt (str): sentences (text, one a line; compressed or ``-`` for stdin) or embeddings (.npy, or a folder
+            of shards from ``bitext-hf encode``).
+        src_text, tgt_text (str, optional): with an embeddings side, the text file of its sentences.
+        out (str, optional): the pairs file (.tsv, .csv, .jsonl, .parquet or ``format``; ``-`` for stdout), written
+            with its sidecar ``<out>.meta.json``; None writes nothing (the pairs are in the result).
+        format (str, optional): the output format whatever the extension.
+        k (int, defaults to 4), margin (str, defaults to "ratio"), mode (str, defaults to "max"),
+        threshold (float, optional): as :func:`bitext_hf.mining.mine`.
+        src_docs, tgt_docs (str, optional): the document id of each line: mine inside aligned documents.
+        gold (str, optional): gold pairs ``src_line<TAB>tgt_line`` (0-based) to score the pairs against.
+        keep_duplicates (bool, defaults to False): mine duplicate lines separately (default: once, at the first).
+        model, src_model, tgt_model (str, optional): the encoder of both sides, or of one side.
+        pooling (str, optional): "mean", "max" or "cls" for Hugging Face models.
+        batch_size (int, defaults to 128), max_line_chars (int, defaults to 10000): sentences per encoder batch;
+            the longest line accepted.
+        cache_dir (str, optional), no_cache (bool, defaults to False): the encoding cache.
+        index (str, defaults to "exact"), nprobe (int, optional): the neighbour search (see
+            :mod:`bitext_hf.mining.index`); check_recall (int, optional): recall@k of an approximate index on that
+            many sampled sources.
+        distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes and
+            searches in Ray tasks.
+        quiet (bool, defaults to False): no progress bars.
+        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
+        command (str, optional): the command that reproduces the run, recorded in the sidecar.
+    """
+
+    src: str | None
+    tgt: str | None
+    src_text: str | None = None
+    tgt_text: str | None = None
+    out: str | None = None
+    format: str | None = None
+    k: int = 4
+    margin: str = "ratio"
+    mode: str | None = DEFAULT_MODE
+    threshold: float | None = None
+    src_docs: str | None = None
+    tgt_docs: str | None = None
+    gold: str | None = None
+    keep_duplicates: bool = False
+    model: str | None = None
+    src_model: str | None = None
+    tgt_model: str | None = None
+    pooling: str | None = None
+    batch_size: int = 128
+    max_line_chars: int = 10_000
+    cache_dir: str | None = None
+    no_cache: bool = False
+    index: str = "exact"
+    nprobe: int | None = None
+    check_recall: int | None = None
+    distributed: str | None = None
+    ray_address: str | None = None
+    workers: int | None = None
+    quiet: bool = False
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    command: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.src or not self.tgt:
+            raise UsageError("give --src and --tgt (text or .npy files), or --demo")
+        if bool(self.src_docs) != bool(self.tgt_docs):
+            raise UsageError("document-level mining needs both --src-docs and --tgt-docs")
+        for side, model in (("src", self.src_model), ("tgt", self.tgt_model)):
+            if model is not None and is_embeddings(getattr(self, side)):
+                raise UsageError(f"--{side}-model has nothing to encode: --{side} holds embeddings (.npy or shards)")
+        self.index = self.index or "exact"
+        if self.distributed and (self.src_docs or self.index != "exact"):
+            raise UsageError(
+                "--distributed ray mines with the exact index over whole corpora (no --src-docs, no --index)"
+            )
+        if not self.distributed and (self.ray_address or self.workers):
+            raise UsageError("--ray-address and --workers go with --distributed ray")
+        # What the command line's parser refuses before a config is made; Python callers get the same checks.
+        self.mode = self.mode or DEFAULT_MODE
+        check_settings(self.margin, self.mode, self.threshold)
+        _positive_or_none(self.k, "k")
+        for name in ("batch_size", "max_line_chars", "nprobe", "check_recall", "workers"):
+            _positive_or_none(getattr(self, name), name)
+        for name, value, allowed in (
+            ("format", self.format, FORMATS),
+            ("pooling", self.pooling, POOLINGS),
+            ("distributed", self.distributed, ("ray",)),
+        ):
+            if value is not None and value not in allowed:
+                raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
+        if not isinstance(self.index, str):
+            raise UsageError(f"index must be 'exact', 'auto' or a FAISS factory string, got {self.index!r}")
+
+    @classmethod
+    def demo(cls, **options: Any) -> MiningConfig:
+        """The bundled English-German demo (``bitext_hf/demo/README.md``) scored against its gold pairs."""
+        options.setdefault("gold", str(DEMO_DIR / "gold.tsv"))
+        return cls(str(DEMO_DIR / "en.txt"), str(DEMO_DIR / "de.txt"), **options)
+
+    @property
+    def inputs(self) -> list[str | None]:
+        """Every file the run reads (None for an input not given)."""
+        return [self.src, self.tgt, self.src_text, self.tgt_text, self.src_docs, self.tgt_docs, self.gold]
+
+    def record(self, src_rows: int, tgt_rows: int, dim: int) -> MiningRecord:
+        """The sidecar's record of this run over ``src_rows`` x ``tgt_rows`` embeddings of dimension ``dim``."""
+        src_model, tgt_model = self._side_encoder("src"), self._side_encoder("tgt")
+        same = src_model == tgt_model
+        return MiningRecord(
+            encoder=src_model if same else None,
+            src_model=None if same else src_model,
+            tgt_model=None if same else tgt_model,
+            margin=self.margin,
+            mode=self.mode,
+            k=self.k,
+            threshold=self.threshold,
+            # What an approximate run searched with: its pairs are not the exact engine's (see check_recall).
+            index=self._index_description(src_rows, tgt_rows, dim),
+            src=display(self.src),
+            tgt=display(self.tgt),
+            src_lang=self.src_lang,
+            tgt_lang=self.tgt_lang,
+            src_sentences=int(src_rows),
+            tgt_sentences=int(tgt_rows),
+            command=self.command,
+        )
+
+    def _side_encoder(self, side: str) -> str | None:
+        """The encoder that embedded a side: the manifest's for shards, None for a .npy side (not known here)."""
+        path = getattr(self, side)
+        if os.path.isdir(path):
+            from bitext_hf.mining.shards import MANIFEST, read_manifest
+
+            return read_manifest(os.path.join(path, MANIFEST)).encoder
+        if is_npy(path):
+            return None
+        from bitext_hf.encoders import DEFAULT_ENCODER
+
+        name = getattr(self, f"{side}_model") or self.model or DEFAULT_ENCODER
+        return f"{name} ({self.pooling} pooling)" if self.pooling else name
+
+    def _index_description(self, src_rows: int, tgt_rows: int, dim: int) -> str:
+        if self.src_docs and self.index == "auto":  # resolved per document pair, by its sizes
+            return "auto (chosen per document pair)"
+        return str(self._index_spec(src_rows, tgt_rows, dim))
+
+    def _index_spec(self, src_rows: int, tgt_rows: int, dim: int):
+        """The search that index / nprobe resolve to for this corpus (exact, or the factory string and nprobe)."""
+        from bitext_hf.mining.index import resolve_index
+
+        return resolve_index(self.index, src_rows, tgt_rows, dim, nprobe=self.nprobe)
+
+
+@dataclasses.dataclass(frozen=True)
+class GoldScores:
+    """The mined pairs against gold pairs: precision, recall and F1 over ``gold_pairs`` pairs."""
+
+    gold_pairs: int
+    precision: float
+    recall: float
+    f1: float
+
+    @classmethod
+    def of(cls, pairs: MinedPairs, gold: set[tuple[int, int]]) -> GoldScores:
+        found = pairs.as_set()
+        true_positives = len(found & gold)
+        precision = true_positives / len(found) if found else 0.0
+        recall = true_positives / len(gold)
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        return cls(len(gold), precision, recall, f1)
+
+    def __str__(self) -> str:
+        return (
+            f"against {self.gold_pairs} gold pairs: precision {self.precision:.3f}  recall {self.recall:.3f}  "
+            f"F1 {self.f1:.3f}"
+        )
+
+
+@dataclasses.dataclass
+class MiningResult:
+    """What a run found: the pairs (line numbers of the inputs), the sentences of each side (None for an embeddings
+    side without its text), the rows searched, the recall@k report (with ``check_recall``), the scores against
+    the gold pairs (with ``gold``) and the sidecar record (written beside ``out``)."""
+
+    pairs: MinedPairs
+    src_texts: list[str] | None
+    tgt_texts: list[str] | None
+    src_sentences: int
+    tgt_sentences: int
+    record: MiningRecord
+    recall: RecallReport | None = None
+    gold: GoldScores | None = None
+
+
+def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None = None) -> MiningResult:
+    """Run the mining job of ``config`` (see the module docstring).
+
+    Args:
+        load_encoder (callable, optional): ``load_encoder(spec, pooling=...)`` returning an encoder (an object with
+            ``encode(texts, batch_size=..., show_progress=...) -> (n, d) float32``); defaults to
+            :func:`bitext_hf.encoders.load_encoder`. Called once per model, and only when something is encoded.
+
+    Raises:
+        UsageError: options, output path or index that cannot work; DataValidationError: a bad input (naming the
+            file and line); OutputWriteError: the pairs could not be written (nothing is left behind).
+    """
+    from bitext_hf.io import protect_inputs
+
+    if config.distributed:  # Ray installed, the address answering: before anything is read
+        from bitext_hf.mining.distributed import check_ray_address, import_ray
+
+        import_ray()
+        if config.ray_address:
+            check_ray_address(config.ray_address)
+    try:
+        return _run(config, load_encoder)
+    finally:
+        protect_inputs(())  # _run protects this run's inputs; a later run, or the caller's writes, have their own
+
+
+def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> MiningResult:
+    from bitext_hf.io import writes_in_place
+    from bitext_hf.mining.documents import mine_documents
+    from bitext_hf.mining.output import check_representable, output_format
+    from bitext_hf.mining.sidecar import metadata_path
+
+    check_inputs_and_output(config.out, config.inputs)
+    if config.out and not writes_in_place(config.out):  # the sidecar is written too: it must not be an input either
+        check_inputs_and_output(str(metadata_path(config.out)), config.inputs)
+    fmt = output_format(config.out, config.format) if config.out else None
+    # Every input is read and checked before any encoder is loaded.
+    src = read_side(config.src, config.src_text, "src", max_line_chars=config.max_line_chars)
+    tgt = read_side(config.tgt, config.tgt_text, "tgt", max_line_chars=config.max_line_chars)
+    if src.embeddings is not None and tgt.embeddings is not None:
+        _check_dimensions(config, src.embeddings, tgt.embeddings)
+    docs = (read_docs(config.src_docs, src), read_docs(config.tgt_docs, tgt)) if config.src_docs else None
+    gold = read_gold(config.gold, src.n_rows, tgt.n_rows) if config.gold else None
+    if fmt is not None:
+        for side in (src, tgt):
+            if side.texts is not None:
+                check_representable(side.texts, display(side.text_path), fmt)
+        if docs is not None:
+            check_representable(list(docs[0]), display(config.src_docs), fmt)
+    check_k(config.k, src.n_rows, tgt.n_rows)
+    _check_index_options(config, src, tgt, docs is not None)
+
+    embedder = Embedder(
+        model=config.model,
+        pooling=config.pooling,
+        batch_size=config.batch_size,
+        cache_dir=config.cache_dir,
+        no_cache=config.no_cache,
+        show_progress=not config.quiet,
+        distributed=config.distributed,
+        ray_address=config.ray_address,
+        workers=config.workers,
+        load_encoder=load_encoder,
+    )
+    with _distributed_session(config):  # started after every input was read and checked
+        per_document = docs is not None
+        src_emb, src_lines, src_keys = _rows_to_mine(config, embedder, src, "source", config.src_model, per_document)
+        tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(config, embedder, tgt, "target", config.tgt_model, per_document)
+        _check_dimensions(config, src_emb, tgt_emb)  # an encoder's against the other side's .npy or encoder
+        for path, other in ((config.src, tgt_emb.shape[0]), (config.tgt, src_emb.shape[0])):
+            if config.k > other:
+                logger.warning(
+                    "k=%d is larger than the other side (%d rows): using k=%d for %s", config.k, other, other, path
+                )
+        recall = None
+        if docs is not None:
+            settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=config.threshold)
+            pairs = mine_documents(
+                src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys,
+                index=config.index, nprobe=config.nprobe, **settings,
+            )  # fmt: skip
+        else:
+            pairs, recall = _search_and_retrieve(config, src_emb, tgt_emb)
+            pairs = dataclasses.replace(
+                pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
+            )
+
+    record = config.record(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
+    if config.out:
+        _write_pairs_and_sidecar(config.out, pairs, src, tgt, fmt, record)
+    if config.check_recall and recall is None:  # document-level runs keep no global neighbours
+        from bitext_hf.mining.index import check_recall
+
+        recall = check_recall(
+            np.asarray(src_emb), np.asarray(tgt_emb), k=config.k, index=config.index, nprobe=config.nprobe,
+            queries=config.check_recall,
+        )  # fmt: skip
+    return MiningResult(
+        pairs=pairs,
+        src_texts=src.texts,
+        tgt_texts=tgt.texts,
+        src_sentences=int(src_emb.shape[0]),
+        tgt_sentences=int(tgt_emb.shape[0]),
+        record=record,
+        recall=recall,
+        gold=GoldScores.of(pairs, gold) if gold is not None else None,
+    )
+
+
+def _check_dimensions(config: MiningConfig, src_emb, tgt_emb) -> None:
+    if src_emb.shape[1] != tgt_emb.shape[1]:
+        raise DataValidationError(
+            f"{display(config.src)} has dimension {src_emb.shape[1]} but {display(config.tgt)} has {tgt_emb.shape[1]}"
+        )
+
+
+def _check_index_options(config: MiningConfig, src: Side, tgt: Side, per_document: bool) -> None:
+    """index / nprobe / check_recall, checked before any encoding: a factory string against the dimension of a .npy
+    side (else only its syntax, on a dimension that most factory strings accept; the encoder's dimension is checked
+    after encoding) and against the corpus sizes."""
+    if config.index == "exact" and config.check_recall:
+        raise UsageError("--check-recall compares an approximate --index with exact search; --index is exact")
+    if config.index == "exact" and config.nprobe is None:
+        return
+    if per_document and config.index not in ("exact", "auto"):
+        raise UsageError(
+            f"--index {config.index!r} with --src-docs: document-level mining takes --index exact or auto (one index "
+            "per document would be trained on that document alone)"
+        )
+    known = next((side.embeddings.shape[1] for side in (src, tgt) if side.embeddings is not None), None)
+    config._index_spec(src.n_rows, tgt.n_rows, known or 3840)
+
+
+def _distributed_session(config: MiningConfig):
+    """One Ray session for the encoding of both sides and the search under ``distributed="ray"`` (each would start
+    its own, and load the encoder in fresh workers, otherwise); nothing without it."""
+    if not config.distributed:
+        return contextlib.nullcontext()
+    from bitext_hf.mining.distributed import ray_session
+
+    return ray_session(config.ray_address, config.workers)
+
+
+def _rows_to_mine(config: MiningConfig, embedder: Embedder, side: Side, what: str, spec: str | None, per_document):
+    """(embeddings of the rows to mine, the line of each row, the de-duplication key of each row or None).
+
+    Each side is validated once: a .npy side when it was read, encoded sentences here (``check_embeddings``), a
+    folder of shards by its manifest and checksums when it was opened."""
+    from bitext_hf.data import deduplicate
+
+    def encoded(texts: list[str]) -> np.ndarray:
+        return check_embeddings(embedder.embed(texts, what, spec), f"{what} embeddings")
+
+    lines = np.arange(side.n_rows)
+    if side.texts is None or config.keep_duplicates:
+        emb = side.embeddings if side.embeddings is not None else encoded(side.texts)
+        return emb, lines, None
+    unique, inverse = deduplicate(side.texts)
+    inverse = np.asarray(inverse, dtype=np.int64)
+    if per_document:
+        # No global de-duplication: a sentence repeated in two documents must be seen by both. Each distinct
+        # sentence is still encoded once; mine_documents mines it once per document (the texts are the keys).
+        emb = side.embeddings if side.embeddings is not None else encoded(unique)[inverse]
+        return emb, lines, side.texts
+    if len(unique) < len(side.texts):
+        logger.warning(
+            "%s: %d duplicate line(s); each distinct sentence is mined once and reported at its first line "
+            "(--keep-duplicates mines every line)",
+            display(side.text_path), len(side.texts) - len(unique),
+        )  # fmt: skip
+    # Unique sentences are in first-occurrence order, so the first line of each is where its id first appears.
+    first_line = np.unique(inverse, return_index=True)[1]
+    emb = side.embeddings[first_line] if side.embeddings is not None else encoded(unique)
+    return emb, first_line, None
+
+
+def _search_and_retrieve(config: MiningConfig, src_emb, tgt_emb) -> tuple[MinedPairs, RecallReport | None]:
+    """Search and retrieve in memory, or block by block when a side is a folder of shards (same pairs and scores).
+    Returns the pairs and, with check_recall, the recall@k of the run's own forward neighbours (no second index)."""
+    from bitext_hf.mining.index import recall_at_k, search_neighbours
+    from bitext_hf.mining.retrieval import retrieve
+    from bitext_hf.mining.shards import ShardedEmbeddings, mine_shards
+
+    settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=config.threshold)
+    show_progress = not config.quiet and src_emb.shape[0] > 50_000
+    if config.distributed:
+        from bitext_hf.mining.distributed import mine_ray
+
+        return mine_ray(src_emb, tgt_emb, address=config.ray_address, workers=config.workers, **settings), None
+    sharded = [isinstance(side, ShardedEmbeddings) for side in (src_emb, tgt_emb)]
+    if any(sharded):
+        if config.index == "exact":
+            return mine_shards(src_emb, tgt_emb, show_progress=show_progress, **settings), None
+        logger.warning("--index %s reads the shards into memory (only the exact search streams them)", config.index)
+        src_emb, tgt_emb = (
+            check_embeddings(np.asarray(side), name) if was_sharded else side
+            for side, name, was_sharded in zip((src_emb, tgt_emb), ("source embeddings", "target embeddings"), sharded)
+        )
+    # Both sides are validated (see _rows_to_mine) and their dimensions compared: the search skips its own check.
+    knn = search_neighbours(
+        src_emb, tgt_emb, config.k, index=config.index, nprobe=config.nprobe, show_progress=show_progress,
+        checked=True,
+    )  # fmt: skip
+    recall = None
+    if config.check_recall:
+        spec = config._index_spec(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
+        recall = recall_at_k(src_emb, tgt_emb, knn, queries=config.check_recall, index=str(spec))
+    return retrieve(knn, margin=config.margin, mode=config.mode, threshold=config.threshold), recall
+
+
+def _write_pairs_and_sidecar(out: str, pairs: MinedPairs, src: Side, tgt: Side, fmt: str, record: MiningRecord):
+    """The pairs file and its sidecar ``<out>.meta.json``, both or neither: the sidecar is serialized before anything
+    is written, its temp file is renamed only after the pairs file, and a failure removes whichever was written. A
+    stream or a device (``-``, ``/dev/null``) gets the pairs alone: there is no place for a sidecar beside it."""
+    from bitext_hf.io import atomic_output, writes_in_place
+    from bitext_hf.mining import write_pairs  # at call time: tests replace it to simulate a failed write
+    from bitext_hf.mining.sidecar import metadata_path
+
+    if writes_in_place(out):
+        write_pairs(pairs, out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
+        return
+    sidecar_text = record.to_json()
+    written = False
+    try:
+        with atomic_output(metadata_path(out), follow_symlinks=False) as handle:
+            handle.write(sidecar_text)
+            write_pairs(pairs, out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
+            written = True
+    except BaseException:
+        if written:  # the pairs were renamed into place, their sidecar was not: take them back, and an earlier
+            # run's sidecar would now describe pairs that are not there
+            for path in (out, metadata_path(out)):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        raise

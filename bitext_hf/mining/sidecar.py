@@ -1,0 +1,106 @@
+"""The sidecar of a mined pairs file, ``<pairs file>.meta.json``: the run's parameters, inputs, counts and command,
+which ``bitext-hf push --pairs`` shows in the dataset card.
+
+The format is one dataclass, :class:`MiningRecord`: its fields are the sidecar's keys, in the order they are
+written (:data:`METADATA_KEYS`), so the writer, the reader and the mining job cannot name them differently. The
+file is a JSON object of the fields that are not None, indented by 2, UTF-8, ending with a newline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bitext_hf.errors import DataValidationError
+
+__all__ = [
+    "METADATA_KEYS",
+    "MiningRecord",
+    "metadata_path",
+    "mining_metadata_json",
+    "printable",
+    "read_mining_metadata",
+]
+
+
+@dataclasses.dataclass
+class MiningRecord:
+    """What the sidecar says about one mining run (every field optional; None is left out of the file).
+
+    Args:
+        encoder (str, optional): the encoder of both sides; when the sides differ, ``src_model`` and ``tgt_model``.
+        margin, mode, k, threshold: the scoring and retrieval settings.
+        index (str, optional): the neighbour search ("exact", or the factory string and nprobe an index used).
+        src, tgt (str, optional): the input files as messages name them.
+        src_lang, tgt_lang (str, optional): language codes, for the dataset card.
+        src_sentences, tgt_sentences (int, optional): rows searched on each side.
+        command (str, optional): the command that reproduces the run (the card quotes it).
+    """
+
+    encoder: str | None = None
+    src_model: str | None = None
+    tgt_model: str | None = None
+    margin: str | None = None
+    mode: str | None = None
+    k: int | None = None
+    threshold: float | None = None
+    index: str | None = None
+    src: str | None = None
+    tgt: str | None = None
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    src_sentences: int | None = None
+    tgt_sentences: int | None = None
+    command: str | None = None
+
+    def to_json(self) -> str:
+        """The sidecar's text, ready to write (serializing first lets a run write pairs and sidecar together)."""
+        record = {key: printable(value) for key, value in dataclasses.asdict(self).items() if value is not None}
+        return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_mapping(cls, metadata: Mapping[str, Any]) -> MiningRecord:
+        """The record of ``metadata``'s keys; a key that is not a field is a ``ValueError`` naming the known ones."""
+        unknown = sorted(set(metadata) - set(METADATA_KEYS))
+        if unknown:
+            raise ValueError(f"unknown mining metadata keys {unknown}; known: {', '.join(METADATA_KEYS)}")
+        return cls(**metadata)
+
+
+METADATA_KEYS = tuple(field.name for field in dataclasses.fields(MiningRecord))
+
+
+def metadata_path(pairs_path: str | os.PathLike) -> Path:
+    """The sidecar of a pairs file: ``pairs.parquet`` -> ``pairs.parquet.meta.json``."""
+    path = Path(pairs_path)
+    return path.with_name(path.name + ".meta.json")
+
+
+def printable(value: Any) -> Any:
+    """``value`` with every string valid UTF-8: a file name that is not (``os.fsdecode`` keeps its bytes as lone
+    surrogates) is written with its bytes escaped, ``en\\xff.txt``, instead of failing the write."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
+
+
+def mining_metadata_json(metadata: Mapping[str, Any] | MiningRecord) -> str:
+    """The sidecar's text for ``metadata`` (a :class:`MiningRecord`, or a mapping of its keys; None values are left
+    out), ready to write."""
+    record = metadata if isinstance(metadata, MiningRecord) else MiningRecord.from_mapping(metadata)
+    return record.to_json()
+
+
+def read_mining_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """The sidecar at ``path`` (its known keys); a data error naming the file when it is not a JSON object."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
+        raise DataValidationError(f"{path}: not a readable mining metadata file ({error})") from None
+    if not isinstance(record, dict):
+        raise DataValidationError(f"{path}: mining metadata must be a JSON object, got {type(record).__name__}")
+    return {key: record[key] for key in METADATA_KEYS if key in record}
