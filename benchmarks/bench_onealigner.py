@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-import bitext_hf  # noqa: F401  (registers OneAligner with the Auto classes)
+import bitext_hf.modeling  # noqa: F401  (registers OneAligner with the Auto classes)
 from bitext_hf.data import gettext_pairs
 from bitext_hf.mining.onealigner import encode_tokens, retrieve, two_stage_retrieve
 from bitext_hf.modeling.onealigner import OneAlignerModel

@@ -1,18 +1,31 @@
 """bitext-hf: multilingual sentence alignment and bitext mining, Hugging Face native.
 
-Importing the package registers its model families with ``AutoConfig`` / ``AutoModel`` so that their
-checkpoints load without ``trust_remote_code`` once ``bitext_hf`` is imported. The registration waits until
-transformers is imported (see ``bitext_hf._auto_registration``), so that ``import bitext_hf`` and the CLI start
-without loading torch.
+``import bitext_hf`` imports neither torch nor transformers (so that the CLI starts fast) and registers nothing.
+The model families are registered with ``AutoConfig`` / ``AutoModel`` when ``bitext_hf.modeling`` is imported
+(``import bitext_hf.modeling``, or any ``from bitext_hf.modeling... import``); after that their checkpoints load with
+``AutoModel.from_pretrained(path)`` without ``trust_remote_code``. ``load_encoder`` (hence ``bitext-hf mine`` and
+``eval --model``) imports it itself, and the recipes build their models from it.
 """
 
 from __future__ import annotations
 
+import warnings
+
 __version__ = "0.1.0"
 
-from bitext_hf._auto_registration import register_when_transformers_is_imported
-from bitext_hf.modeling import register_auto_classes
+__all__ = ["__version__"]
 
-register_when_transformers_is_imported()
 
-__all__ = ["__version__", "register_auto_classes"]
+def __getattr__(name: str) -> object:  # no `typing` import: it would cost more than the rest of bitext_hf
+    # PEP 562: `bitext_hf.register_auto_classes` was public; importing bitext_hf.modeling for it at `import bitext_hf`
+    # would import torch, so it is resolved on first access only.
+    if name == "register_auto_classes":
+        warnings.warn(
+            "bitext_hf.register_auto_classes is deprecated: `import bitext_hf.modeling` registers the model families",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from bitext_hf.modeling import register_auto_classes
+
+        return register_auto_classes
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

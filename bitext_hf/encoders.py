@@ -329,6 +329,8 @@ def _check_config(config: Path, trust_remote_code: bool) -> None:
         return  # transformers has its own fallbacks for these; its error, if any, is reported by _load
     from transformers import CONFIG_MAPPING, __version__
 
+    import bitext_hf.modeling  # noqa: F401  (registers the bitext-hf families in CONFIG_MAPPING)
+
     if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
         remedy = (
             "it ships its own code (auto_map), which is never run unasked: in Python, "
@@ -491,6 +493,9 @@ def _load(source: _ModelSource, build: Callable[[], T]) -> T:
     The loaders raise OSError, ValueError, RuntimeError (shape mismatches), ImportError (a tokenizer's optional
     dependency) or safetensors' own error: each means this model cannot be loaded here, which is exit 4.
     """
+    # Every loader here may meet a bitext-hf checkpoint; the Auto classes know those once bitext_hf.modeling is imported.
+    import bitext_hf.modeling  # noqa: F401
+
     try:
         return build()
     except EncoderLoadError:

@@ -23,9 +23,8 @@ LAYERS = {
     "io": 1,
     "data": 2,
     "encoders": 2,
-    "modeling": 2,
-    "_auto_registration": 3,
-    "bitext_hf": 3.5,  # the package's __init__: it registers the model families
+    "modeling": 1.5,  # imports nothing of ours; below encoders, whose loaders import it to register the families
+    "bitext_hf": 3.5,  # the package's __init__: the version, and the deprecated alias of register_auto_classes
     "mining": 4,
     "evaluation": 5,
     "hub": 5,

@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-import bitext_hf  # noqa: F401  (registers the Auto classes)
+import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 
 

@@ -36,7 +36,7 @@ from remote_code_tf4 import run_without_bitext_hf
 from transformers import AutoModel, PreTrainedModel, XLMRobertaConfig
 from transformers.modeling_layers import GradientCheckpointingLayer
 
-import bitext_hf  # noqa: F401  (registers the Auto classes)
+import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
 from bitext_hf.modeling.contrastive_align import ContrastiveAlignedEncoder
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoConfig, AutoModel
 
-import bitext_hf  # noqa: F401  (registers the Auto classes)
+import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
 from bitext_hf.training.musr import CrossConSTLoss, crossconst_kl, split_target
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 from transformers import AutoModel, TrainingArguments
 
-import bitext_hf  # noqa: F401  (registers the Auto classes)
+import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
 from bitext_hf.modeling.musr import MuSREncoderDecoder
 from bitext_hf.training import run_recipe
 

@@ -18,7 +18,7 @@ import torch
 from onealigner_helpers import batch, tiny_aligner, tiny_encoder_config
 from transformers import AutoModel, GPT2Config, XLMRobertaConfig, XLMRobertaModel
 
-import bitext_hf  # also registers the Auto classes
+import bitext_hf.modeling  # registers the Auto classes (and binds `bitext_hf`)
 from bitext_hf.mining import onealigner
 from bitext_hf.modeling.onealigner import (
     OneAlignerConfig,

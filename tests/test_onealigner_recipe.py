@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModel, TrainingArguments, XLMRobertaConfig, XLMRobertaModel
 
-import bitext_hf  # noqa: F401  (registers the Auto classes)
+import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
 from bitext_hf.data import PairSet
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.modeling.onealigner import OneAlignerModel

@@ -3,7 +3,7 @@
 ``save_for_hub`` writes one folder that loads three ways:
 
 * ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` anywhere (the modeling code travels with it), and
-  without ``trust_remote_code`` once ``bitext_hf`` is imported;
+  without ``trust_remote_code`` once ``bitext_hf.modeling`` is imported (``import bitext_hf`` alone does not register);
 * ``AutoTokenizer.from_pretrained(folder)``;
 * ``SentenceTransformer(folder, trust_remote_code=True)``: ``Transformer -> Pooling -> [Dense] -> [Normalize]``.
 

@@ -1,7 +1,9 @@
 """The model families. Each lives in its own self-contained folder (configuration + modeling).
 
 A folder imports only its own files, torch and transformers, so that ``save_pretrained`` can ship it as
-hub remote code. This module is the one place that knows all of them and registers them with the Auto classes.
+hub remote code. This module is the one place that knows all of them: importing it registers every family with
+``AutoConfig`` / ``AutoModel`` (and so imports torch and transformers), after which a bitext-hf checkpoint loads with
+``AutoModel.from_pretrained(path)`` without ``trust_remote_code``. ``import bitext_hf`` alone does not register.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ _registered: set[str] = set()
 def register_auto_classes(only: str | None = None) -> None:
     """Register every model family (or the ``only`` one) with AutoConfig / AutoModel (idempotent).
 
-    A family whose package is still being imported (transformers was imported from inside it, which runs the
-    deferred registration of ``bitext_hf._auto_registration``) is skipped here: its package calls this function
-    again at the end of its own ``__init__``, once its classes exist.
+    Called at the end of this module, so importing ``bitext_hf.modeling`` (or any family under it, which imports
+    this module first) registers them all. A family whose classes are not defined yet is skipped rather than failing
+    the import: each family package calls this function again at the end of its own ``__init__``.
     """
     from transformers import AutoConfig, AutoModel
 
@@ -41,3 +43,6 @@ def register_auto_classes(only: str | None = None) -> None:
         AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
         AutoModel.register(config_class, model_class, exist_ok=True)
         _registered.add(subpackage)
+
+
+register_auto_classes()

@@ -18,6 +18,6 @@ from bitext_hf.modeling.musr.modeling_musr import (
 
 __all__ = ["MuSRConfig", "MuSREncoderDecoder", "MuSROutput", "MuSRPreTrainedModel", "label_smoothed_cross_entropy"]
 
-# Importing the family registers it: this completes the registration when the package was being imported at the
-# moment transformers was (see bitext_hf.modeling.register_auto_classes).
+# Importing the family registers it (see bitext_hf.modeling.register_auto_classes), also when this module is
+# imported while bitext_hf.modeling itself is still being imported (its own call then runs before the family exists).
 register_auto_classes(only="musr")

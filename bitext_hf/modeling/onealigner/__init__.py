@@ -46,6 +46,6 @@ __all__ = [
     "pooled_contrastive_loss",
 ]
 
-# Importing the family registers it: this completes the registration when the package was being imported at the
-# moment transformers was (see bitext_hf.modeling.register_auto_classes).
+# Importing the family registers it (see bitext_hf.modeling.register_auto_classes), also when this module is
+# imported while bitext_hf.modeling itself is still being imported (its own call then runs before the family exists).
 register_auto_classes(only="onealigner")
