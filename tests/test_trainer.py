@@ -161,6 +161,65 @@ def test_retrieval_evaluator_runs_at_eval_steps_and_picks_the_best_model(tmp_pat
         assert torch.equal(tensor, best[name]), name
 
 
+class DeclaredDirection:
+    """An evaluator with sentence-transformers' attributes (duck-typed: no base class needed), returning the next
+    of ``values`` for its primary metric at each call."""
+
+    def __init__(self, primary_metric: str, greater_is_better: bool, values: list[float]) -> None:
+        self.primary_metric, self.greater_is_better, self.values = primary_metric, greater_is_better, iter(values)
+
+    def __call__(self, model):
+        return {self.primary_metric: next(self.values)}
+
+
+@pytest.mark.parametrize("metric", ["xsim", "eval_xsim", None])
+def test_best_model_follows_the_evaluators_direction(tmp_path, metric):
+    # TrainingArguments alone would make greater_is_better True for "xsim" (any name not ending in "loss"), and
+    # "loss" the metric when none is given: the evaluator knows better.
+    settings = {} if metric is None else {"metric_for_best_model": metric}
+    trainer = BitextTrainer(
+        TinyRegressor(),
+        training_args(
+            tmp_path,
+            max_steps=6,
+            eval_strategy="steps",
+            eval_steps=2,
+            save_strategy="steps",
+            save_steps=2,
+            load_best_model_at_end=True,
+            **settings,
+        ),
+        loss_fn=mse_loss,
+        train_dataset=make_dataset(),
+        retrieval_evaluator=DeclaredDirection("xsim", False, [50.0, 20.0, 40.0]),
+    )
+    trainer.train()
+    assert trainer.args.greater_is_better is False
+    assert trainer.args.metric_for_best_model == (metric or "xsim")
+    assert trainer.state.best_metric == 20.0
+    assert trainer.state.best_model_checkpoint.endswith("checkpoint-4")
+
+
+def test_explicit_greater_is_better_against_the_evaluator_is_kept_with_a_warning(tmp_path, caplog):
+    def build(greater_is_better: bool) -> BitextTrainer:
+        return BitextTrainer(
+            TinyRegressor(),
+            training_args(tmp_path, metric_for_best_model="accuracy", greater_is_better=greater_is_better),
+            loss_fn=mse_loss,
+            train_dataset=make_dataset(),
+            retrieval_evaluator=DeclaredDirection("accuracy", True, []),
+        )
+
+    with caplog.at_level("WARNING", logger="bitext_hf.training.trainer"):
+        assert build(False).args.greater_is_better is False
+    (warning,) = [record.getMessage() for record in caplog.records if "greater_is_better" in record.getMessage()]
+    assert "accuracy is better when higher" in warning
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="bitext_hf.training.trainer"):
+        assert build(True).args.greater_is_better is True
+    assert not [record for record in caplog.records if "greater_is_better" in record.getMessage()]
+
+
 def test_retrieval_eval_callback_is_the_same_as_the_argument(tmp_path):
     callback = RetrievalEvalCallback(lambda model: {"xsim": 2.0})
     trainer = BitextTrainer(

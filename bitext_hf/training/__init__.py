@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bitext_hf.training.args import ConfigFileError, load_yaml_config, parse_args, run_recipe
 from bitext_hf.training.callbacks import RetrievalEvalCallback
+from bitext_hf.training.evaluator import RetrievalEvaluator
 from bitext_hf.training.peft import ModelArguments, apply_peft, export_peft
 from bitext_hf.training.tokenizer import (
     SPECIAL_TOKENS,
@@ -22,6 +23,7 @@ __all__ = [
     "ConfigFileError",
     "ModelArguments",
     "RetrievalEvalCallback",
+    "RetrievalEvaluator",
     "TokenizerTrainingError",
     "apply_peft",
     "export_peft",

@@ -12,9 +12,18 @@ checkpoint layout. Two things are added:
 * ``retrieval_evaluator(model) -> {"xsim": ..., "accuracy": ...}``: retrieval on held-out pairs, run by
   :meth:`BitextTrainer.evaluate` wherever the Trainer evaluates (``eval_strategy``/``eval_steps``,
   ``eval_on_start``, the end of training when asked). Its keys get the ``eval_`` prefix, are logged through
-  ``report_to`` and passed to the callbacks' ``on_evaluate``, and feed the best-model bookkeeping, so
-  ``metric_for_best_model="eval_xsim"`` (with ``greater_is_better=False``: lower xsim is better) and
-  ``load_best_model_at_end`` work. No ``eval_dataset`` is needed.
+  ``report_to`` and passed to the callbacks' ``on_evaluate``, and feed the best-model bookkeeping
+  (``load_best_model_at_end``, ``save_strategy="best"``). No ``eval_dataset`` is needed.
+
+An evaluator that declares ``primary_metric`` and ``greater_is_better`` (a
+:class:`~bitext_hf.training.evaluator.RetrievalEvaluator`; read with ``getattr``, so a plain function is an evaluator
+too) ranks checkpoints by itself: ``load_best_model_at_end`` (or ``save_strategy="best"``) without
+``metric_for_best_model`` selects on its primary metric, and when ``metric_for_best_model`` names the primary metric
+(with or without ``eval_``) the direction is the evaluator's, so ``greater_is_better`` need not be given. A
+``greater_is_better`` given against the evaluator's direction is kept, with a warning. ``TrainingArguments`` keeps no
+record of what was given: ``greater_is_better`` equal to the default that ``transformers`` derives from the metric's
+name (``True`` unless the name ends with ``loss``) counts as not given, and ``metric_for_best_model="loss"`` counts
+as not given when there is no ``eval_dataset`` (there is no evaluation loss to select on then).
 
 Why ``evaluate()`` and not a ``TrainerCallback``: a callback's ``on_evaluate`` runs after the Trainer has logged the
 metrics and cannot return new ones to the best-model logic (``_determine_best_metric`` reads what ``evaluate``
@@ -46,6 +55,7 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.training.callbacks import RetrievalEvalCallback
+from bitext_hf.training.evaluator import RetrievalEvaluator
 
 __all__ = [
     "BitextTrainer",
@@ -60,7 +70,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 LossFunction = Callable[[torch.nn.Module, Any], "torch.Tensor | tuple[torch.Tensor, Mapping[str, Any]]"]
-RetrievalEvaluator = Callable[[torch.nn.Module], Mapping[str, float]]
 # Weights a checkpoint may hold instead of .safetensors files: pickled (not opened here) or a DeepSpeed/FSDP layout.
 _OTHER_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_model.bin", "pytorch_model_fsdp_0")
 
@@ -177,6 +186,39 @@ def unpack_loss(output: Any) -> tuple[torch.Tensor, dict[str, Any]]:
     return loss, dict(components or {})
 
 
+def _rank_by_evaluator(args: Any, evaluator: Any, retrieval_only: bool) -> None:
+    """Set ``args.metric_for_best_model`` / ``args.greater_is_better`` from the evaluator's ``primary_metric`` /
+    ``greater_is_better`` where the user left them to ``transformers``' defaults (the module docstring says how that
+    is told); warn when an explicit ``greater_is_better`` contradicts the evaluator.
+
+    ``retrieval_only``: the Trainer has no ``eval_dataset``, so its evaluation reports no loss.
+    """
+    primary = getattr(evaluator, "primary_metric", None)
+    greater_is_better = getattr(evaluator, "greater_is_better", None)
+    if not isinstance(primary, str) or not primary or not isinstance(greater_is_better, bool):
+        return
+    metric = args.metric_for_best_model
+    selects = args.load_best_model_at_end or args.save_strategy == "best"
+    # TrainingArguments.__post_init__ turns a missing metric into "loss" when load_best_model_at_end is on.
+    if (metric is None and selects) or (metric == "loss" and retrieval_only):
+        args.metric_for_best_model = primary
+        args.greater_is_better = greater_is_better
+        return
+    if metric not in (primary, f"eval_{primary}"):
+        return  # another metric: transformers' rule by name applies
+    name_default = not metric.endswith("loss")  # what TrainingArguments.__post_init__ derives when not given
+    if args.greater_is_better is None or args.greater_is_better == name_default:
+        args.greater_is_better = greater_is_better
+    elif args.greater_is_better != greater_is_better:
+        logger.warning(
+            "greater_is_better=%s, but the retrieval evaluator's primary metric %s is better when %s: keeping %s",
+            args.greater_is_better,
+            primary,
+            "higher" if greater_is_better else "lower",
+            args.greater_is_better,
+        )
+
+
 def _has_accelerator() -> bool:
     return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
 
@@ -189,7 +231,8 @@ class BitextTrainer(Trainer):
         loss_fn: ``loss_fn(model, inputs)`` -> scalar loss, or (loss, dict of named parts to log). ``None``: the
             model's own loss (``Trainer.compute_loss``). With a ``loss_fn`` the Trainer keeps every dataset column
             (``remove_unused_columns`` is turned off: the columns are the loss's inputs, not ``forward``'s).
-        retrieval_evaluator: ``evaluator(model) -> {metric: value}``, run at every evaluation.
+        retrieval_evaluator: ``evaluator(model) -> {metric: value}``, run at every evaluation; its
+            ``primary_metric`` and ``greater_is_better``, when it has them, rank the checkpoints (module docstring).
         **kwargs: every other ``Trainer`` argument (``train_dataset``, ``data_collator``, ``callbacks``, ...),
             by keyword.
     """
@@ -200,7 +243,7 @@ class BitextTrainer(Trainer):
         args: Any = None,
         *,
         loss_fn: LossFunction | None = None,
-        retrieval_evaluator: RetrievalEvaluator | None = None,
+        retrieval_evaluator: RetrievalEvaluator | Callable[[torch.nn.Module], Mapping[str, float]] | None = None,
         **kwargs: Any,
     ) -> None:
         if loss_fn is not None and not callable(loss_fn):
@@ -217,6 +260,8 @@ class BitextTrainer(Trainer):
         self.retrieval_evaluator = retrieval_evaluator
         if retrieval_evaluator is not None and kwargs.get("eval_dataset") is None:
             kwargs["eval_dataset"] = _RetrievalOnly()
+        if retrieval_evaluator is not None and args is not None:
+            _rank_by_evaluator(args, retrieval_evaluator, isinstance(kwargs["eval_dataset"], _RetrievalOnly))
         if loss_fn is not None and args is not None and args.remove_unused_columns:
             args.remove_unused_columns = False
         if args is not None and args.dataloader_pin_memory and not _has_accelerator():

@@ -28,6 +28,7 @@ from transformers import TrainerCallback
 from bitext_hf.data.collators import pad_sequences
 from bitext_hf.training.alignment.symmetrize import Link
 from bitext_hf.training.alignment.words import first_subword_positions
+from bitext_hf.training.evaluator import RetrievalEvaluator
 
 logger = logging.getLogger(__name__)
 
@@ -163,17 +164,21 @@ class AlignmentEvalSet(NamedTuple):
     links: list[list[Link]]
 
 
-class AlignmentRetrievalEvaluator:
+class AlignmentRetrievalEvaluator(RetrievalEvaluator):
     """``evaluator(model) -> metrics``: per language ``<lang>/word_accuracy``, ``<lang>/xsim``,
     ``<lang>/sentence_accuracy`` and their means over languages (``word_accuracy``, ``xsim``, ...).
 
-    For ``linear`` the language's W maps the target side, as in the model's own use.
+    Primary metric: ``word_accuracy`` (what the alignment objectives train), higher is better. For ``linear`` the
+    language's W maps the target side, as in the model's own use.
     """
 
-    def __init__(self, tokenizer: Any, eval_sets: Mapping[str, AlignmentEvalSet], max_length: int = 96) -> None:
+    def __init__(
+        self, tokenizer: Any, eval_sets: Mapping[str, AlignmentEvalSet], max_length: int = 96, *, name: str = ""
+    ) -> None:
+        super().__init__(primary_metric="word_accuracy", greater_is_better=True, name=name)
         self.tokenizer, self.eval_sets, self.max_length = tokenizer, dict(eval_sets), max_length
 
-    def __call__(self, model: torch.nn.Module) -> dict[str, float]:
+    def compute_metrics(self, model: torch.nn.Module) -> dict[str, float]:
         from bitext_hf.evaluation.retrieval import sentence_retrieval, word_retrieval_accuracy
 
         aligned = unwrap(model)

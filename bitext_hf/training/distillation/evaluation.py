@@ -12,6 +12,7 @@ from torch import nn
 from bitext_hf.data import PairSet
 from bitext_hf.encoders import HFEncoder
 from bitext_hf.training.distillation.cache import TeacherEmbeddingCache
+from bitext_hf.training.evaluator import RetrievalEvaluator
 
 __all__ = ["StudentEncoder", "XsimEvaluator", "evaluate_xsim"]
 
@@ -46,9 +47,13 @@ def evaluate_xsim(
     return results
 
 
-class XsimEvaluator:
+class XsimEvaluator(RetrievalEvaluator):
     """``evaluator(model) -> {"xsim_<language>": ..., "xsim_all": ...}``: xsim (%) of the student on held-out pairs
-    against the teacher's cached English embeddings, for ``BitextTrainer(retrieval_evaluator=...)``."""
+    against the teacher's cached English embeddings, for ``BitextTrainer(retrieval_evaluator=...)``.
+
+    Primary metric: ``xsim_all`` (the micro-average over languages), lower is better. ``name``: see
+    :class:`~bitext_hf.training.evaluator.RetrievalEvaluator`.
+    """
 
     def __init__(
         self,
@@ -57,7 +62,10 @@ class XsimEvaluator:
         bitexts: Sequence[PairSet],
         max_length: int | None = None,
         batch_size: int = 64,
+        *,
+        name: str = "",
     ) -> None:
+        super().__init__(primary_metric="xsim_all", greater_is_better=False, name=name)
         self.tokenizer, self.cache, self.bitexts = tokenizer, cache, list(bitexts)
         self.max_length, self.batch_size = max_length, batch_size
 
@@ -66,5 +74,5 @@ class XsimEvaluator:
         encoder = StudentEncoder(model, self.tokenizer, max_length=self.max_length)
         return evaluate_xsim(encoder, self.cache, self.bitexts, batch_size=self.batch_size)
 
-    def __call__(self, model: nn.Module) -> dict[str, float]:
+    def compute_metrics(self, model: nn.Module) -> dict[str, float]:
         return {f"xsim_{language}": values["xsim"] for language, values in self.details(model).items()}

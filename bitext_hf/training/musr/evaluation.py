@@ -26,6 +26,7 @@ from bitext_hf.data import PairSet
 from bitext_hf.encoders import HFEncoder
 from bitext_hf.metrics.functional import bitext_accuracy, bucc_f1, bucc_labels, xsim
 from bitext_hf.mining import mine
+from bitext_hf.training.evaluator import RetrievalEvaluator
 
 __all__ = ["MuSREvaluator", "bucc_style_f1"]
 
@@ -39,9 +40,10 @@ def bucc_style_f1(source: np.ndarray, english: np.ndarray, k: int = 4) -> float:
     return float(bucc_f1(mined.scores, labels, n_gold_test=n_gold)["f1"])
 
 
-class MuSREvaluator:
+class MuSREvaluator(RetrievalEvaluator):
     """``evaluator(model) -> {metric: value}`` for ``BitextTrainer(retrieval_evaluator=...)`` (see the module
-    docstring for the metrics).
+    docstring for the metrics). Primary metric: ``accuracy_en`` (the paper's measure, averaged over languages),
+    higher is better.
 
     Args:
         tokenizer: the model's tokenizer.
@@ -49,6 +51,7 @@ class MuSREvaluator:
             English sentence.
         pivot: the non-English pivot language (one of ``held_out``), or None.
         k: margin neighbourhood size.
+        name: see :class:`~bitext_hf.training.evaluator.RetrievalEvaluator`.
     """
 
     def __init__(
@@ -60,7 +63,9 @@ class MuSREvaluator:
         k: int = 4,
         batch_size: int = 64,
         max_length: int | None = None,
+        name: str = "",
     ) -> None:
+        super().__init__(primary_metric="accuracy_en", greater_is_better=True, name=name)
         if not held_out:
             raise ValueError("MuSREvaluator needs at least one held-out language")
         if pivot is not None and pivot not in held_out:
@@ -70,7 +75,7 @@ class MuSREvaluator:
         self.tokenizer, self.held_out, self.pivot = tokenizer, dict(held_out), pivot
         self.k, self.batch_size, self.max_length = k, batch_size, max_length
 
-    def __call__(self, model: nn.Module) -> dict[str, float]:
+    def compute_metrics(self, model: nn.Module) -> dict[str, float]:
         encoder = HFEncoder(model, tokenizer=self.tokenizer, pooling="model", max_length=self.max_length or 10**9)
         return self.evaluate_encoder(encoder)
 
