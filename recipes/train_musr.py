@@ -169,7 +169,7 @@ def model_card(
     script_args: ScriptArguments, results: dict[str, Any], figures: Any = (), seed_table: str | None = None
 ) -> str:
     """The card of a run: its stage-1 / stage-2 table and ``figures``; ``seed_table`` (Markdown, e.g. mean +- std
-    over seeds from tests/test_musr_experiment.py) is added under the run's own table."""
+    over seeds from experiments/musr_crossconst.py) is added under the run's own table."""
     from bitext_hf.hub import markdown_table, render_model_card
 
     rows = [{"stage": name, **{key: results[name]["final"].get(key) for key in

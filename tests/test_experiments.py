@@ -1,0 +1,335 @@
+"""Fast checks of the experiment scripts in experiments/: --help, a tiny run of each end to end (a few steps, two
+seeds, a corpus written here, a fake teacher), the results.json / results.md they write, and the refusal of a run
+folder that already holds results. The real runs are the scripts themselves (experiments/README.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_fakes import DIM, FakeEncoders
+
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
+SCRIPTS = ("laser3_ablation", "musr_crossconst", "contrastive_alignment")
+
+
+@pytest.fixture
+def experiments(monkeypatch):
+    """The experiments folder importable as the scripts see it (their own folder first on sys.path)."""
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    import common
+
+    return common
+
+
+@pytest.fixture
+def pair_files(tmp_path, tiny_parallel_corpus_by_language):
+    """``xx=path`` of an English<TAB>xx file per language of the tiny corpus (no gettext catalog needed)."""
+    specs = {}
+    for language, pairs in tiny_parallel_corpus_by_language.items():
+        path = tmp_path / f"{language}.tsv"
+        path.write_text("".join(f"{english}\t{translation}\n" for english, translation in pairs), encoding="utf-8")
+        specs[language] = f"{language}={path}"
+    return specs
+
+
+def check_results(output_dir: Path, seeds: int) -> dict:
+    report = json.loads((output_dir / "results.json").read_text(encoding="utf-8"))
+    table = (output_dir / "results.md").read_text(encoding="utf-8")
+    assert "+-" in table or "±" in table, table
+    assert table.count("\n|") >= 3, table  # a header, its rule and at least one row
+    return report
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help_explains_every_option(script):
+    result = subprocess.run(
+        [sys.executable, str(EXPERIMENTS / f"{script}.py"), "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--output_dir" in result.stdout and "--overwrite" in result.stdout and "--seeds" in result.stdout
+    assert "(default: " in result.stdout
+
+
+def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_path):
+    import laser3_ablation
+
+    fakes = FakeEncoders()
+    monkeypatch.setattr("bitext_hf.encoders.load_encoder", fakes)
+    monkeypatch.setattr("cli_fakes.FakeEncoder.dim", DIM, raising=False)  # the student projects to the teacher's dim
+    output_dir = tmp_path / "laser3"
+    argv = [
+        "--output_dir",
+        str(output_dir),
+        "--languages",
+        "fr,de",
+        "--pairs",
+        pair_files["fr"],
+        pair_files["de"],
+        "--train_pairs",
+        "10",
+        "--eval_pairs",
+        "5",
+        "--steps",
+        "2",
+        "--warmup",
+        "0",
+        "--seeds",
+        "2",
+        "--variants",
+        "+ MLM + curriculum",
+        "--curve_steps",
+        "1",
+        "--vocab_size",
+        "200",
+    ]
+    laser3_ablation.main(laser3_ablation.build_parser().parse_args(argv))
+    report = check_results(output_dir, 2)
+    assert report["seeds"] == [13, 42] and set(report["runs"]) == {"13", "42"}
+    cells = report["mean +- std"]["+ MLM + curriculum"]
+    assert {"fr", "de"} <= set(report["teacher zero-shot"]) and " +- " in cells["fr"] and " +- " in cells["de"]
+    assert report["sizes"]["fr"] == {"train": 10, "monolingual": 5, "eval": 5, "monolingual per pair": 0.5}
+    assert [point["step"] for point in report["curves"]["+ MLM + curriculum"]["13"]] == [1, 2]
+    assert "batch share" in report["diagnostics"]["+ MLM"]
+    assert "| student, + MLM + curriculum |" in (output_dir / "results.md").read_text(encoding="utf-8")
+
+    # From scratch or not at all: the folder now holds results.
+    from bitext_hf.errors import UsageError
+
+    before = (output_dir / "results.json").read_bytes()
+    with pytest.raises(UsageError, match="--overwrite"):
+        laser3_ablation.main(laser3_ablation.build_parser().parse_args(argv))
+    assert (output_dir / "results.json").read_bytes() == before
+
+
+def test_musr_crossconst_end_to_end(experiments, pair_files, tmp_path):
+    import musr_crossconst
+
+    config = tmp_path / "musr.yaml"
+    config.write_text(
+        "train_pairs: [" + ", ".join(pair_files[lang] for lang in ("fr", "de", "es")) + "]\n"
+        "train_examples: 32\nheld_out: 5\npivot: fr\nvocab_size: 200\nmax_seq_length: 32\nhidden_size: 16\n"
+        "num_encoder_layers: 1\nnum_decoder_layers: 1\nnum_attention_heads: 2\nencoder_ffn_dim: 32\n"
+        "decoder_ffn_dim: 32\nstage1_steps: 2\nstage2_steps: 2\nmax_steps: 2\nper_device_train_batch_size: 8\n"
+        "save_strategy: 'no'\nreport_to: none\ndisable_tqdm: true\n",
+        encoding="utf-8",
+    )
+    output_dir = tmp_path / "musr"
+    argv = [
+        "--output_dir",
+        str(output_dir),
+        "--config",
+        str(config),
+        "--seeds",
+        "13,42",
+        "--control",
+        "13",
+        "--t1_seeds",
+        "42",
+        "--t1_language",
+        "es",
+        "--reference",
+        "none",
+    ]
+    musr_crossconst.main(musr_crossconst.build_parser().parse_args(argv))
+    report = check_results(output_dir, 2)
+    assert report["t5"]["seeds"] == [13, 42] and report["control"]["seeds"] == [13] and report["t1"]["seeds"] == [42]
+    assert {"stage1/xsim_de-en", "stage2/xsim_de-en", "stage1/xsim_de-fr"} <= set(report["t5"]["mean"])
+    assert "alpha0/xsim_de-en" in report["control"]["mean"]
+    table = (output_dir / "results.md").read_text(encoding="utf-8")
+    assert "Against English" in table and "Against fr" in table and "T = 1 vs T = 5" in table and "xsim_es-en" in table
+    assert (output_dir / "musr_gettext_xsim.png").read_bytes().startswith(b"\x89PNG")
+    assert "musr_gettext_xsim.png" in (output_dir / "model_card.md").read_text(encoding="utf-8")
+
+
+def test_contrastive_alignment_end_to_end(experiments, pair_files, tmp_path):
+    import contrastive_alignment
+
+    output_dir = tmp_path / "contrastive"
+    argv = [
+        "--output_dir",
+        str(output_dir),
+        "--languages",
+        "fr,de",
+        "--pairs",
+        pair_files["fr"],
+        pair_files["de"],
+        "--train_pairs",
+        "12",
+        "--held_out",
+        "5",
+        "--bases",
+        "gettext-mlm",
+        "--variants",
+        "strong",
+        "--seeds",
+        "2",
+        "--steps_gettext_mlm",
+        "2",
+        "--mlm_steps",
+        "2",
+        "--vocab_size",
+        "200",
+        "--batch",
+        "8",
+        "--max_length",
+        "32",
+        "--aligner",
+        "similarity",
+    ]
+    contrastive_alignment.main(contrastive_alignment.build_parser().parse_args(argv))
+    report = check_results(output_dir, 2)
+    reports = report["reports"]
+    assert list(reports) == ["gettext-mlm :: unaligned base", "gettext-mlm :: strong"]
+    assert reports["gettext-mlm :: strong"]["seeds"] == [13, 42]
+    assert all(value == 0.0 for value in reports["gettext-mlm :: unaligned base"]["std"].values())
+    assert {"word_accuracy", "xsim", "sentence_accuracy", "de/xsim"} <= set(reports["gettext-mlm :: strong"]["mean"])
+    assert sorted(path.name for path in (output_dir / "work" / "results").iterdir()) == [
+        "gettext-mlm-strong-seed13.json",
+        "gettext-mlm-strong-seed42.json",
+    ]
+
+
+def test_a_folder_with_results_is_refused_without_overwrite(experiments, tmp_path, monkeypatch, capsys):
+    import laser3_ablation
+
+    output_dir = tmp_path / "run"
+    (output_dir / "work" / "run-old").mkdir(parents=True)
+    (output_dir / "results.json").write_text("{}", encoding="utf-8")
+    # Refused before any work, with one line and the usage exit code.
+    monkeypatch.setattr(sys, "argv", ["laser3_ablation.py", "--output_dir", str(output_dir), "--pairs", "fr=/nope"])
+    with pytest.raises(SystemExit) as exit_info:
+        experiments.run_script(laser3_ablation.main, laser3_ablation.build_parser())
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+    monkeypatch.setattr(sys, "argv", ["laser3_ablation.py", "--output_dir", str(output_dir)])
+    with pytest.raises(SystemExit) as exit_info:
+        experiments.run_script(laser3_ablation.main, laser3_ablation.build_parser())
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--overwrite" in error and error.count("\n") == 1
+    assert (output_dir / "results.json").read_text(encoding="utf-8") == "{}"
+    assert (output_dir / "work" / "run-old").is_dir()
+
+    # --overwrite deletes the earlier run: nothing of it is reused.
+    work = experiments.prepare_run_folder(output_dir, overwrite=True)
+    assert work == output_dir / "work" and not any(work.iterdir()) and not (output_dir / "results.json").exists()
+
+
+def test_overwrite_deletes_only_what_a_run_writes(experiments, tmp_path):
+    from bitext_hf.errors import UsageError
+
+    output_dir = tmp_path / "run"
+    output_dir.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (output_dir / "work").symlink_to(elsewhere)
+    with pytest.raises(UsageError, match="not the folder a run writes"):
+        experiments.prepare_run_folder(output_dir, overwrite=True)
+    assert elsewhere.is_dir()
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(UsageError, match="not a folder"):
+        experiments.prepare_run_folder(tmp_path / "file", overwrite=True)
+
+
+# What the experiments build on, checked fast: the MuSR figure, card and reference scoring, the fixed held-out draw.
+
+
+def test_xsim_by_series_means_and_caption(tmp_path):
+    from bitext_hf.hub.figures import xsim_by_series
+
+    figure = xsim_by_series(
+        {
+            "stage 1": {"fr": [10.0, 12.0, 14.0], "ar": [30.0, 32.0, 34.0]},
+            "stage 2": {"fr": [8.0, 9.0, 10.0]},
+            "USE": {"fr": 5.0, "ar": 20.0},
+        },
+        tmp_path / "bars.png",
+    )
+    assert figure.path.stat().st_size > 1000
+    # averages over languages of the per-language means; a language missing from a series is skipped there
+    assert "stage 1 22.00%" in figure.caption and "stage 2 9.00%" in figure.caption and "USE 12.50%" in figure.caption
+    assert "mean over 3 runs" in figure.caption
+    single = xsim_by_series({"stage 1": {"fr": 10.0}}, tmp_path / "one.png")
+    assert "runs" not in single.caption
+    with pytest.raises(ValueError):
+        xsim_by_series({"stage 1": {}}, tmp_path / "none.png")
+    with pytest.raises(ValueError):
+        xsim_by_series({"stage 1": {"fr": 1.0}}, tmp_path / "bars.jpg")
+
+
+def _musr_results() -> dict:
+    final = {
+        "xsim_fr-en": 40.0,
+        "xsim_ar-en": 60.0,
+        "accuracy_fr-en": 0.5,
+        "xsim_en": 50.0,
+        "accuracy_en": 0.5,
+        "xsim_pivot": 70.0,
+        "accuracy_pivot": 0.3,
+        "bucc_f1_en": 0.4,
+    }
+    return {
+        "data": {"languages": ["fr", "ar"], "pivot": "fr", "train_examples": [10, 10]},
+        "stage1": {"final": final},
+        "stage2": {"final": {**final, "xsim_fr-en": 30.0, "xsim_ar-en": 45.0}},
+    }
+
+
+def test_card_shows_the_stage_figure_and_the_seed_table(experiments, tmp_path):
+    from transformers import TrainingArguments
+
+    from bitext_hf.training import parse_args
+
+    recipe = experiments.load_recipe("train_musr")
+    script_args, _, _ = parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=[])
+    figures = recipe.stage_figure(_musr_results(), tmp_path)
+    assert [figure.path.name for figure in figures] == ["xsim_by_stage.png"]
+    assert "stage 1 50.00%" in figures[0].caption and "stage 2 (CrossConST) 37.50%" in figures[0].caption
+    card = recipe.model_card(script_args, _musr_results(), figures=figures, seed_table="| seeds | 3 |")
+    assert "](xsim_by_stage.png)" in card and "| seeds | 3 |" in card and "Over seeds" in card
+    assert "Over seeds" not in recipe.model_card(script_args, _musr_results())
+    no_held_out = {**_musr_results(), "stage1": {"final": {}}, "stage2": {"final": {}}}
+    assert recipe.stage_figure(no_held_out, tmp_path / "none") == []
+
+
+def test_evaluate_encoder_scores_any_encoder(tiny_parallel_corpus_by_language):
+    import numpy as np
+
+    from bitext_hf.data import PairSet
+    from bitext_hf.training.musr import MuSREvaluator
+
+    english = [en for en, _ in tiny_parallel_corpus_by_language["fr"][:8]]
+    held_out = {
+        lang: PairSet(lang, "en", "test", [f"{lang}:{text}" for text in english], english) for lang in ("fr", "de")
+    }
+
+    class Lookup:
+        """Each sentence's vector is its English sentence's one-hot: a perfect encoder."""
+
+        def encode(self, texts, batch_size=32):
+            rows = [english.index(text.split(":", 1)[-1]) for text in texts]
+            return np.eye(len(english), dtype=np.float32)[rows]
+
+    metrics = MuSREvaluator(None, held_out, "fr").evaluate_encoder(Lookup())
+    assert metrics["xsim_fr-en"] == metrics["xsim_de-fr"] == 0.0
+    assert metrics["accuracy_en"] == metrics["accuracy_pivot"] == 1.0
+
+
+def test_held_out_seed_fixes_the_held_out_pairs_across_training_seeds(experiments, tmp_path):
+    """The experiment evaluates every seed on the same pairs: --held_out_seed decouples the draw from --seed."""
+    tsv = tmp_path / "de.tsv"
+    tsv.write_text("".join(f"english sentence {i}\tdeutscher Satz {i}\n" for i in range(60)), encoding="utf-8")
+    recipe = experiments.load_recipe("align_contrastive")
+
+    def held_out(seed: int, **kwargs) -> list[str]:
+        args = recipe.ScriptArguments(train_pairs=[f"de={tsv}"], held_out=10, aligner="similarity", **kwargs)
+        train, held = recipe.load_data(args, seed)
+        assert not set(held["de"].src) & set(train["de"].src)
+        return held["de"].src
+
+    assert held_out(13, held_out_seed=0) == held_out(42, held_out_seed=0) == held_out(7, held_out_seed=0)
+    assert held_out(13) != held_out(42)  # the default: the training seed draws the held-out pairs
