@@ -68,9 +68,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from bitext_hf.encoders import load_encoder
+    from bitext_hf.families.laser3 import StudentEncoder
     from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
     from bitext_hf.training import train_tokenizer
-    from bitext_hf.training.distillation import StudentEncoder
 
     torch.set_num_threads(args.threads)
     try:  # the teacher (USE) runs on numpy's BLAS, which otherwise takes a thread per core

@@ -65,9 +65,9 @@ def main() -> None:
 
     from bitext_hf.data.collators import PairCollator
     from bitext_hf.data.filters import tokenize_pairs
+    from bitext_hf.families.musr import CrossConSTLoss, load_many_to_one, sample_stage
     from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
     from bitext_hf.training import train_tokenizer
-    from bitext_hf.training.musr import CrossConSTLoss, load_many_to_one, sample_stage
 
     torch.set_num_threads(args.threads)
     settings = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))

@@ -3,7 +3,7 @@
 For N real translation pairs (English -> xx gettext messages of this machine, a language the model was not trained
 on by default), every English sentence retrieves its translation among the N candidates:
 
-* full: ``retrieve`` (``bitext_hf.mining.onealigner``): BERTScore of all N^2 pairs, in-batch normalization per
+* full: ``retrieve`` (``bitext_hf.families.onealigner``): BERTScore of all N^2 pairs, in-batch normalization per
   256 x 256 block (the paper's inference);
 * two-stage: ``two_stage_retrieve``: a first stage proposes the top-K candidates, then BERTScore with normalization
   terms estimated on a 256-sentence sample scores those K only. First stages (``--first_stages``):
@@ -38,7 +38,7 @@ from transformers import AutoModel, AutoTokenizer
 
 import bitext_hf.modeling  # noqa: F401  (registers OneAligner with the Auto classes)
 from bitext_hf.data import gettext_pairs
-from bitext_hf.mining.onealigner import encode_tokens, retrieve, two_stage_retrieve
+from bitext_hf.families.onealigner import encode_tokens, retrieve, two_stage_retrieve
 from bitext_hf.modeling.onealigner import OneAlignerModel
 
 

@@ -227,8 +227,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
     from bitext_hf.errors import UsageError
     from bitext_hf.evaluation import run_over_seeds
+    from bitext_hf.families.contrastive_align import eflomal_available
     from bitext_hf.training import parse_args
-    from bitext_hf.training.alignment import eflomal_available
 
     languages = [language for language in args.languages.split(",") if language]
     variants = [variant for variant in args.variants.split(",") if variant]

@@ -151,8 +151,8 @@ def curve_evaluator(base: type, train_pairs: list[Any], eval_pairs: int, curves:
     """A drop-in for the recipe's XsimEvaluator whose periodic (Trainer) calls also measure over-fitting: xsim and the
     distillation loss (mean 1 - cos of student(xx) and teacher(English), the training loss without dropout) on the
     training pairs and on the held-out pairs; each call appends its values to ``curves``."""
+    from bitext_hf.families.laser3.evaluation import StudentEncoder
     from bitext_hf.metrics.functional import xsim, xsim_micro_average
-    from bitext_hf.training.distillation.evaluation import StudentEncoder
 
     # As many training pairs as held-out pairs, so both xsim search among the same number of candidates.
     train_sample = [
@@ -193,8 +193,8 @@ def diagnostics(
     from transformers import PreTrainedTokenizerFast
 
     from bitext_hf.data import load_pairs, read_lines
-    from bitext_hf.training.distillation.curriculum import curriculum_ratios, prefix_cuts
-    from bitext_hf.training.distillation.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
+    from bitext_hf.families.laser3.curriculum import curriculum_ratios, prefix_cuts
+    from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
 
     tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
     train = {lang: load_pairs(f"{lang}={folder / f'{lang}-train.tsv'}") for lang in languages}

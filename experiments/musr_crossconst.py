@@ -100,8 +100,8 @@ def use_metrics(recipe: Any, config: Path, seed: int) -> dict[str, float]:
     from transformers import TrainingArguments
 
     from bitext_hf.encoders import USEEncoder
+    from bitext_hf.families.musr import MuSREvaluator, load_many_to_one, multiway_held_out
     from bitext_hf.training import parse_args
-    from bitext_hf.training.musr import MuSREvaluator, load_many_to_one, multiway_held_out
 
     script_args, _, _ = parse_args(
         recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=["--config", str(config)]

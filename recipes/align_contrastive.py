@@ -32,10 +32,7 @@ from transformers import AutoTokenizer, TrainingArguments, XLMRobertaConfig
 
 from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec, split_held_out
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output
-from bitext_hf.modeling.contrastive_align import CONTRASTIVE_ALIGN_OBJECTIVES, ContrastiveAlignedEncoder
-from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
-from bitext_hf.training.alignment import (
+from bitext_hf.families.contrastive_align import (
     ALIGNERS,
     SYMMETRIZATIONS,
     AlignmentCollator,
@@ -51,6 +48,9 @@ from bitext_hf.training.alignment import (
     model_card,
     tokenize_words,
 )  # fmt: skip
+from bitext_hf.io import atomic_output
+from bitext_hf.modeling.contrastive_align import CONTRASTIVE_ALIGN_OBJECTIVES, ContrastiveAlignedEncoder
+from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
 from bitext_hf.training.args import arg_field
 from bitext_hf.training.peft import ADAPTER_FOLDER
 from bitext_hf.training.tokenizer import TokenizerTrainingError, train_or_reuse_tokenizer

@@ -30,11 +30,7 @@ from transformers import PreTrainedTokenizerFast, TrainingArguments, set_seed
 from bitext_hf.data import PairSet, load_monolingual, load_pairs, read_lines
 from bitext_hf.data.filters import drop_overlap, split_held_out
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output
-from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
-from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe, train_or_reuse_tokenizer
-from bitext_hf.training.args import arg_field
-from bitext_hf.training.distillation import (
+from bitext_hf.families.laser3 import (
     DEFAULT_TASK_WEIGHTS,
     DistillationBatches,
     DistillationLoss,
@@ -43,6 +39,10 @@ from bitext_hf.training.distillation import (
     evaluate_xsim,
     save_student,
 )
+from bitext_hf.io import atomic_output
+from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
+from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe, train_or_reuse_tokenizer
+from bitext_hf.training.args import arg_field
 
 logger = logging.getLogger("distill_wolof")
 

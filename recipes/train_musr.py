@@ -33,11 +33,7 @@ from bitext_hf.data import parse_spec
 from bitext_hf.data.collators import PairCollator
 from bitext_hf.data.filters import tokenize_pairs
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output
-from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
-from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe
-from bitext_hf.training.args import arg_field
-from bitext_hf.training.musr import (
+from bitext_hf.families.musr import (
     CrossConSTLoss,
     MuSREvaluator,
     check_vocabulary,
@@ -47,6 +43,10 @@ from bitext_hf.training.musr import (
     sample_stage,
     save_sentence_transformers,
 )
+from bitext_hf.io import atomic_output
+from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
+from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe
+from bitext_hf.training.args import arg_field
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 
 logger = logging.getLogger("train_musr")

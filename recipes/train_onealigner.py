@@ -36,18 +36,18 @@ from bitext_hf.data.collators import PairCollator
 from bitext_hf.data.filters import drop_overlap, min_words, split_held_out
 from bitext_hf.data.samplers import sample_budget, sample_indices
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output
-from bitext_hf.modeling.onealigner import OneAlignerModel
-from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
-from bitext_hf.training.args import arg_field
-from bitext_hf.training.mlm import pretrain_mlm
-from bitext_hf.training.onealigner import (
+from bitext_hf.families.onealigner import (
     OneAlignerRetrievalEvaluator,
     card_figures,
     compute_loss,
     evaluate_sets,
     model_card,
 )
+from bitext_hf.io import atomic_output
+from bitext_hf.modeling.onealigner import OneAlignerModel
+from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
+from bitext_hf.training.args import arg_field
+from bitext_hf.training.mlm import pretrain_mlm
 from bitext_hf.training.peft import ADAPTER_FOLDER
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import XLMRobertaConfig
 
-from bitext_hf.mining import onealigner
+from bitext_hf.families import onealigner
 from bitext_hf.modeling.onealigner import OneAlignerModel
 
 

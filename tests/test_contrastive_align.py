@@ -349,7 +349,7 @@ def test_recipe_linear_exports_one_encoder_per_language(tmp_path: Path) -> None:
 
 
 def test_orthogonalize_callback_steps_the_unwrapped_model() -> None:
-    from bitext_hf.training.alignment import OrthogonalizeCallback
+    from bitext_hf.families.contrastive_align import OrthogonalizeCallback
 
     model = _model("linear")
     with torch.no_grad():
@@ -374,7 +374,7 @@ def test_recipe_refuses_peft_with_linear(tmp_path: Path) -> None:
 
 def test_recipe_missing_eflomal_is_a_usage_error_naming_the_fallback(tmp_path: Path) -> None:
     from bitext_hf.errors import UsageError
-    from bitext_hf.training.alignment import eflomal_available
+    from bitext_hf.families.contrastive_align import eflomal_available
 
     if eflomal_available():
         pytest.skip("eflomal is installed")

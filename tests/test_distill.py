@@ -9,8 +9,7 @@ import torch
 
 from bitext_hf.data import DataValidationError, PairSet, load_pairs, read_lines
 from bitext_hf.data.filters import split_held_out
-from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
-from bitext_hf.training.distillation import (
+from bitext_hf.families.laser3 import (
     CosineDistillationLoss,
     DistillationBatches,
     DistillationDataError,
@@ -26,7 +25,8 @@ from bitext_hf.training.distillation import (
     prefix_length,
     prefix_texts_and_ids,
 )
-from bitext_hf.training.distillation.tasks import ENGLISH
+from bitext_hf.families.laser3.tasks import ENGLISH
+from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 
 
 class CountingTeacher:

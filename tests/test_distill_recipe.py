@@ -59,7 +59,7 @@ def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel, AutoTokenizer
 
-    from bitext_hf.training.distillation import StudentEncoder
+    from bitext_hf.families.laser3 import StudentEncoder
 
     output_dir = tmp_path / "run"
     results = recipe.main(
@@ -130,7 +130,7 @@ def test_recipe_bad_teacher_names_the_id(recipe, corpus_files, tmp_path):
 
 def test_recipe_bad_data(recipe, corpus_files, tmp_path, monkeypatch):
     from bitext_hf.errors import DataValidationError, UsageError
-    from bitext_hf.training.distillation import DistillationDataError
+    from bitext_hf.families.laser3 import DistillationDataError
 
     (tmp_path / "wo.txt").write_text("Jàng\nBind\n", encoding="utf-8")
     (tmp_path / "en.txt").write_text("Read\n", encoding="utf-8")

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bitext_hf.data import PairSet
-from bitext_hf.training import RetrievalEvaluator
+from bitext_hf.evaluation import RetrievalEvaluator
 
 N = 8  # held-out pairs per language: enough for xsim's k=4 and MuSR's BUCC-style half
 
@@ -27,8 +27,8 @@ def _held_out(corpus: dict[str, list[tuple[str, str]]]) -> dict[str, PairSet]:
 
 
 def laser3(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[RetrievalEvaluator, torch.nn.Module]:
+    from bitext_hf.families.laser3 import StudentEncoder, TeacherEmbeddingCache, XsimEvaluator
     from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
-    from bitext_hf.training.distillation import StudentEncoder, TeacherEmbeddingCache, XsimEvaluator
 
     torch.manual_seed(0)
     config = Laser3StudentConfig(
@@ -47,8 +47,8 @@ def laser3(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[Retr
 
 
 def musr(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[RetrievalEvaluator, torch.nn.Module]:
+    from bitext_hf.families.musr import MuSREvaluator
     from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
-    from bitext_hf.training.musr import MuSREvaluator
 
     torch.manual_seed(0)
     config = MuSRConfig(
@@ -67,15 +67,15 @@ def musr(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[Retrie
 def onealigner(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[RetrievalEvaluator, torch.nn.Module]:
     from onealigner_helpers import tiny_aligner
 
-    from bitext_hf.training.onealigner import OneAlignerRetrievalEvaluator
+    from bitext_hf.families.onealigner import OneAlignerRetrievalEvaluator
 
     eval_sets = {f"{pairs.src_lang}-en": (pairs.src, pairs.tgt) for pairs in _held_out(corpus).values()}
     return OneAlignerRetrievalEvaluator(tokenizer, eval_sets, name=name), tiny_aligner(tokenizer)
 
 
 def alignment(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[RetrievalEvaluator, torch.nn.Module]:
+    from bitext_hf.families.contrastive_align.objectives import AlignmentEvalSet, AlignmentRetrievalEvaluator
     from bitext_hf.modeling.contrastive_align import ContrastiveAlignConfig, ContrastiveAlignedEncoder
-    from bitext_hf.training.alignment.objectives import AlignmentEvalSet, AlignmentRetrievalEvaluator
 
     torch.manual_seed(0)
     encoder = {

@@ -300,7 +300,7 @@ def test_evaluate_encoder_scores_any_encoder(tiny_parallel_corpus_by_language):
     import numpy as np
 
     from bitext_hf.data import PairSet
-    from bitext_hf.training.musr import MuSREvaluator
+    from bitext_hf.families.musr import MuSREvaluator
 
     english = [en for en, _ in tiny_parallel_corpus_by_language["fr"][:8]]
     held_out = {

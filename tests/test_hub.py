@@ -330,7 +330,7 @@ def test_shipped_templates_render_with_the_recipes_fields():
 def test_onealigner_template_renders_the_recipe_fields_and_model_index():
     from huggingface_hub import ModelCard
 
-    from bitext_hf.training.onealigner import results_table
+    from bitext_hf.families.onealigner import results_table
 
     rows = results_table({"fr/accuracy": 0.9, "fr/xsim": 7.5, "accuracy": 0.9, "xsim": 7.5}, ["fr"])
     card = render_model_card(
@@ -415,7 +415,7 @@ def test_model_card_errors(call, message):
 def test_laser3_card_carries_the_model_index_of_the_student_only():
     from huggingface_hub import ModelCard
 
-    from bitext_hf.training.distillation.export import xsim_rows
+    from bitext_hf.families.laser3.export import xsim_rows
 
     results = {
         "teacher_zero_shot": {"wo": {"xsim": 30.0, "n": 50}},

@@ -117,7 +117,7 @@ LASER3 = Family(
     embed=lambda output, inputs: output.sentence_embedding,
     training_inputs=_laser3_training,
     lora_targets=("query", "value"),
-    # what bitext_hf.training.distillation's export passes: the model's pooling and its projection as Dense
+    # what bitext_hf.families.laser3's export passes: the model's pooling and its projection as Dense
     export_options=lambda model: {"pooling": "max", "dense": model.projection, "verify": True},
     build_short_table=lambda tokenizer: _laser3(tokenizer, positions=32),
 )
@@ -203,7 +203,7 @@ MUSR = Family(
     embed=lambda output, inputs: output.sentence_embedding,
     training_inputs=_musr_training,
     lora_targets=("query", "value"),
-    # what bitext_hf.training.musr's export passes
+    # what bitext_hf.families.musr's export passes
     export_options=lambda model: {"pooling": "max", "normalize": True, "verify": True},
     build_short_table=lambda tokenizer: _musr(tokenizer, positions=32),
 )

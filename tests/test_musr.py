@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from transformers import AutoConfig, AutoModel
 
 import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
+from bitext_hf.families.musr import CrossConSTLoss, crossconst_kl, split_target
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
-from bitext_hf.training.musr import CrossConSTLoss, crossconst_kl, split_target
 
 PAD = 1
 SOURCE = torch.tensor([[0, 5, 6, 7, 8, 2], [0, 9, 10, 2, PAD, PAD], [0, 11, 12, 13, 2, PAD]])

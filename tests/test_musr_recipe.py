@@ -97,7 +97,7 @@ def test_two_stages_end_to_end(recipe, files, tmp_path):
 def _evaluator(recipe, files, model):
     from transformers import AutoTokenizer
 
-    from bitext_hf.training.musr import MuSREvaluator, load_many_to_one, multiway_held_out
+    from bitext_hf.families.musr import MuSREvaluator, load_many_to_one, multiway_held_out
 
     data = multiway_held_out(load_many_to_one([f"{lang}={files[lang]}" for lang in SIZES]), 4, 3)
     tokenizer = AutoTokenizer.from_pretrained(files["tokenizer"])

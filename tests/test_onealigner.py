@@ -1,6 +1,6 @@
 """Tests of OneAlignerModel: BERTScore, in-batch normalization, loss, training, save/load, remote code, bad input.
 
-The text-level and retrieval functions (``bitext_hf.mining.onealigner``) are tested in test_onealigner_retrieval.py.
+The text-level and retrieval functions (``bitext_hf.families.onealigner``) are tested in test_onealigner_retrieval.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from onealigner_helpers import batch, tiny_aligner, tiny_encoder_config
 from transformers import AutoModel, GPT2Config, XLMRobertaConfig, XLMRobertaModel
 
 import bitext_hf.modeling  # registers the Auto classes (and binds `bitext_hf`)
-from bitext_hf.mining import onealigner
+from bitext_hf.families import onealigner
 from bitext_hf.modeling.onealigner import (
     OneAlignerConfig,
     OneAlignerConfigError,

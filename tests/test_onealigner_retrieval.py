@@ -1,4 +1,4 @@
-"""Tests of bitext_hf.mining.onealigner: text-level scoring, block-wise normalization, re-ranking and the two-stage
+"""Tests of bitext_hf.families.onealigner: text-level scoring, block-wise normalization, re-ranking and the two-stage
 retrieval, each against the full matrix, the model's own forward or a brute-force definition."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import torch
 from onealigner_helpers import batch, tiny_aligner
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.mining import onealigner as oa
-from bitext_hf.mining.onealigner import two_stage
+from bitext_hf.families import onealigner as oa
+from bitext_hf.families.onealigner import two_stage
 from bitext_hf.modeling.onealigner import OneAlignerInputError, OneAlignerModel
 
 

@@ -12,7 +12,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import AutoModel, BertConfig, PreTrainedTokenizerFast
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.training.alignment import (
+from bitext_hf.families.contrastive_align import (
     AlignmentCollator,
     SimilarityAligner,
     align_words,
@@ -187,7 +187,7 @@ def test_examples_and_collator_map_links_to_first_subwords() -> None:
 def test_eflomal_aligner_when_installed() -> None:
     if not eflomal_available():
         pytest.skip("eflomal is not installed (pip install 'bitext-hf[align]')")
-    from bitext_hf.training.alignment import EflomalAligner
+    from bitext_hf.families.contrastive_align import EflomalAligner
 
     aligner = EflomalAligner()
     source = [["the", "cat", "sleeps"], ["the", "dog", "runs"], ["a", "cat", "runs"]] * 20

@@ -1,5 +1,6 @@
 """Corpus readers that validate their input, gettext translation pairs, and the recipes' data layer (specs, samplers,
-filters; the pair collator is `bitext_hf.data.collators`, imported on its own because it needs torch)."""
+filters; the pair collator `bitext_hf.data.collators` and the word / first-subword helpers `bitext_hf.data.words`
+are imported on their own because they need torch)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from bitext_hf.data.words import first_subword_vectors
 from bitext_hf.errors import DataValidationError
 from bitext_hf.metrics import bitext_accuracy, xsim
 
@@ -41,8 +42,6 @@ def word_retrieval_accuracy(
     Raises:
         DataValidationError: no aligned word pair survives truncation.
     """
-    from bitext_hf.training.alignment.words import first_subword_vectors
-
     sources = first_subword_vectors(encoder, tokenizer, source_words, layer=layer, max_length=max_length)
     targets = first_subword_vectors(encoder, tokenizer, target_words, layer=layer, max_length=max_length)
     rows_source, rows_target = [], []

@@ -1,13 +1,13 @@
 """Shared training infrastructure for the recipes: argument parsing, the Trainer subclass, PEFT, tokenizer training.
 
-Family-specific pieces live in sub-modules (``onealigner``, ``distillation``) and are imported from there.
+Family-specific pieces live in :mod:`bitext_hf.families` (one folder per family); the evaluators' base,
+:class:`~bitext_hf.evaluation.RetrievalEvaluator`, in :mod:`bitext_hf.evaluation`.
 """
 
 from __future__ import annotations
 
 from bitext_hf.training.args import ConfigFileError, load_yaml_config, parse_args, run_recipe
 from bitext_hf.training.callbacks import RetrievalEvalCallback
-from bitext_hf.training.evaluator import RetrievalEvaluator
 from bitext_hf.training.peft import ModelArguments, apply_peft, export_peft
 from bitext_hf.training.tokenizer import (
     SPECIAL_TOKENS,
@@ -23,7 +23,6 @@ __all__ = [
     "ConfigFileError",
     "ModelArguments",
     "RetrievalEvalCallback",
-    "RetrievalEvaluator",
     "TokenizerTrainingError",
     "apply_peft",
     "export_peft",

@@ -16,7 +16,7 @@ checkpoint layout. Two things are added:
   (``load_best_model_at_end``, ``save_strategy="best"``). No ``eval_dataset`` is needed.
 
 An evaluator that declares ``primary_metric`` and ``greater_is_better`` (a
-:class:`~bitext_hf.training.evaluator.RetrievalEvaluator`; read with ``getattr``, so a plain function is an evaluator
+:class:`~bitext_hf.evaluation.evaluator.RetrievalEvaluator`; read with ``getattr``, so a plain function is an evaluator
 too) ranks checkpoints by itself: ``load_best_model_at_end`` (or ``save_strategy="best"``) without
 ``metric_for_best_model`` selects on its primary metric, and when ``metric_for_best_model`` names the primary metric
 (with or without ``eval_``) the direction is the evaluator's, so ``greater_is_better`` need not be given. A
@@ -55,13 +55,11 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.training.callbacks import RetrievalEvalCallback
-from bitext_hf.training.evaluator import RetrievalEvaluator
 
 __all__ = [
     "BitextTrainer",
     "LossFunction",
     "RetrievalEvalCallback",
-    "RetrievalEvaluator",
     "check_checkpoint",
     "resume_checkpoint",
     "unpack_loss",
@@ -243,7 +241,7 @@ class BitextTrainer(Trainer):
         args: Any = None,
         *,
         loss_fn: LossFunction | None = None,
-        retrieval_evaluator: RetrievalEvaluator | Callable[[torch.nn.Module], Mapping[str, float]] | None = None,
+        retrieval_evaluator: Callable[[torch.nn.Module], Mapping[str, float]] | None = None,
         **kwargs: Any,
     ) -> None:
         if loss_fn is not None and not callable(loss_fn):

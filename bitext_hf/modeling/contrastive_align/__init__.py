@@ -2,7 +2,7 @@
 
 ``configuration_contrastive_align`` and ``modeling_contrastive_align`` are self-contained (they ship as remote code):
 they import only torch, transformers and each other. Word alignments, the training loss wrapper and the exports
-live in :mod:`bitext_hf.training.alignment`.
+live in :mod:`bitext_hf.families.contrastive_align`.
 """
 
 from __future__ import annotations

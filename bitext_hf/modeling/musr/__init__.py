@@ -2,7 +2,7 @@
 
 ``configuration_musr`` and ``modeling_musr`` are self-contained (they ship as remote code): they import only torch,
 transformers and each other. Training (label-smoothed cross-entropy, CrossConST, the two stages) lives in
-:mod:`bitext_hf.training.musr`.
+:mod:`bitext_hf.families.musr`.
 """
 
 from __future__ import annotations

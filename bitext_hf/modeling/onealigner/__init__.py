@@ -2,7 +2,7 @@
 
 ``configuration_onealigner``, ``modeling_onealigner`` and ``functional_onealigner`` (the pure tensor functions) are
 self-contained (they ship as remote code): they import only torch, transformers and each other. Text-level scoring and the two-stage retrieval over corpora use the model's
-public methods from :mod:`bitext_hf.mining.onealigner`.
+public methods from :mod:`bitext_hf.families.onealigner`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 No model state: these are the definitions the tests check against direct computations, shared by the model
 (``modeling_onealigner``, which imports this file relatively so that ``save_pretrained`` ships it as remote code
-beside it) and by the block-wise retrieval in ``bitext_hf.mining.onealigner``. Like the model file, this file imports
+beside it) and by the block-wise retrieval in ``bitext_hf.families.onealigner``. Like the model file, this file imports
 only torch and the standard library.
 """
 

@@ -4,7 +4,7 @@ This file imports only torch, transformers and, relatively, its two siblings: ``
 ``functional_onealigner`` (the pure tensor functions: BERTScore, normalization, losses, pooling; re-exported here).
 ``save_pretrained`` therefore ships all three as hub remote code (``AutoModel.from_pretrained(path,
 trust_remote_code=True)`` works without bitext_hf installed). Text, corpora and retrieval (tokenizing, block-wise
-scoring, two-stage search) live in ``bitext_hf.mining.onealigner``, which uses the public methods below.
+scoring, two-stage search) live in ``bitext_hf.families.onealigner``, which uses the public methods below.
 
 The model adds no parameters to the encoder (paper 4.2). For a batch of N source and N target sentences,
 ``forward`` returns
@@ -22,7 +22,7 @@ The model adds no parameters to the encoder (paper 4.2). For a batch of N source
 ``target_last_hidden_state``, ``sentence_embedding``, ``target_sentence_embedding``. Called with source inputs
 only (as sentence-transformers does), the model returns the layer-L token states as ``last_hidden_state`` and their
 attention-mask mean as ``sentence_embedding``: a sentence-transformers ``Transformer -> Pooling(mean) ->
-Normalize`` stack built on it produces exactly ``bitext_hf.mining.onealigner.encode``.
+Normalize`` stack built on it produces exactly ``bitext_hf.families.onealigner.encode``.
 
 Public model methods: ``from_encoder``, ``token_states``, ``token_weights``, ``features`` (token vectors, weights and
 pooled vector of a padded batch), ``similarity`` (f between two ``OneAlignerFeatures``), ``normalize``, ``fit_idf``
@@ -145,7 +145,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
     """OneAligner over an XLM-R-like encoder (see the module docstring for the outputs).
 
     Build one from an encoder with [`OneAlignerModel.from_encoder`]; reload with `from_pretrained` /
-    `AutoModel.from_pretrained`. The model holds no tokenizer: text goes through `bitext_hf.mining.onealigner`
+    `AutoModel.from_pretrained`. The model holds no tokenizer: text goes through `bitext_hf.families.onealigner`
     (`similarity_matrix(model, tokenizer, sources, targets)`, ...) or through the tokenizer and `forward`.
     """
 
@@ -209,7 +209,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         """
         if "tokenizer" in config_kwargs:
             raise OneAlignerInputError(
-                "OneAlignerModel keeps no tokenizer: pass it to the bitext_hf.mining.onealigner functions instead."
+                "OneAlignerModel keeps no tokenizer: pass it to the bitext_hf.families.onealigner functions instead."
             )
         encoder_model = None
         if isinstance(name_or_path_or_config, PreTrainedModel):
@@ -383,7 +383,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
     def fit_idf(self, token_ids: Sequence[Sequence[int]]) -> torch.Tensor:
         """Set the idf weights from a tokenized reference corpus: idf(w) = log((M + 1) / (df(w) + 1)) (BERTScore's).
 
-        `bitext_hf.mining.onealigner.fit_idf(model, tokenizer, texts)` tokenizes texts for it.
+        `bitext_hf.families.onealigner.fit_idf(model, tokenizer, texts)` tokenizes texts for it.
         """
         if self.idf_weights is None:
             raise OneAlignerConfigError("this model was built with use_idf=False: rebuild it with use_idf=True.")
@@ -401,8 +401,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         self, sentences: Sequence[str], tokenizer: Any = None, *, batch_size: int = 64, normalize: bool = True
     ) -> torch.Tensor:
         """Mean-pooled layer-L sentence vectors `(n, hidden)`, float32, L2-normalized by default: the vectors of
-        `bitext_hf.mining.onealigner.encode` and of the sentence-transformers export (BERTScore itself compares token
-        vectors: use `forward` or the `bitext_hf.mining.onealigner` functions for that).
+        `bitext_hf.families.onealigner.encode` and of the sentence-transformers export (BERTScore itself compares token
+        vectors: use `forward` or the `bitext_hf.families.onealigner` functions for that).
 
         Args:
             sentences: the texts, truncated to `max_tokens` tokens.

@@ -26,9 +26,9 @@ import torch
 from transformers import TrainerCallback
 
 from bitext_hf.data.collators import pad_sequences
-from bitext_hf.training.alignment.symmetrize import Link
-from bitext_hf.training.alignment.words import first_subword_positions
-from bitext_hf.training.evaluator import RetrievalEvaluator
+from bitext_hf.data.words import first_subword_positions
+from bitext_hf.evaluation.evaluator import RetrievalEvaluator
+from bitext_hf.families.contrastive_align.symmetrize import Link
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Unsupervised word aligners: eflomal (the ``align`` extra) and a fallback needing nothing beyond the base encoder.
 
 Both return directional alignments, forward and backward, each a list (one per pair) of ``(source word, target
-word)`` links, for :func:`bitext_hf.training.alignment.symmetrize.symmetrize` to combine.
+word)`` links, for :func:`bitext_hf.families.contrastive_align.symmetrize.symmetrize` to combine.
 
 * :class:`EflomalAligner`: eflomal (Östling & Tiedemann 2016), a fast Bayesian IBM-model aligner, in the role the
   paper gives fast_align; ``pip install 'bitext-hf[align]'`` (it compiles a small C program on install).
@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 import torch
 
+from bitext_hf.data.words import first_subword_vectors
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.training.alignment.symmetrize import Link, check_links
-from bitext_hf.training.alignment.words import first_subword_vectors
+from bitext_hf.families.contrastive_align.symmetrize import Link, check_links
 
 __all__ = ["ALIGNERS", "Aligner", "EflomalAligner", "SimilarityAligner", "eflomal_available", "make_aligner"]
 

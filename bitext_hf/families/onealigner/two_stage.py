@@ -1,5 +1,5 @@
 """Two-stage OneAligner retrieval for large candidate sets: a cheap first stage proposes the top-K targets of every
-source, BERTScore with in-batch normalization re-ranks only those (:func:`bitext_hf.mining.onealigner.rerank`).
+source, BERTScore with in-batch normalization re-ranks only those (:func:`bitext_hf.families.onealigner.rerank`).
 
 The full BERTScore matrix costs n_source x n_target token-level comparisons. Two first stages:
 
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from bitext_hf.families.onealigner.scoring import OneAlignerUsageError, encode_tokens, rerank_encoded
 from bitext_hf.mining.knn import ivf_index, knn_search
-from bitext_hf.mining.onealigner.scoring import OneAlignerUsageError, encode_tokens, rerank_encoded
 from bitext_hf.modeling.onealigner.modeling_onealigner import OneAlignerFeatures, OneAlignerModel
 
 __all__ = ["FIRST_STAGES", "token_candidates", "two_stage_retrieve"]
@@ -99,7 +99,8 @@ def two_stage_retrieve(
 
 
 def _pooled(encoded: Sequence[OneAlignerFeatures]) -> np.ndarray:
-    """L2-normalized mean-pooled vectors (what ``bitext_hf.mining.onealigner.encode`` returns), contiguous float32."""
+    """L2-normalized mean-pooled vectors (what ``bitext_hf.families.onealigner.encode`` returns), contiguous
+    float32."""
     vectors = torch.nn.functional.normalize(torch.stack([item.pooled for item in encoded]), dim=-1)
     return np.ascontiguousarray(vectors.cpu().numpy(), dtype=np.float32)
 
@@ -124,12 +125,12 @@ def token_candidates(
     target). Sources with fewer than ``top_k`` targets that gained are topped up from the mean-pooled kNN.
 
     Args:
-        source, target: per-sentence features from :func:`bitext_hf.mining.onealigner.encode_tokens`.
+        source, target: per-sentence features from :func:`bitext_hf.families.onealigner.encode_tokens`.
 
     Returns:
         int64 ``(n_source, min(top_k, n_target))`` target indices, best first, no repeats within a row.
     """
-    from bitext_hf.mining.onealigner._token_gain import gain_topk  # numba: loaded on first use only
+    from bitext_hf.families.onealigner._token_gain import gain_topk  # numba: loaded on first use only
 
     n_target = len(target)
     top_k = min(top_k, n_target)

@@ -9,7 +9,7 @@ import numpy as np
 
 from bitext_hf.data.samplers import size_alpha_weights
 from bitext_hf.errors import UsageError
-from bitext_hf.training.distillation.errors import DistillationDataError
+from bitext_hf.families.laser3.errors import DistillationDataError
 
 __all__ = ["DEFAULT_TASK_WEIGHTS", "Stream", "TaskSampler"]
 

@@ -24,9 +24,9 @@ from torch import nn
 
 from bitext_hf.data import PairSet
 from bitext_hf.encoders import HFEncoder
+from bitext_hf.evaluation.evaluator import RetrievalEvaluator
 from bitext_hf.metrics.functional import bitext_accuracy, bucc_f1, bucc_labels, xsim
 from bitext_hf.mining import mine
-from bitext_hf.training.evaluator import RetrievalEvaluator
 
 __all__ = ["MuSREvaluator", "bucc_style_f1"]
 
@@ -51,7 +51,7 @@ class MuSREvaluator(RetrievalEvaluator):
             English sentence.
         pivot: the non-English pivot language (one of ``held_out``), or None.
         k: margin neighbourhood size.
-        name: see :class:`~bitext_hf.training.evaluator.RetrievalEvaluator`.
+        name: see :class:`~bitext_hf.evaluation.evaluator.RetrievalEvaluator`.
     """
 
     def __init__(

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.families.laser3.errors import DistillationDataError
 from bitext_hf.io import atomic_output, non_regular_kind
-from bitext_hf.training.distillation.errors import DistillationDataError
 
 __all__ = ["TeacherEmbeddingCache", "cache_key"]
 

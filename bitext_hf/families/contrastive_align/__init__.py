@@ -3,15 +3,21 @@ alignment pipeline, examples / collator / loss / callback, and the export as a p
 
 from __future__ import annotations
 
-from bitext_hf.training.alignment.aligners import (
+from bitext_hf.data.words import (
+    first_subword_positions,
+    first_subword_vectors,
+    split_words,
+    tokenize_words,
+)
+from bitext_hf.families.contrastive_align.aligners import (
     ALIGNERS,
     EflomalAligner,
     SimilarityAligner,
     eflomal_available,
     make_aligner,
 )
-from bitext_hf.training.alignment.cache import align_words, cache_path, directional_alignments
-from bitext_hf.training.alignment.objectives import (
+from bitext_hf.families.contrastive_align.cache import align_words, cache_path, directional_alignments
+from bitext_hf.families.contrastive_align.objectives import (
     AlignmentCollator,
     AlignmentEvalSet,
     AlignmentRetrievalEvaluator,
@@ -22,7 +28,7 @@ from bitext_hf.training.alignment.objectives import (
     model_card,
     unwrap,
 )
-from bitext_hf.training.alignment.symmetrize import (
+from bitext_hf.families.contrastive_align.symmetrize import (
     SYMMETRIZATIONS,
     check_links,
     drop_identical,
@@ -30,12 +36,6 @@ from bitext_hf.training.alignment.symmetrize import (
     intersect,
     one_to_one,
     symmetrize,
-)
-from bitext_hf.training.alignment.words import (
-    first_subword_positions,
-    first_subword_vectors,
-    split_words,
-    tokenize_words,
 )
 
 __all__ = [

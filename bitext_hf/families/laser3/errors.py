@@ -1,4 +1,4 @@
-"""Errors raised by the distillation package: one clear line naming the problem."""
+"""Errors raised by the LASER3 family (teacher-student distillation): one clear line naming the problem."""
 
 from __future__ import annotations
 

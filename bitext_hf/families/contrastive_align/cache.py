@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bitext_hf.errors import DataValidationError
+from bitext_hf.families.contrastive_align.aligners import Aligner, Directional
+from bitext_hf.families.contrastive_align.symmetrize import Link, check_links, drop_identical, one_to_one, symmetrize
 from bitext_hf.io import atomic_output
-from bitext_hf.training.alignment.aligners import Aligner, Directional
-from bitext_hf.training.alignment.symmetrize import Link, check_links, drop_identical, one_to_one, symmetrize
 
 __all__ = ["align_words", "cache_path", "directional_alignments"]
 

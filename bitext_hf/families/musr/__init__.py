@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bitext_hf.training.musr.data import (
+from bitext_hf.families.musr.data import (
     ManyToOneData,
     check_vocabulary,
     language_probabilities,
@@ -10,9 +10,9 @@ from bitext_hf.training.musr.data import (
     multiway_held_out,
     sample_stage,
 )
-from bitext_hf.training.musr.evaluation import MuSREvaluator, bucc_style_f1
-from bitext_hf.training.musr.export import encoder_only, save_sentence_transformers
-from bitext_hf.training.musr.losses import Branches, CrossConSTLoss, crossconst_kl, split_target
+from bitext_hf.families.musr.evaluation import MuSREvaluator, bucc_style_f1
+from bitext_hf.families.musr.export import encoder_only, save_sentence_transformers
+from bitext_hf.families.musr.losses import Branches, CrossConSTLoss, crossconst_kl, split_target
 
 __all__ = [
     "Branches",

@@ -4,20 +4,20 @@ the pieces ``recipes/distill_wolof.py`` hands to ``BitextTrainer``."""
 
 from __future__ import annotations
 
-from bitext_hf.training.distillation.cache import TeacherEmbeddingCache, cache_key
-from bitext_hf.training.distillation.curriculum import (
+from bitext_hf.families.laser3.cache import TeacherEmbeddingCache, cache_key
+from bitext_hf.families.laser3.curriculum import (
     curriculum_ratios,
     curriculum_stage,
     prefix_length,
     prefix_texts_and_ids,
 )
-from bitext_hf.training.distillation.errors import DistillationDataError
-from bitext_hf.training.distillation.evaluation import StudentEncoder, XsimEvaluator, evaluate_xsim
-from bitext_hf.training.distillation.export import save_student, xsim_rows
-from bitext_hf.training.distillation.losses import CosineDistillationLoss
-from bitext_hf.training.distillation.masking import SentenceMaskingCollator
-from bitext_hf.training.distillation.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
-from bitext_hf.training.distillation.tasks import DistillationBatches, DistillationLoss, compute_batch_loss
+from bitext_hf.families.laser3.errors import DistillationDataError
+from bitext_hf.families.laser3.evaluation import StudentEncoder, XsimEvaluator, evaluate_xsim
+from bitext_hf.families.laser3.export import save_student, xsim_rows
+from bitext_hf.families.laser3.losses import CosineDistillationLoss
+from bitext_hf.families.laser3.masking import SentenceMaskingCollator
+from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
+from bitext_hf.families.laser3.tasks import DistillationBatches, DistillationLoss, compute_batch_loss
 
 __all__ = [
     "DEFAULT_TASK_WEIGHTS",

@@ -5,10 +5,9 @@ says which of them ranks checkpoints (``primary_metric``) and in which direction
 sentence-transformers' evaluators do. ``BitextTrainer(retrieval_evaluator=...)`` logs the metrics as
 ``eval_<key>`` and, unless told otherwise, keeps the checkpoint with the best primary metric.
 
-The base lives in ``training`` beside the Trainer that reads it, not in ``evaluation``: training and evaluation are
-peers that may not import each other (README "Layout"), and every evaluator that subclasses it (the families' own,
-in ``training/<family>`` and later in ``families/``) may import training. The Trainer still reads
-``primary_metric`` / ``greater_is_better`` with ``getattr``, so a plain function ``model -> dict`` is an evaluator
+The base lives in ``evaluation``, with the metrics it reports; the Trainer (``training``, a peer that may not
+import ``evaluation``, README "Layout") never imports it and reads ``primary_metric`` / ``greater_is_better`` with
+``getattr``, so a plain function ``model -> dict`` is an evaluator
 too (it only gives up the automatic direction).
 """
 

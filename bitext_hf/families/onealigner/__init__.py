@@ -1,20 +1,23 @@
-"""OneAligner over corpora: text-level scoring and retrieval, and the two-stage search for large candidate sets.
+"""OneAligner's family folder: text-level scoring and retrieval, the two-stage search for large candidate sets, and
+the training pieces (loss, evaluator, model card).
 
 The model (``bitext_hf.modeling.onealigner``) is what ships to the hub and knows nothing of text files, tokenizers or
 FAISS; these functions take ``(model, tokenizer, texts, ...)`` and use only its public methods:
 
->>> from bitext_hf.mining import onealigner
+>>> from bitext_hf.families import onealigner
 >>> matrix = onealigner.similarity_matrix(model, tokenizer, sources, targets)  # (n_source, n_target), blocks of 256
 >>> scores, indices = onealigner.two_stage_retrieve(model, tokenizer, sources, targets, top_k=64)
 
 ``scoring``: tokenize, encode, block-wise similarity matrix, top-1 retrieval, pair scores, candidate re-ranking,
 block normalization of a matrix and retrieval accuracy (what the training recipe reports). ``two_stage``: the
-first stages (token-level FAISS neighbours, or mean-pooled kNN) in front of the re-ranking.
+first stages (token-level FAISS neighbours, or mean-pooled kNN) in front of the re-ranking. ``training``: the
+Trainer loss, the retrieval evaluator, the results table, the card and its figures (what
+``recipes/train_onealigner.py`` uses).
 """
 
 from __future__ import annotations
 
-from bitext_hf.mining.onealigner.scoring import (
+from bitext_hf.families.onealigner.scoring import (
     OneAlignerDataError,
     OneAlignerUsageError,
     encode,
@@ -30,19 +33,34 @@ from bitext_hf.mining.onealigner.scoring import (
     similarity_matrix,
     tokenize,
 )
-from bitext_hf.mining.onealigner.two_stage import FIRST_STAGES, token_candidates, two_stage_retrieve
+from bitext_hf.families.onealigner.training import (
+    OneAlignerRetrievalEvaluator,
+    card_figures,
+    compute_loss,
+    evaluate_sets,
+    model_card,
+    results_table,
+    unwrap_peft,
+)
+from bitext_hf.families.onealigner.two_stage import FIRST_STAGES, token_candidates, two_stage_retrieve
 
 __all__ = [
     "FIRST_STAGES",
     "OneAlignerDataError",
+    "OneAlignerRetrievalEvaluator",
     "OneAlignerUsageError",
+    "card_figures",
+    "compute_loss",
     "encode",
     "encode_tokens",
+    "evaluate_sets",
     "fit_idf",
+    "model_card",
     "normalize_blocks",
     "pad_token_ids",
     "rerank",
     "rerank_encoded",
+    "results_table",
     "retrieval_accuracy",
     "retrieve",
     "score_pairs",
@@ -50,4 +68,5 @@ __all__ = [
     "token_candidates",
     "tokenize",
     "two_stage_retrieve",
+    "unwrap_peft",
 ]

@@ -11,8 +11,8 @@ from torch import nn
 
 from bitext_hf.data import PairSet
 from bitext_hf.encoders import HFEncoder
-from bitext_hf.training.distillation.cache import TeacherEmbeddingCache
-from bitext_hf.training.evaluator import RetrievalEvaluator
+from bitext_hf.evaluation.evaluator import RetrievalEvaluator
+from bitext_hf.families.laser3.cache import TeacherEmbeddingCache
 
 __all__ = ["StudentEncoder", "XsimEvaluator", "evaluate_xsim"]
 
@@ -52,7 +52,7 @@ class XsimEvaluator(RetrievalEvaluator):
     against the teacher's cached English embeddings, for ``BitextTrainer(retrieval_evaluator=...)``.
 
     Primary metric: ``xsim_all`` (the micro-average over languages), lower is better. ``name``: see
-    :class:`~bitext_hf.training.evaluator.RetrievalEvaluator`.
+    :class:`~bitext_hf.evaluation.evaluator.RetrievalEvaluator`.
     """
 
     def __init__(

@@ -103,7 +103,7 @@ def encode_tokens(
 
     Evaluation features (cosine when `config.cosine_in_evaluation`). Batches are formed from length-sorted
     sentences so that padding costs little; encode a corpus once and pass the result to `rerank_encoded` or
-    `bitext_hf.mining.onealigner.token_candidates`.
+    `bitext_hf.families.onealigner.token_candidates`.
     """
     batch_size = batch_size or model.config.eval_batch_size
     token_ids = tokenize(model, tokenizer, sentences)

@@ -17,17 +17,17 @@ from torch import nn
 from bitext_hf.data import PairSet, is_english
 from bitext_hf.data.collators import pad_sequences
 from bitext_hf.errors import UsageError
-from bitext_hf.training.distillation.cache import TeacherEmbeddingCache
-from bitext_hf.training.distillation.curriculum import (
+from bitext_hf.families.laser3.cache import TeacherEmbeddingCache
+from bitext_hf.families.laser3.curriculum import (
     curriculum_ratios,
     curriculum_stage,
     prefix_cuts,
     prefix_texts_and_ids,
 )
-from bitext_hf.training.distillation.errors import DistillationDataError
-from bitext_hf.training.distillation.losses import CosineDistillationLoss
-from bitext_hf.training.distillation.masking import SentenceMaskingCollator
-from bitext_hf.training.distillation.sampling import Stream, TaskSampler
+from bitext_hf.families.laser3.errors import DistillationDataError
+from bitext_hf.families.laser3.losses import CosineDistillationLoss
+from bitext_hf.families.laser3.masking import SentenceMaskingCollator
+from bitext_hf.families.laser3.sampling import Stream, TaskSampler
 
 __all__ = ["DistillationBatches", "DistillationLoss", "compute_batch_loss"]
 
