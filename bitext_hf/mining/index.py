@@ -61,8 +61,8 @@ EXACT_MAX_MACS = 2e12
 FLAT_MAX_BYTES = 8 << 30
 # Inverted lists: about AUTO_LISTS_PER_ROOT * sqrt(n) (a power of two), which balances the centroid products of a
 # query (nlist) against its list scans (nprobe * n / nlist); stopes' 4k lists at ~100k and 262k at 500M are
-# ~12 sqrt(n). k-means trains on TRAIN_POINTS_PER_LIST points a list (FAISS warns below 39). nprobe 64 of 2048 lists
-# kept 98.9% of the exact planted pairs at 200k for 0.17x the exact CPU time; 32 kept 96.1% for 0.12x.
+# ~12 sqrt(n). k-means trains on TRAIN_POINTS_PER_LIST points a list (FAISS warns below 39). AUTO_NPROBE is the
+# smallest that keeps ~99% of the exact pairs above a margin threshold (benchmarks/README.md, "Approximate search").
 AUTO_LISTS_PER_ROOT = 4
 AUTO_NPROBE = 64
 TRAIN_POINTS_PER_LIST = 40

@@ -100,9 +100,8 @@ def bertscore_matrix(
     source_augmented, target_augmented = _with_mask_columns(
         source_states, source_weights, target_states, target_weights
     )
-    # Token-major layout ((length, sentence) rows): both max reductions then run over outer dimensions, 5-12x faster
-    # on CPU than reducing a short innermost dimension (16 x 64 x 16 x 256 block, one thread: 1.0 / 0.7 ms against
-    # 5.2 / 8.9 ms).
+    # Token-major layout ((length, sentence) rows): both max reductions then run over outer dimensions, several
+    # times faster on CPU than reducing a short innermost dimension (benchmarks/README.md, "OneAligner").
     target_flat = target_augmented.transpose(0, 1).reshape(target_length * n_target, -1).transpose(0, 1)
     target_weights_by_token = target_weights.transpose(0, 1).unsqueeze(0)  # (1, L_t, n_t)
     target_total = target_weights.sum(-1)

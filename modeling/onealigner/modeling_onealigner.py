@@ -145,7 +145,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
     """OneAligner over an XLM-R-like encoder (see the module docstring for the outputs).
 
     Build one from an encoder with [`OneAlignerModel.from_encoder`]; reload with `from_pretrained` /
-    `AutoModel.from_pretrained`. The model holds no tokenizer: text goes through `bitext_hf.families.onealigner`
+    `AutoModel.from_pretrained`. `encode` keeps the tokenizer it used last (given, or loaded from the checkpoint
+    folder, which holds one); pairwise and corpus-level scoring go through `bitext_hf.families.onealigner`
     (`similarity_matrix(model, tokenizer, sources, targets)`, ...) or through the tokenizer and `forward`.
     """
 
