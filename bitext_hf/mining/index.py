@@ -331,9 +331,10 @@ def _list_by_list(index: Any, queries: np.ndarray, k: int) -> np.ndarray:
     list against its vectors as one matrix product (FAISS's ``big_batch_search``), far faster than one query at a
     time for mining's batches.
 
-    The loop of ``faiss.contrib.big_batch_search.big_batch_search`` written out over its own classes, because that
-    function prints a progress line per list to stdout even at verbose=0 (it would corrupt pairs written to
-    stdout)."""
+    The loop of ``faiss.contrib.big_batch_search.big_batch_search`` written out over its own classes (about ten
+    lines), because no setting of that function is silent on stdout, where it would corrupt pairs written there:
+    ``verbose=0`` prints a progress line per list (``BigBatchSearcher.report``), ``verbose>0`` prints its timings
+    (``tic``/``toc``); redirecting ``sys.stdout`` around the call would silence other threads' output too."""
     from faiss.contrib.big_batch_search import BigBatchSearcher, BlockComputer
 
     searcher = BigBatchSearcher(index, queries, k, verbose=0)
