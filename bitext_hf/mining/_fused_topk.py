@@ -1,9 +1,10 @@
 """A fused CPU kernel: row and column top-k of one similarity block in a single sweep (numba).
 
-Why by hand: on CPU, every full pass over a similarity block costs ~40% of the matrix product that made it
+Why by hand: on CPU, every full pass over a similarity block costs a large share of the matrix product that made it
 (``torch.topk`` along rows, and more along columns, or FAISS's heaps), so two top-k passes eat most of what
 computing the matrix once saves. This sweep reads each similarity once and compares it with the current k-th best of
-its row and of its column; both comparisons are almost always false, so the sweep costs ~15% of the product.
+its row and of its column; both comparisons are almost always false, so the sweep costs a small share of the product
+(benchmarks/README.md, "Mining").
 
 Semantics: running lists sorted by decreasing value; a value replaces the k-th best only when strictly greater, so
 ties keep the lower index (as a stable sort would). Rows are split between threads; each thread keeps its own copy

@@ -38,8 +38,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 # Elements of one similarity block (float32): 2^25 elements = 128 MiB. Large enough that the matrix product runs at
-# full BLAS speed, small enough for a laptop. The top-k bookkeeping costs ~15% of the product with the fused CPU
-# sweep (`_fused_topk.py`); each topk pass of the torch path cost 40-80% of it on CPU (unmeasured on GPU).
+# full BLAS speed, small enough for a laptop. The top-k bookkeeping is a small share of the product with the fused
+# CPU sweep (`_fused_topk.py`), a large one with each topk pass of the torch path (benchmarks/README.md, "Mining").
 DEFAULT_BLOCK_ELEMENTS = 1 << 25
 
 # check_embeddings reads rows in blocks of this many elements (float64: 32 MiB), so a memory-mapped file is never
@@ -285,8 +285,8 @@ def bidirectional_knn(
     dev = _resolve_device(device)
 
     # Blocks of about 4096 rows x 8192 columns: tall enough that the per-block work on the column lists (copy and
-    # merge, ~cols k) stays small next to the sweep (~rows cols), and full-speed matrix products. Measured at
-    # 20k x 100k: 18% less CPU time than full-width blocks of 335 rows.
+    # merge, ~cols k) stays small next to the sweep (~rows cols), and full-speed matrix products (less CPU time than
+    # full-width blocks of few rows: benchmarks/README.md, "Mining").
     block_cols = min(m, max(1, block_elements // 4096))
     block_rows = max(1, min(n, block_elements // block_cols))
     if backend == "auto":

@@ -101,8 +101,8 @@ class DistillationBatches(torch.utils.data.Dataset):
         mask_rate: fraction of tokens replaced by <mask> in MLM batches.
         max_length: truncation length in student subwords (specials included).
         group_by_length: batch sentences of similar length (a random window of the length-sorted pool), which
-            removes most padding (200 steps of the recipes README's ka/el experiment, one thread: 11.6 s against
-            37.7 s sampled uniformly); otherwise sample uniformly.
+            removes most padding (about 3x faster steps: benchmarks/README.md, "Training loop"); otherwise sample
+            uniformly.
         seed: the seed of every draw.
     """
 
