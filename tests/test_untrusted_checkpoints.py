@@ -82,7 +82,10 @@ def test_encode_never_runs_the_tokenizer_code_unasked(family, declared_class, lo
     assert not marker.exists()
     message = str(raised.value)
     assert "\n" not in message
-    assert "hostile_tokenizer.HostileTokenizer" in message and "trust_remote_code=True" in message
+    assert (
+        "hostile_tokenizer.HostileTokenizer" in message
+        and "trust_remote_code of from_pretrained set to True" in message
+    )
     assert model.trust_remote_code is False
 
 
@@ -148,7 +151,7 @@ def test_the_shipped_code_keeps_the_choice_under_transformers_4_57(tiny_tokenize
                                     transformers_4=True)  # fmt: skip
     assert set(results) == {family.name for family in FAMILIES}
     for name, (message, ran_before, trusted, rows) in results.items():
-        assert "trust_remote_code=True" in message and not ran_before, name
+        assert "trust_remote_code of from_pretrained set to True" in message and not ran_before, name
         assert trusted is True and rows == 2 and Path(checkpoints[name][1]).exists(), name
 
 

@@ -30,7 +30,7 @@ theta_0 is a snapshot of the encoder's trainable parameters, taken at the first 
 (before the first optimizer step) or by ``reset_reference()``; it is not saved with the model.
 
 This file imports only its configuration, torch and transformers, so that ``save_pretrained`` ships it as hub
-remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` works without bitext_hf installed).
+remote code (``AutoModel.from_pretrained(path)`` with ``trust_remote_code`` enabled works without bitext_hf installed).
 """
 
 from __future__ import annotations
@@ -550,8 +550,9 @@ def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
 def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     return (
         f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
-        "never run unasked: if you trust it, load the model with from_pretrained(..., trust_remote_code=True) (or "
-        "set model.trust_remote_code = True); otherwise pass encode(..., tokenizer=...)"
+        "never run unasked: if you trust it, load the model with the argument trust_remote_code of from_pretrained "
+        "set to True (or set the model's trust_remote_code attribute to True); otherwise pass encode(..., "
+        "tokenizer=...)"
     )
 
 

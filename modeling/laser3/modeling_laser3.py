@@ -6,7 +6,7 @@ projection to the teacher's dimension when the two differ. An MLM head (Linear -
 serves the masked-language-modelling task on monolingual text during training only.
 
 This file imports only its configuration, torch and transformers (4.57 or 5.x) so that ``save_pretrained`` ships it
-as hub remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` without bitext_hf installed): the
+as hub remote code (``AutoModel.from_pretrained(path)`` with ``trust_remote_code`` enabled, without bitext_hf installed): the
 classes are registered for the Auto classes at the end of this file, so every ``save_pretrained`` copies them.
 """
 
@@ -385,8 +385,9 @@ def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
 def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     return (
         f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
-        "never run unasked: if you trust it, load the model with from_pretrained(..., trust_remote_code=True) (or "
-        "set model.trust_remote_code = True); otherwise pass encode(..., tokenizer=...)"
+        "never run unasked: if you trust it, load the model with the argument trust_remote_code of from_pretrained "
+        "set to True (or set the model's trust_remote_code attribute to True); otherwise pass encode(..., "
+        "tokenizer=...)"
     )
 
 

@@ -8,7 +8,7 @@ whose decoder sees the source only through the sentence embedding (Gao et al., 2
   layer of its own (untied). The sentence embedding is thus the only path from the encoder to the decoder.
 
 This file imports only its configuration, torch and transformers (4.57 or 5.x) so that ``save_pretrained`` ships it
-as hub remote code (``AutoModel.from_pretrained(path, trust_remote_code=True)`` without bitext_hf installed).
+as hub remote code (``AutoModel.from_pretrained(path)`` with ``trust_remote_code`` enabled, without bitext_hf installed).
 
 The layers are written here rather than taken from ``torch.nn.TransformerEncoderLayer``: its attention keeps a
 fused ``in_proj_weight`` that ``PreTrainedModel._init_weights`` does not initialise the same way in transformers 4.57
@@ -482,8 +482,9 @@ def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
 def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     return (
         f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
-        "never run unasked: if you trust it, load the model with from_pretrained(..., trust_remote_code=True) (or "
-        "set model.trust_remote_code = True); otherwise pass encode(..., tokenizer=...)"
+        "never run unasked: if you trust it, load the model with the argument trust_remote_code of from_pretrained "
+        "set to True (or set the model's trust_remote_code attribute to True); otherwise pass encode(..., "
+        "tokenizer=...)"
     )
 
 

@@ -2,8 +2,8 @@
 
 This file imports only torch, transformers and, relatively, its two siblings: ``configuration_onealigner`` and
 ``functional_onealigner`` (the pure tensor functions: BERTScore, normalization, losses, pooling; re-exported here).
-``save_pretrained`` therefore ships all three as hub remote code (``AutoModel.from_pretrained(path,
-trust_remote_code=True)`` works without bitext_hf installed). Text, corpora and retrieval (tokenizing, block-wise
+``save_pretrained`` therefore ships all three as hub remote code (``AutoModel.from_pretrained(path)``
+with ``trust_remote_code`` enabled works without bitext_hf installed). Text, corpora and retrieval (tokenizing, block-wise
 scoring, two-stage search) live in ``bitext_hf.families.onealigner``, which uses the public methods below.
 
 The model adds no parameters to the encoder (paper 4.2). For a batch of N source and N target sentences,
@@ -525,8 +525,9 @@ def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
 def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     return (
         f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
-        "never run unasked: if you trust it, load the model with from_pretrained(..., trust_remote_code=True) (or "
-        "set model.trust_remote_code = True); otherwise pass encode(..., tokenizer=...)"
+        "never run unasked: if you trust it, load the model with the argument trust_remote_code of from_pretrained "
+        "set to True (or set the model's trust_remote_code attribute to True); otherwise pass encode(..., "
+        "tokenizer=...)"
     )
 
 
