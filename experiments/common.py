@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import logging
 import shutil
 import sys
 from collections.abc import Callable
@@ -157,18 +156,7 @@ def write_results(output_dir: Path, report: dict[str, Any], table: str) -> None:
 
 def run_script(main: Callable[[argparse.Namespace], Any], parser: argparse.ArgumentParser) -> None:
     """A script's ``if __name__ == "__main__"``: the recipes' one-line errors and exit codes (recipes/README.md)."""
-    from bitext_hf.errors import EXIT_INTERRUPTED, debug_requested, describe_error
+    from bitext_hf.training.args import run_reporting_errors
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     args = parser.parse_args()
-    try:
-        main(args)
-    except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted", file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED) from None
-    except Exception as error:
-        if debug_requested():
-            raise
-        code, message = describe_error(error, debug_hint="BITEXT_HF_DEBUG=1 shows the traceback")
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(code) from None
+    run_reporting_errors(parser.prog, lambda: main(args))

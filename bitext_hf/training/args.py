@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from transformers import HfArgumentParser
 
-__all__ = ["ConfigFileError", "arg_field", "load_yaml_config", "parse_args", "run_recipe"]
+__all__ = ["ConfigFileError", "arg_field", "load_yaml_config", "parse_args", "run_recipe", "run_reporting_errors"]
 
 CONFIG_FLAG = "--config"
 
@@ -120,28 +120,31 @@ def parse_args(*dataclass_types: type, args: Sequence[str] | None = None) -> tup
     return parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
 
 
-def run_recipe(main: Callable[..., Any], *dataclass_types: type, args: Sequence[str] | None = None) -> Any:
-    """A recipe's ``if __name__ == "__main__"``: parse ``dataclass_types``, call ``main(*parsed)``.
-
-    Logging goes to stderr at INFO. An error is one line ``<recipe>: error: <message>`` on stderr and an exit code,
-    classified as the ``bitext-hf`` command line does it (recipes/README.md): the error's own (2 usage and
-    ``ConfigFileError``, 3 bad data or a damaged checkpoint, 4 an encoder that cannot be loaded), 1 anything else,
-    130 interrupted. ``BITEXT_HF_DEBUG=1`` shows the traceback instead.
-    """
+def run_reporting_errors(program: str, call: Callable[[], Any]) -> Any:
+    """Run ``call()`` as a script's entry point: logging to stderr at INFO; an error is one line
+    ``<program>: error: <message>`` on stderr and an exit code, classified as the ``bitext-hf`` command line does it
+    (recipes/README.md): the error's own (2 usage and ``ConfigFileError``, 3 bad data or a damaged checkpoint, 4 an
+    encoder that cannot be loaded), 1 anything else, 130 interrupted. ``BITEXT_HF_DEBUG=1`` shows the traceback."""
     from bitext_hf.errors import EXIT_INTERRUPTED, debug_requested, describe_error
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    program = Path(sys.argv[0]).stem or "recipe"
     try:
-        return main(*parse_args(*dataclass_types, args=args))
+        return call()
     except KeyboardInterrupt:
         print(f"{program}: interrupted", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as error:
         if debug_requested():
             raise
-        # One classification for the CLI and every recipe. TrainingArguments has a --debug of its own: the
-        # recipes' switch for the traceback is the variable.
+        # One classification for the CLI and every script. TrainingArguments has a --debug of its own: the
+        # scripts' switch for the traceback is the variable.
         code, message = describe_error(error, debug_hint="BITEXT_HF_DEBUG=1 shows the traceback")
         print(f"{program}: error: {message}", file=sys.stderr)
         raise SystemExit(error.exit_code if isinstance(error, ConfigFileError) else code) from None
+
+
+def run_recipe(main: Callable[..., Any], *dataclass_types: type, args: Sequence[str] | None = None) -> Any:
+    """A recipe's ``if __name__ == "__main__"``: parse ``dataclass_types``, call ``main(*parsed)``, with the
+    one-line errors and exit codes of :func:`run_reporting_errors`."""
+    program = Path(sys.argv[0]).stem or "recipe"
+    return run_reporting_errors(program, lambda: main(*parse_args(*dataclass_types, args=args)))
