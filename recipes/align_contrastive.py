@@ -17,203 +17,75 @@ encoder without the projector (transformers + sentence-transformers; ``encoder-<
 accuracy and sentence xsim before and after training).
 """
 
-# ruff: noqa: RUF009  (the fields' defaults come from _field, a dataclasses.field with its help text: no shared state)
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
-import random
 from pathlib import Path
 from typing import Any
 
-import torch
-from transformers import AutoTokenizer, TrainingArguments, XLMRobertaConfig
+from transformers import TrainingArguments
 
-from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec, split_held_out
-from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.contrastive_align import (
-    ALIGNERS,
-    SYMMETRIZATIONS,
     AlignmentCollator,
-    AlignmentEvalSet,
     AlignmentRetrievalEvaluator,
-    EflomalAligner,
     OrthogonalizeCallback,
-    align_words,
     alignment_loss,
-    build_examples,
-    export_encoders,
     make_aligner,
-    model_card,
-    tokenize_words,
-)  # fmt: skip
-from bitext_hf.io import atomic_output
-from bitext_hf.modeling.contrastive_align import CONTRASTIVE_ALIGN_OBJECTIVES, ContrastiveAlignedEncoder
-from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
-from bitext_hf.training.args import arg_field
-from bitext_hf.training.peft import ADAPTER_FOLDER
-from bitext_hf.training.tokenizer import TokenizerTrainingError, train_or_reuse_tokenizer
+)
+from bitext_hf.families.contrastive_align.recipe import (
+    RESULTS_FILE,
+    ScriptArguments,
+    align_data,
+    build_model,
+    build_tokenizer,
+    check_arguments,
+    concat_pairs,
+    english_first,
+    export_outputs,
+    load_data,
+    prepare_peft,
+    training_texts,
+)
+from bitext_hf.training import BitextTrainer, ModelArguments, resume_checkpoint, run_recipe
+
+__all__ = [
+    "RESULTS_FILE",
+    "ModelArguments",
+    "ScriptArguments",
+    "build_model",
+    "build_tokenizer",
+    "concat_pairs",
+    "english_first",
+    "load_data",
+    "main",
+]
 
 logger = logging.getLogger("align_contrastive")
-
-RESULTS_FILE = "eval_results.json"
-
-
-@dataclasses.dataclass
-class ScriptArguments:
-    """Data, aligner, encoder and objective (training settings are ``TrainingArguments``, LoRA ``ModelArguments``)."""
-
-    train_pairs: list[str] = arg_field(["de=hub:Helsinki-NLP/opus-100:de-en:train"], "English-centred pair specs.")
-    max_pairs: int = arg_field(0, "Read at most this many pairs per spec (0: all; the paper samples 1M).")
-    held_out: int = arg_field(0, "Pairs held out per language for word / sentence retrieval (0: no evaluation).")
-    held_out_seed: int | None = arg_field(
-        None, "Seed of the held-out draw (default: --seed); fix it to evaluate every seed on the same pairs."
-    )
-    eval_before_training: bool = arg_field(True, "Evaluate the untrained model too (the 'initial' results).")
-    objective: str = arg_field("strong", "linear, l2, weak or strong.")
-    aligner: str = arg_field("auto", "eflomal (pip install 'bitext-hf[align]'), similarity (fallback), or auto.")
-    symmetrization: str = arg_field("grow-diag-final-and", "grow-diag-final-and (paper), intersect or union.")
-    alignment_cache: str | None = arg_field(None, "Word-alignment cache folder (default <output_dir>/alignments).")
-    encoder: str = arg_field("google-bert/bert-base-multilingual-cased", "Encoder path or hub id, or 'random'.")
-    tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
-    max_seq_length: int = arg_field(96, "Tokens per sentence (paper: 96).")
-    layer: int | None = arg_field(None, "Hidden state aligned by l2/weak/strong (default: the last).")
-    projection_dim: int = arg_field(128, "Projector output width (paper: 128).")
-    contrastive_temperature: float = arg_field(0.1, "T of the contrastive objectives (paper: 0.1).")
-    regularization_weight: float | None = arg_field(
-        None, "lambda of ||theta - theta_0||^2 (default 1.0; 0 with LoRA)."
-    )
-    vocab_size: int = arg_field(8000, "Random encoder: tokenizer vocabulary.")
-    hidden_size: int = arg_field(256, "Random encoder: width.")
-    num_hidden_layers: int = arg_field(4, "Random encoder: layers.")
-    num_attention_heads: int = arg_field(4, "Random encoder: attention heads.")
-    intermediate_size: int = arg_field(512, "Random encoder: FFN width.")
-
-    def __post_init__(self) -> None:
-        if not self.train_pairs:
-            raise UsageError("--train_pairs is empty: give at least one LANG=SOURCE spec with English on one side")
-        if self.objective not in CONTRASTIVE_ALIGN_OBJECTIVES:
-            raise UsageError(
-                f"--objective {self.objective}: expected one of {', '.join(CONTRASTIVE_ALIGN_OBJECTIVES)}"
-            )
-        if self.aligner not in ALIGNERS:
-            raise UsageError(f"--aligner {self.aligner}: expected one of {', '.join(ALIGNERS)}")
-        if self.symmetrization not in SYMMETRIZATIONS:
-            raise UsageError(f"--symmetrization {self.symmetrization}: expected one of {', '.join(SYMMETRIZATIONS)}")
-        for name in ("max_pairs", "held_out"):
-            if getattr(self, name) < 0:
-                raise UsageError(f"--{name} must be >= 0, got {getattr(self, name)}")
-        if self.max_seq_length < 8:
-            raise UsageError(f"--max_seq_length must be >= 8, got {self.max_seq_length}")
-        for spec in self.train_pairs:
-            parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
-        if self.aligner == "eflomal":
-            EflomalAligner()  # a missing eflomal is a usage error naming the fallback, before any data is read
-
-
-def english_first(pairs: PairSet) -> tuple[str, PairSet]:
-    """(non-English language, pairs with English as the source): the paper's S is English."""
-    if is_english(pairs.src_lang) and not is_english(pairs.tgt_lang):
-        return pairs.tgt_lang, pairs
-    if is_english(pairs.tgt_lang) and not is_english(pairs.src_lang):
-        swapped = PairSet(pairs.tgt_lang, pairs.src_lang, pairs.source, pairs.tgt, pairs.src, spec=pairs.spec)
-        return pairs.src_lang, swapped
-    raise DataValidationError(f"{pairs.name}: alignment needs English on exactly one side of every pair")
-
-
-def load_data(script_args: ScriptArguments, seed: int) -> tuple[dict[str, PairSet], dict[str, PairSet]]:
-    """{language: training pairs} and {language: held-out pairs}, English first; specs of one language pooled."""
-    train: dict[str, PairSet] = {}
-    held: dict[str, PairSet] = {}
-    for position, spec in enumerate(script_args.train_pairs):
-        language, pairs = english_first(load_pairs(spec, max_pairs=script_args.max_pairs or None))
-        if script_args.held_out:
-            draw = seed if script_args.held_out_seed is None else script_args.held_out_seed
-            pairs, held_out = split_held_out(pairs, script_args.held_out, draw + position)
-            held[language] = held_out if language not in held else _concat(held[language], held_out)
-        train[language] = pairs if language not in train else _concat(train[language], pairs)
-    return train, held
-
-
-def _concat(first: PairSet, second: PairSet) -> PairSet:
-    return PairSet(first.src_lang, first.tgt_lang, first.source, first.src + second.src, first.tgt + second.tgt)
-
-
-def build_tokenizer(script_args: ScriptArguments, texts: list[str], output_dir: Path, resuming: bool) -> Any:
-    """The given or the encoder's tokenizer, or (random encoder) one trained on a sample of the data."""
-    if script_args.tokenizer or script_args.encoder != "random":
-        return AutoTokenizer.from_pretrained(script_args.tokenizer or script_args.encoder)
-    sample = random.Random(0).sample(texts, min(len(texts), 100_000))
-    try:
-        return train_or_reuse_tokenizer(sample, output_dir=str(output_dir), reuse=resuming,
-                                        vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)  # fmt: skip
-    except TokenizerTrainingError as error:  # too little text for the vocabulary: a data problem, one line
-        raise DataValidationError(f"{', '.join(script_args.train_pairs)}: {error}") from None
-
-
-def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[str], lora: bool, seed: int) -> Any:
-    """The ContrastiveAlignedEncoder over a pretrained encoder or a random XLM-R-like one."""
-    encoder: Any = script_args.encoder
-    if encoder == "random":
-        torch.manual_seed(seed)
-        encoder = XLMRobertaConfig(
-            vocab_size=len(tokenizer), hidden_size=script_args.hidden_size,
-            num_hidden_layers=script_args.num_hidden_layers, num_attention_heads=script_args.num_attention_heads,
-            intermediate_size=script_args.intermediate_size, pad_token_id=tokenizer.pad_token_id,
-            max_position_embeddings=script_args.max_seq_length + 2 + tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        )  # fmt: skip
-    weight = script_args.regularization_weight
-    weight = (0.0 if lora else 1.0) if weight is None else weight
-    return ContrastiveAlignedEncoder.from_encoder(
-        encoder, objective=script_args.objective, languages=languages, layer=script_args.layer,
-        projection_dim=script_args.projection_dim, contrastive_temperature=script_args.contrastive_temperature,
-        regularization_weight=weight, max_seq_length=script_args.max_seq_length,
-    )  # fmt: skip
 
 
 def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict[str, Any]:
     """Load and align the words, build the model, train with BitextTrainer, evaluate, save and export."""
+    # Parse: the arguments, the checkpoint to resume from, the pairs.
     output_dir = Path(training_args.output_dir)
-    if model_args.use_peft and script_args.objective == "linear":
-        raise UsageError("--use_peft with --objective linear: the linear objective keeps the encoder frozen")
-    if training_args.eval_strategy != "no" and not script_args.held_out:
-        raise UsageError("--eval_strategy needs held-out pairs: give --held_out N")
+    check_arguments(script_args, training_args, model_args)
     resume = resume_checkpoint(training_args.resume_from_checkpoint, output_dir)
     push, training_args.push_to_hub = training_args.push_to_hub, False  # the final export is pushed, not checkpoints
     train, held = load_data(script_args, training_args.seed)
     languages = sorted(train)
-    texts = [text for pairs in train.values() for text in (*pairs.src, *pairs.tgt)]
-    tokenizer = build_tokenizer(script_args, texts, output_dir, resume is not None)
+
+    # Build: tokenizer, model, word alignments -> examples and held-out evaluation sets.
+    tokenizer = build_tokenizer(script_args, training_texts(train), output_dir, resume is not None)
     model = build_model(script_args, tokenizer, languages, model_args.use_peft, training_args.seed)
     aligner = make_aligner(script_args.aligner, model.encoder, tokenizer, max_length=script_args.max_seq_length)
     cache = script_args.alignment_cache or str(output_dir / "alignments")
-
-    examples, eval_sets, stats = [], {}, {"languages": languages, "aligner": aligner.name}
-    for index, language in enumerate(languages):
-        # One aligner run over training and held-out pairs: a statistical aligner needs the whole corpus.
-        pairs = _concat(train[language], held[language]) if language in held else train[language]
-        source_words, target_words = tokenize_words(pairs.src, pairs.tgt, pairs.name)
-        links = align_words(aligner, source_words, target_words, cache_dir=cache,
-                            symmetrization=script_args.symmetrization)  # fmt: skip
-        n = len(train[language])
-        built = build_examples(tokenizer, source_words[:n], target_words[:n], links[:n], index,
-                               script_args.max_seq_length)  # fmt: skip
-        stats[language] = {"pairs": n, "examples": len(built), "links": sum(map(len, links[:n]))}
-        examples += built
-        if language in held:
-            eval_sets[language] = AlignmentEvalSet(pairs.src[n:], pairs.tgt[n:], source_words[n:], target_words[n:],
-                                                   links[n:])  # fmt: skip
-    if not examples:
-        raise DataValidationError("no training pair has a word link left after symmetrization and the filters")
-    logger.info("data: %s", json.dumps(stats))
+    examples, eval_sets, stats = align_data(script_args, tokenizer, aligner, train, held, cache)
     evaluator = AlignmentRetrievalEvaluator(tokenizer, eval_sets, script_args.max_seq_length) if eval_sets else None
+
+    # Train, with the evaluation before (fresh runs) and after.
     fresh = evaluator is not None and resume is None and script_args.eval_before_training
     initial = evaluator(model.eval()) if fresh else {}
-    model = apply_peft(model, model_args)
-    if model_args.use_peft and model.get_base_model().projector is not None:
-        model.get_base_model().projector.requires_grad_(True)  # new weights: they train in full, not through LoRA
+    model = prepare_peft(model, model_args)
     trainer = BitextTrainer(
         model, training_args, loss_fn=alignment_loss, train_dataset=examples,
         data_collator=AlignmentCollator(tokenizer.pad_token_id), retrieval_evaluator=evaluator,
@@ -222,19 +94,10 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     trainer.train(resume_from_checkpoint=resume)
     final = evaluator(trainer.model.eval()) if evaluator is not None else {}
     results = {"data": stats, "global_step": trainer.state.global_step, "initial": initial, "final": final}
-    if trainer.is_world_process_zero():
-        from bitext_hf.hub import push_to_hub, save_for_hub
 
-        model = export_peft(trainer.model, output_dir / ADAPTER_FOLDER, merge=True)
-        card = model_card(script_args.objective, script_args.encoder, languages, final)
-        save_for_hub(model, tokenizer, output_dir, model_card=card)  # the full model, with remote code
-        export_encoders(model, tokenizer, output_dir / "encoder", model_card=card)
-        with atomic_output(output_dir / RESULTS_FILE) as handle:
-            json.dump(results, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        if push:
-            push_to_hub(output_dir / "encoder", training_args.hub_model_id or f"{output_dir.name}-encoder",
-                        private=bool(training_args.hub_private_repo), token=training_args.hub_token)  # fmt: skip
+    # Export: checkpoint, plain encoders, eval_results.json, hub.
+    if trainer.is_world_process_zero():
+        export_outputs(trainer.model, tokenizer, output_dir, script_args, training_args, results, push)
     logger.info("final: %s", json.dumps({key: round(value, 4) for key, value in final.items() if "/" not in key}))
     return results
 

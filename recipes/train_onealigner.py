@@ -17,231 +17,30 @@ at ``eval_steps``; the model, tokenizer, ``eval_results.json`` and the model car
 direction, gold vs random margins, the training curve) go to ``--output_dir``.
 """
 
-# ruff: noqa: RUF009  (the fields' defaults come from _field, a dataclasses.field with its help text: no shared state)
 from __future__ import annotations
 
-import dataclasses
 import json
-import logging
-import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import torch
-from transformers import AutoTokenizer, TrainingArguments, XLMRobertaConfig
+from transformers import TrainingArguments
 
-from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec
 from bitext_hf.data.collators import PairCollator
-from bitext_hf.data.filters import drop_overlap, min_words, split_held_out
-from bitext_hf.data.samplers import sample_budget, sample_indices
-from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.families.onealigner import (
-    OneAlignerRetrievalEvaluator,
-    card_figures,
-    compute_loss,
-    evaluate_sets,
-    model_card,
+from bitext_hf.errors import UsageError
+from bitext_hf.families.onealigner import OneAlignerRetrievalEvaluator, compute_loss, evaluate_sets
+from bitext_hf.families.onealigner.recipe import (  # noqa: F401  (the module's attributes tests and experiments use)
+    RESULTS_FILE,
+    PreparedData,
+    ScriptArguments,
+    build_model,
+    logger,
+    prepare_data,
+    push_export,
+    save_outputs,
+    select_pairs,
+    tokenizer_factory,
 )
-from bitext_hf.io import atomic_output
-from bitext_hf.modeling.onealigner import OneAlignerModel
-from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft, resume_checkpoint, run_recipe
-from bitext_hf.training.args import arg_field
-from bitext_hf.training.mlm import pretrain_mlm
-from bitext_hf.training.peft import ADAPTER_FOLDER
-from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
-
-logger = logging.getLogger("train_onealigner")
-
-RESULTS_FILE = "eval_results.json"
-_CENTRES = ("any", "english", "non_english")
-_MODEL_FIELDS = ("similarity", "normalization", "alpha", "softmax_temperature", "loss_type", "max_seq_length",
-                 "eval_batch_size", "pooled_loss_weight")  # fmt: skip
-
-
-@dataclasses.dataclass
-class ScriptArguments:
-    """Data, encoder and OneAligner settings (training settings are ``TrainingArguments``, LoRA ``ModelArguments``)."""
-
-    train_pairs: list[str] = arg_field(["en-es=hub:Helsinki-NLP/opus-100:en-es:train"], "Training pair specs.")
-    top_k_pairs: int = arg_field(0, "Keep only the k richest training pairs (most examples); 0 keeps all.")
-    centre: str = arg_field("any", "Training pairs to keep: any, english (en-xx only) or non_english.")
-    example_budget: int = arg_field(
-        1_000_000, "Training examples sampled uniformly from the pooled pairs (paper: 1M)."
-    )
-    min_tokens: int = arg_field(5, "After sampling, drop examples with fewer tokens on either side (paper: 5).")
-    eval_pairs: list[str] = arg_field([], "Evaluation pair specs; their sentences leave training.")
-    held_out: int = arg_field(0, "Pairs held out of each training pair as an extra evaluation set.")
-    eval_size: int = arg_field(1000, "At most this many pairs per evaluation set (sampled; Tatoeba-like 1k).")
-    eval_min_words: int = arg_field(0, "Evaluate on pairs with at least this many words on both sides.")
-    eval_before_training: bool = arg_field(True, "Evaluate (with the ablation) before training too.")
-    ablation: bool = arg_field(True, "Also report the Table 1 ablation (mean pool / BERTScore x norm on/off).")
-    encoder: str = arg_field("FacebookAI/xlm-roberta-base", "Encoder path or hub id, or 'random' (sizes below).")
-    tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
-    layer: int | None = arg_field(None, "Hidden state L (0 = embeddings); default round(2/3 * layers).")
-    vocab_size: int = arg_field(8000, "Random encoder: tokenizer vocabulary.")
-    tokenizer_training_texts: int = arg_field(100_000, "Random encoder: train the tokenizer on this many texts.")
-    hidden_size: int = arg_field(256, "Random encoder: width.")
-    num_hidden_layers: int = arg_field(4, "Random encoder: layers.")
-    num_attention_heads: int = arg_field(4, "Random encoder: attention heads.")
-    intermediate_size: int = arg_field(512, "Random encoder: FFN width.")
-    mlm_steps: int = arg_field(0, "Random encoder: MLM pre-training steps on the training text first (0: none).")
-    mlm_learning_rate: float = arg_field(5e-4, "MLM pre-training learning rate.")
-    mlm_batch_size: int = arg_field(64, "MLM pre-training batch size.")
-    max_seq_length: int = arg_field(100, "Tokens per sentence (paper: 100).")
-    similarity: str = arg_field("bertscore", "bertscore or mean_pool.")
-    normalization: bool = arg_field(True, "In-batch normalization.")
-    alpha: float = arg_field(0.75, "Normalization strength (paper: 0.75).")
-    softmax_temperature: float = arg_field(5.0, "Logits = S / temperature.")
-    loss_type: str = arg_field("global", "global (N^2 - N negatives) or row.")
-    eval_batch_size: int = arg_field(256, "Normalization block at evaluation.")
-    pooled_loss_weight: float = arg_field(0.0, "Not in the paper: extra InfoNCE on mean-pooled vectors.")
-
-    def __post_init__(self) -> None:
-        if not self.train_pairs:
-            raise UsageError("--train_pairs is empty: give at least one LANGS=SOURCE spec")
-        if self.centre not in _CENTRES:
-            raise UsageError(f"--centre {self.centre}: expected one of {', '.join(_CENTRES)}")
-        for name in ("example_budget", "eval_size"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("top_k_pairs", "min_tokens", "held_out", "mlm_steps", "eval_min_words"):
-            if getattr(self, name) < 0:
-                raise UsageError(f"--{name} must be >= 0, got {getattr(self, name)}")
-        for spec in [*self.train_pairs, *self.eval_pairs]:
-            parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
-
-
-@dataclasses.dataclass
-class PreparedData:
-    """Training examples (token ids), evaluation sets (texts) and how they were made."""
-
-    train_examples: list[dict[str, list[int]]]
-    eval_sets: dict[str, tuple[list[str], list[str]]]
-    stats: dict[str, Any]
-
-
-def select_pairs(pair_data: dict[str, PairSet], top_k: int, centre: str) -> list[str]:
-    """Apply the centring filter, then keep the top-k richest pairs (all when top_k is 0)."""
-    names = list(pair_data)
-    if centre != "any":
-        english = {
-            name: is_english(pair_data[name].src_lang) or is_english(pair_data[name].tgt_lang) for name in names
-        }
-        names = [name for name in names if english[name] == (centre == "english")]
-        if not names:
-            raise DataValidationError(f"no training pair is {centre.replace('_', '-')}-centred")
-    return sorted(names, key=lambda name: len(pair_data[name]), reverse=True)[: top_k or None]
-
-
-def prepare_data(script_args: ScriptArguments, tokenizer_factory: Any, seed: int) -> tuple[PreparedData, Any]:
-    """Load, hold out, de-overlap, sample the budget, get the tokenizer, tokenize once, drop short examples."""
-    words = script_args.eval_min_words
-    train = {spec: load_pairs(spec) for spec in script_args.train_pairs}
-    eval_sets: dict[str, PairSet] = {}
-    for spec in script_args.eval_pairs:
-        pairs = min_words(load_pairs(spec), words)
-        if not len(pairs):
-            raise DataValidationError(f"{spec}: no pair has {words} words on both sides")
-        eval_sets[pairs.name] = pairs.select(sample_indices(len(pairs), min(len(pairs), script_args.eval_size), seed))
-    if script_args.held_out:
-        eligible = lambda src, tgt: min(len(src.split()), len(tgt.split())) >= words  # noqa: E731
-        for position, (spec, pairs) in enumerate(train.items()):  # one draw per pair: not the same rows everywhere
-            train[spec], held = split_held_out(pairs, script_args.held_out, seed + position, eligible=eligible)
-            eval_sets[f"{pairs.src_lang}-{pairs.tgt_lang}:held-out"] = held.select(
-                range(script_args.eval_size)[: len(held)]
-            )
-    if not eval_sets:
-        logger.warning("no evaluation set: give eval_pairs or held_out to measure retrieval during training")
-    # Paper 3.1: drop training examples whose source or target appears in any evaluation set.
-    eval_texts = [text for pairs in eval_sets.values() for text in (*pairs.src, *pairs.tgt)]
-    available = {spec: drop_overlap(pairs, eval_texts) for spec, pairs in train.items()}
-    removed = sum(len(train[spec]) - len(available[spec]) for spec in train)
-    selected = [
-        name for name in select_pairs(available, script_args.top_k_pairs, script_args.centre) if len(available[name])
-    ]
-    if not selected:
-        raise DataValidationError("no training pairs left after removing the evaluation overlap")
-    # By size without replacement: the same as drawing the budget uniformly from the pooled pairs (the paper's).
-    sampled = sample_budget([available[name] for name in selected], script_args.example_budget, seed=seed)
-    sources = [text for pairs in sampled for text in pairs.src]
-    targets = [text for pairs in sampled for text in pairs.tgt]
-    tokenizer = tokenizer_factory([*sources, *targets])
-    tokenize = lambda texts: tokenizer(texts, truncation=True, max_length=script_args.max_seq_length)["input_ids"]  # noqa: E731
-    # The ids are needed anyway: the token filter counts them (minus <s> ... </s>) rather than tokenizing again.
-    examples = [
-        {"src_input_ids": src_ids, "tgt_input_ids": tgt_ids}
-        for src_ids, tgt_ids in zip(tokenize(sources), tokenize(targets))
-        if min(len(src_ids), len(tgt_ids)) - 2 >= script_args.min_tokens
-    ]
-    if not examples:
-        raise DataValidationError(f"every sampled example has fewer than {script_args.min_tokens} tokens on a side")
-    stats = {
-        "selected_pairs": selected,
-        "available_per_pair": {name: len(pairs) for name, pairs in available.items()},
-        "removed_eval_overlap": removed,
-        "sampled": len(sources),
-        "removed_short": len(sources) - len(examples),
-        "train_examples": len(examples),
-        "eval_sets": {name: len(pairs) for name, pairs in eval_sets.items()},
-    }
-    texts = {name: (pairs.src, pairs.tgt) for name, pairs in eval_sets.items()}
-    return PreparedData(examples, texts, stats), tokenizer
-
-
-def tokenizer_factory(script_args: ScriptArguments, output_dir: str, resuming: bool) -> Any:
-    """texts -> tokenizer: the given or the encoder's, or one trained on a sample of the texts (saved in the output
-    folder and reused from there when the run resumes)."""
-
-    def factory(texts: list[str]) -> Any:
-        if script_args.tokenizer or script_args.encoder != "random":
-            return AutoTokenizer.from_pretrained(script_args.tokenizer or script_args.encoder)
-        sample = random.Random(0).sample(texts, min(len(texts), script_args.tokenizer_training_texts))
-        return train_or_reuse_tokenizer(sample, output_dir=output_dir, reuse=resuming,
-                                        vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)  # fmt: skip
-
-    return factory
-
-
-def build_model(script_args: ScriptArguments, tokenizer: Any, data: PreparedData, args: TrainingArguments) -> Any:
-    """The OneAligner model over a pretrained encoder, a random one, or a random one after MLM pre-training."""
-    kwargs = {name: getattr(script_args, name) for name in _MODEL_FIELDS}
-    encoder: Any = script_args.encoder
-    if encoder == "random":
-        encoder = XLMRobertaConfig(
-            vocab_size=len(tokenizer), hidden_size=script_args.hidden_size,
-            num_hidden_layers=script_args.num_hidden_layers, num_attention_heads=script_args.num_attention_heads,
-            intermediate_size=script_args.intermediate_size, pad_token_id=tokenizer.pad_token_id,
-            max_position_embeddings=script_args.max_seq_length + 2 + tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        )  # fmt: skip
-        torch.manual_seed(args.seed)
-        if script_args.mlm_steps:
-            ids = [example[key] for example in data.train_examples for key in ("src_input_ids", "tgt_input_ids")]
-            encoder = str(pretrain_mlm(encoder, tokenizer, ids, output_dir=args.output_dir, steps=script_args.mlm_steps,
-                                       learning_rate=script_args.mlm_learning_rate,
-                                       batch_size=script_args.mlm_batch_size, training_args=args))  # fmt: skip
-    return OneAlignerModel.from_encoder(encoder, script_args.layer, **kwargs)
-
-
-def save_outputs(model: Any, tokenizer: Any, script_args: ScriptArguments, model_args: ModelArguments,
-                 output_dir: Path, results: dict[str, Any], data: PreparedData, log_history: list) -> None:  # fmt: skip
-    """Adapter (LoRA), merged or full model with tokenizer, model card, its figures (xsim heatmap, gold vs random
-    margins, training curve) and sentence-transformers modules; results."""
-    from bitext_hf.hub import save_for_hub
-
-    model = export_peft(model, output_dir / ADAPTER_FOLDER, merge=model_args.merge_adapter)
-    if not model_args.use_peft or model_args.merge_adapter:
-        # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
-        with tempfile.TemporaryDirectory(prefix="onealigner-figures-") as folder:
-            figures = card_figures(model, tokenizer, data.eval_sets, results["final"], log_history, folder)
-            card = model_card(model, script_args.encoder, results["data"], results["final"], figures)
-            # Mean-pooled layer-L vectors, L2-normalized: exactly the model's sentence embedding (checked on reload).
-            save_for_hub(model, tokenizer, output_dir, model_card=card, figures=figures,
-                         sentence_transformers={"pooling": "mean", "normalize": True, "verify": True})  # fmt: skip
-    with atomic_output(output_dir / RESULTS_FILE) as handle:
-        json.dump(results, handle, indent=2, sort_keys=True)
-        handle.write("\n")
+from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, resume_checkpoint, run_recipe
 
 
 def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict[str, Any]:
@@ -272,13 +71,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     if trainer.is_world_process_zero():
         save_outputs(trainer.model, tokenizer, script_args, model_args, output_dir, results, data,
                      trainer.state.log_history)  # fmt: skip
-        if push:
-            from bitext_hf.hub import push_to_hub
-
-            repo_id = training_args.hub_model_id or output_dir.name
-            push_to_hub(
-                output_dir, repo_id, private=bool(training_args.hub_private_repo), token=training_args.hub_token
-            )
+        push_export(output_dir, training_args, push)
     logger.info("final: %s", json.dumps({k: round(v, 4) for k, v in final.items() if "/" not in k}))
     return results
 

@@ -1,0 +1,235 @@
+"""The reusable steps of ``recipes/align_contrastive.py`` (Wu & Dredze 2020): its arguments, the English-centred
+data loading, the tokenizer and model, the word alignment of every language into training examples and held-out
+evaluation sets, LoRA's set-up, and the final export (checkpoint, plain encoders, ``eval_results.json``, hub push).
+"""
+
+# ruff: noqa: RUF009  (the fields' defaults come from arg_field, a dataclasses.field with its help text: no shared state)
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoTokenizer, TrainingArguments, XLMRobertaConfig
+
+from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec, split_held_out
+from bitext_hf.data.words import tokenize_words
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.families.contrastive_align.aligners import ALIGNERS, EflomalAligner
+from bitext_hf.families.contrastive_align.cache import align_words
+from bitext_hf.families.contrastive_align.objectives import (
+    AlignmentEvalSet,
+    build_examples,
+    export_encoders,
+    model_card,
+)
+from bitext_hf.families.contrastive_align.symmetrize import SYMMETRIZATIONS
+from bitext_hf.io import atomic_output
+from bitext_hf.modeling.contrastive_align import CONTRASTIVE_ALIGN_OBJECTIVES, ContrastiveAlignedEncoder
+from bitext_hf.training import ModelArguments, apply_peft, export_peft
+from bitext_hf.training.args import arg_field
+from bitext_hf.training.peft import ADAPTER_FOLDER
+from bitext_hf.training.tokenizer import TokenizerTrainingError, train_or_reuse_tokenizer
+
+logger = logging.getLogger("align_contrastive")
+
+RESULTS_FILE = "eval_results.json"
+
+
+@dataclasses.dataclass
+class ScriptArguments:
+    """Data, aligner, encoder and objective (training settings are ``TrainingArguments``, LoRA ``ModelArguments``)."""
+
+    train_pairs: list[str] = arg_field(["de=hub:Helsinki-NLP/opus-100:de-en:train"], "English-centred pair specs.")
+    max_pairs: int = arg_field(0, "Read at most this many pairs per spec (0: all; the paper samples 1M).")
+    held_out: int = arg_field(0, "Pairs held out per language for word / sentence retrieval (0: no evaluation).")
+    held_out_seed: int | None = arg_field(
+        None, "Seed of the held-out draw (default: --seed); fix it to evaluate every seed on the same pairs."
+    )
+    eval_before_training: bool = arg_field(True, "Evaluate the untrained model too (the 'initial' results).")
+    objective: str = arg_field("strong", "linear, l2, weak or strong.")
+    aligner: str = arg_field("auto", "eflomal (pip install 'bitext-hf[align]'), similarity (fallback), or auto.")
+    symmetrization: str = arg_field("grow-diag-final-and", "grow-diag-final-and (paper), intersect or union.")
+    alignment_cache: str | None = arg_field(None, "Word-alignment cache folder (default <output_dir>/alignments).")
+    encoder: str = arg_field("google-bert/bert-base-multilingual-cased", "Encoder path or hub id, or 'random'.")
+    tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
+    max_seq_length: int = arg_field(96, "Tokens per sentence (paper: 96).")
+    layer: int | None = arg_field(None, "Hidden state aligned by l2/weak/strong (default: the last).")
+    projection_dim: int = arg_field(128, "Projector output width (paper: 128).")
+    contrastive_temperature: float = arg_field(0.1, "T of the contrastive objectives (paper: 0.1).")
+    regularization_weight: float | None = arg_field(
+        None, "lambda of ||theta - theta_0||^2 (default 1.0; 0 with LoRA)."
+    )
+    vocab_size: int = arg_field(8000, "Random encoder: tokenizer vocabulary.")
+    hidden_size: int = arg_field(256, "Random encoder: width.")
+    num_hidden_layers: int = arg_field(4, "Random encoder: layers.")
+    num_attention_heads: int = arg_field(4, "Random encoder: attention heads.")
+    intermediate_size: int = arg_field(512, "Random encoder: FFN width.")
+
+    def __post_init__(self) -> None:
+        if not self.train_pairs:
+            raise UsageError("--train_pairs is empty: give at least one LANG=SOURCE spec with English on one side")
+        if self.objective not in CONTRASTIVE_ALIGN_OBJECTIVES:
+            raise UsageError(
+                f"--objective {self.objective}: expected one of {', '.join(CONTRASTIVE_ALIGN_OBJECTIVES)}"
+            )
+        if self.aligner not in ALIGNERS:
+            raise UsageError(f"--aligner {self.aligner}: expected one of {', '.join(ALIGNERS)}")
+        if self.symmetrization not in SYMMETRIZATIONS:
+            raise UsageError(f"--symmetrization {self.symmetrization}: expected one of {', '.join(SYMMETRIZATIONS)}")
+        for name in ("max_pairs", "held_out"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"--{name} must be >= 0, got {getattr(self, name)}")
+        if self.max_seq_length < 8:
+            raise UsageError(f"--max_seq_length must be >= 8, got {self.max_seq_length}")
+        for spec in self.train_pairs:
+            parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
+        if self.aligner == "eflomal":
+            EflomalAligner()  # a missing eflomal is a usage error naming the fallback, before any data is read
+
+
+def check_arguments(
+    script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments
+) -> None:
+    """The usage errors that need more than one group of arguments."""
+    if model_args.use_peft and script_args.objective == "linear":
+        raise UsageError("--use_peft with --objective linear: the linear objective keeps the encoder frozen")
+    if training_args.eval_strategy != "no" and not script_args.held_out:
+        raise UsageError("--eval_strategy needs held-out pairs: give --held_out N")
+
+
+def english_first(pairs: PairSet) -> tuple[str, PairSet]:
+    """(non-English language, pairs with English as the source): the paper's S is English."""
+    if is_english(pairs.src_lang) and not is_english(pairs.tgt_lang):
+        return pairs.tgt_lang, pairs
+    if is_english(pairs.tgt_lang) and not is_english(pairs.src_lang):
+        swapped = PairSet(pairs.tgt_lang, pairs.src_lang, pairs.source, pairs.tgt, pairs.src, spec=pairs.spec)
+        return pairs.src_lang, swapped
+    raise DataValidationError(f"{pairs.name}: alignment needs English on exactly one side of every pair")
+
+
+def load_data(script_args: ScriptArguments, seed: int) -> tuple[dict[str, PairSet], dict[str, PairSet]]:
+    """{language: training pairs} and {language: held-out pairs}, English first; specs of one language pooled."""
+    train: dict[str, PairSet] = {}
+    held: dict[str, PairSet] = {}
+    for position, spec in enumerate(script_args.train_pairs):
+        language, pairs = english_first(load_pairs(spec, max_pairs=script_args.max_pairs or None))
+        if script_args.held_out:
+            draw = seed if script_args.held_out_seed is None else script_args.held_out_seed
+            pairs, held_out = split_held_out(pairs, script_args.held_out, draw + position)
+            held[language] = held_out if language not in held else concat_pairs(held[language], held_out)
+        train[language] = pairs if language not in train else concat_pairs(train[language], pairs)
+    return train, held
+
+
+def concat_pairs(first: PairSet, second: PairSet) -> PairSet:
+    """The pairs of ``first`` then those of ``second``, under ``first``'s languages and source."""
+    return PairSet(first.src_lang, first.tgt_lang, first.source, first.src + second.src, first.tgt + second.tgt)
+
+
+def training_texts(train: dict[str, PairSet]) -> list[str]:
+    """Every sentence of the training pairs, both sides (a random encoder's tokenizer is trained on a sample)."""
+    return [text for pairs in train.values() for text in (*pairs.src, *pairs.tgt)]
+
+
+def build_tokenizer(script_args: ScriptArguments, texts: list[str], output_dir: Path, resuming: bool) -> Any:
+    """The given or the encoder's tokenizer, or (random encoder) one trained on a sample of the data."""
+    if script_args.tokenizer or script_args.encoder != "random":
+        return AutoTokenizer.from_pretrained(script_args.tokenizer or script_args.encoder)
+    sample = random.Random(0).sample(texts, min(len(texts), 100_000))
+    try:
+        return train_or_reuse_tokenizer(sample, output_dir=str(output_dir), reuse=resuming,
+                                        vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)  # fmt: skip
+    except TokenizerTrainingError as error:  # too little text for the vocabulary: a data problem, one line
+        raise DataValidationError(f"{', '.join(script_args.train_pairs)}: {error}") from None
+
+
+def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[str], lora: bool, seed: int) -> Any:
+    """The ContrastiveAlignedEncoder over a pretrained encoder or a random XLM-R-like one."""
+    encoder: Any = script_args.encoder
+    if encoder == "random":
+        torch.manual_seed(seed)
+        encoder = XLMRobertaConfig(
+            vocab_size=len(tokenizer), hidden_size=script_args.hidden_size,
+            num_hidden_layers=script_args.num_hidden_layers, num_attention_heads=script_args.num_attention_heads,
+            intermediate_size=script_args.intermediate_size, pad_token_id=tokenizer.pad_token_id,
+            max_position_embeddings=script_args.max_seq_length + 2 + tokenizer.pad_token_id,
+            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        )  # fmt: skip
+    weight = script_args.regularization_weight
+    weight = (0.0 if lora else 1.0) if weight is None else weight
+    return ContrastiveAlignedEncoder.from_encoder(
+        encoder, objective=script_args.objective, languages=languages, layer=script_args.layer,
+        projection_dim=script_args.projection_dim, contrastive_temperature=script_args.contrastive_temperature,
+        regularization_weight=weight, max_seq_length=script_args.max_seq_length,
+    )  # fmt: skip
+
+
+def align_data(
+    script_args: ScriptArguments,
+    tokenizer: Any,
+    aligner: Any,
+    train: dict[str, PairSet],
+    held: dict[str, PairSet],
+    cache: str,
+) -> tuple[list[Any], dict[str, AlignmentEvalSet], dict[str, Any]]:
+    """(training examples of every language, {language: held-out eval set}, data statistics).
+
+    The examples' language index is the language's position in ``sorted(train)``, the model's languages.
+    """
+    languages = sorted(train)
+    examples, eval_sets, stats = [], {}, {"languages": languages, "aligner": aligner.name}
+    for index, language in enumerate(languages):
+        # One aligner run over training and held-out pairs: a statistical aligner needs the whole corpus.
+        pairs = concat_pairs(train[language], held[language]) if language in held else train[language]
+        source_words, target_words = tokenize_words(pairs.src, pairs.tgt, pairs.name)
+        links = align_words(aligner, source_words, target_words, cache_dir=cache,
+                            symmetrization=script_args.symmetrization)  # fmt: skip
+        n = len(train[language])
+        built = build_examples(tokenizer, source_words[:n], target_words[:n], links[:n], index,
+                               script_args.max_seq_length)  # fmt: skip
+        stats[language] = {"pairs": n, "examples": len(built), "links": sum(map(len, links[:n]))}
+        examples += built
+        if language in held:
+            eval_sets[language] = AlignmentEvalSet(pairs.src[n:], pairs.tgt[n:], source_words[n:], target_words[n:],
+                                                   links[n:])  # fmt: skip
+    if not examples:
+        raise DataValidationError("no training pair has a word link left after symmetrization and the filters")
+    logger.info("data: %s", json.dumps(stats))
+    return examples, eval_sets, stats
+
+
+def prepare_peft(model: Any, model_args: ModelArguments) -> Any:
+    """The model with LoRA adapters when ``--use_peft``; the new projector then trains in full, not through LoRA."""
+    model = apply_peft(model, model_args)
+    if model_args.use_peft and model.get_base_model().projector is not None:
+        model.get_base_model().projector.requires_grad_(True)  # new weights: they train in full, not through LoRA
+    return model
+
+
+def export_outputs(
+    trained: Any,
+    tokenizer: Any,
+    output_dir: Path,
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    results: dict[str, Any],
+    push: bool,
+) -> None:
+    """Save the full model (remote code), ``encoder/``, ``adapter/`` with LoRA and ``eval_results.json``; push."""
+    from bitext_hf.hub import push_to_hub, save_for_hub
+
+    model = export_peft(trained, output_dir / ADAPTER_FOLDER, merge=True)
+    card = model_card(script_args.objective, script_args.encoder, results["data"]["languages"], results["final"])
+    save_for_hub(model, tokenizer, output_dir, model_card=card)  # the full model, with remote code
+    export_encoders(model, tokenizer, output_dir / "encoder", model_card=card)
+    with atomic_output(output_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    if push:
+        push_to_hub(output_dir / "encoder", training_args.hub_model_id or f"{output_dir.name}-encoder",
+                    private=bool(training_args.hub_private_repo), token=training_args.hub_token)  # fmt: skip

@@ -1,0 +1,243 @@
+"""The reusable steps of ``recipes/train_musr.py``: its arguments, the checks run before any data is read, the data
+and vocabulary preparation, the model configuration, one stage's Trainer run, the evaluation, and the outputs (model,
+sentence-transformers encoder, card with its figure, ``eval_results.json``). The recipe itself only chains them."""
+
+# ruff: noqa: RUF009  (the fields' defaults come from _field, a dataclasses.field with its help text: no shared state)
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoTokenizer, TrainingArguments
+
+from bitext_hf.data import parse_spec
+from bitext_hf.data.collators import PairCollator
+from bitext_hf.data.filters import tokenize_pairs
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.families.musr.data import (
+    check_vocabulary,
+    language_probabilities,
+    load_many_to_one,
+    multiway_held_out,
+    sample_stage,
+)
+from bitext_hf.families.musr.evaluation import MuSREvaluator
+from bitext_hf.families.musr.export import save_sentence_transformers
+from bitext_hf.families.musr.losses import CrossConSTLoss
+from bitext_hf.io import atomic_output
+from bitext_hf.modeling.musr import MuSRConfig
+from bitext_hf.training import BitextTrainer
+from bitext_hf.training.args import arg_field
+from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
+
+RESULTS_FILE = "eval_results.json"
+ST_FOLDER = "sentence-transformers"
+_MODEL_FIELDS = ("hidden_size", "num_encoder_layers", "num_decoder_layers", "num_attention_heads", "encoder_ffn_dim",
+                 "decoder_ffn_dim", "dropout", "attention_dropout", "label_smoothing")  # fmt: skip
+
+
+@dataclasses.dataclass
+class ScriptArguments:
+    """Data, vocabulary, stages and evaluation (training settings are ``TrainingArguments``)."""
+
+    train_pairs: list[str] = arg_field(["fr=gettext", "de=gettext"], "Pair specs, each with English on one side.")
+    temperature: float = arg_field(5.0, "Language sampling p_l ~ (n_l / sum n)^(1/T); 1: by size, larger: flatter.")
+    train_examples: int = arg_field(1_000_000, "Pairs drawn (with replacement, by temperature) for each stage.")
+    held_out: int = arg_field(1000, "English sentences shared by all languages held out, with their translations.")
+    pivot: str | None = arg_field(None, "Non-English pivot language of the evaluation (default: the first language).")
+    alpha: float = arg_field(1.0, "CrossConST weight in stage 2 (the paper fixes one value; tune it).")
+    stage1_steps: int = arg_field(0, "Stage-1 optimizer steps (0: --max_steps).")
+    stage2_steps: int = arg_field(0, "Stage-2 optimizer steps (0: --max_steps).")
+    tokenizer: str | None = arg_field(
+        None, "Tokenizer path; default: a Unigram vocabulary trained on the sampled text."
+    )
+    vocab_size: int = arg_field(32000, "Size of the trained shared vocabulary.")
+    tokenizer_training_texts: int = arg_field(200_000, "Train the vocabulary on this many sampled sentences.")
+    max_unknown: float = arg_field(0.3, "Refuse a language whose held-out text is more than this share <unk>.")
+    max_seq_length: int = arg_field(128, "Subwords per sentence, <s> and </s> included.")
+    eval_batch_size: int = arg_field(64, "Sentences per encoding batch at evaluation.")
+
+
+@dataclasses.dataclass
+class ModelArguments:
+    """MuSR architecture (paper's 768 setting by default; see ``MuSRConfig``)."""
+
+    hidden_size: int = arg_field(768, "Encoder width d (the decoder is 2d wide).")
+    num_encoder_layers: int = arg_field(12, "Encoder layers.")
+    num_decoder_layers: int = arg_field(3, "Decoder layers.")
+    num_attention_heads: int = arg_field(12, "Attention heads.")
+    encoder_ffn_dim: int = arg_field(3072, "Encoder feed-forward width.")
+    decoder_ffn_dim: int = arg_field(6144, "Decoder feed-forward width.")
+    dropout: float = arg_field(0.1, "Dropout (both CrossConST branches run with it).")
+    attention_dropout: float = arg_field(0.1, "Attention dropout.")
+    label_smoothing: float = arg_field(0.1, "Label smoothing of the cross-entropy.")
+
+
+@dataclasses.dataclass
+class StageInputs:
+    """What both stages train and evaluate on: the vocabulary, each stage's tokenized examples, the held-out
+    evaluator (``None`` without held-out set) and the results' ``data`` section."""
+
+    tokenizer: Any
+    examples: list[list[dict[str, list[int]]]]
+    evaluator: MuSREvaluator | None
+    data: dict[str, Any]
+
+
+def check_arguments(
+    script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments
+) -> None:
+    """Everything cheap, before any data is read."""
+    try:
+        MuSRConfig(vocab_size=8, **{name: getattr(model_args, name) for name in _MODEL_FIELDS})
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if not script_args.train_pairs:
+        raise UsageError("--train_pairs is empty: give at least one xx=SOURCE spec")
+    for spec in script_args.train_pairs:
+        parse_spec(spec)
+    for name in ("train_examples", "vocab_size", "max_seq_length", "eval_batch_size", "tokenizer_training_texts"):
+        if getattr(script_args, name) < 1:
+            raise UsageError(f"--{name} must be >= 1, got {getattr(script_args, name)}")
+    for name in ("held_out", "stage1_steps", "stage2_steps"):
+        if getattr(script_args, name) < 0:
+            raise UsageError(f"--{name} must be >= 0, got {getattr(script_args, name)}")
+    if not script_args.temperature > 0 or script_args.alpha < 0 or not 0 <= script_args.max_unknown <= 1:
+        raise UsageError("--temperature must be > 0, --alpha >= 0 and --max_unknown in [0, 1]")
+    if training_args.max_steps <= 0 and not (script_args.stage1_steps and script_args.stage2_steps):
+        raise UsageError("give --max_steps (or --stage1_steps and --stage2_steps): stages are counted in steps")
+    if training_args.eval_strategy != "no" and not script_args.held_out:
+        raise UsageError("--eval_strategy needs the held-out set: give --held_out")
+
+
+def build_tokenizer(script_args: ScriptArguments, pools: list[list[Any]], output_dir: Path, reuse: bool) -> Any:
+    """The given tokenizer, or a shared vocabulary trained on the sampled sentences of both sides."""
+    if script_args.tokenizer:
+        return AutoTokenizer.from_pretrained(script_args.tokenizer)
+    texts = [text for pool in pools for pairs in pool for text in (*pairs.src, *pairs.tgt)]
+    sample = random.Random(0).sample(texts, min(len(texts), script_args.tokenizer_training_texts))
+    return train_or_reuse_tokenizer(sample, output_dir=output_dir, reuse=reuse, vocab_size=script_args.vocab_size,
+                                    model_max_length=script_args.max_seq_length)  # fmt: skip
+
+
+def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, reuse_tokenizer: bool) -> StageInputs:
+    """Load the many-to-one data with its multi-way held-out set, draw each stage's pairs by temperature (seeds
+    ``seed + 1`` and ``seed + 2``), build and check the vocabulary, tokenize, and set up the evaluator."""
+    data = multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
+    languages = [pairs.src_lang for pairs in data.train]
+    pivot = script_args.pivot or (languages[0] if len(languages) > 1 else None)
+    if pivot is not None and pivot not in languages:
+        raise UsageError(f"--pivot {pivot}: not a training language ({', '.join(languages)})")
+    pools = [sample_stage(data.train, script_args.train_examples, script_args.temperature, seed + stage)
+             for stage in (1, 2)]  # fmt: skip
+    tokenizer = build_tokenizer(script_args, pools, output_dir, reuse=reuse_tokenizer)
+    check_vocabulary(tokenizer, {lang: pairs.src[:1000] for lang, pairs in zip(languages, data.train)} |
+                     {"en": data.train[0].tgt[:1000]}, script_args.max_unknown)  # fmt: skip
+    examples = [[example for pairs in pool for example in
+                 tokenize_pairs(pairs, tokenizer, max_length=script_args.max_seq_length, min_tokens=1)]
+                for pool in pools]  # fmt: skip
+    if not all(examples):
+        raise DataValidationError("no training example has a token besides <s> </s> on both sides")
+    evaluator = (MuSREvaluator(tokenizer, data.held_out, pivot, batch_size=script_args.eval_batch_size,
+                               max_length=script_args.max_seq_length) if data.held_out else None)  # fmt: skip
+    summary = {
+        "languages": languages, "pivot": pivot, "train_pairs": {p.src_lang: len(p) for p in data.train},
+        "sampling_probabilities": language_probabilities(data.train, script_args.temperature),
+        "train_examples": [len(stage) for stage in examples], "held_out": script_args.held_out}  # fmt: skip
+    return StageInputs(tokenizer, examples, evaluator, summary)
+
+
+def model_config(script_args: ScriptArguments, model_args: ModelArguments, tokenizer: Any) -> MuSRConfig:
+    """The stage-1 model's configuration: the architecture flags, the vocabulary's size and special tokens."""
+    return MuSRConfig(vocab_size=len(tokenizer), max_position_embeddings=script_args.max_seq_length,
+                      pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                      eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id,
+                      **{name: getattr(model_args, name) for name in _MODEL_FIELDS})  # fmt: skip
+
+
+def run_stage(stage: int, model: Any, tokenizer: Any, examples: list[dict[str, list[int]]], loss: CrossConSTLoss,
+              steps: int, training_args: TrainingArguments, evaluator: Any, output_dir: Path, resume: str | None,
+              ) -> tuple[Any, list[dict[str, float]]]:  # fmt: skip
+    """One Trainer run (its own optimizer and scheduler) in ``output_dir/stage<N>``, the final model saved there;
+    returns the trained model and the Trainer's log history."""
+    args = dataclasses.replace(training_args, output_dir=str(output_dir / f"stage{stage}"),
+                               max_steps=steps or training_args.max_steps, push_to_hub=False)  # fmt: skip
+    trainer = BitextTrainer(model, args, loss_fn=loss, train_dataset=examples, retrieval_evaluator=evaluator,
+                            data_collator=PairCollator(model.config.pad_token_id),
+                            processing_class=tokenizer)  # saved with every checkpoint  # fmt: skip
+    trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(args.output_dir)
+    return trainer.model, trainer.state.log_history
+
+
+def evaluate(model: Any, evaluator: Any) -> dict[str, float]:
+    if evaluator is None:
+        return {}
+    model.eval()
+    with torch.no_grad():
+        return {key: round(value, 4) for key, value in evaluator(model).items()}
+
+
+def stage_figure(results: dict[str, Any], folder: Path) -> list[Any]:
+    """The card's figure: this run's xsim into English per language, stage 1 vs stage 2 (none without held-out)."""
+    from bitext_hf.hub.figures import xsim_by_series
+
+    series = {label: {lang: results[stage]["final"][f"xsim_{lang}-en"] for lang in results["data"]["languages"]
+                      if f"xsim_{lang}-en" in results[stage]["final"]}
+              for label, stage in (("stage 1", "stage1"), ("stage 2 (CrossConST)", "stage2"))}  # fmt: skip
+    if not any(series.values()):
+        return []
+    return [xsim_by_series(series, folder / "xsim_by_stage.png", title="xsim into English, stage 1 vs stage 2")]
+
+
+def model_card(
+    script_args: ScriptArguments, results: dict[str, Any], figures: Any = (), seed_table: str | None = None
+) -> str:
+    """The card of a run: its stage-1 / stage-2 table and ``figures``; ``seed_table`` (Markdown, e.g. mean +- std
+    over seeds from experiments/musr_crossconst.py) is added under the run's own table."""
+    from bitext_hf.hub import markdown_table, render_model_card
+
+    rows = [{"stage": name, **{key: results[name]["final"].get(key) for key in
+             ("xsim_en", "accuracy_en", "xsim_pivot", "accuracy_pivot", "bucc_f1_en")}}
+            for name in ("stage1", "stage2")]  # fmt: skip
+    return render_model_card(
+        "generic",
+        model_name="MuSR (bitext-hf)",
+        model_description="Multilingual sentence encoder (max-pooled Transformer encoder) trained as the encoder of "
+        "a many-to-one translation model into English, then with CrossConST (stage 2).",
+        paper="Gao et al., 2023, Learning Multilingual Sentence Representations with Cross-lingual Consistency "
+        "Regularization",
+        training_data=", ".join(script_args.train_pairs) + f"; temperature T={script_args.temperature}",
+        hyperparameters=f"alpha={script_args.alpha}, {results['data']['train_examples']} examples per stage",
+        results_table=markdown_table(rows) + f"\n\nHeld-out: {script_args.held_out} multi-way sentences, pivot "
+        f"{results['data']['pivot']}; xsim in %, accuracy as a fraction."
+        + (f"\n\nOver seeds (mean ± std; xsim in %, accuracy in %):\n\n{seed_table}" if seed_table else ""),
+        figures=figures,
+        intended_use="Sentence embeddings for bitext mining and cross-lingual similarity search.",
+        limitations="Trained on the data named above only.",
+    )
+
+
+def save_outputs(
+    model: Any, tokenizer: Any, script_args: ScriptArguments, results: dict[str, Any], output_dir: Path
+) -> None:
+    """Into ``output_dir``: the full model (decoder included) with its tokenizer and remote code, the card with its
+    figure, the encoder alone as ``sentence-transformers/``, then ``eval_results.json``."""
+    # Drawn apart and copied in after the model is saved: a failed save leaves no figure behind.
+    with tempfile.TemporaryDirectory(prefix="musr-figures-") as folder:
+        figures = stage_figure(results, Path(folder))
+        card = model_card(script_args, results, figures=figures)
+        model.save_pretrained(output_dir, tokenizer=tokenizer)
+        for figure in figures:
+            with atomic_output(output_dir / figure.path.name, "wb") as handle:
+                handle.write(figure.path.read_bytes())
+        (output_dir / "README.md").write_text(card, encoding="utf-8")
+        save_sentence_transformers(model, tokenizer, output_dir / ST_FOLDER, model_card=card, figures=figures)
+    with atomic_output(output_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
