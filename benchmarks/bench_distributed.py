@@ -148,8 +148,10 @@ def main() -> None:
     start = time.perf_counter()
     # Workers of one thread each: Ray sets OMP_NUM_THREADS=1 for one-CPU tasks; the USE loader asks for 1 thread.
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    print(f"# Ray {ray.__version__}, local instance of 2 CPUs started in {time.perf_counter() - start:.1f} s; "
-          f"{os.cpu_count()} cores; load average {_load()}")  # fmt: skip
+    print(
+        f"# Ray {ray.__version__}, local instance of 2 CPUs started in {time.perf_counter() - start:.1f} s; "
+        f"{os.cpu_count()} cores; load average {_load()}"
+    )
     work = tempfile.mkdtemp(prefix="bench-distributed-")
     try:
         if args.skip != "encode":

@@ -196,17 +196,21 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument(
-        "--methods", nargs="+", default=["exact", "auto"],
+        "--methods",
+        nargs="+",
+        default=["exact", "auto"],
         help="exact, faiss-two-searches, auto, ivf / opq-pq (auto's two index rules at any size) or factory strings",
-    )  # fmt: skip
+    )
     parser.add_argument("--nprobe", type=int, default=None, help="for factory strings (default: auto's choice)")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32", help="storage of the inputs")
     parser.add_argument("--recall-queries", type=int, default=2000, help="sampled sources for recall@k")
     parser.add_argument("--thresholds", type=float, nargs="+", default=[1.06, 1.2, 1.5], help="margin thresholds")
     parser.add_argument(
-        "--exact-up-to", type=int, default=200_000,
+        "--exact-up-to",
+        type=int,
+        default=200_000,
         help="larger N runs no exact reference (kept columns n/a; planted pairs counted against all planted ones)",
-    )  # fmt: skip
+    )
     parser.add_argument("--reuse", action="store_true", help="print saved results only (missing ones are skipped)")
     parser.add_argument("--workdir", default="outputs/bench_index", help="results kept here (exact runs reused)")
     parser.add_argument("--plot", metavar="PNG", help="draw the kept results of --sizes and --methods, run nothing")

@@ -64,8 +64,10 @@ def main() -> None:
     timings = _Timings()
     logging.getLogger("bitext_hf.mining.index").addHandler(timings)
     logging.getLogger("bitext_hf.mining.index").setLevel(logging.INFO)
-    print(f"# gettext {args.lang} -> en, {n:,} x {tgt.shape[0]:,}, d={dim}, k=4, ratio, max; one thread; "
-          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"# gettext {args.lang} -> en, {n:,} x {tgt.shape[0]:,}, d={dim}, k=4, ratio, max; one thread; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     header = (
         "| method | index | CPU s | CPU vs exact | train s | recall@4 | pairs | exact pairs kept | "
         + " | ".join(f">= {t} kept" for t in args.thresholds)

@@ -32,8 +32,17 @@ import yaml
 from bench_laser3 import throughput
 
 CONFIG = Path(__file__).resolve().parent.parent / "recipes" / "configs" / "musr-gettext.yaml"
-MODEL_FIELDS = ("hidden_size", "num_encoder_layers", "num_decoder_layers", "num_attention_heads", "encoder_ffn_dim",
-                "decoder_ffn_dim", "dropout", "attention_dropout", "label_smoothing")  # fmt: skip
+MODEL_FIELDS = (
+    "hidden_size",
+    "num_encoder_layers",
+    "num_decoder_layers",
+    "num_attention_heads",
+    "encoder_ffn_dim",
+    "decoder_ffn_dim",
+    "dropout",
+    "attention_dropout",
+    "label_smoothing",
+)
 
 
 def seconds_per_step(model: torch.nn.Module, loss_fn: torch.nn.Module, batches: list[dict], warmup: int) -> float:
@@ -78,10 +87,15 @@ def main() -> None:
     sentences = random.Random(0).sample(sources, args.sentences)
     tokenizer_texts = random.Random(1).sample([*sources, *pairsets[0].tgt], 60_000)
     tokenizer = train_tokenizer(tokenizer_texts, vocab_size=settings["vocab_size"], model_max_length=max_length)
-    config = MuSRConfig(vocab_size=len(tokenizer), max_position_embeddings=max_length,
-                        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id,
-                        **{name: settings[name] for name in MODEL_FIELDS})  # fmt: skip
+    config = MuSRConfig(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=max_length,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+        **{name: settings[name] for name in MODEL_FIELDS},
+    )
     torch.manual_seed(0)
     model = MuSREncoderDecoder(config)
     lengths = [len(ids) for ids in tokenizer(sentences, truncation=True)["input_ids"]]
@@ -94,15 +108,17 @@ def main() -> None:
     model.eval()
     batched = throughput(lambda s: model.encode(s, tokenizer, batch_size=batch_size), sentences, args.repeats)
     single = throughput(
-        lambda s: [model.encode([sentence], tokenizer) for sentence in s], sentences[: args.single_sentences],
+        lambda s: [model.encode([sentence], tokenizer) for sentence in s],
+        sentences[: args.single_sentences],
         args.repeats,
-    )  # fmt: skip
+    )
     print(f"\n{'encoding':<40}{'sent/s':>10}{'ratio':>10}")
     print(f"{f'length-sorted batches of {batch_size}':<40}{batched:>10.0f}{batched / single:>9.1f}x")
     print(f"{'one sentence per call':<40}{single:>10.0f}{1.0:>9.1f}x")
 
-    examples = [example for pairs in pool for example in tokenize_pairs(pairs, tokenizer, max_length=max_length,
-                                                                        min_tokens=1)]  # fmt: skip
+    examples = [
+        example for pairs in pool for example in tokenize_pairs(pairs, tokenizer, max_length=max_length, min_tokens=1)
+    ]
     random.Random(2).shuffle(examples)
     collate = PairCollator(tokenizer.pad_token_id)
     batches = [collate(examples[start : start + batch_size]) for start in range(0, len(examples), batch_size)]

@@ -98,10 +98,13 @@ def main() -> None:
             np.save(os.path.join(folder, f"{name}.npy"), stored)
             start = time.perf_counter()
             write_shards(
-                os.path.join(folder, name), [str(i) for i in range(len(array))],
+                os.path.join(folder, name),
+                [str(i) for i in range(len(array))],
                 lambda texts, stored=stored: stored[int(texts[0]) : int(texts[-1]) + 1].astype(np.float32),
-                encoder="random", shard_size=args.shard_size, dtype=args.dtype,
-            )  # fmt: skip
+                encoder="random",
+                shard_size=args.shard_size,
+                dtype=args.dtype,
+            )
             print(f"write_shards {name}: {len(array)} x {args.dim} {args.dtype} in {time.perf_counter() - start:.2f}s")
         del x, y
         results = {}

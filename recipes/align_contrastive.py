@@ -87,10 +87,14 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     initial = evaluator(model.eval()) if fresh else {}
     model = prepare_peft(model, model_args)
     trainer = BitextTrainer(
-        model, training_args, loss_fn=alignment_loss, train_dataset=examples,
-        data_collator=AlignmentCollator(tokenizer.pad_token_id), retrieval_evaluator=evaluator,
+        model,
+        training_args,
+        loss_fn=alignment_loss,
+        train_dataset=examples,
+        data_collator=AlignmentCollator(tokenizer.pad_token_id),
+        retrieval_evaluator=evaluator,
         callbacks=[OrthogonalizeCallback()] if script_args.objective == "linear" else None,
-    )  # fmt: skip
+    )
     trainer.train(resume_from_checkpoint=resume)
     final = evaluator(trainer.model.eval()) if evaluator is not None else {}
     results = {"data": stats, "global_step": trainer.state.global_step, "initial": initial, "final": final}

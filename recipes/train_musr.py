@@ -68,8 +68,10 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     """Load and sample the data, train the vocabulary, run stage 1 and stage 2, evaluate each, save."""
     check_arguments(script_args, training_args, model_args)
     output_dir = Path(training_args.output_dir)
-    resumes = {stage: resume_checkpoint(training_args.resume_from_checkpoint, output_dir / f"stage{stage}")
-               for stage in (1, 2)}  # fmt: skip
+    resumes = {
+        stage: resume_checkpoint(training_args.resume_from_checkpoint, output_dir / f"stage{stage}")
+        for stage in (1, 2)
+    }
     resuming = (training_args.resume_from_checkpoint or "").strip().lower() not in ("", "none", "false")
     stage1_done = resuming and (output_dir / "stage1" / "config.json").is_file()
     inputs = prepare_stages(script_args, training_args.seed, output_dir, reuse_tokenizer=resuming)
@@ -82,13 +84,33 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     else:
         config = model_config(script_args, model_args, tokenizer)
         torch.manual_seed(training_args.seed)
-        _, history = run_stage(1, MuSREncoderDecoder(config), tokenizer, examples[0], CrossConSTLoss(0.0),
-                               script_args.stage1_steps, training_args, evaluator, output_dir, resumes[1])  # fmt: skip
+        _, history = run_stage(
+            1,
+            MuSREncoderDecoder(config),
+            tokenizer,
+            examples[0],
+            CrossConSTLoss(0.0),
+            script_args.stage1_steps,
+            training_args,
+            evaluator,
+            output_dir,
+            resumes[1],
+        )
     # Stage 2 starts from the saved stage-1 model with a new Trainer: fresh optimizer and scheduler.
     model = MuSREncoderDecoder.from_pretrained(output_dir / "stage1")
     results["stage1"] = {"final": evaluate(model, evaluator), **({} if stage1_done else {"log_history": history})}
-    model, history = run_stage(2, model, tokenizer, examples[1], CrossConSTLoss(script_args.alpha),
-                               script_args.stage2_steps, training_args, evaluator, output_dir, resumes[2])  # fmt: skip
+    model, history = run_stage(
+        2,
+        model,
+        tokenizer,
+        examples[1],
+        CrossConSTLoss(script_args.alpha),
+        script_args.stage2_steps,
+        training_args,
+        evaluator,
+        output_dir,
+        resumes[2],
+    )
     results["stage2"] = {"final": evaluate(model, evaluator), "log_history": history}
     logger.info("stage 1: %s", json.dumps(results["stage1"]["final"]))
     logger.info("stage 2: %s", json.dumps(results["stage2"]["final"]))

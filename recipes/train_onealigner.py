@@ -50,8 +50,9 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     if training_args.eval_strategy != "no" and not (script_args.eval_pairs or script_args.held_out):
         raise UsageError("--eval_strategy needs evaluation sets: give --eval_pairs or --held_out")
     push, training_args.push_to_hub = training_args.push_to_hub, False  # the final export is pushed, not checkpoints
-    data, tokenizer = prepare_data(script_args, tokenizer_factory(script_args, str(output_dir), resume is not None),
-                                   training_args.seed)  # fmt: skip
+    data, tokenizer = prepare_data(
+        script_args, tokenizer_factory(script_args, str(output_dir), resume is not None), training_args.seed
+    )
     logger.info("data: %s", json.dumps(data.stats))
     model = apply_peft(build_model(script_args, tokenizer, data, training_args), model_args)
     initial: dict[str, float] = {}
@@ -59,18 +60,27 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
         model.to(training_args.device)  # scored where training runs (a GPU if any)
         initial = evaluate_sets(model.eval(), tokenizer, data.eval_sets, ablation=script_args.ablation)
     trainer = BitextTrainer(
-        model, training_args, loss_fn=compute_loss, train_dataset=data.train_examples,
+        model,
+        training_args,
+        loss_fn=compute_loss,
+        train_dataset=data.train_examples,
         data_collator=PairCollator(tokenizer.pad_token_id),
         retrieval_evaluator=OneAlignerRetrievalEvaluator(tokenizer, data.eval_sets) if data.eval_sets else None,
-    )  # fmt: skip
+    )
     trainer.train(resume_from_checkpoint=resume)
     final = evaluate_sets(trainer.model.eval(), tokenizer, data.eval_sets, ablation=script_args.ablation)
     history = [entry for entry in trainer.state.log_history if any(key.startswith("eval_") for key in entry)]
-    results = {"data": data.stats, "global_step": trainer.state.global_step, "initial": initial, "final": final,
-               "eval_history": history}  # fmt: skip
+    results = {
+        "data": data.stats,
+        "global_step": trainer.state.global_step,
+        "initial": initial,
+        "final": final,
+        "eval_history": history,
+    }
     if trainer.is_world_process_zero():
-        save_outputs(trainer.model, tokenizer, script_args, model_args, output_dir, results, data,
-                     trainer.state.log_history)  # fmt: skip
+        save_outputs(
+            trainer.model, tokenizer, script_args, model_args, output_dir, results, data, trainer.state.log_history
+        )
         push_export(output_dir, training_args, push)
     logger.info("final: %s", json.dumps({k: round(v, 4) for k, v in final.items() if "/" not in k}))
     return results

@@ -77,9 +77,21 @@ def test_document_level_mining(capsys, corpus, tmp_path):
     (tmp_path / "de.docs").write_text("d1\nd2\nd1\nd2\n")
     out_file = tmp_path / "pairs.tsv"
     code, _, _ = run(
-        capsys, "mine", "--src", str(en), "--tgt", str(de), "--src-docs", str(tmp_path / "en.docs"),
-        "--tgt-docs", str(tmp_path / "de.docs"), "--out", str(out_file), "--mode", "intersect",
-    )  # fmt: skip
+        capsys,
+        "mine",
+        "--src",
+        str(en),
+        "--tgt",
+        str(de),
+        "--src-docs",
+        str(tmp_path / "en.docs"),
+        "--tgt-docs",
+        str(tmp_path / "de.docs"),
+        "--out",
+        str(out_file),
+        "--mode",
+        "intersect",
+    )
     assert code == EXIT_OK
     pairs = {tuple(map(int, line.split("\t")[1:3])) for line in out_file.read_text().splitlines()[1:]}
     assert pairs <= {(0, 0), (0, 2), (1, 0), (1, 2), (2, 1), (2, 3), (3, 1), (3, 3)}

@@ -27,7 +27,7 @@ def two_subsets(tmp_path):
         for lang in ("de", "fr")
         for m in MEANINGS
     ]
-    return write_lines(tmp_path / "mteb.jsonl", [json.dumps(row) for row in rows])  # fmt: skip
+    return write_lines(tmp_path / "mteb.jsonl", [json.dumps(row) for row in rows])
 
 
 def test_each_subset_is_evaluated_separately_then_averaged(capsys, fake_encoders, two_subsets):

@@ -115,8 +115,12 @@ def test_check_representable_names_the_file_and_line():
 
 def test_output_format_from_extension_or_option():
     assert [output_format(p) for p in ("a.tsv", "a.CSV", "a.jsonl", "a.pq", "-")] == [
-        "tsv", "csv", "jsonl", "parquet", "tsv",
-    ]  # fmt: skip
+        "tsv",
+        "csv",
+        "jsonl",
+        "parquet",
+        "tsv",
+    ]
     assert output_format("a.out", "csv") == "csv"
     with pytest.raises(UsageError):
         output_format("pairs.json")

@@ -31,9 +31,19 @@ def test_npy_inputs_carry_their_sentences(capsys, fake_encoders, tmp_path):
     src_text, tgt_text = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
     out = tmp_path / "pairs.tsv"
     code, _, _ = run(
-        capsys, "mine", "--src", str(tmp_path / "src.npy"), "--tgt", str(tmp_path / "tgt.npy"),
-        "--src-text", src_text, "--tgt-text", tgt_text, "--out", str(out),
-    )  # fmt: skip
+        capsys,
+        "mine",
+        "--src",
+        str(tmp_path / "src.npy"),
+        "--tgt",
+        str(tmp_path / "tgt.npy"),
+        "--src-text",
+        src_text,
+        "--tgt-text",
+        tgt_text,
+        "--out",
+        str(out),
+    )
     assert code == EXIT_OK and fake_encoders.loaded == []
     rows = _read_tsv(out)
     assert {(int(r[1]), int(r[2])) for r in rows} == GOLD
@@ -152,22 +162,56 @@ def test_mine_writes_the_sidecar_that_push_puts_in_the_dataset_card(capsys, fake
     monkeypatch.chdir(tmp_path)
     write_lines(tmp_path / "src.txt", SOURCES)
     write_lines(tmp_path / "tgt.txt", TARGETS)
-    argv = ["mine", "--src", "src.txt", "--tgt", "tgt.txt", "--src-model", "student", "--tgt-model", "teacher",
-            "--k", "2", "--mode", "intersect", "--threshold", "1.01", "--out", "pairs.parquet"]  # fmt: skip
+    argv = [
+        "mine",
+        "--src",
+        "src.txt",
+        "--tgt",
+        "tgt.txt",
+        "--src-model",
+        "student",
+        "--tgt-model",
+        "teacher",
+        "--k",
+        "2",
+        "--mode",
+        "intersect",
+        "--threshold",
+        "1.01",
+        "--out",
+        "pairs.parquet",
+    ]
     code, _, err = run(capsys, *argv)
     assert code == EXIT_OK, err
     sidecar = json.loads(metadata_path("pairs.parquet").read_text(encoding="utf-8"))
     assert sidecar == {
-        "src_model": "student", "tgt_model": "teacher", "margin": "ratio", "mode": "intersect", "k": 2,
-        "threshold": 1.01, "index": "exact", "src": "src.txt", "tgt": "tgt.txt", "src_sentences": 5, "tgt_sentences": 5,
+        "src_model": "student",
+        "tgt_model": "teacher",
+        "margin": "ratio",
+        "mode": "intersect",
+        "k": 2,
+        "threshold": 1.01,
+        "index": "exact",
+        "src": "src.txt",
+        "tgt": "tgt.txt",
+        "src_sentences": 5,
+        "tgt_sentences": 5,
         "command": shlex.join(["bitext-hf", *argv, "--quiet"]),
-    }  # fmt: skip
+    }
     card = (
         prepare_dataset_folder("pairs.parquet", tmp_path / "dataset", repo_id="me/mined") / "README.md"
     ).read_text()
-    facts = ["| encoder | `source: student, target: teacher` |", "| margin | ratio |", "| retrieval mode | intersect |",
-             "| k (neighbours averaged by the margin) | 2 |", "| threshold | 1.01 |", "| neighbour search | exact |", "| source text | src.txt |",
-             "| sentences searched (source x target) | 5 x 5 |", sidecar["command"]]  # fmt: skip
+    facts = [
+        "| encoder | `source: student, target: teacher` |",
+        "| margin | ratio |",
+        "| retrieval mode | intersect |",
+        "| k (neighbours averaged by the margin) | 2 |",
+        "| threshold | 1.01 |",
+        "| neighbour search | exact |",
+        "| source text | src.txt |",
+        "| sentences searched (source x target) | 5 x 5 |",
+        sidecar["command"],
+    ]
     assert [fact for fact in facts if fact not in card] == []
     unknown = [line for line in card.split("## Mining")[1].split("## Counts")[0].splitlines() if "Needed]" in line]
     assert unknown == ["| languages | [More Information Needed] |"]  # mine is not told them (push --languages is)

@@ -45,14 +45,26 @@ OUT_IS_INPUT = {
     "mine --src": lambda f: _mine(f, "--out", f["src"]),
     "mine --tgt": lambda f: _mine(f, "--out", f["tgt"]),
     "mine --gold": lambda f: _mine(f, "--gold", f["gold"], "--out", f["gold"]),
-    "mine --src-docs": lambda f: _mine(f, "--src-docs", f["src_docs"], "--tgt-docs", f["tgt_docs"], "--out", f["src_docs"]),
-    "mine --src-text": lambda f: ("mine", "--src", f["npy"], "--src-text", f["src"], "--tgt", f["tgt"], "--out", f["src"]),
+    "mine --src-docs": lambda f: _mine(
+        f, "--src-docs", f["src_docs"], "--tgt-docs", f["tgt_docs"], "--out", f["src_docs"]
+    ),
+    "mine --src-text": lambda f: (
+        "mine",
+        "--src",
+        f["npy"],
+        "--src-text",
+        f["src"],
+        "--tgt",
+        f["tgt"],
+        "--out",
+        f["src"],
+    ),
     "encode --input": lambda f: ("encode", "--input", f["src"], "--out", f["src"]),
     "score --pairs": lambda f: ("score", "--pairs", f["pairs"], "--out", f["pairs"]),
     "score --src": lambda f: ("score", "--src", f["src"], "--tgt", f["tgt"], "--out", f["tgt"]),
     "eval --src": lambda f: ("eval", "--src", f["src"], "--tgt", f["tgt"], "--out", f["src"]),
     "eval --mteb": lambda f: ("eval", "--mteb", f["mteb"], "--out", f["mteb"]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", OUT_IS_INPUT)

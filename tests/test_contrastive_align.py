@@ -29,8 +29,15 @@ from bitext_hf.modeling.contrastive_align import (
     weak_contrastive_loss,
 )
 
-TINY = {"model_type": "bert", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
-        "intermediate_size": 32, "vocab_size": 100, "max_position_embeddings": 32}  # fmt: skip
+TINY = {
+    "model_type": "bert",
+    "hidden_size": 16,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 32,
+    "vocab_size": 100,
+    "max_position_embeddings": 32,
+}
 
 
 def _model(objective: str, **kwargs: object) -> ContrastiveAlignedEncoder:
@@ -207,8 +214,9 @@ def test_save_and_reload_through_automodel(objective: str, tmp_path: Path) -> No
         assert torch.equal(value, loaded), name
     batch = _batch()
     with torch.no_grad():
-        assert torch.allclose(model(batch["input_ids"]).last_hidden_state,
-                              reloaded(batch["input_ids"]).last_hidden_state)  # fmt: skip
+        assert torch.allclose(
+            model(batch["input_ids"]).last_hidden_state, reloaded(batch["input_ids"]).last_hidden_state
+        )
 
 
 def test_from_encoder_keeps_pretrained_weights_and_attention(tmp_path: Path) -> None:
@@ -276,10 +284,22 @@ def test_remote_code_loads_without_bitext_hf(transformers_4: bool, tmp_path: Pat
         print(json.dumps([transformers.__version__, type(model).__name__, states[0, 0, :4].tolist()]))
         """
     )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}  # fmt: skip
-    result = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, env=env,
-                            cwd=tmp_path, timeout=300, check=False)  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     version, name, values = json.loads(result.stdout.strip().splitlines()[-1])
     assert version.startswith("4.57") if transformers_4 else int(version.split(".")[0]) >= 5
@@ -301,10 +321,26 @@ def _run_recipe(tmp_path: Path, *flags: str) -> dict:
     from bitext_hf.training import ModelArguments, parse_args
 
     config = Path(__file__).resolve().parents[1] / "recipes/configs/align_contrastive-smoke.yaml"
-    args = ["--config", str(config), "--output_dir", str(tmp_path / "run"), "--max_pairs", "300", "--held_out", "40",
-            "--max_steps", "6", "--save_steps", "6", "--logging_steps", "3", *flags]  # fmt: skip
-    return align_contrastive.main(*parse_args(align_contrastive.ScriptArguments, TrainingArguments, ModelArguments,
-                                              args=args))  # fmt: skip
+    args = [
+        "--config",
+        str(config),
+        "--output_dir",
+        str(tmp_path / "run"),
+        "--max_pairs",
+        "300",
+        "--held_out",
+        "40",
+        "--max_steps",
+        "6",
+        "--save_steps",
+        "6",
+        "--logging_steps",
+        "3",
+        *flags,
+    ]
+    return align_contrastive.main(
+        *parse_args(align_contrastive.ScriptArguments, TrainingArguments, ModelArguments, args=args)
+    )
 
 
 def test_recipe_smoke_leaves_loadable_checkpoint_and_encoder(tmp_path: Path) -> None:

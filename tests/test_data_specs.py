@@ -46,9 +46,19 @@ def test_parse_spec(spec, expected):
 
 @pytest.mark.parametrize(
     "spec",
-    ["gettext", "fr=", "=gettext", "fr-=gettext", "fr-fr=gettext", "en=gettext", "fr=hub:", "fr=a,b,c", "f r=x.tsv",
-     "fr=hub:org/name:cfg:test@train"],
-)  # fmt: skip
+    [
+        "gettext",
+        "fr=",
+        "=gettext",
+        "fr-=gettext",
+        "fr-fr=gettext",
+        "en=gettext",
+        "fr=hub:",
+        "fr=a,b,c",
+        "f r=x.tsv",
+        "fr=hub:org/name:cfg:test@train",
+    ],
+)
 def test_parse_spec_refuses_bad_specs_naming_them(spec):
     with pytest.raises(DataValidationError) as caught:
         parse_spec(spec)

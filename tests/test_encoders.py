@@ -41,9 +41,14 @@ def tiny_model_dir(tmp_path_factory, tiny_tokenizer):
 
     torch.manual_seed(0)
     config = XLMRobertaConfig(
-        vocab_size=len(tiny_tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=64, pad_token_id=tiny_tokenizer.pad_token_id,
-    )  # fmt: skip
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=tiny_tokenizer.pad_token_id,
+    )
     path = tmp_path_factory.mktemp("tiny-xlmr")
     XLMRobertaModel(config).eval().save_pretrained(path)
     tiny_tokenizer.save_pretrained(path)
@@ -203,10 +208,25 @@ def test_uncached_hub_id_from_the_command_line(tmp_path):
     env["HF_HOME"] = str(tmp_path / "hf")
     start = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "bitext_hf.cli", "encode", "--model", UNCACHED, "--input", str(tmp_path / "in.txt"),
-         "--out", str(tmp_path / "out.npy"), "-q"],
-        capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "bitext_hf.cli",
+            "encode",
+            "--model",
+            UNCACHED,
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--out",
+            str(tmp_path / "out.npy"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     assert time.perf_counter() - start < 10
     assert result.returncode == 4, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and UNCACHED in result.stderr
@@ -227,9 +247,13 @@ def tiny_bert_dir(tmp_path_factory):
     tokenizer = BertTokenizer(vocab_file=str(path / "vocab.txt"), model_max_length=32)
     torch.manual_seed(1)
     config = BertConfig(
-        vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        vocab_size=len(words),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
         max_position_embeddings=32,
-    )  # fmt: skip
+    )
     BertModel(config).eval().save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

@@ -97,8 +97,9 @@ def test_word_retrieval_accuracy_on_aligned_words() -> None:
     assert same["accuracy"] == 1.0 and same["word_pairs"] == 4.0
     # Linking each word to a different one (and mapping the target side by a flip) loses the retrieval.
     flipped = torch.flip(torch.eye(32), [0])
-    shuffled = word_retrieval_accuracy(model, tokenizer, source, source, [[(0, 1), (1, 0)], [(1, 2), (2, 1)]],
-                                       layer=0, target_map=flipped)  # fmt: skip
+    shuffled = word_retrieval_accuracy(
+        model, tokenizer, source, source, [[(0, 1), (1, 0)], [(1, 2), (2, 1)]], layer=0, target_map=flipped
+    )
     assert shuffled["accuracy"] < 1.0
     with pytest.raises(DataValidationError, match="no aligned word pair"):
         word_retrieval_accuracy(model, tokenizer, source, source, [[], []])

@@ -98,9 +98,13 @@ def test_card_figures_show_in_the_card_and_travel_with_the_export(tmp_path):
 
     history = [{"step": step, "loss": 2.0 / step} for step in range(1, 6)]
     made = figures.card_figures(
-        tmp_path / "figures", xsim={"wo": 5.9, "en-wo": 7.0}, gold_scores=[1.3, 1.2], random_scores=[0.9, 1.0],
-        threshold=1.1, log_history=history,
-    )  # fmt: skip
+        tmp_path / "figures",
+        xsim={"wo": 5.9, "en-wo": 7.0},
+        gold_scores=[1.3, 1.2],
+        random_scores=[0.9, 1.0],
+        threshold=1.1,
+        log_history=history,
+    )
     assert [figure.path.name for figure in made] == [
         "xsim_heatmap.png",
         "margin_distribution.png",

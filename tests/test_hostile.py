@@ -84,8 +84,14 @@ def _model_folder(tmp: Path, *, auto_map: bool = False, pickle_weights: bool = F
     whose weights are a pickle that creates it when unpickled."""
     folder = tmp / "model"
     folder.mkdir()
-    config = {"model_type": "bert", "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
-              "intermediate_size": 16, "vocab_size": 32}  # fmt: skip
+    config = {
+        "model_type": "bert",
+        "hidden_size": 8,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 16,
+        "vocab_size": 32,
+    }
     if auto_map:
         (folder / "modeling_evil.py").write_text(f"import os\nos.mkdir({str(tmp / MARKER)!r})\n")
         config.update(model_type="evil", auto_map={"AutoModel": "modeling_evil.EvilModel"})
@@ -328,7 +334,8 @@ CASES: dict[str, Case] = {
     ),
     "out reaches an input through ..": Case(
         lambda t: [*_mine(t), "--out", str(t / "sub" / ".." / "tgt.txt")] if (t / "sub").mkdir() is None else [],
-        EXIT_USAGE, "input",
+        EXIT_USAGE,
+        "input",
     ),
     "out reaches an input through a folder link": Case(_out_through_linked_folder, EXIT_USAGE, "input"),
     "the sidecar would be an input": Case(_sidecar_is_input, EXIT_USAGE, "input"),
@@ -341,12 +348,23 @@ CASES: dict[str, Case] = {
         lambda t: ["encode", "--input", _corpus(t)[0], "--out", str(t / "src.txt")], EXIT_USAGE, "input"
     ),
     "score --out is a hard link of --tgt": Case(
-        lambda t: ["score", "--src", _corpus(t)[0], "--tgt", str(t / "tgt.txt"), "--out", str(_hardlink(t, "o.tsv", str(t / "tgt.txt")))],
-        EXIT_USAGE, "input",
+        lambda t: [
+            "score",
+            "--src",
+            _corpus(t)[0],
+            "--tgt",
+            str(t / "tgt.txt"),
+            "--out",
+            str(_hardlink(t, "o.tsv", str(t / "tgt.txt"))),
+        ],
+        EXIT_USAGE,
+        "input",
     ),
     # --- unusable outputs and options (exit 2)
     "out is a folder": Case(lambda t: [*_mine(t), "--out", str(t)], EXIT_USAGE, "is a directory"),
-    "out in a missing folder": Case(lambda t: [*_mine(t), "--out", str(t / "no" / "p.tsv")], EXIT_USAGE, "does not exist"),
+    "out in a missing folder": Case(
+        lambda t: [*_mine(t), "--out", str(t / "no" / "p.tsv")], EXIT_USAGE, "does not exist"
+    ),
     "out under a file": Case(lambda t: [*_mine(t), "--out", str(t / "src.txt" / "p.tsv")], EXIT_USAGE, "not a folder"),
     "out is empty": Case(lambda t: [*_mine(t), "--out", ""], EXIT_USAGE, "empty output path"),
     "out has an unknown extension": Case(lambda t: [*_mine(t), "--out", str(t / "p.xyz")], EXIT_USAGE, "--format"),
@@ -354,43 +372,93 @@ CASES: dict[str, Case] = {
     "threshold nan": Case(lambda t: [*_mine(t), "--threshold", "nan"], EXIT_USAGE, "threshold"),
     "k is zero": Case(lambda t: [*_mine(t), "--k", "0"], EXIT_USAGE, "k"),
     "shard folder holds a foreign file": Case(
-        lambda t: ["encode", "--input", _corpus(t)[0], "--out", str(t / "emb") + "/"]
-        if (t / "emb").mkdir() is None and (t / "emb" / "notes.txt").write_text("mine") else [],
-        EXIT_USAGE, "not a shard",
+        lambda t: (
+            ["encode", "--input", _corpus(t)[0], "--out", str(t / "emb") + "/"]
+            if (t / "emb").mkdir() is None and (t / "emb" / "notes.txt").write_text("mine")
+            else []
+        ),
+        EXIT_USAGE,
+        "not a shard",
     ),
     # --- hostile text (exit 3, naming the file)
     "NUL bytes in the text": Case(
-        lambda t: [*_mine(t)[:2], str(t / "bin.txt"), *_mine(t)[3:]] if (t / "bin.txt").write_bytes(b"a\x00b\n") else [],
-        EXIT_DATA, "bin.txt",
+        lambda t: (
+            [*_mine(t)[:2], str(t / "bin.txt"), *_mine(t)[3:]] if (t / "bin.txt").write_bytes(b"a\x00b\n") else []
+        ),
+        EXIT_DATA,
+        "bin.txt",
     ),
     "invalid UTF-8": Case(
-        lambda t: [*_mine(t)[:2], str(t / "latin.txt"), *_mine(t)[3:]] if (t / "latin.txt").write_bytes("caf\xe9\n".encode("latin-1")) else [],
-        EXIT_DATA, "latin.txt:1",
+        lambda t: (
+            [*_mine(t)[:2], str(t / "latin.txt"), *_mine(t)[3:]]
+            if (t / "latin.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+            else []
+        ),
+        EXIT_DATA,
+        "latin.txt:1",
     ),
     "an empty file": Case(
-        lambda t: [*_mine(t)[:2], str(t / "empty.txt"), *_mine(t)[3:]] if (t / "empty.txt").write_bytes(b"") is not None else [],
-        EXIT_DATA, "empty.txt",
+        lambda t: (
+            [*_mine(t)[:2], str(t / "empty.txt"), *_mine(t)[3:]]
+            if (t / "empty.txt").write_bytes(b"") is not None
+            else []
+        ),
+        EXIT_DATA,
+        "empty.txt",
     ),
     "an empty line": Case(
-        lambda t: [*_mine(t)[:2], write_lines(t / "holes.txt", ["a", "", "b"]), *_mine(t)[3:]], EXIT_DATA, "holes.txt:2"
+        lambda t: [*_mine(t)[:2], write_lines(t / "holes.txt", ["a", "", "b"]), *_mine(t)[3:]],
+        EXIT_DATA,
+        "holes.txt:2",
     ),
-    "an overlong line": Case(lambda t: [*_mine(t)[:2], write_lines(t / "long.txt", ["x" * 500]), *_mine(t)[3:], "--max-line-chars", "100"], EXIT_DATA, "long.txt:1"),
+    "an overlong line": Case(
+        lambda t: [*_mine(t)[:2], write_lines(t / "long.txt", ["x" * 500]), *_mine(t)[3:], "--max-line-chars", "100"],
+        EXIT_DATA,
+        "long.txt:1",
+    ),
     "a truncated gzip": Case(_gzip_truncated, EXIT_DATA, "src.txt.gz"),
     "a tab for TSV output": Case(
-        lambda t: ["mine", "--src", write_lines(t / "tab.txt", ["a\tb", *SOURCES[1:]]), "--tgt", _corpus(t)[1], "--out", str(t / "p.tsv")],
-        EXIT_DATA, "tab.txt:1",
+        lambda t: [
+            "mine",
+            "--src",
+            write_lines(t / "tab.txt", ["a\tb", *SOURCES[1:]]),
+            "--tgt",
+            _corpus(t)[1],
+            "--out",
+            str(t / "p.tsv"),
+        ],
+        EXIT_DATA,
+        "tab.txt:1",
     ),
     "gold pair out of range": Case(
         lambda t: [*_mine(t), "--gold", write_lines(t / "gold.tsv", ["0\t99"])], EXIT_DATA, "gold.tsv:1"
     ),
-    "gold not numbers": Case(lambda t: [*_mine(t), "--gold", write_lines(t / "gold.tsv", ["0\t1", "x\ty"])], EXIT_DATA, "gold.tsv:2"),
+    "gold not numbers": Case(
+        lambda t: [*_mine(t), "--gold", write_lines(t / "gold.tsv", ["0\t1", "x\ty"])], EXIT_DATA, "gold.tsv:2"
+    ),
     "documents of another length": Case(
-        lambda t: [*_mine(t), "--src-docs", write_lines(t / "s.docs", ["d"] * 4), "--tgt-docs", write_lines(t / "t.docs", ["d"] * 5)],
-        EXIT_DATA, "s.docs",
+        lambda t: [
+            *_mine(t),
+            "--src-docs",
+            write_lines(t / "s.docs", ["d"] * 4),
+            "--tgt-docs",
+            write_lines(t / "t.docs", ["d"] * 5),
+        ],
+        EXIT_DATA,
+        "s.docs",
     ),
     "score sides of different lengths": Case(
-        lambda t: ["score", "--src", _corpus(t)[0], "--tgt", write_lines(t / "short.txt", TARGETS[:3]), "--out", str(t / "o.tsv")],
-        EXIT_DATA, "short.txt",
+        lambda t: [
+            "score",
+            "--src",
+            _corpus(t)[0],
+            "--tgt",
+            write_lines(t / "short.txt", TARGETS[:3]),
+            "--out",
+            str(t / "o.tsv"),
+        ],
+        EXIT_DATA,
+        "short.txt",
     ),
     "MTEB rows that are not objects": Case(_mteb_not_objects, EXIT_DATA, "mteb.jsonl:2"),
     "MTEB JSON nested 200,000 deep": Case(_mteb_deeply_nested, EXIT_DATA, "mteb.jsonl:3"),
@@ -400,8 +468,13 @@ CASES: dict[str, Case] = {
     ".npy truncated": Case(_npy_truncated, EXIT_DATA, "src.npy"),
     ".npy with an all-zero row": Case(_npy_zero_rows, EXIT_DATA, "src.npy"),
     ".npy of 0 bytes": Case(
-        lambda t: ["mine", "--src", str(t / "z.npy"), "--tgt", _corpus(t)[1]] if (t / "z.npy").write_bytes(b"") is not None else [],
-        EXIT_DATA, "z.npy",
+        lambda t: (
+            ["mine", "--src", str(t / "z.npy"), "--tgt", _corpus(t)[1]]
+            if (t / "z.npy").write_bytes(b"") is not None
+            else []
+        ),
+        EXIT_DATA,
+        "z.npy",
     ),
     ".npy sides of two dimensions": Case(_npy_dimensions_differ, EXIT_DATA, "dimension"),
     # --- hostile shard folders (exit 3)
@@ -410,21 +483,37 @@ CASES: dict[str, Case] = {
     "two shards swapped": Case(_shard_swapped, EXIT_DATA, "shard-0000"),
     "a text that is not the one encoded": Case(_wrong_text_for_shards, EXIT_DATA, "other.txt"),
     # --- untrusted checkpoints: nothing runs, one line (exit 4)
-    "a config that asks for its own code": Case(_config_auto_map, EXIT_ENCODER, "trust_remote_code", real_encoders=True),
+    "a config that asks for its own code": Case(
+        _config_auto_map, EXIT_ENCODER, "trust_remote_code", real_encoders=True
+    ),
     "weights that are a pickle": Case(_weights_pickle, EXIT_ENCODER, "model", real_encoders=True),
     "a tokenizer that asks for its own code": Case(
         _tokenizer_auto_map, EXIT_ENCODER, "tokenizer_config.json", real_encoders=True
     ),
     # --- inputs past their bound: refused in seconds, not read into memory (exit 3)
-    "/dev/zero as a source": Case(lambda t: ["mine", "--src", "/dev/zero", "--tgt", _corpus(t)[1]], EXIT_DATA, "/dev/zero"),
+    "/dev/zero as a source": Case(
+        lambda t: ["mine", "--src", "/dev/zero", "--tgt", _corpus(t)[1]], EXIT_DATA, "/dev/zero"
+    ),
     "a text past --max-input-bytes": Case(
-        lambda t: [*_mine(t)[:2], write_lines(t / "big.txt", ["word " * 50] * 100), *_mine(t)[3:], "--max-input-bytes", "1K"],
-        EXIT_DATA, "big.txt",
+        lambda t: [
+            *_mine(t)[:2],
+            write_lines(t / "big.txt", ["word " * 50] * 100),
+            *_mine(t)[3:],
+            "--max-input-bytes",
+            "1K",
+        ],
+        EXIT_DATA,
+        "big.txt",
     ),
     "a gzip bomb past the bound": Case(
-        lambda t: [*_mine(t)[:2], str(t / "bomb.txt.gz"), *_mine(t)[3:]]
-        if (t / "bomb.txt.gz").write_bytes(gzip.compress(b"a\n" * 5_000_000)) else [],
-        EXIT_DATA, "bomb.txt.gz", env={"BITEXT_HF_MAX_INPUT_BYTES": "1M"},
+        lambda t: (
+            [*_mine(t)[:2], str(t / "bomb.txt.gz"), *_mine(t)[3:]]
+            if (t / "bomb.txt.gz").write_bytes(gzip.compress(b"a\n" * 5_000_000))
+            else []
+        ),
+        EXIT_DATA,
+        "bomb.txt.gz",
+        env={"BITEXT_HF_MAX_INPUT_BYTES": "1M"},
     ),
     # --- hostile cache entries: the run is as if there were none
     "a cache entry with rotated rows": Case(
@@ -436,16 +525,19 @@ CASES: dict[str, Case] = {
     # --- odd but valid names: the run works, the outputs are where they were asked for
     "a name with a newline": Case(_odd_name("a\nb.txt"), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
     "a name starting with a dash": Case(_odd_name("-src.txt"), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
-    "a name that is not UTF-8": Case(_odd_name(os.fsdecode(b"\xff\xfe.txt")), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")),
+    "a name that is not UTF-8": Case(
+        _odd_name(os.fsdecode(b"\xff\xfe.txt")), EXIT_OK, creates=("p.tsv", "p.tsv.meta.json")
+    ),
     "a 240-byte output name": Case(
         lambda t: [*_mine(t), "--out", str(t / ("p" * 236 + ".tsv"))],
-        EXIT_OK, creates=("p" * 236 + ".tsv", "p" * 236 + ".tsv.meta.json"),
+        EXIT_OK,
+        creates=("p" * 236 + ".tsv", "p" * 236 + ".tsv.meta.json"),
     ),
     "an output name whose sidecar is too long": Case(
         lambda t: [*_mine(t), "--out", str(t / ("p" * 246 + ".tsv"))], EXIT_USAGE, "longer than the 255"
     ),
     "out is /dev/null": Case(lambda t: [*_mine(t), "--out", os.devnull], EXIT_OK),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", CASES)

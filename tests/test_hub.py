@@ -197,9 +197,13 @@ def test_export_honours_the_umask_and_ships_figures(
     previous = os.umask(umask)
     try:
         save_for_hub(
-            tiny_model, tiny_tokenizer, output_dir, model_card="# x\n", sentence_transformers={"pooling": "mean"},
+            tiny_model,
+            tiny_tokenizer,
+            output_dir,
+            model_card="# x\n",
+            sentence_transformers={"pooling": "mean"},
             figures=[figure],
-        )  # fmt: skip
+        )
     finally:
         os.umask(previous)
     assert (output_dir / "training_curve.png").read_bytes() == b"\x89PNG fake"
@@ -446,8 +450,14 @@ def test_explicit_eval_results_and_figures_in_the_generic_card(tmp_path):
 
     from bitext_hf.hub import CardFigure
 
-    result = {"task_type": "sentence-similarity", "dataset_type": "mteb/tatoeba", "dataset_name": "Tatoeba",
-              "metric_type": "f1", "metric_value": 0.93, "dataset_config": "deu-eng"}  # fmt: skip
+    result = {
+        "task_type": "sentence-similarity",
+        "dataset_type": "mteb/tatoeba",
+        "dataset_name": "Tatoeba",
+        "metric_type": "f1",
+        "metric_value": 0.93,
+        "dataset_config": "deu-eng",
+    }
     figure = CardFigure(tmp_path / "xsim_heatmap.png", "xsim by direction: de→en 1.00%.")
     text = render_model_card(
         "generic",

@@ -40,8 +40,13 @@ def _cli(*args: str, stdin=None, env: dict[str, str] | None = None, cwd: Path) -
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "bitext_hf.cli", *args],
-        stdin=stdin, capture_output=True, text=True, timeout=120, env=environment, cwd=cwd,
-    )  # fmt: skip
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        cwd=cwd,
+    )
     return done.returncode, done.stderr.strip().splitlines(), time.monotonic() - started
 
 
@@ -80,9 +85,18 @@ def test_an_endless_pipe_is_refused_at_the_bound(tmp_path, english):
     endless = subprocess.Popen(["yes", LONG_LINE], stdout=subprocess.PIPE)
     try:
         code, lines, seconds = _cli(
-            "mine", "--src", "-", "--tgt", str(english), "--out", "pairs.tsv", "--max-input-bytes", "1M",
-            stdin=endless.stdout, cwd=tmp_path,
-        )  # fmt: skip
+            "mine",
+            "--src",
+            "-",
+            "--tgt",
+            str(english),
+            "--out",
+            "pairs.tsv",
+            "--max-input-bytes",
+            "1M",
+            stdin=endless.stdout,
+            cwd=tmp_path,
+        )
     finally:
         endless.kill()
         endless.wait()
@@ -94,9 +108,16 @@ def test_a_gzip_bomb_is_refused_at_the_bound_set_by_the_environment(tmp_path, en
     bomb = _gzip_bomb(tmp_path / "bomb.txt.gz", LONG_LINE.encode() + b"\n", 256)
     assert bomb.stat().st_size < 2 << 20  # 256 MiB of text in under 2 MiB
     code, lines, seconds = _cli(
-        "score", "--src", str(bomb), "--tgt", str(english), "--out", "scored.tsv",
-        env={MAX_INPUT_BYTES_ENV: "16M"}, cwd=tmp_path,
-    )  # fmt: skip
+        "score",
+        "--src",
+        str(bomb),
+        "--tgt",
+        str(english),
+        "--out",
+        "scored.tsv",
+        env={MAX_INPUT_BYTES_ENV: "16M"},
+        cwd=tmp_path,
+    )
     _assert_refused(code, lines, seconds, f"{bomb}: holds more than 16777216 bytes once decompressed")
     assert MAX_INPUT_BYTES_ENV in lines[0]
     assert not (tmp_path / "scored.tsv").exists()
@@ -119,9 +140,16 @@ def test_a_gzip_bomb_of_zeros_is_refused_as_binary(tmp_path, english):
 
 def test_a_malformed_bound_is_a_usage_error(tmp_path, english):
     code, lines, _ = _cli(
-        "mine", "--src", str(english), "--tgt", str(english), "--out", "p.tsv",
-        env={MAX_INPUT_BYTES_ENV: "lots"}, cwd=tmp_path,
-    )  # fmt: skip
+        "mine",
+        "--src",
+        str(english),
+        "--tgt",
+        str(english),
+        "--out",
+        "p.tsv",
+        env={MAX_INPUT_BYTES_ENV: "lots"},
+        cwd=tmp_path,
+    )
     assert code == 2 and len(lines) == 1 and MAX_INPUT_BYTES_ENV in lines[0], lines
 
 

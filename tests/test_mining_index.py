@@ -206,9 +206,22 @@ def test_cli_ivf_scanning_every_list_writes_the_exact_pairs_and_reports_recall(c
     code, _, _ = run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "exact.tsv"), "-q")
     assert code == EXIT_OK
     code, out, err = run(
-        capsys, "mine", "--src", src, "--tgt", tgt, "--out", "-", "-q",
-        "--index", "IVF16,Flat", "--nprobe", "16", "--check-recall", "100",
-    )  # fmt: skip
+        capsys,
+        "mine",
+        "--src",
+        src,
+        "--tgt",
+        tgt,
+        "--out",
+        "-",
+        "-q",
+        "--index",
+        "IVF16,Flat",
+        "--nprobe",
+        "16",
+        "--check-recall",
+        "100",
+    )
     assert code == EXIT_OK
     exact = (tmp_path / "exact.tsv").read_text().splitlines()
     approx = out.splitlines()
@@ -230,9 +243,22 @@ def test_cli_check_recall_reads_the_runs_own_neighbours_and_the_sidecar_names_th
     monkeypatch.setattr(index_module, "_train", lambda *a, **kw: trained.append(a[0]) or real_train(*a, **kw))
     out = tmp_path / "pairs.tsv"
     code, report, err = run(
-        capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out), "-q",
-        "--index", "IVF16,Flat", "--nprobe", "4", "--check-recall", "200",
-    )  # fmt: skip
+        capsys,
+        "mine",
+        "--src",
+        src,
+        "--tgt",
+        tgt,
+        "--out",
+        str(out),
+        "-q",
+        "--index",
+        "IVF16,Flat",
+        "--nprobe",
+        "4",
+        "--check-recall",
+        "200",
+    )
     assert code == EXIT_OK, err
     assert len(trained) == 1  # the run's index only: recall@k is read from its neighbours, no second index
     assert "on 200 sampled sources (IVF16,Flat (nprobe 4) vs exact search)" in report

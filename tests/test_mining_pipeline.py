@@ -53,9 +53,14 @@ def test_the_python_job_writes_the_files_of_the_command_line_byte_for_byte(capsy
 
     encoders = FakeEncoders()  # injected, not monkeypatched: the Python job takes any loader
     config = MiningConfig(
-        "src.txt", "tgt.txt", out=out, no_cache=True, quiet=True, command=shlex.join(["bitext-hf", *argv, "--quiet"]),
+        "src.txt",
+        "tgt.txt",
+        out=out,
+        no_cache=True,
+        quiet=True,
+        command=shlex.join(["bitext-hf", *argv, "--quiet"]),
         **options,
-    )  # fmt: skip
+    )
     result = run_mining(config, load_encoder=encoders)
     assert encoders.loaded == [None]  # one encoder, and each distinct sentence encoded once (unless kept)
     assert encoders.n_encoded == (11 if options.get("keep_duplicates") else 10)
@@ -129,15 +134,36 @@ def test_the_defaults_are_the_command_lines():
 
 def test_the_sidecar_record_comes_from_the_config_and_round_trips(corpus):
     config = MiningConfig(
-        "src.txt", "tgt.txt", out="pairs.tsv", k=3, threshold=1.02, src_model="student", tgt_model="teacher",
-        src_lang="en", tgt_lang="de", no_cache=True, quiet=True, command="bitext-hf mine ...",
-    )  # fmt: skip
+        "src.txt",
+        "tgt.txt",
+        out="pairs.tsv",
+        k=3,
+        threshold=1.02,
+        src_model="student",
+        tgt_model="teacher",
+        src_lang="en",
+        tgt_lang="de",
+        no_cache=True,
+        quiet=True,
+        command="bitext-hf mine ...",
+    )
     result = run_mining(config, load_encoder=FakeEncoders())
     expected = {
-        "src_model": "student", "tgt_model": "teacher", "margin": "ratio", "mode": "max", "k": 3, "threshold": 1.02,
-        "index": "exact", "src": "src.txt", "tgt": "tgt.txt", "src_lang": "en", "tgt_lang": "de",
-        "src_sentences": 5, "tgt_sentences": 5, "command": "bitext-hf mine ...",
-    }  # fmt: skip
+        "src_model": "student",
+        "tgt_model": "teacher",
+        "margin": "ratio",
+        "mode": "max",
+        "k": 3,
+        "threshold": 1.02,
+        "index": "exact",
+        "src": "src.txt",
+        "tgt": "tgt.txt",
+        "src_lang": "en",
+        "tgt_lang": "de",
+        "src_sentences": 5,
+        "tgt_sentences": 5,
+        "command": "bitext-hf mine ...",
+    }
     assert read_mining_metadata(metadata_path("pairs.tsv")) == expected
     assert {key: value for key, value in dataclasses.asdict(result.record).items() if value is not None} == expected
     # The keys are the record's fields, in the order they are written; a dict and the record give the same bytes.

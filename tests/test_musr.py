@@ -24,9 +24,17 @@ TARGET = torch.tensor([[0, 20, 21, 22, 2], [0, 23, 2, PAD, PAD], [0, 24, 25, 2, 
 
 def tiny_config(**overrides) -> MuSRConfig:
     values = dict(
-        vocab_size=40, hidden_size=16, num_encoder_layers=2, num_decoder_layers=2, num_attention_heads=2,
-        encoder_ffn_dim=32, decoder_ffn_dim=64, max_position_embeddings=32, dropout=0.0, attention_dropout=0.0,
-    )  # fmt: skip
+        vocab_size=40,
+        hidden_size=16,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        num_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=64,
+        max_position_embeddings=32,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
     values.update(overrides)
     return MuSRConfig(**values)
 
@@ -89,8 +97,9 @@ def test_decoder_sees_the_source_only_through_the_sentence_embedding():
 
     plain = logits_with(lambda states: states)
     # every state that is not the maximum of its dimension goes down: the sentence embedding stays the same
-    lowered = logits_with(lambda states: torch.where(states == states.masked_fill(~mask, -1e9).amax(1, True),
-                                                     states, states - 1.0))  # fmt: skip
+    lowered = logits_with(
+        lambda states: torch.where(states == states.masked_fill(~mask, -1e9).amax(1, True), states, states - 1.0)
+    )
     torch.testing.assert_close(lowered, plain, atol=0, rtol=0)
     # moving the maxima moves the logits: the embedding is the bridge
     assert not torch.allclose(logits_with(lambda states: states + 1.0), plain)
@@ -202,9 +211,13 @@ def test_remote_code_loads_without_bitext_hf(tmp_path):
         text=True,
         cwd=tmp_path,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"),
-             "OMP_NUM_THREADS": "1"},
-    )  # fmt: skip
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HF_HUB_OFFLINE": "1",
+            "HF_HOME": str(tmp_path / "hf_home"),
+            "OMP_NUM_THREADS": "1",
+        },
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     torch.testing.assert_close(torch.tensor(json.loads(result.stdout.strip().splitlines()[-1])), expected)
 

@@ -48,14 +48,56 @@ def files(tmp_path, tiny_parallel_corpus_by_language, tiny_tokenizer):
 
 def flags(files, output_dir: Path, *extra: str) -> list[str]:
     return [
-        "--train_pairs", *(f"{lang}={files[lang]}" for lang in SIZES), "--tokenizer", str(files["tokenizer"]),
-        "--held_out", "4", "--pivot", "fr", "--train_examples", "64", "--temperature", "2.0", "--alpha", "1.0",
-        "--hidden_size", "16", "--num_encoder_layers", "1", "--num_decoder_layers", "1", "--num_attention_heads", "2",
-        "--encoder_ffn_dim", "32", "--decoder_ffn_dim", "64", "--max_seq_length", "32",
-        "--output_dir", str(output_dir), "--use_cpu", "true", "--per_device_train_batch_size", "8",
-        "--learning_rate", "1e-3", "--max_steps", "3", "--logging_steps", "1", "--save_strategy", "no",
-        "--report_to", "none", "--disable_tqdm", "true", "--seed", "3", *extra,
-    ]  # fmt: skip
+        "--train_pairs",
+        *(f"{lang}={files[lang]}" for lang in SIZES),
+        "--tokenizer",
+        str(files["tokenizer"]),
+        "--held_out",
+        "4",
+        "--pivot",
+        "fr",
+        "--train_examples",
+        "64",
+        "--temperature",
+        "2.0",
+        "--alpha",
+        "1.0",
+        "--hidden_size",
+        "16",
+        "--num_encoder_layers",
+        "1",
+        "--num_decoder_layers",
+        "1",
+        "--num_attention_heads",
+        "2",
+        "--encoder_ffn_dim",
+        "32",
+        "--decoder_ffn_dim",
+        "64",
+        "--max_seq_length",
+        "32",
+        "--output_dir",
+        str(output_dir),
+        "--use_cpu",
+        "true",
+        "--per_device_train_batch_size",
+        "8",
+        "--learning_rate",
+        "1e-3",
+        "--max_steps",
+        "3",
+        "--logging_steps",
+        "1",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--seed",
+        "3",
+        *extra,
+    ]
 
 
 def run(recipe, arguments: list[str]):
@@ -70,8 +112,17 @@ def test_two_stages_end_to_end(recipe, files, tmp_path):
     # metrics after each stage: English and pivot directions, BUCC-style F1, per language and averaged
     for stage in ("stage1", "stage2"):
         final = results[stage]["final"]
-        for key in ("xsim_en", "accuracy_en", "xsim_pivot", "accuracy_pivot", "bucc_f1_en", "xsim_es-en",
-                    "accuracy_de-fr", "xsim_es-fr", "bucc_f1_de-en"):  # fmt: skip
+        for key in (
+            "xsim_en",
+            "accuracy_en",
+            "xsim_pivot",
+            "accuracy_pivot",
+            "bucc_f1_en",
+            "xsim_es-en",
+            "accuracy_de-fr",
+            "xsim_es-fr",
+            "bucc_f1_de-en",
+        ):
             assert key in final, (stage, key)
         assert "xsim_fr-fr" not in final
     assert json.loads((output_dir / "eval_results.json").read_text())["stage2"] == results["stage2"]
@@ -174,8 +225,9 @@ def test_bad_arguments_are_usage_errors(recipe, files, tmp_path, capsys):
 def test_smoke_config_offline(recipe, tmp_path):
     started = time.perf_counter()
     output_dir = tmp_path / "smoke"
-    results = run(recipe, ["--config", str(ROOT / "recipes" / "configs" / "musr-smoke.yaml"),
-                           "--output_dir", str(output_dir)])  # fmt: skip
+    results = run(
+        recipe, ["--config", str(ROOT / "recipes" / "configs" / "musr-smoke.yaml"), "--output_dir", str(output_dir)]
+    )
     assert time.perf_counter() - started < 300
     assert isinstance(AutoModel.from_pretrained(output_dir), MuSREncoderDecoder)
     assert results["stage2"]["final"]["accuracy_en"] > results["stage1"]["final"]["accuracy_en"] - 0.1

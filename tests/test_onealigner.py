@@ -222,9 +222,14 @@ def test_dropping_layers_keeps_hidden_state_l_of_an_encoder_with_a_final_norm(ti
     from transformers import XLMRobertaXLConfig
 
     config = XLMRobertaXLConfig(
-        vocab_size=len(tiny_tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=130, pad_token_id=tiny_tokenizer.pad_token_id,
-    )  # fmt: skip
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        pad_token_id=tiny_tokenizer.pad_token_id,
+    )
     torch.manual_seed(0)
     full = OneAlignerModel.from_encoder(config, layer=1, drop_unused_layers=False).eval()
     cut = OneAlignerModel.from_encoder(config, layer=1).eval()

@@ -52,17 +52,59 @@ def data_files(tmp_path, tiny_parallel_corpus_by_language, tiny_tokenizer):
 
 def recipe_flags(files, output_dir: Path, *extra: str) -> list[str]:
     return [
-        "--train_pairs", f"en-fr={files['fr']}", f"en-de={files['de']}",
-        "--eval_pairs", f"en-es={files['es']}",
-        "--held_out", "4", "--min_tokens", "1", "--encoder", "random", "--tokenizer", str(files["tokenizer"]),
-        "--hidden_size", "32", "--num_hidden_layers", "2", "--num_attention_heads", "2",
-        "--intermediate_size", "64", "--layer", "2", "--max_seq_length", "32", "--eval_batch_size", "16",
-        "--output_dir", str(output_dir), "--use_cpu", "true",
-        "--per_device_train_batch_size", "8", "--learning_rate", "1e-3", "--max_steps", "4",
-        "--eval_strategy", "steps", "--eval_steps", "2", "--save_steps", "2", "--logging_steps", "1",
-        "--report_to", "none", "--disable_tqdm", "true", "--seed", "3",
+        "--train_pairs",
+        f"en-fr={files['fr']}",
+        f"en-de={files['de']}",
+        "--eval_pairs",
+        f"en-es={files['es']}",
+        "--held_out",
+        "4",
+        "--min_tokens",
+        "1",
+        "--encoder",
+        "random",
+        "--tokenizer",
+        str(files["tokenizer"]),
+        "--hidden_size",
+        "32",
+        "--num_hidden_layers",
+        "2",
+        "--num_attention_heads",
+        "2",
+        "--intermediate_size",
+        "64",
+        "--layer",
+        "2",
+        "--max_seq_length",
+        "32",
+        "--eval_batch_size",
+        "16",
+        "--output_dir",
+        str(output_dir),
+        "--use_cpu",
+        "true",
+        "--per_device_train_batch_size",
+        "8",
+        "--learning_rate",
+        "1e-3",
+        "--max_steps",
+        "4",
+        "--eval_strategy",
+        "steps",
+        "--eval_steps",
+        "2",
+        "--save_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--seed",
+        "3",
         *extra,
-    ]  # fmt: skip
+    ]
 
 
 def recipe_args(recipe, files, output_dir: Path, *extra: str):
@@ -98,9 +140,18 @@ def test_recipe_trains_evaluates_saves_and_resumes_exactly(recipe, data_files, t
 
     resumed_dir = tmp_path / "resumed"
     resumed = recipe.main(
-        *recipe_args(recipe, data_files, resumed_dir, "--resume_from_checkpoint", str(first_dir / "checkpoint-2"),
-                     "--eval_before_training", "false", "--ablation", "false")
-    )  # fmt: skip
+        *recipe_args(
+            recipe,
+            data_files,
+            resumed_dir,
+            "--resume_from_checkpoint",
+            str(first_dir / "checkpoint-2"),
+            "--eval_before_training",
+            "false",
+            "--ablation",
+            "false",
+        )
+    )
     assert resumed["global_step"] == 4 and resumed["initial"] == {}
     expected = load_file(first_dir / "model.safetensors")
     actual = load_file(resumed_dir / "model.safetensors")
@@ -115,9 +166,16 @@ def test_lora_run_saves_an_adapter_and_a_merged_model(recipe, data_files, tmp_pa
     torch.manual_seed(0)
     encoder_dir = tmp_path / "encoder"  # a "pretrained" encoder: LoRA fine-tunes one
     XLMRobertaModel(
-        XLMRobertaConfig(vocab_size=400, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=40, pad_token_id=1)
-    ).save_pretrained(encoder_dir)  # fmt: skip
+        XLMRobertaConfig(
+            vocab_size=400,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=40,
+            pad_token_id=1,
+        )
+    ).save_pretrained(encoder_dir)
     output_dir = tmp_path / "lora"
     flags = ["--encoder", str(encoder_dir), "--use_peft", "true", "--lora_r", "4", "--ablation", "false"]
     script_args, training_args, model_args = recipe_args(recipe, data_files, output_dir, *flags)
@@ -128,8 +186,9 @@ def test_lora_run_saves_an_adapter_and_a_merged_model(recipe, data_files, tmp_pa
 
     merged = AutoModel.from_pretrained(output_dir).eval()
     base = OneAlignerModel.from_encoder(str(encoder_dir), 2, max_seq_length=32).eval()
-    reloaded = PeftModel.from_pretrained(OneAlignerModel.from_encoder(str(encoder_dir), 2, max_seq_length=32),
-                                         str(adapter)).eval()  # fmt: skip
+    reloaded = PeftModel.from_pretrained(
+        OneAlignerModel.from_encoder(str(encoder_dir), 2, max_seq_length=32), str(adapter)
+    ).eval()
     ids = torch.tensor([[0, 25, 37, 48, 2]])
     with torch.no_grad():
         merged_states = merged.token_states(ids)
@@ -149,8 +208,19 @@ def test_push_to_hub_uploads_the_final_export_only(recipe, data_files, tmp_path,
 
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", fake_upload_folder)
     output_dir = tmp_path / "pushed"
-    recipe.main(*recipe_args(recipe, data_files, output_dir, "--push_to_hub", "true", "--hub_model_id", "me/aligner",
-                             "--ablation", "false"))  # fmt: skip
+    recipe.main(
+        *recipe_args(
+            recipe,
+            data_files,
+            output_dir,
+            "--push_to_hub",
+            "true",
+            "--hub_model_id",
+            "me/aligner",
+            "--ablation",
+            "false",
+        )
+    )
     (repo_id, files) = uploads[-1]  # one upload: the final export, not one per checkpoint
     assert len(uploads) == 1 and repo_id == "me/aligner"
     assert {"model.safetensors", "config.json", "README.md", "eval_results.json"} <= set(files)
@@ -236,8 +306,15 @@ def test_eval_min_words_keeps_short_pairs_for_training_only(recipe, data_files, 
 
 
 def test_mlm_pretraining_is_reused_when_its_result_exists(tiny_tokenizer, tmp_path, monkeypatch):
-    config = XLMRobertaConfig(vocab_size=len(tiny_tokenizer), hidden_size=16, num_hidden_layers=1,
-                              num_attention_heads=2, intermediate_size=32, max_position_embeddings=40, pad_token_id=1)  # fmt: skip
+    config = XLMRobertaConfig(
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=40,
+        pad_token_id=1,
+    )
     ids = [tiny_tokenizer(text)["input_ids"] for text in ["the cat sleeps", "a dog runs fast", "it rains"] * 4]
     args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, seed=1, disable_tqdm=True, report_to="none")
     settings = {"output_dir": tmp_path, "learning_rate": 1e-3, "batch_size": 4, "training_args": args}

@@ -204,10 +204,17 @@ def test_push_pairs_publishes_a_dataset_with_its_card(hub, pairs_file, capsys, t
 
     write_mining_metadata(
         pairs_file,
-        {"encoder": "use-multilingual-v3", "margin": "ratio", "mode": "max", "k": 4, "threshold": 1.05,
-         "src": "corpus.en", "tgt": "corpus.de",
-         "command": "bitext-hf mine --src corpus.en --tgt corpus.de --threshold 1.05 --out pairs.parquet"},
-    )  # fmt: skip
+        {
+            "encoder": "use-multilingual-v3",
+            "margin": "ratio",
+            "mode": "max",
+            "k": 4,
+            "threshold": 1.05,
+            "src": "corpus.en",
+            "tgt": "corpus.de",
+            "command": "bitext-hf mine --src corpus.en --tgt corpus.de --threshold 1.05 --out pairs.parquet",
+        },
+    )
     code, out, err = run(capsys, "--pairs", str(pairs_file), "--repo", "me/mined", "--languages", "en", "de")
     assert code == 0 and "as a dataset to me/mined" in out, err
     assert err == ""  # no progress bars of the Parquet writer
@@ -319,15 +326,18 @@ def test_pairs_dry_run_shows_the_rows_the_columns_and_the_first_rows(hub, pairs_
     lines = out.splitlines()
     assert lines[:2] == [f"{pairs_file}: 3 rows, 5 columns: score, src_index, tgt_index, src, tgt", "first 3 rows:"]
     assert lines[2].split() == ["score", "src_index", "tgt_index", "src", "tgt"]
-    for line, (score, source, target) in zip(lines[3:6], [(1.31, SOURCES[0], TARGETS[0]),
-                                                        (1.12, SOURCES[1], TARGETS[1]),
-                                                        (1.07, SOURCES[2], TARGETS[2])]):  # fmt: skip
+    for line, (score, source, target) in zip(
+        lines[3:6], [(1.31, SOURCES[0], TARGETS[0]), (1.12, SOURCES[1], TARGETS[1]), (1.07, SOURCES[2], TARGETS[2])]
+    ):
         assert f"{score}" in line and source in line and target in line
     assert lines[6] == "would commit to the dataset repository me/m:"
     files = [line.split() for line in lines[7:11]]
     assert [name for _, name in files] == [
-        "README.md", "data/train-00000-of-00001.parquet", "mining.json", "score_histogram.png",
-    ]  # fmt: skip
+        "README.md",
+        "data/train-00000-of-00001.parquet",
+        "mining.json",
+        "score_histogram.png",
+    ]
     total = sum(int(size.replace(",", "")) for size, _ in files)
     assert all(int(size.replace(",", "")) > 0 for size, _ in files)
     assert (
@@ -441,9 +451,20 @@ def test_a_run_folder_publishes_its_exported_model_only(hub, musr_run, capsys):
     code, out, _ = run(capsys, "--model", str(musr_run), "--repo", "me/musr", "--dry-run")
     left_out = out.split("left out, stays local")[1].splitlines()[1:-1]
     assert {line.split()[1].rstrip(":") for line in left_out} == {
-        ".gitignore", "alignments/", "checkpoint-4/", "eval_results.json", "logs.jsonl", "sentence-transformers/",
-        "stage1/", "stage2/", "teacher_cache/", "tokenizer/", "train.py", "trainer_state.json", "training_args.bin",
-    }  # fmt: skip
+        ".gitignore",
+        "alignments/",
+        "checkpoint-4/",
+        "eval_results.json",
+        "logs.jsonl",
+        "sentence-transformers/",
+        "stage1/",
+        "stage2/",
+        "teacher_cache/",
+        "tokenizer/",
+        "train.py",
+        "trainer_state.json",
+        "training_args.bin",
+    }
     reasons = {line.split()[1].rstrip(":"): line.split(": ", 1)[1] for line in left_out}
     assert reasons["stage1/"].startswith("a training stage's run") and "(4 files)" in out
     assert reasons["training_args.bin"] == "the Trainer's arguments (a pickle)"
@@ -595,8 +616,9 @@ def test_staging_refuses_what_changed_after_the_check(musr_run, secret, monkeypa
         monkeypatch.setattr(os, "link", cross_device)
     selection = select_model_files(musr_run)
     with staged(selection) as folder:  # unchanged: every file, byte for byte
-        staged_files = {path.relative_to(folder).as_posix(): path.read_text() for path in folder.rglob("*")
-                        if path.is_file()}  # fmt: skip
+        staged_files = {
+            path.relative_to(folder).as_posix(): path.read_text() for path in folder.rglob("*") if path.is_file()
+        }
     assert staged_files == EXPORT
     swap(musr_run, secret)
     with pytest.raises(UsageError, match="changed while push was checking the folder"), staged(selection):

@@ -127,8 +127,12 @@ def test_the_recipe_script_exits_with_one_line(tmp_path):
     env.pop("BITEXT_HF_DEBUG", None)
     done = subprocess.run(
         [sys.executable, str(ROOT / "recipes" / "train_onealigner.py"), *flags],
-        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 3
     lines = done.stderr.strip().splitlines()
     assert lines == [f"train_onealigner: error: {folder / 'model.safetensors'}: " + lines[0].split(": ", 3)[-1]]

@@ -230,9 +230,19 @@ def test_cli_mine_over_shard_folders_equals_mine_over_npy_files(capsys, tmp_path
     for src_in, tgt_in in (("src.npy", "tgt.npy"), ("src", "tgt")):
         out = tmp_path / f"pairs-{src_in}.tsv"
         code, _, _ = run(
-            capsys, "mine", "--src", str(tmp_path / src_in), "--tgt", str(tmp_path / tgt_in), "--src-text", src,
-            "--tgt-text", tgt, "--out", str(out),
-        )  # fmt: skip
+            capsys,
+            "mine",
+            "--src",
+            str(tmp_path / src_in),
+            "--tgt",
+            str(tmp_path / tgt_in),
+            "--src-text",
+            src,
+            "--tgt-text",
+            tgt,
+            "--out",
+            str(out),
+        )
         assert code == EXIT_OK
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 6  # header + 5 pairs

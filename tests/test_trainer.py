@@ -419,12 +419,27 @@ def test_accelerate_launch_with_cpu_config(tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     command = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(REPO_ROOT / "recipes/accelerate/cpu.yaml"),
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(REPO_ROOT / "recipes/accelerate/cpu.yaml"),
         str(script),
-        "--output_dir", str(tmp_path / "run"), "--max_steps", "4", "--per_device_train_batch_size", "4",
-        "--logging_steps", "2", "--save_steps", "2", "--report_to", "none", "--disable_tqdm", "true",
-    ]  # fmt: skip
+        "--output_dir",
+        str(tmp_path / "run"),
+        "--max_steps",
+        "4",
+        "--per_device_train_batch_size",
+        "4",
+        "--logging_steps",
+        "2",
+        "--save_steps",
+        "2",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+    ]
     completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert json.loads(completed.stdout.split("RESULT", 1)[1])["step"] == 4

@@ -147,8 +147,9 @@ def test_the_shipped_code_keeps_the_choice_under_transformers_4_57(tiny_tokenize
     for family in FAMILIES:
         marker = _hostile_checkpoint(family, tiny_tokenizer, tmp_path / family.name, "PreTrainedTokenizerFast")
         checkpoints[family.name] = (str(tmp_path / family.name), str(marker))
-    results = run_without_bitext_hf(_UNDER_TRANSFORMERS_4.format(checkpoints=checkpoints), cwd=tmp_path,
-                                    transformers_4=True)  # fmt: skip
+    results = run_without_bitext_hf(
+        _UNDER_TRANSFORMERS_4.format(checkpoints=checkpoints), cwd=tmp_path, transformers_4=True
+    )
     assert set(results) == {family.name for family in FAMILIES}
     for name, (message, ran_before, trusted, rows) in results.items():
         assert "trust_remote_code of from_pretrained set to True" in message and not ran_before, name

@@ -49,8 +49,14 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
 def tiny_word_model() -> torch.nn.Module:
     """A random BERT whose embedding output (hidden state 0) depends on the word only: no position signal."""
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(WORDS) + 4, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=32)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(WORDS) + 4,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
     model = AutoModel.from_config(config).eval()
     with torch.no_grad():
         model.embeddings.position_embeddings.weight.zero_()

@@ -155,8 +155,10 @@ def read_tsv_pairs(
     if skip_header is None:
         head = [cell.strip().lower() for cell in lines[0].split("\t")]
         skip_header = len(head) >= 2 and (head[0], head[1]) in {
-            ("src", "tgt"), ("source", "target"), ("sentence1", "sentence2"),
-        }  # fmt: skip
+            ("src", "tgt"),
+            ("source", "target"),
+            ("sentence1", "sentence2"),
+        }
     if skip_header:
         lines, first = lines[1:], 2
         if not lines:

@@ -71,9 +71,14 @@ def first_subword_positions(
 
 @torch.no_grad()
 def first_subword_vectors(
-    encoder: torch.nn.Module, tokenizer: Any, sentences: Sequence[Sequence[str]], *, layer: int | None = None,
-    max_length: int = 96, batch_size: int = 64,
-) -> list[torch.Tensor]:  # fmt: skip
+    encoder: torch.nn.Module,
+    tokenizer: Any,
+    sentences: Sequence[Sequence[str]],
+    *,
+    layer: int | None = None,
+    max_length: int = 96,
+    batch_size: int = 64,
+) -> list[torch.Tensor]:
     """Per sentence (a list of words), `(words, d)` L2-normalized vectors of each word's first subword from hidden
     state ``layer`` (default the last) of a transformers encoder; words cut off by ``max_length`` get zero rows."""
     from bitext_hf.data.collators import pad_sequences
@@ -89,8 +94,9 @@ def first_subword_vectors(
                 for words in sentences[start : start + batch_size]
             ]
             ids, mask = pad_sequences([token_ids for token_ids, _ in encoded], tokenizer.pad_token_id)
-            outputs = encoder(input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True,
-                              return_dict=True)  # fmt: skip
+            outputs = encoder(
+                input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True, return_dict=True
+            )
             states = outputs.hidden_states[-1 if layer is None else layer].float().cpu()
             for row, (_, positions) in enumerate(encoded):
                 matrix = torch.zeros(len(positions), states.shape[-1])

@@ -32,10 +32,16 @@ def _apply_map(vectors: torch.Tensor, target_map: torch.Tensor | None) -> torch.
 
 
 def word_retrieval_accuracy(
-    encoder: torch.nn.Module, tokenizer: Any, source_words: Sequence[Sequence[str]],
-    target_words: Sequence[Sequence[str]], word_links: Sequence[Sequence[tuple[int, int]]], *,
-    target_map: torch.Tensor | None = None, layer: int | None = None, max_length: int = 96,
-) -> dict[str, float]:  # fmt: skip
+    encoder: torch.nn.Module,
+    tokenizer: Any,
+    source_words: Sequence[Sequence[str]],
+    target_words: Sequence[Sequence[str]],
+    word_links: Sequence[Sequence[tuple[int, int]]],
+    *,
+    target_map: torch.Tensor | None = None,
+    layer: int | None = None,
+    max_length: int = 96,
+) -> dict[str, float]:
     """Top-1 retrieval accuracy among the corpus's aligned word pairs (fractions; ``accuracy`` is the mean of both
     directions), plus ``word_pairs``, how many pairs were compared.
 
@@ -59,9 +65,15 @@ def word_retrieval_accuracy(
 
 
 def sentence_retrieval(
-    encoder: torch.nn.Module, tokenizer: Any, sources: Sequence[str], targets: Sequence[str], *,
-    target_map: torch.Tensor | None = None, max_length: int = 96, k: int = 4,
-) -> dict[str, float]:  # fmt: skip
+    encoder: torch.nn.Module,
+    tokenizer: Any,
+    sources: Sequence[str],
+    targets: Sequence[str],
+    *,
+    target_map: torch.Tensor | None = None,
+    max_length: int = 96,
+    k: int = 4,
+) -> dict[str, float]:
     """Sentence-level xsim (percent, source -> target) and top-1 accuracy (both directions) on aligned rows."""
     from bitext_hf.encoders import HFEncoder
 

@@ -104,8 +104,13 @@ def zero_shot_transfer(
 class ZeroShotTransfer:
     """``evaluator(seed) -> metrics``: :func:`zero_shot_transfer` with fixed data, for ``run_over_seeds``."""
 
-    def __init__(self, encode: Callable[[list[str]], np.ndarray], train: Examples, tests: Mapping[str, Examples],
-                 **options: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        encode: Callable[[list[str]], np.ndarray],
+        train: Examples,
+        tests: Mapping[str, Examples],
+        **options: float,
+    ) -> None:
         self.encode, self.train, self.tests, self.options = encode, list(train), dict(tests), options
         self._embeddings: dict[tuple[str, ...], np.ndarray] = {}
 

@@ -381,8 +381,11 @@ def xsim_by_series(
             Languages keep the order of their first appearance; a language a series lacks has no bar there.
         path: the PNG file to write.
     """
-    values = {name: {lang: np.atleast_1d(np.asarray(v, dtype=np.float64)) for lang, v in by_language.items()}
-              for name, by_language in series.items() if by_language}  # fmt: skip
+    values = {
+        name: {lang: np.atleast_1d(np.asarray(v, dtype=np.float64)) for lang, v in by_language.items()}
+        for name, by_language in series.items()
+        if by_language
+    }
     if not values:
         raise ValueError("xsim_by_series needs at least one series with one language")
     languages = list(dict.fromkeys(lang for by_language in values.values() for lang in by_language))

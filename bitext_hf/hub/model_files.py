@@ -307,8 +307,11 @@ def _classify(
     must not (name -> why); a :class:`UsageError` for a link out of the folder that ``exclude`` does not name."""
     entries, links, listed = walked
     candidates: dict[str, CheckedFile] = {}
-    reasons = {f"{name}/": "a folder that could not be read" for name, status in entries.items()
-               if stat.S_ISDIR(status.st_mode) and f"{name}/" not in listed}  # fmt: skip
+    reasons = {
+        f"{name}/": "a folder that could not be read"
+        for name, status in entries.items()
+        if stat.S_ISDIR(status.st_mode) and f"{name}/" not in listed
+    }
     for name, status in sorted(entries.items()):
         if stat.S_ISDIR(status.st_mode):
             continue

@@ -294,9 +294,15 @@ def encode_shards_ray(
         ahead = _encoding_ahead(load_encoder, texts, shard_size, slots, retries, f"encoding {folder}")
         try:
             return write_shards(
-                folder, texts, ahead, encoder=encoder, shard_size=shard_size, dtype=dtype, resume=resume,
+                folder,
+                texts,
+                ahead,
+                encoder=encoder,
+                shard_size=shard_size,
+                dtype=dtype,
+                resume=resume,
                 show_progress=show_progress,
-            )  # fmt: skip
+            )
         finally:
             ahead.cancel()
 

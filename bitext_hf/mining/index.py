@@ -428,9 +428,14 @@ def search_neighbours(
         results.append(_rescore(queries, database, candidates, k))
     logger.info(
         "index %s: %d x %d, d=%d, trained in %.1fs, both directions in %.1fs%s",
-        spec, src.shape[0], tgt.shape[0], src.shape[1], train_s, time.perf_counter() - start,
+        spec,
+        src.shape[0],
+        tgt.shape[0],
+        src.shape[1],
+        train_s,
+        time.perf_counter() - start,
         " (GPU)" if use_gpu else "",
-    )  # fmt: skip
+    )
     (fwd_sims, fwd_idx), (bwd_sims, bwd_idx) = results
     return BidirectionalKNN(fwd_sims, fwd_idx, bwd_sims, bwd_idx)
 

@@ -133,8 +133,13 @@ def _needs_normalizing(norms: np.ndarray, name: str) -> bool:
         worst = int(off.argmax())
         logger.warning(
             "%s: %d of %d rows were not unit length (e.g. row %d has L2 norm %.4g); normalized them, as cosine "
-            "similarity needs", name, not_unit, norms.size, worst, norms[worst],
-        )  # fmt: skip
+            "similarity needs",
+            name,
+            not_unit,
+            norms.size,
+            worst,
+            norms[worst],
+        )
     return True
 
 
@@ -305,8 +310,17 @@ def bidirectional_knn(
     result = run(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev)
     logger.debug(
         "bidirectional kNN (%s): %d x %d, d=%d, k=%d/%d, blocks %d x %d on %s in %.2fs",
-        backend, n, m, x.shape[1], k_fwd, k_bwd, block_rows, block_cols, dev, time.perf_counter() - start,
-    )  # fmt: skip
+        backend,
+        n,
+        m,
+        x.shape[1],
+        k_fwd,
+        k_bwd,
+        block_rows,
+        block_cols,
+        dev,
+        time.perf_counter() - start,
+    )
     return result
 
 

@@ -331,9 +331,16 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
         if docs is not None:
             settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=config.threshold)
             pairs = mine_documents(
-                src_emb, tgt_emb, docs[0], docs[1], src_keys=src_keys, tgt_keys=tgt_keys,
-                index=config.index, nprobe=config.nprobe, **settings,
-            )  # fmt: skip
+                src_emb,
+                tgt_emb,
+                docs[0],
+                docs[1],
+                src_keys=src_keys,
+                tgt_keys=tgt_keys,
+                index=config.index,
+                nprobe=config.nprobe,
+                **settings,
+            )
         else:
             pairs, recall = _search_and_retrieve(config, src_emb, tgt_emb)
             pairs = dataclasses.replace(
@@ -347,9 +354,13 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
         from bitext_hf.mining.index import check_recall
 
         recall = check_recall(
-            np.asarray(src_emb), np.asarray(tgt_emb), k=config.k, index=config.index, nprobe=config.nprobe,
+            np.asarray(src_emb),
+            np.asarray(tgt_emb),
+            k=config.k,
+            index=config.index,
+            nprobe=config.nprobe,
             queries=config.check_recall,
-        )  # fmt: skip
+        )
     return MiningResult(
         pairs=pairs,
         src_texts=src.texts,
@@ -421,8 +432,9 @@ def _rows_to_mine(config: MiningConfig, embedder: Embedder, side: Side, what: st
         logger.warning(
             "%s: %d duplicate line(s); each distinct sentence is mined once and reported at its first line "
             "(--keep-duplicates mines every line)",
-            display(side.text_path), len(side.texts) - len(unique),
-        )  # fmt: skip
+            display(side.text_path),
+            len(side.texts) - len(unique),
+        )
     # Unique sentences are in first-occurrence order, so the first line of each is where its id first appears.
     first_line = np.unique(inverse, return_index=True)[1]
     emb = side.embeddings[first_line] if side.embeddings is not None else encoded(unique)
@@ -453,9 +465,14 @@ def _search_and_retrieve(config: MiningConfig, src_emb, tgt_emb) -> tuple[MinedP
         )
     # Both sides are validated (see _rows_to_mine) and their dimensions compared: the search skips its own check.
     knn = search_neighbours(
-        src_emb, tgt_emb, config.k, index=config.index, nprobe=config.nprobe, show_progress=show_progress,
+        src_emb,
+        tgt_emb,
+        config.k,
+        index=config.index,
+        nprobe=config.nprobe,
+        show_progress=show_progress,
         checked=True,
-    )  # fmt: skip
+    )
     recall = None
     if config.check_recall:
         spec = config._index_spec(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])

@@ -231,9 +231,17 @@ def write_shards(
     lock = _lock_folder(folder)
     try:
         return _write_shards_locked(
-            folder, texts, encode, created=created, encoder=encoder, shard_size=shard_size, dtype=dtype,
-            resume=resume, show_progress=show_progress, embeddings=embeddings,
-        )  # fmt: skip
+            folder,
+            texts,
+            encode,
+            created=created,
+            encoder=encoder,
+            shard_size=shard_size,
+            dtype=dtype,
+            resume=resume,
+            show_progress=show_progress,
+            embeddings=embeddings,
+        )
     finally:
         os.close(lock)
 
@@ -291,9 +299,12 @@ def _write_shards_locked(
     from tqdm.auto import tqdm
 
     bar = tqdm(
-        total=len(texts), initial=len(done) * shard_size, unit="sentence", desc="encoding shards",
+        total=len(texts),
+        initial=len(done) * shard_size,
+        unit="sentence",
+        desc="encoding shards",
         disable=not show_progress,
-    )  # fmt: skip
+    )
     try:
         write_manifest(progress, replace(plan, dimension=dimension, shards=tuple(done)))
         for number in range(len(done), n_shards):

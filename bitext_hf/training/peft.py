@@ -84,8 +84,9 @@ def apply_peft(model: torch.nn.Module, model_args: ModelArguments) -> torch.nn.M
     try:
         return get_peft_model(model, config)
     except ValueError as error:
-        linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
-                         if isinstance(module, torch.nn.Linear)})  # fmt: skip
+        linear = sorted(
+            {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
+        )
         raise UsageError(
             f"--lora_target_modules {' '.join(model_args.lora_target_modules)}: {error}; "
             f"linear modules of this model: {', '.join(linear[:20])}"

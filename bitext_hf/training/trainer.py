@@ -300,11 +300,13 @@ class BitextTrainer(Trainer):
         if not keys:
             return {}
         totals = torch.tensor(
-            [[float(self._component_window.get(key, [0.0, 0])[0]), self._component_window.get(key, [0.0, 0])[1]]
-             for key in keys],
+            [
+                [float(self._component_window.get(key, [0.0, 0])[0]), self._component_window.get(key, [0.0, 0])[1]]
+                for key in keys
+            ],
             dtype=torch.float64,
             device=self.args.device,
-        )  # fmt: skip
+        )
         if self.args.world_size > 1:
             totals = self.accelerator.reduce(totals, "sum")
         self._component_window.clear()

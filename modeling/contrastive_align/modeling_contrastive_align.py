@@ -417,9 +417,14 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
 
     @torch.no_grad()
     def encode(
-        self, sentences: Sequence[str], tokenizer: Any = None, *, language: str | None = None, batch_size: int = 64,
+        self,
+        sentences: Sequence[str],
+        tokenizer: Any = None,
+        *,
+        language: str | None = None,
+        batch_size: int = 64,
         normalize: bool = True,
-    ) -> torch.Tensor:  # fmt: skip
+    ) -> torch.Tensor:
         """Mean-pooled sentence vectors of hidden state `config.layer`, `(n, hidden)`, float32, L2-normalized by
         default: the vectors of the sentence-transformers export.
 
@@ -441,8 +446,13 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         try:
             for start in range(0, len(order), batch_size):
                 batch = order[start : start + batch_size]
-                inputs = tokenizer([sentences[index] for index in batch], padding=True, truncation=True,
-                                   max_length=self.max_tokens, return_tensors="pt")  # fmt: skip
+                inputs = tokenizer(
+                    [sentences[index] for index in batch],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_tokens,
+                    return_tensors="pt",
+                )
                 mask = inputs["attention_mask"].to(self.device)
                 states = self.token_states(inputs["input_ids"].to(self.device), mask)
                 weights = mask.unsqueeze(-1).to(states.dtype)

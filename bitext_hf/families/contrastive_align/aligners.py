@@ -130,9 +130,14 @@ class SimilarityAligner:
     name = "similarity"
 
     def __init__(
-        self, encoder: torch.nn.Module, tokenizer: Any, *, layer: int | None = None, max_length: int = 96,
+        self,
+        encoder: torch.nn.Module,
+        tokenizer: Any,
+        *,
+        layer: int | None = None,
+        max_length: int = 96,
         batch_size: int = 64,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.layer = layer
@@ -149,8 +154,14 @@ class SimilarityAligner:
 
     def word_vectors(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         """Per sentence, `(words, d)` L2-normalized first-subword vectors (zero rows: words cut off)."""
-        return first_subword_vectors(self.encoder, self.tokenizer, sentences, layer=self.layer,
-                                     max_length=self.max_length, batch_size=self.batch_size)  # fmt: skip
+        return first_subword_vectors(
+            self.encoder,
+            self.tokenizer,
+            sentences,
+            layer=self.layer,
+            max_length=self.max_length,
+            batch_size=self.batch_size,
+        )
 
     def align(
         self, source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]]

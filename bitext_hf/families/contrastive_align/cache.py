@@ -28,9 +28,11 @@ logger = logging.getLogger(__name__)
 
 
 def cache_path(
-    cache_dir: str | os.PathLike, aligner: Aligner, source_words: Sequence[Sequence[str]],
+    cache_dir: str | os.PathLike,
+    aligner: Aligner,
+    source_words: Sequence[Sequence[str]],
     target_words: Sequence[Sequence[str]],
-) -> Path:  # fmt: skip
+) -> Path:
     """Where the directional links of this aligner on this corpus are cached (content hash)."""
     digest = hashlib.sha256(aligner.cache_key().encode())
     for side in (source_words, target_words):
@@ -51,16 +53,20 @@ def _read_cache(path: Path, source_words: Sequence[Sequence[str]], target_words:
         raise DataValidationError(f"{path}: cached links for another corpus; delete it to realign")
     where = lambda number: f"{path} pair {number}"  # noqa: E731
     return tuple(
-        [check_links(links, len(src), len(tgt), where(n)) for n, (links, src, tgt)
-         in enumerate(zip(side, source_words, target_words), start=1)]
+        [
+            check_links(links, len(src), len(tgt), where(n))
+            for n, (links, src, tgt) in enumerate(zip(side, source_words, target_words), start=1)
+        ]
         for side in (forward, backward)
-    )  # fmt: skip
+    )
 
 
 def directional_alignments(
-    aligner: Aligner, source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]],
+    aligner: Aligner,
+    source_words: Sequence[Sequence[str]],
+    target_words: Sequence[Sequence[str]],
     cache_dir: str | os.PathLike | None = None,
-) -> tuple[Directional, Directional]:  # fmt: skip
+) -> tuple[Directional, Directional]:
     """Forward and backward links of ``aligner``, from the cache when it holds them."""
     path = cache_path(cache_dir, aligner, source_words, target_words) if cache_dir is not None else None
     if path is not None and path.is_file():

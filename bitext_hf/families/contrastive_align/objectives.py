@@ -139,8 +139,11 @@ def export_encoders(
         )
     options = {"pooling": "mean", "normalize": True, "verify": True}
     output_dir = Path(output_dir)
-    folders = {"en": save_for_hub(encoder, tokenizer, output_dir, model_card=model_card,
-                                  sentence_transformers=options, remote_code=False)}  # fmt: skip
+    folders = {
+        "en": save_for_hub(
+            encoder, tokenizer, output_dir, model_card=model_card, sentence_transformers=options, remote_code=False
+        )
+    }
     if aligned.config.objective == "linear":
         for language in aligned.config.languages:
             weight = aligned.linear_map(language).detach().cpu()
@@ -149,8 +152,14 @@ def export_encoders(
                 dense.weight.copy_(weight.T)  # Linear computes x A^T: A = W^T gives x W
             folder = output_dir.with_name(f"{output_dir.name}-{language}")
             card = f"{model_card.rstrip()}\n\nThis export maps {language} sentences into the English space (W).\n"
-            folders[language] = save_for_hub(encoder, tokenizer, folder, model_card=card, remote_code=False,
-                                             sentence_transformers={**options, "dense": dense})  # fmt: skip
+            folders[language] = save_for_hub(
+                encoder,
+                tokenizer,
+                folder,
+                model_card=card,
+                remote_code=False,
+                sentence_transformers={**options, "dense": dense},
+            )
     return folders
 
 
@@ -185,11 +194,24 @@ class AlignmentRetrievalEvaluator(RetrievalEvaluator):
         results: dict[str, float] = {}
         for language, data in self.eval_sets.items():
             target_map = aligned.linear_map(language) if aligned.config.objective == "linear" else None
-            words = word_retrieval_accuracy(aligned.encoder, self.tokenizer, data.source_words, data.target_words,
-                                            data.links, target_map=target_map, layer=aligned.config.layer,
-                                            max_length=self.max_length)  # fmt: skip
-            sentences = sentence_retrieval(aligned.encoder, self.tokenizer, data.sources, data.targets,
-                                           target_map=target_map, max_length=self.max_length)  # fmt: skip
+            words = word_retrieval_accuracy(
+                aligned.encoder,
+                self.tokenizer,
+                data.source_words,
+                data.target_words,
+                data.links,
+                target_map=target_map,
+                layer=aligned.config.layer,
+                max_length=self.max_length,
+            )
+            sentences = sentence_retrieval(
+                aligned.encoder,
+                self.tokenizer,
+                data.sources,
+                data.targets,
+                target_map=target_map,
+                max_length=self.max_length,
+            )
             results[f"{language}/word_accuracy"] = words["accuracy"]
             results.update({f"{language}/{key}": value for key, value in sentences.items()})
         for metric in ("word_accuracy", "xsim", "sentence_accuracy"):

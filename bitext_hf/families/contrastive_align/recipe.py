@@ -142,8 +142,13 @@ def build_tokenizer(script_args: ScriptArguments, texts: list[str], output_dir: 
         return AutoTokenizer.from_pretrained(script_args.tokenizer or script_args.encoder)
     sample = random.Random(0).sample(texts, min(len(texts), 100_000))
     try:
-        return train_or_reuse_tokenizer(sample, output_dir=str(output_dir), reuse=resuming,
-                                        vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)  # fmt: skip
+        return train_or_reuse_tokenizer(
+            sample,
+            output_dir=str(output_dir),
+            reuse=resuming,
+            vocab_size=script_args.vocab_size,
+            model_max_length=script_args.max_seq_length,
+        )
     except TokenizerTrainingError as error:  # too little text for the vocabulary: a data problem, one line
         raise DataValidationError(f"{', '.join(script_args.train_pairs)}: {error}") from None
 
@@ -154,19 +159,28 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[st
     if encoder == "random":
         torch.manual_seed(seed)
         encoder = XLMRobertaConfig(
-            vocab_size=len(tokenizer), hidden_size=script_args.hidden_size,
-            num_hidden_layers=script_args.num_hidden_layers, num_attention_heads=script_args.num_attention_heads,
-            intermediate_size=script_args.intermediate_size, pad_token_id=tokenizer.pad_token_id,
+            vocab_size=len(tokenizer),
+            hidden_size=script_args.hidden_size,
+            num_hidden_layers=script_args.num_hidden_layers,
+            num_attention_heads=script_args.num_attention_heads,
+            intermediate_size=script_args.intermediate_size,
+            pad_token_id=tokenizer.pad_token_id,
             max_position_embeddings=script_args.max_seq_length + 2 + tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        )  # fmt: skip
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
     weight = script_args.regularization_weight
     weight = (0.0 if lora else 1.0) if weight is None else weight
     return ContrastiveAlignedEncoder.from_encoder(
-        encoder, objective=script_args.objective, languages=languages, layer=script_args.layer,
-        projection_dim=script_args.projection_dim, contrastive_temperature=script_args.contrastive_temperature,
-        regularization_weight=weight, max_seq_length=script_args.max_seq_length,
-    )  # fmt: skip
+        encoder,
+        objective=script_args.objective,
+        languages=languages,
+        layer=script_args.layer,
+        projection_dim=script_args.projection_dim,
+        contrastive_temperature=script_args.contrastive_temperature,
+        regularization_weight=weight,
+        max_seq_length=script_args.max_seq_length,
+    )
 
 
 def align_data(
@@ -187,16 +201,19 @@ def align_data(
         # One aligner run over training and held-out pairs: a statistical aligner needs the whole corpus.
         pairs = concat_pairs(train[language], held[language]) if language in held else train[language]
         source_words, target_words = tokenize_words(pairs.src, pairs.tgt, pairs.name)
-        links = align_words(aligner, source_words, target_words, cache_dir=cache,
-                            symmetrization=script_args.symmetrization)  # fmt: skip
+        links = align_words(
+            aligner, source_words, target_words, cache_dir=cache, symmetrization=script_args.symmetrization
+        )
         n = len(train[language])
-        built = build_examples(tokenizer, source_words[:n], target_words[:n], links[:n], index,
-                               script_args.max_seq_length)  # fmt: skip
+        built = build_examples(
+            tokenizer, source_words[:n], target_words[:n], links[:n], index, script_args.max_seq_length
+        )
         stats[language] = {"pairs": n, "examples": len(built), "links": sum(map(len, links[:n]))}
         examples += built
         if language in held:
-            eval_sets[language] = AlignmentEvalSet(pairs.src[n:], pairs.tgt[n:], source_words[n:], target_words[n:],
-                                                   links[n:])  # fmt: skip
+            eval_sets[language] = AlignmentEvalSet(
+                pairs.src[n:], pairs.tgt[n:], source_words[n:], target_words[n:], links[n:]
+            )
     if not examples:
         raise DataValidationError("no training pair has a word link left after symmetrization and the filters")
     logger.info("data: %s", json.dumps(stats))
@@ -231,5 +248,9 @@ def export_outputs(
         json.dump(results, handle, indent=2, sort_keys=True)
         handle.write("\n")
     if push:
-        push_to_hub(output_dir / "encoder", training_args.hub_model_id or f"{output_dir.name}-encoder",
-                    private=bool(training_args.hub_private_repo), token=training_args.hub_token)  # fmt: skip
+        push_to_hub(
+            output_dir / "encoder",
+            training_args.hub_model_id or f"{output_dir.name}-encoder",
+            private=bool(training_args.hub_private_repo),
+            token=training_args.hub_token,
+        )

@@ -86,8 +86,9 @@ def multiway_held_out(pairsets: Sequence[PairSet], n: int, seed: int) -> ManyToO
             f"only {len(shared)} English sentences are shared by all training languages ({languages}), not enough "
             f"to hold out {n}: lower --held_out"
         )
-    _, first = split_held_out(pairsets[0], n, seed, eligible=lambda source, english: english in shared,
-                              drop_leaked=False)  # fmt: skip
+    _, first = split_held_out(
+        pairsets[0], n, seed, eligible=lambda source, english: english in shared, drop_leaked=False
+    )
     english = first.tgt
     train, held_out = [], {}
     for pairs in pairsets:

@@ -37,8 +37,17 @@ from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 
 RESULTS_FILE = "eval_results.json"
 ST_FOLDER = "sentence-transformers"
-_MODEL_FIELDS = ("hidden_size", "num_encoder_layers", "num_decoder_layers", "num_attention_heads", "encoder_ffn_dim",
-                 "decoder_ffn_dim", "dropout", "attention_dropout", "label_smoothing")  # fmt: skip
+_MODEL_FIELDS = (
+    "hidden_size",
+    "num_encoder_layers",
+    "num_decoder_layers",
+    "num_attention_heads",
+    "encoder_ffn_dim",
+    "decoder_ffn_dim",
+    "dropout",
+    "attention_dropout",
+    "label_smoothing",
+)
 
 
 @dataclasses.dataclass
@@ -121,8 +130,13 @@ def build_tokenizer(script_args: ScriptArguments, pools: list[list[Any]], output
         return AutoTokenizer.from_pretrained(script_args.tokenizer)
     texts = [text for pool in pools for pairs in pool for text in (*pairs.src, *pairs.tgt)]
     sample = random.Random(0).sample(texts, min(len(texts), script_args.tokenizer_training_texts))
-    return train_or_reuse_tokenizer(sample, output_dir=output_dir, reuse=reuse, vocab_size=script_args.vocab_size,
-                                    model_max_length=script_args.max_seq_length)  # fmt: skip
+    return train_or_reuse_tokenizer(
+        sample,
+        output_dir=output_dir,
+        reuse=reuse,
+        vocab_size=script_args.vocab_size,
+        model_max_length=script_args.max_seq_length,
+    )
 
 
 def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, reuse_tokenizer: bool) -> StageInputs:
@@ -133,43 +147,89 @@ def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, re
     pivot = script_args.pivot or (languages[0] if len(languages) > 1 else None)
     if pivot is not None and pivot not in languages:
         raise UsageError(f"--pivot {pivot}: not a training language ({', '.join(languages)})")
-    pools = [sample_stage(data.train, script_args.train_examples, script_args.temperature, seed + stage)
-             for stage in (1, 2)]  # fmt: skip
+    pools = [
+        sample_stage(data.train, script_args.train_examples, script_args.temperature, seed + stage) for stage in (1, 2)
+    ]
     tokenizer = build_tokenizer(script_args, pools, output_dir, reuse=reuse_tokenizer)
-    check_vocabulary(tokenizer, {lang: pairs.src[:1000] for lang, pairs in zip(languages, data.train)} |
-                     {"en": data.train[0].tgt[:1000]}, script_args.max_unknown)  # fmt: skip
-    examples = [[example for pairs in pool for example in
-                 tokenize_pairs(pairs, tokenizer, max_length=script_args.max_seq_length, min_tokens=1)]
-                for pool in pools]  # fmt: skip
+    check_vocabulary(
+        tokenizer,
+        {lang: pairs.src[:1000] for lang, pairs in zip(languages, data.train)} | {"en": data.train[0].tgt[:1000]},
+        script_args.max_unknown,
+    )
+    examples = [
+        [
+            example
+            for pairs in pool
+            for example in tokenize_pairs(pairs, tokenizer, max_length=script_args.max_seq_length, min_tokens=1)
+        ]
+        for pool in pools
+    ]
     if not all(examples):
         raise DataValidationError("no training example has a token besides <s> </s> on both sides")
-    evaluator = (MuSREvaluator(tokenizer, data.held_out, pivot, batch_size=script_args.eval_batch_size,
-                               max_length=script_args.max_seq_length) if data.held_out else None)  # fmt: skip
+    evaluator = (
+        MuSREvaluator(
+            tokenizer,
+            data.held_out,
+            pivot,
+            batch_size=script_args.eval_batch_size,
+            max_length=script_args.max_seq_length,
+        )
+        if data.held_out
+        else None
+    )
     summary = {
-        "languages": languages, "pivot": pivot, "train_pairs": {p.src_lang: len(p) for p in data.train},
+        "languages": languages,
+        "pivot": pivot,
+        "train_pairs": {p.src_lang: len(p) for p in data.train},
         "sampling_probabilities": language_probabilities(data.train, script_args.temperature),
-        "train_examples": [len(stage) for stage in examples], "held_out": script_args.held_out}  # fmt: skip
+        "train_examples": [len(stage) for stage in examples],
+        "held_out": script_args.held_out,
+    }
     return StageInputs(tokenizer, examples, evaluator, summary)
 
 
 def model_config(script_args: ScriptArguments, model_args: ModelArguments, tokenizer: Any) -> MuSRConfig:
     """The stage-1 model's configuration: the architecture flags, the vocabulary's size and special tokens."""
-    return MuSRConfig(vocab_size=len(tokenizer), max_position_embeddings=script_args.max_seq_length,
-                      pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                      eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.bos_token_id,
-                      **{name: getattr(model_args, name) for name in _MODEL_FIELDS})  # fmt: skip
+    return MuSRConfig(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=script_args.max_seq_length,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+        **{name: getattr(model_args, name) for name in _MODEL_FIELDS},
+    )
 
 
-def run_stage(stage: int, model: Any, tokenizer: Any, examples: list[dict[str, list[int]]], loss: CrossConSTLoss,
-              steps: int, training_args: TrainingArguments, evaluator: Any, output_dir: Path, resume: str | None,
-              ) -> tuple[Any, list[dict[str, float]]]:  # fmt: skip
+def run_stage(
+    stage: int,
+    model: Any,
+    tokenizer: Any,
+    examples: list[dict[str, list[int]]],
+    loss: CrossConSTLoss,
+    steps: int,
+    training_args: TrainingArguments,
+    evaluator: Any,
+    output_dir: Path,
+    resume: str | None,
+) -> tuple[Any, list[dict[str, float]]]:
     """One Trainer run (its own optimizer and scheduler) in ``output_dir/stage<N>``, the final model saved there;
     returns the trained model and the Trainer's log history."""
-    args = dataclasses.replace(training_args, output_dir=str(output_dir / f"stage{stage}"),
-                               max_steps=steps or training_args.max_steps, push_to_hub=False)  # fmt: skip
-    trainer = BitextTrainer(model, args, loss_fn=loss, train_dataset=examples, retrieval_evaluator=evaluator,
-                            data_collator=PairCollator(model.config.pad_token_id),
-                            processing_class=tokenizer)  # saved with every checkpoint  # fmt: skip
+    args = dataclasses.replace(
+        training_args,
+        output_dir=str(output_dir / f"stage{stage}"),
+        max_steps=steps or training_args.max_steps,
+        push_to_hub=False,
+    )
+    trainer = BitextTrainer(
+        model,
+        args,
+        loss_fn=loss,
+        train_dataset=examples,
+        retrieval_evaluator=evaluator,
+        data_collator=PairCollator(model.config.pad_token_id),
+        processing_class=tokenizer,
+    )  # saved with every checkpoint
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(args.output_dir)
     return trainer.model, trainer.state.log_history
@@ -187,9 +247,14 @@ def stage_figure(results: dict[str, Any], folder: Path) -> list[Any]:
     """The card's figure: this run's xsim into English per language, stage 1 vs stage 2 (none without held-out)."""
     from bitext_hf.hub.figures import xsim_by_series
 
-    series = {label: {lang: results[stage]["final"][f"xsim_{lang}-en"] for lang in results["data"]["languages"]
-                      if f"xsim_{lang}-en" in results[stage]["final"]}
-              for label, stage in (("stage 1", "stage1"), ("stage 2 (CrossConST)", "stage2"))}  # fmt: skip
+    series = {
+        label: {
+            lang: results[stage]["final"][f"xsim_{lang}-en"]
+            for lang in results["data"]["languages"]
+            if f"xsim_{lang}-en" in results[stage]["final"]
+        }
+        for label, stage in (("stage 1", "stage1"), ("stage 2 (CrossConST)", "stage2"))
+    }
     if not any(series.values()):
         return []
     return [xsim_by_series(series, folder / "xsim_by_stage.png", title="xsim into English, stage 1 vs stage 2")]
@@ -202,9 +267,16 @@ def model_card(
     over seeds from experiments/musr_crossconst.py) is added under the run's own table."""
     from bitext_hf.hub import markdown_table, render_model_card
 
-    rows = [{"stage": name, **{key: results[name]["final"].get(key) for key in
-             ("xsim_en", "accuracy_en", "xsim_pivot", "accuracy_pivot", "bucc_f1_en")}}
-            for name in ("stage1", "stage2")]  # fmt: skip
+    rows = [
+        {
+            "stage": name,
+            **{
+                key: results[name]["final"].get(key)
+                for key in ("xsim_en", "accuracy_en", "xsim_pivot", "accuracy_pivot", "bucc_f1_en")
+            },
+        }
+        for name in ("stage1", "stage2")
+    ]
     return render_model_card(
         "generic",
         model_name="MuSR (bitext-hf)",

@@ -45,8 +45,16 @@ logger = logging.getLogger("train_onealigner")  # the recipe's name: its log lin
 
 RESULTS_FILE = "eval_results.json"
 _CENTRES = ("any", "english", "non_english")
-_MODEL_FIELDS = ("similarity", "normalization", "alpha", "softmax_temperature", "loss_type", "max_seq_length",
-                 "eval_batch_size", "pooled_loss_weight")  # fmt: skip
+_MODEL_FIELDS = (
+    "similarity",
+    "normalization",
+    "alpha",
+    "softmax_temperature",
+    "loss_type",
+    "max_seq_length",
+    "eval_batch_size",
+    "pooled_loss_weight",
+)
 
 
 @dataclasses.dataclass
@@ -187,8 +195,13 @@ def tokenizer_factory(script_args: ScriptArguments, output_dir: str, resuming: b
         if script_args.tokenizer or script_args.encoder != "random":
             return AutoTokenizer.from_pretrained(script_args.tokenizer or script_args.encoder)
         sample = random.Random(0).sample(texts, min(len(texts), script_args.tokenizer_training_texts))
-        return train_or_reuse_tokenizer(sample, output_dir=output_dir, reuse=resuming,
-                                        vocab_size=script_args.vocab_size, model_max_length=script_args.max_seq_length)  # fmt: skip
+        return train_or_reuse_tokenizer(
+            sample,
+            output_dir=output_dir,
+            reuse=resuming,
+            vocab_size=script_args.vocab_size,
+            model_max_length=script_args.max_seq_length,
+        )
 
     return factory
 
@@ -199,23 +212,44 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, data: PreparedData
     encoder: Any = script_args.encoder
     if encoder == "random":
         encoder = XLMRobertaConfig(
-            vocab_size=len(tokenizer), hidden_size=script_args.hidden_size,
-            num_hidden_layers=script_args.num_hidden_layers, num_attention_heads=script_args.num_attention_heads,
-            intermediate_size=script_args.intermediate_size, pad_token_id=tokenizer.pad_token_id,
+            vocab_size=len(tokenizer),
+            hidden_size=script_args.hidden_size,
+            num_hidden_layers=script_args.num_hidden_layers,
+            num_attention_heads=script_args.num_attention_heads,
+            intermediate_size=script_args.intermediate_size,
+            pad_token_id=tokenizer.pad_token_id,
             max_position_embeddings=script_args.max_seq_length + 2 + tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        )  # fmt: skip
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
         torch.manual_seed(args.seed)
         if script_args.mlm_steps:
             ids = [example[key] for example in data.train_examples for key in ("src_input_ids", "tgt_input_ids")]
-            encoder = str(pretrain_mlm(encoder, tokenizer, ids, output_dir=args.output_dir, steps=script_args.mlm_steps,
-                                       learning_rate=script_args.mlm_learning_rate,
-                                       batch_size=script_args.mlm_batch_size, training_args=args))  # fmt: skip
+            encoder = str(
+                pretrain_mlm(
+                    encoder,
+                    tokenizer,
+                    ids,
+                    output_dir=args.output_dir,
+                    steps=script_args.mlm_steps,
+                    learning_rate=script_args.mlm_learning_rate,
+                    batch_size=script_args.mlm_batch_size,
+                    training_args=args,
+                )
+            )
     return OneAlignerModel.from_encoder(encoder, script_args.layer, **kwargs)
 
 
-def save_outputs(model: Any, tokenizer: Any, script_args: ScriptArguments, model_args: ModelArguments,
-                 output_dir: Path, results: dict[str, Any], data: PreparedData, log_history: list) -> None:  # fmt: skip
+def save_outputs(
+    model: Any,
+    tokenizer: Any,
+    script_args: ScriptArguments,
+    model_args: ModelArguments,
+    output_dir: Path,
+    results: dict[str, Any],
+    data: PreparedData,
+    log_history: list,
+) -> None:
     """Adapter (LoRA), merged or full model with tokenizer, model card, its figures (xsim heatmap, gold vs random
     margins, training curve) and sentence-transformers modules; results."""
     from bitext_hf.hub import save_for_hub
@@ -227,8 +261,14 @@ def save_outputs(model: Any, tokenizer: Any, script_args: ScriptArguments, model
             figures = card_figures(model, tokenizer, data.eval_sets, results["final"], log_history, folder)
             card = model_card(model, script_args.encoder, results["data"], results["final"], figures)
             # Mean-pooled layer-L vectors, L2-normalized: exactly the model's sentence embedding (checked on reload).
-            save_for_hub(model, tokenizer, output_dir, model_card=card, figures=figures,
-                         sentence_transformers={"pooling": "mean", "normalize": True, "verify": True})  # fmt: skip
+            save_for_hub(
+                model,
+                tokenizer,
+                output_dir,
+                model_card=card,
+                figures=figures,
+                sentence_transformers={"pooling": "mean", "normalize": True, "verify": True},
+            )
     with atomic_output(output_dir / RESULTS_FILE) as handle:
         json.dump(results, handle, indent=2, sort_keys=True)
         handle.write("\n")
