@@ -245,3 +245,35 @@ def test_pairset_select_and_length_check():
     assert (chosen.src, chosen.tgt, chosen.name, len(chosen)) == (["c", "a", "c"], ["C", "A", "C"], "fr-en:x", 3)
     with pytest.raises(DataValidationError, match="2 source but 1 target"):
         PairSet("fr", "en", "x", ["a", "b"], ["A"])
+
+
+# -- datasets interop -------------------------------------------------------------------------------------------------
+
+
+def test_pairset_round_trips_through_a_datasets_translation_column():
+    import datasets
+
+    pairs = PairSet("fr", "en", "files", ["Bonjour", "Merci", "Bonjour"], ["Hello", "Thanks", "Hi"], name="fr-en:x")
+    dataset = pairs.to_dataset()
+    assert isinstance(dataset.features["translation"], datasets.Translation)
+    assert dataset[1] == {"translation": {"fr": "Merci", "en": "Thanks"}}
+    assert "fr-en:x" in dataset.info.description
+    # The datasets operations apply, and the result reads back in order, duplicates kept.
+    kept = dataset.filter(lambda row: row["translation"]["fr"] == "Bonjour")
+    back = PairSet.from_dataset(kept, "fr", "en")
+    assert (back.src, back.tgt, back.src_lang, back.tgt_lang) == (["Bonjour", "Bonjour"], ["Hello", "Hi"], "fr", "en")
+    assert PairSet.from_dataset(dataset, "fr").src == pairs.src
+
+
+def test_pairset_from_dataset_finds_the_sides_as_a_hub_spec_does():
+    import datasets
+
+    columns = datasets.Dataset.from_dict({"sentence1": [" Hallo ", "", "Danke"], "sentence2": ["Hello", "x", None]})
+    pairs = PairSet.from_dataset(columns, "de", "en", source="mine")
+    assert (pairs.src, pairs.tgt, pairs.name) == (["Hallo"], ["Hello"], "de-en:mine")  # stripped, empties dropped
+    unnamed = datasets.Dataset.from_dict({"a": ["x"], "b": ["y"], "c": ["z"]})
+    with pytest.raises(DataValidationError, match="cannot tell the 'de' and 'fr' sides"):
+        PairSet.from_dataset(unnamed, "de", "fr")
+    empty = datasets.Dataset.from_dict({"de": [""], "en": ["Hello"]})
+    with pytest.raises(DataValidationError, match="no sentence pairs"):
+        PairSet.from_dataset(empty, "de")

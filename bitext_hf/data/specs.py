@@ -150,7 +150,18 @@ def parse_spec(spec: str, *, monolingual: bool = False) -> DataSpec:
 
 @dataclass
 class PairSet:
-    """Translation pairs of one spec: ``src[i]`` translates ``tgt[i]``."""
+    """Translation pairs of one spec: ``src[i]`` translates ``tgt[i]``.
+
+    ``to_dataset()`` / ``PairSet.from_dataset(...)`` convert to and from a ``datasets.Dataset`` with the hub's
+    ``translation`` column, so ``filter``, ``map``, ``train_test_split`` and ``push_to_hub`` are one call away.
+    """
+
+    # Why a list-backed record and not a datasets.Dataset end to end: what the recipes do with pairs is not what
+    # `train_test_split` and `interleave_datasets(probabilities=...)` do. The held-out split also drops training
+    # pairs that share a sentence with a held-out one, budgets are exact per-set counts (largest remainder, with
+    # repeats when a set is oversampled) rather than a stochastic interleave with a stopping strategy, and every
+    # consumer (tokenizers, teachers, aligners) takes Python lists of strings. Datasets enter and leave at the edges:
+    # `hub:` specs are loaded with `datasets`, and the two methods below convert.
 
     src_lang: str
     tgt_lang: str
@@ -186,6 +197,34 @@ class PairSet:
             name=self.name,
             spec=self.spec,
         )
+
+    def to_dataset(self) -> Any:
+        """The pairs as a ``datasets.Dataset`` with one ``translation`` column of
+        ``{src_lang: src, tgt_lang: tgt}`` (``datasets.Translation``, the layout of the hub's translation data
+        sets), in order; the spec's name, source and languages are in ``dataset.info.description``."""
+        import datasets
+
+        features = datasets.Features({"translation": datasets.Translation(languages=[self.src_lang, self.tgt_lang])})
+        rows = [{self.src_lang: src, self.tgt_lang: tgt} for src, tgt in zip(self.src, self.tgt)]
+        description = f"{self.name} ({self.src_lang}-{self.tgt_lang}, {self.source})"
+        info = datasets.DatasetInfo(description=description, features=features)
+        return datasets.Dataset.from_dict({"translation": rows}, features=features, info=info)
+
+    @classmethod
+    def from_dataset(cls, dataset: Any, src_lang: str, tgt_lang: str = ENGLISH, *, source: str = "dataset") -> PairSet:
+        """Pairs from a ``datasets.Dataset``, its sides found as for a ``hub:`` spec (a ``translation`` column,
+        columns named after the languages, ``sentence1`` / ``sentence2``, or one English column and one other);
+        sentences stripped, rows with an empty or missing side dropped with one warning.
+
+        Raises:
+            DataValidationError: the sides cannot be told apart, or no pair is left.
+        """
+        spec = f"{src_lang}-{tgt_lang}={source}"
+        parsed = DataSpec(spec=spec, src_lang=src_lang, tgt_lang=tgt_lang, kind="hub", source=source)
+        sources, targets = _drop_empty(*_dataset_sides(dataset, parsed), spec)
+        if not sources:
+            raise DataValidationError(f"{spec}: no sentence pairs")
+        return cls(src_lang, tgt_lang, source, sources, targets, name=f"{src_lang}-{tgt_lang}:{source}", spec=spec)
 
 
 # -- gettext ----------------------------------------------------------------------------------------------------------
@@ -321,6 +360,11 @@ def _hub_pairs(parsed: DataSpec, max_pairs: int | None) -> tuple[list[Any], list
     dataset = _load_hub(parsed)
     if max_pairs is not None and max_pairs < len(dataset):
         dataset = dataset.select(range(max_pairs))  # before materializing: a 1M-row dataset stays on disk
+    return _dataset_sides(dataset, parsed)
+
+
+def _dataset_sides(dataset: Any, parsed: DataSpec) -> tuple[list[Any], list[Any]]:
+    """(sources, targets) of a ``datasets.Dataset``, unstripped, a missing side as None."""
     if "translation" in dataset.column_names:
         src_key, tgt_key = _resolve_columns(_translation_keys(dataset, parsed), parsed, "'translation' keys")
         rows = list(dataset["translation"])
