@@ -151,8 +151,8 @@ def curve_evaluator(base: type, train_pairs: list[Any], eval_pairs: int, curves:
     """A drop-in for the recipe's XsimEvaluator whose periodic (Trainer) calls also measure over-fitting: xsim and the
     distillation loss (mean 1 - cos of student(xx) and teacher(English), the training loss without dropout) on the
     training pairs and on the held-out pairs; each call appends its values to ``curves``."""
+    from bitext_hf.evaluation.metrics.functional import xsim, xsim_micro_average
     from bitext_hf.families.laser3.evaluation import StudentEncoder
-    from bitext_hf.metrics.functional import xsim, xsim_micro_average
 
     # As many training pairs as held-out pairs, so both xsim search among the same number of candidates.
     train_sample = [

@@ -7,9 +7,9 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 from test_metrics import noisy_pairs
 
-import bitext_hf.metrics as metrics
+import bitext_hf.evaluation.metrics as metrics
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.metrics import functional as F
+from bitext_hf.evaluation.metrics import functional as F
 
 
 def brute_mteb(x, y, gold):

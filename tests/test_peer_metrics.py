@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-import bitext_hf.metrics as metrics
-from bitext_hf.metrics import _peer_retrieval
-from bitext_hf.metrics import functional as F
-from bitext_hf.metrics._peer_retrieval import resolve_device
+import bitext_hf.evaluation.metrics as metrics
+from bitext_hf.evaluation.metrics import _peer_retrieval
+from bitext_hf.evaluation.metrics import functional as F
+from bitext_hf.evaluation.metrics._peer_retrieval import resolve_device
 
 mteb = pytest.importorskip("mteb", reason="mteb is in the dev extra")
 from datasets import Dataset, DatasetDict  # noqa: E402

@@ -41,7 +41,7 @@ EVAL_KEYS = """results (JSON; printed, and written with --out):
 
 
 def _evaluate(args, sources: list[str], targets: list[str], gold: list[tuple[int, int]], aligned: bool) -> dict:
-    from bitext_hf.metrics import functional as F
+    from bitext_hf.evaluation.metrics import functional as F
     from bitext_hf.mining import bidirectional_knn
 
     results: dict[str, object] = {}
@@ -72,7 +72,7 @@ def _evaluate(args, sources: list[str], targets: list[str], gold: list[tuple[int
 
 def _average(per_subset: dict[str, dict]) -> dict:
     """xsim micro-averaged over all pairs (LASER); fractions averaged over subsets (MTEB)."""
-    from bitext_hf.metrics import functional as F
+    from bitext_hf.evaluation.metrics import functional as F
 
     parts = list(per_subset.values())
     average: dict[str, object] = {}
@@ -88,7 +88,7 @@ def _average(per_subset: dict[str, dict]) -> dict:
 
 def _bucc(args) -> dict:
     from bitext_hf.data import read_bucc
-    from bitext_hf.metrics import functional as F
+    from bitext_hf.evaluation.metrics import functional as F
     from bitext_hf.mining import DEFAULT_MODE, mine
 
     task = read_bucc(*args.bucc, max_chars=args.max_line_chars)

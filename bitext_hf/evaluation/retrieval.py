@@ -2,9 +2,10 @@
 
 * :func:`word_retrieval_accuracy`: every aligned word pair of a corpus becomes one row on each side (the word's
   first-subword vector in context); top-1 cosine retrieval among all those rows, both directions, through
-  :func:`bitext_hf.metrics.bitext_accuracy`. The intrinsic measure of what the alignment objectives optimize.
+  :func:`bitext_hf.evaluation.metrics.bitext_accuracy`. The intrinsic measure of what the alignment objectives
+  optimize.
 * :func:`sentence_retrieval`: mean-pooled, L2-normalized sentence embeddings; LASER's xsim (ratio margin, k = 4)
-  through :func:`bitext_hf.metrics.xsim`, and top-1 accuracy in both directions.
+  through :func:`bitext_hf.evaluation.metrics.xsim`, and top-1 accuracy in both directions.
 
 Both take a plain transformers encoder and, optionally, a `(d, d)` map applied to the target side (the ``linear``
 objective's W: mean pooling commutes with it).
@@ -20,7 +21,7 @@ import torch
 
 from bitext_hf.data.words import first_subword_vectors
 from bitext_hf.errors import DataValidationError
-from bitext_hf.metrics import bitext_accuracy, xsim
+from bitext_hf.evaluation.metrics import bitext_accuracy, xsim
 
 __all__ = ["sentence_retrieval", "word_retrieval_accuracy"]
 

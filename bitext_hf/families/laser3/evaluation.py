@@ -34,7 +34,7 @@ def evaluate_xsim(
     """xsim (LASER's margin-based error rate, %) of student(xx) -> teacher(English) per language, and the
     micro-average over languages under ``"all"``. ``student`` is any `Encoder` (the teacher itself gives the
     zero-shot baseline)."""
-    from bitext_hf.metrics.functional import xsim, xsim_micro_average
+    from bitext_hf.evaluation.metrics.functional import xsim, xsim_micro_average
 
     results: dict[str, dict[str, float]] = {}
     for bitext in bitexts:

@@ -1,7 +1,7 @@
 """MuSR evaluation after each stage (paper section 5): similarity search against English and against a non-English
 pivot (the paper's en and zh columns), and BUCC-style mining F1, on the multi-way held-out set.
 
-Per language l (``bitext_hf.metrics.functional``):
+Per language l (``bitext_hf.evaluation.metrics.functional``):
 
 * ``xsim_l-en``: LASER's margin-based error rate (%) of l -> English; ``accuracy_l-en``: top-1 cosine retrieval
   accuracy, the mean of both directions (the paper's "bidirectional similarity search accuracy");
@@ -25,7 +25,7 @@ from torch import nn
 from bitext_hf.data import PairSet
 from bitext_hf.encoders import HFEncoder
 from bitext_hf.evaluation.evaluator import RetrievalEvaluator
-from bitext_hf.metrics.functional import bitext_accuracy, bucc_f1, bucc_labels, xsim
+from bitext_hf.evaluation.metrics.functional import bitext_accuracy, bucc_f1, bucc_labels, xsim
 from bitext_hf.mining import mine
 
 __all__ = ["MuSREvaluator", "bucc_style_f1"]

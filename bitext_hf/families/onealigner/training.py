@@ -4,7 +4,7 @@ figures.
 The model computes its own contrastive loss (``forward(..., return_loss=True)``); :func:`compute_loss` maps the
 ``PairCollator`` batch onto that forward and adds the batch's top-1 accuracy as a logged part. Retrieval evaluation
 scores every evaluation set with ``bitext_hf.families.onealigner`` (one implementation of the evaluation-time
-similarity, its per-block normalization and top-1 accuracy) and LASER's xsim from ``bitext_hf.metrics``.
+similarity, its per-block normalization and top-1 accuracy) and LASER's xsim from ``bitext_hf.evaluation.metrics``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from bitext_hf.evaluation.evaluator import RetrievalEvaluator
+from bitext_hf.evaluation.metrics.functional import xsim_from_similarity
 from bitext_hf.families.onealigner.scoring import encode, normalize_blocks, retrieval_accuracy, similarity_matrix
-from bitext_hf.metrics.functional import xsim_from_similarity
 
 __all__ = [
     "OneAlignerRetrievalEvaluator",

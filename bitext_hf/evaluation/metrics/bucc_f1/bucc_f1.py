@@ -6,7 +6,7 @@ import datasets
 import evaluate
 import numpy as np
 
-from bitext_hf.metrics.functional import bucc_f1
+from bitext_hf.evaluation.metrics.functional import bucc_f1
 
 _DESCRIPTION = """
 BUCC bitext-mining F1. Each input row is one scored candidate pair with its gold label and split ("train" or
@@ -26,7 +26,7 @@ Args:
 Returns:
     precision, recall, f1 (floats in [0, 1]) on the test split and the threshold.
 Examples:
-    >>> bitext_hf.metrics.load("bucc_f1").compute(scores=s, labels=l, splits=sp, n_gold_test=2000)
+    >>> bitext_hf.evaluation.metrics.load("bucc_f1").compute(scores=s, labels=l, splits=sp, n_gold_test=2000)
 """
 
 

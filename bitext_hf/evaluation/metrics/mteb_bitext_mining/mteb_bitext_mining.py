@@ -5,8 +5,8 @@ from __future__ import annotations
 import evaluate
 import numpy as np
 
-from bitext_hf.metrics._module_info import embedding_pair_info
-from bitext_hf.metrics.functional import mteb_bitext_mining
+from bitext_hf.evaluation.metrics._module_info import embedding_pair_info
+from bitext_hf.evaluation.metrics.functional import mteb_bitext_mining
 
 _DESCRIPTION = """
 The metrics of MTEB's BitextMining tasks, so that numbers compare with the MTEB leaderboard: for each gold pair
@@ -21,12 +21,12 @@ Args:
     source_embeddings (list of float lists or np.ndarray (n, d)): the sentence1 embeddings.
     target_embeddings (list of float lists or np.ndarray (n, d)): the sentence2 embeddings (the candidate pool).
         `evaluate` needs as many rows on both sides; for a larger pool (BUCC-style gold over a subset of sources),
-        call bitext_hf.metrics.functional.mteb_bitext_mining directly.
+        call bitext_hf.evaluation.metrics.functional.mteb_bitext_mining directly.
     gold (list of (int, int), optional): gold (source, target) index pairs; defaults to row i with row i.
 Returns:
     accuracy, precision, recall, f1, main_score (floats): fractions in [0, 1]; main_score is f1.
 Examples:
-    >>> bitext_hf.metrics.load("mteb_bitext_mining").compute(source_embeddings=src, target_embeddings=tgt)
+    >>> bitext_hf.evaluation.metrics.load("mteb_bitext_mining").compute(source_embeddings=src, target_embeddings=tgt)
     {'precision': 0.95, 'recall': 0.96, 'f1': 0.955, 'accuracy': 0.96, 'main_score': 0.955}
 """
 

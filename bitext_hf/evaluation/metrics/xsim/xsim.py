@@ -5,8 +5,8 @@ from __future__ import annotations
 import evaluate
 import numpy as np
 
-from bitext_hf.metrics._module_info import embedding_pair_info
-from bitext_hf.metrics.functional import xsim
+from bitext_hf.evaluation.metrics._module_info import embedding_pair_info
+from bitext_hf.evaluation.metrics.functional import xsim
 
 _DESCRIPTION = """
 xsim: the percentage of source sentences whose best-margin target among their k nearest neighbours is not their gold
@@ -24,7 +24,7 @@ Args:
 Returns:
     xsim (float): error rate in percent; errors (int); n (int).
 Examples:
-    >>> metric = bitext_hf.metrics.load("xsim")
+    >>> metric = bitext_hf.evaluation.metrics.load("xsim")
     >>> metric.compute(source_embeddings=src, target_embeddings=tgt, k=4, margin="ratio")
     {'xsim': 3.2, 'errors': 32, 'n': 1000}
 """

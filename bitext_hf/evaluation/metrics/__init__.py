@@ -1,7 +1,7 @@
-"""Bitext metrics: pure numpy functions (`bitext_hf.metrics.functional`) and local `evaluate` modules.
+"""Bitext metrics: pure numpy functions (`bitext_hf.evaluation.metrics.functional`) and local `evaluate` modules.
 
->>> import bitext_hf.metrics
->>> xsim = bitext_hf.metrics.load("xsim")      # loads offline, no hub access
+>>> import bitext_hf.evaluation.metrics
+>>> xsim = bitext_hf.evaluation.metrics.load("xsim")      # loads offline, no hub access
 >>> xsim.compute(source_embeddings=src, target_embeddings=tgt, k=4, margin="ratio")
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bitext_hf.metrics.functional import (
+from bitext_hf.evaluation.metrics.functional import (
     bitext_accuracy,
     bucc_f1,
     bucc_labels,

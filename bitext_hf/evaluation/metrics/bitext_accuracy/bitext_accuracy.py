@@ -5,8 +5,8 @@ from __future__ import annotations
 import evaluate
 import numpy as np
 
-from bitext_hf.metrics._module_info import embedding_pair_info
-from bitext_hf.metrics.functional import bitext_accuracy
+from bitext_hf.evaluation.metrics._module_info import embedding_pair_info
+from bitext_hf.evaluation.metrics.functional import bitext_accuracy
 
 _DESCRIPTION = """
 Top-1 retrieval accuracy by cosine similarity, source -> target and target -> source, and their mean, as
@@ -23,7 +23,7 @@ Args:
 Returns:
     src2tgt_accuracy (float), tgt2src_accuracy (float), accuracy (float): fractions in [0, 1].
 Examples:
-    >>> bitext_hf.metrics.load("bitext_accuracy").compute(source_embeddings=src, target_embeddings=tgt)
+    >>> bitext_hf.evaluation.metrics.load("bitext_accuracy").compute(source_embeddings=src, target_embeddings=tgt)
     {'src2tgt_accuracy': 0.97, 'tgt2src_accuracy': 0.96, 'accuracy': 0.965}
 """
 
