@@ -19,6 +19,7 @@ Every ratio compares numbers measured in this run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import time
@@ -32,17 +33,6 @@ import yaml
 from bench_laser3 import throughput
 
 CONFIG = Path(__file__).resolve().parent.parent / "recipes" / "configs" / "musr-gettext.yaml"
-MODEL_FIELDS = (
-    "hidden_size",
-    "num_encoder_layers",
-    "num_decoder_layers",
-    "num_attention_heads",
-    "encoder_ffn_dim",
-    "decoder_ffn_dim",
-    "dropout",
-    "attention_dropout",
-    "label_smoothing",
-)
 
 
 def seconds_per_step(model: torch.nn.Module, loss_fn: torch.nn.Module, batches: list[dict], warmup: int) -> float:
@@ -75,7 +65,8 @@ def main() -> None:
     from bitext_hf.data.collators import PairCollator
     from bitext_hf.data.filters import tokenize_pairs
     from bitext_hf.families.musr import CrossConSTLoss, load_many_to_one, sample_stage
-    from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
+    from bitext_hf.families.musr.recipe import ArchitectureArguments, ScriptArguments, model_config
+    from bitext_hf.modeling.musr import MuSREncoderDecoder
     from bitext_hf.training import train_tokenizer
 
     torch.set_num_threads(args.threads)
@@ -87,15 +78,10 @@ def main() -> None:
     sentences = random.Random(0).sample(sources, args.sentences)
     tokenizer_texts = random.Random(1).sample([*sources, *pairsets[0].tgt], 60_000)
     tokenizer = train_tokenizer(tokenizer_texts, vocab_size=settings["vocab_size"], model_max_length=max_length)
-    config = MuSRConfig(
-        vocab_size=len(tokenizer),
-        max_position_embeddings=max_length,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
-        **{name: settings[name] for name in MODEL_FIELDS},
-    )
+    # The recipe's own model configuration, from the YAML's architecture fields.
+    names = [field.name for field in dataclasses.fields(ArchitectureArguments) if field.name in settings]
+    architecture = ArchitectureArguments(**{name: settings[name] for name in names})
+    config = model_config(ScriptArguments(max_seq_length=max_length), architecture, tokenizer)
     torch.manual_seed(0)
     model = MuSREncoderDecoder(config)
     lengths = [len(ids) for ids in tokenizer(sentences, truncation=True)["input_ids"]]

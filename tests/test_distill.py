@@ -3,6 +3,8 @@ bad input."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -266,7 +268,26 @@ def test_teacher_cache_computes_once_per_text_set_and_ratio(tiny_tokenizer, tmp_
     TeacherEmbeddingCache(tmp_path, teacher, "other-teacher").get(texts)
     TeacherEmbeddingCache(tmp_path, teacher, "t").get(texts[:1])
     assert teacher.encoded == 7
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_teacher_cache_entries_are_checked_and_a_bad_one_is_encoded_again(tiny_tokenizer, tmp_path, caplog):
+    teacher = CountingTeacher(tiny_tokenizer)
+    texts = ["Where is the station?", "It is raining today."]
+    cache = TeacherEmbeddingCache(tmp_path, teacher, "t")
+    first = np.array(cache.get(texts))
+    path = cache.path_for(texts)
+    data = bytearray(path.read_bytes())
+    data[200] ^= 0xFF  # a flipped bit in the vectors: the checksum fails
+    path.write_bytes(bytes(data))
+    with caplog.at_level("WARNING"):
+        again = TeacherEmbeddingCache(tmp_path, teacher, "t").get(texts)
+    assert teacher.encoded == 4 and "fails its checksum" in caplog.text
+    np.testing.assert_array_equal(again, first)
+    path.unlink()
+    os.mkfifo(path)  # would block a plain open: served never, replaced by a good entry
+    np.testing.assert_array_equal(TeacherEmbeddingCache(tmp_path, teacher, "t").get(texts), first)
+    assert teacher.encoded == 6 and path.is_file()
 
 
 def test_teacher_cache_rejects_bad_teacher_output(tmp_path):
@@ -289,6 +310,14 @@ def test_cosine_distillation_loss():
     assert CosineDistillationLoss()(teacher * 3, teacher).item() == pytest.approx(0.0, abs=1e-6)
     with_contrastive = CosineDistillationLoss(contrastive_weight=0.5)(student, teacher)
     assert with_contrastive.item() > expected.item()
+
+
+def test_training_loss_is_the_checkpoints_distillation_loss(tiny_tokenizer):
+    model = tiny_student(tiny_tokenizer).eval()
+    inputs = tiny_tokenizer(["Where is the station?", "It is raining."], padding=True, return_tensors="pt")
+    teacher = torch.randn(2, 24)
+    output = model(**inputs, teacher_embeddings=teacher)
+    torch.testing.assert_close(CosineDistillationLoss()(output.sentence_embedding, teacher), output.loss)
 
 
 # ---------------------------------------------------------------- training dynamics

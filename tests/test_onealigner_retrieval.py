@@ -135,6 +135,19 @@ def test_mean_pool_similarity_variant(tiny_tokenizer, tiny_parallel_corpus):
     torch.testing.assert_close(raw, vectors_english @ vectors_french.T, atol=1e-5, rtol=1e-5)
 
 
+def test_encode_is_the_model_encode_and_the_pooled_token_features(tiny_model, tiny_tokenizer, caplog):
+    tiny_model.config.max_seq_length = 8
+    sentences = ["The cat sleeps.", " ".join(["the dog runs in the park"] * 6), "Hello."]
+    with caplog.at_level(logging.WARNING):
+        vectors = oa.encode(tiny_model, tiny_tokenizer, sentences, batch_size=2)
+    assert sum("exceed max_seq_length" in record.getMessage() for record in caplog.records) == 1
+    torch.testing.assert_close(vectors, tiny_model.encode(sentences, tiny_tokenizer, batch_size=2))
+    pooled = torch.stack([item.pooled for item in oa.encode_tokens(tiny_model, tiny_tokenizer, sentences, 2)])
+    torch.testing.assert_close(vectors, torch.nn.functional.normalize(pooled.cpu(), dim=-1), atol=1e-5, rtol=1e-5)
+    with pytest.raises(UsageError, match="no tokenizer"):
+        oa.encode(tiny_model, None, sentences)
+
+
 def test_empty_strings_are_refused(tiny_model, tiny_tokenizer):
     with pytest.raises(OneAlignerInputError, match="sentence 1 is empty"):
         oa.similarity_matrix(tiny_model, tiny_tokenizer, ["The cat.", "  "], ["Le chat.", "Bonjour."])

@@ -39,11 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bitext_hf.data.hashing import text_sha256
 from bitext_hf.errors import BitextError
 from bitext_hf.io import atomic_output
-from bitext_hf.mining.shards import text_sha256
 
-__all__ = ["ENV_CACHE_DIR", "EmbeddingCache", "default_cache_dir", "encoder_identity"]
+__all__ = ["ENV_CACHE_DIR", "EmbeddingCache", "default_cache_dir", "encoder_identity", "entry_key"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -88,6 +88,24 @@ def _folder_fingerprint(path: str) -> list:
     return entries
 
 
+def entry_key(
+    texts: Sequence[str], spec: str | os.PathLike | None, pooling: str | None = None, *, context: str | None = None
+) -> str:
+    """The key of the entry holding the embeddings of ``texts`` by the encoder ``spec`` (see the module docstring).
+
+    ``context`` names anything else the vectors depend on (the LASER3 teacher cache keys its curriculum stage with it);
+    left out, the key is the one the CLI has always used.
+    """
+    identity: dict = {"encoder": encoder_identity(spec, pooling)}
+    if spec is not None and os.path.isdir(spec):
+        identity["folder"] = os.path.realpath(spec)
+        identity["files"] = _folder_fingerprint(os.fspath(spec))
+    if context is not None:
+        identity["context"] = context
+    payload = {"version": _KEY_VERSION, "texts": text_sha256(texts), "count": len(texts), **identity}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 class _BadEntry(Exception):
     """An entry that exists but must not be served; the message says why."""
 
@@ -105,9 +123,10 @@ def _bad_values(array: np.ndarray) -> str | None:
     return None
 
 
-def _read_regular_file(path: Path) -> bytearray | None:
-    """The bytes of ``path`` when it is a regular file; None when nothing is there. Never follows a link, never
-    blocks on a FIFO (opened non-blocking, read only after fstat says it is a regular file)."""
+def _read_regular_file(path: Path, memory_map: bool = False) -> bytearray | np.memmap | None:
+    """The bytes of ``path`` when it is a regular file (read, or mapped read-only as uint8 with ``memory_map``); None
+    when nothing is there. Never follows a link, never blocks on a FIFO (opened non-blocking, read or mapped only
+    after fstat says it is a regular file)."""
     try:
         fd = os.open(path, _NO_FOLLOW)
     except (FileNotFoundError, NotADirectoryError):
@@ -120,6 +139,13 @@ def _read_regular_file(path: Path) -> bytearray | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _BadEntry("is not a regular file")
+        if memory_map:
+            if not info.st_size:
+                raise _BadEntry("is empty")
+            # Mapped from the descriptor checked above, not reopened by name. Entries are replaced by rename, never
+            # rewritten in place, so the mapped file keeps the bytes whose checksum is verified.
+            with open(fd, "rb", closefd=False) as handle:
+                return np.memmap(handle, dtype=np.uint8, mode="r")
         data = bytearray(info.st_size)
         view, done = memoryview(data), 0
         while done < len(data):
@@ -134,15 +160,17 @@ def _read_regular_file(path: Path) -> bytearray | None:
     return data
 
 
-def _parse_entry(data: bytearray, key: str, count: int) -> np.ndarray:
+def _parse_entry(data: bytearray | np.memmap, key: str, count: int) -> np.ndarray:
     """The (count, d) float32 array of an entry's bytes, checked: trailer and checksum, header, dtype, shape and
-    values. The array is a writable view of ``data`` (no copy)."""
-    if len(data) < _TRAILER_SIZE or data[-_TRAILER_SIZE : -_TRAILER_SIZE + len(_TRAILER_MARK)] != _TRAILER_MARK:
+    values. The array is a view of ``data`` (no copy): writable over a bytearray, a read-only ``np.memmap`` over a
+    mapping."""
+    view = memoryview(data)
+    if len(view) < _TRAILER_SIZE or view[-_TRAILER_SIZE : -_TRAILER_SIZE + len(_TRAILER_MARK)] != _TRAILER_MARK:
         raise _BadEntry("is truncated or not a cache entry (no checksum trailer)")
-    payload = memoryview(data)[:-_TRAILER_SIZE]
+    payload = view[:-_TRAILER_SIZE]
     digest = hashlib.sha256(key.encode("ascii"))
     digest.update(payload)
-    if digest.digest() != data[-hashlib.sha256().digest_size :]:
+    if digest.digest() != view[-hashlib.sha256().digest_size :]:
         raise _BadEntry("fails its checksum (damaged or changed since it was written)")
     try:
         header = io.BytesIO(payload[: 1 << 17])  # a version 1.0 header is at most 64 KiB
@@ -158,7 +186,8 @@ def _parse_entry(data: bytearray, key: str, count: int) -> np.ndarray:
     offset = header.tell()
     if len(payload) - offset != shape[0] * shape[1] * _DTYPE.itemsize:
         raise _BadEntry(f"holds {len(payload) - offset} bytes of data for shape {shape}")
-    array = np.frombuffer(data, dtype=_DTYPE, count=shape[0] * shape[1], offset=offset).reshape(shape)
+    raw = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+    array = raw[offset : offset + shape[0] * shape[1] * _DTYPE.itemsize].view(_DTYPE).reshape(shape)
     reason = _bad_values(array)
     if reason is not None:
         raise _BadEntry(reason)
@@ -178,22 +207,18 @@ class EmbeddingCache:
         self._write_failed = False
 
     def key(self, texts: Sequence[str], spec: str | os.PathLike | None, pooling: str | None = None) -> str:
-        identity: dict = {"encoder": encoder_identity(spec, pooling)}
-        if spec is not None and os.path.isdir(spec):
-            identity["folder"] = os.path.realpath(spec)
-            identity["files"] = _folder_fingerprint(os.fspath(spec))
-        payload = {"version": _KEY_VERSION, "texts": text_sha256(texts), "count": len(texts), **identity}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+        return entry_key(texts, spec, pooling)
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.npy"
 
-    def load(self, key: str, count: int) -> np.ndarray | None:
-        """The cached float32 (count, d) embeddings (a writable array), or None: absent, or failing a check (then
-        removed, with one warning, so that the run encodes again and stores a good entry in its place)."""
+    def load(self, key: str, count: int, *, memory_map: bool = False) -> np.ndarray | None:
+        """The cached float32 (count, d) embeddings (a writable array; with ``memory_map`` a read-only ``np.memmap``,
+        for arrays too large to hold in memory twice), or None: absent, or failing a check (then removed, with one
+        warning, so that the run encodes again and stores a good entry in its place)."""
         path = self.path(key)
         try:
-            data = _read_regular_file(path)
+            data = _read_regular_file(path, memory_map)
             return None if data is None else _parse_entry(data, key, count)
         except _BadEntry as bad:
             self._reported.add(key)
@@ -207,16 +232,17 @@ class EmbeddingCache:
             logger.warning("%s: cache entry %s; %s, encoding again", path, bad, outcome)
             return None
 
-    def store(self, key: str, embeddings: np.ndarray) -> None:
-        """Write the entry of ``key`` atomically; a failure is one warning for the run (the run goes on), after
-        which the cache is not written again. Embeddings that a later load would refuse are not stored."""
+    def store(self, key: str, embeddings: np.ndarray) -> bool:
+        """Write the entry of ``key`` atomically and say whether it was written; a failure is one warning for the run
+        (the run goes on), after which the cache is not written again. Embeddings that a later load would refuse are
+        not stored."""
         if self._write_failed:
-            return
+            return False
         array = np.ascontiguousarray(embeddings, dtype=_DTYPE)
         reason = "is not 2-D" if array.ndim != 2 or 0 in array.shape else _bad_values(array)
         if reason is not None:  # the run reports these embeddings itself where they matter
             logger.info("not caching embeddings that %s", reason.removeprefix("is ").removeprefix("holds "))
-            return
+            return False
         path = self.path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -230,6 +256,8 @@ class EmbeddingCache:
                 logger.info("%s: could not replace the cache entry (%s)", path, error)
             else:
                 logger.warning("%s: could not write the encoding cache (%s); continuing without it", path, error)
+            return False
+        return True
 
 
 def _write_entry(handle, key: str, array: np.ndarray) -> None:

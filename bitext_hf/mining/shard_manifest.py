@@ -4,13 +4,12 @@ SHA-256; read strictly, so that a tampered or foreign file is one line naming it
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from bitext_hf.data.hashing import text_sha256
 from bitext_hf.errors import DataValidationError
 from bitext_hf.io import atomic_output
 
@@ -33,16 +32,6 @@ DTYPES = ("float32", "float16")
 _FORMAT = "bitext-hf-embeddings"
 _VERSION = 1
 SHARD_NAME = re.compile(r"shard-\d{5,}\.npy")
-
-
-def text_sha256(texts: Sequence[str]) -> str:
-    """SHA-256 of the sentences, each followed by ``\\n`` (UTF-8): for text read from a file with LF line ends, the
-    ``sha256sum`` of that file."""
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

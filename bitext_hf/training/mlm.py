@@ -1,4 +1,5 @@
-"""Masked-LM pre-training of a freshly initialized encoder, as a ``transformers.Trainer`` run.
+"""Masked-LM pre-training of a freshly initialized encoder, as a ``transformers.Trainer`` run, and the config of such
+an encoder (``random_encoder_config``: XLM-R-like, sized by the recipe, over a tokenizer trained here).
 
 ``pretrain_mlm`` trains ``AutoModelForMaskedLM.from_config(config)`` on already tokenized text with
 ``DataCollatorForLanguageModeling`` (15% of tokens: 80% ``<mask>``, 10% random, 10% kept) and saves the encoder
@@ -15,7 +16,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from transformers import (
@@ -24,16 +25,43 @@ from transformers import (
     PretrainedConfig,
     Trainer,
     TrainingArguments,
+    XLMRobertaConfig,
 )
 
 from bitext_hf.errors import UsageError
 
-__all__ = ["MLM_FOLDER", "pretrain_mlm"]
+__all__ = ["MLM_FOLDER", "EncoderSizes", "pretrain_mlm", "random_encoder_config"]
 
 logger = logging.getLogger(__name__)
 
 MLM_FOLDER = "mlm-encoder"
 _SETTINGS_FILE = "mlm_settings.json"
+
+
+class EncoderSizes(Protocol):
+    """The sizes of a random encoder, as the recipes' arguments name them."""
+
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_seq_length: int
+
+
+def random_encoder_config(tokenizer: Any, sizes: EncoderSizes) -> XLMRobertaConfig:
+    """An XLM-R-like encoder config of ``sizes`` over ``tokenizer`` (its vocabulary and special ids), with a position
+    table for ``sizes.max_seq_length`` tokens: XLM-R numbers positions from after the padding id."""
+    return XLMRobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=sizes.hidden_size,
+        num_hidden_layers=sizes.num_hidden_layers,
+        num_attention_heads=sizes.num_attention_heads,
+        intermediate_size=sizes.intermediate_size,
+        pad_token_id=tokenizer.pad_token_id,
+        max_position_embeddings=sizes.max_seq_length + 2 + tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
 
 
 def pretrain_mlm(

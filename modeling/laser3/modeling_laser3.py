@@ -28,7 +28,19 @@ from transformers.utils import ModelOutput
 
 from .configuration_laser3 import Laser3StudentConfig
 
-__all__ = ["Laser3PreTrainedModel", "Laser3Student", "Laser3StudentOutput"]
+__all__ = ["Laser3PreTrainedModel", "Laser3Student", "Laser3StudentOutput", "cosine_distillation_loss"]
+
+
+def cosine_distillation_loss(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """The distillation loss of the paper: mean over the batch of `1 - cos(student_i, teacher_i)`.
+
+    Args:
+        student: `(batch, d)` student sentence embeddings; need not be normalized.
+        teacher: `(batch, d)` teacher embeddings of the same sentences (or their translations), cast to the
+            student's dtype.
+    """
+    teacher = teacher.to(student.dtype)
+    return (1.0 - F.cosine_similarity(student, teacher, dim=-1)).mean()
 
 
 @dataclass
@@ -257,8 +269,7 @@ class Laser3Student(Laser3PreTrainedModel):
         if labels is not None:
             loss = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
         if teacher_embeddings is not None:
-            teacher_embeddings = teacher_embeddings.to(sentence_embedding.dtype)
-            distillation = (1.0 - F.cosine_similarity(sentence_embedding, teacher_embeddings, dim=-1)).mean()
+            distillation = cosine_distillation_loss(sentence_embedding, teacher_embeddings)
             loss = distillation if loss is None else loss + distillation
 
         output = Laser3StudentOutput(

@@ -10,13 +10,13 @@ error naming the file, never silently used.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from bitext_hf.data.hashing import text_sha256
 from bitext_hf.errors import DataValidationError
 from bitext_hf.families.contrastive_align.aligners import Aligner, Directional
 from bitext_hf.families.contrastive_align.symmetrize import Link, check_links, drop_identical, one_to_one, symmetrize
@@ -34,13 +34,11 @@ def cache_path(
     target_words: Sequence[Sequence[str]],
 ) -> Path:
     """Where the directional links of this aligner on this corpus are cached (content hash)."""
-    digest = hashlib.sha256(aligner.cache_key().encode())
+    # One text a sentence (its words joined by a separator no word contains), each side after its count.
+    texts = [aligner.cache_key()]
     for side in (source_words, target_words):
-        for words in side:
-            digest.update("\u241f".join(words).encode())  # a separator no word contains
-            digest.update(b"\n")
-        digest.update(b"\x00")
-    return Path(cache_dir) / f"alignments-{digest.hexdigest()[:32]}.json"
+        texts += [str(len(side)), *("\u241f".join(words) for words in side)]
+    return Path(cache_dir) / f"alignments-{text_sha256(texts)[:32]}.json"
 
 
 def _read_cache(path: Path, source_words: Sequence[Sequence[str]], target_words: Sequence[Sequence[str]]) -> tuple:

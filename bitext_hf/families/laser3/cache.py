@@ -1,12 +1,14 @@
-"""Teacher embeddings computed once and cached on disk as memory-mapped ``.npy`` files.
+"""Teacher embeddings computed once, cached on disk and served memory-mapped.
 
-The key is a hash of the teacher id, the curriculum prefix ratio and the exact texts, so a cache never serves
-embeddings of other texts or of another teacher; with the curriculum each prefix stage has its own file.
+The entries are the encoding cache's (:mod:`bitext_hf.mining.embedding_cache`): written atomically, served only from
+a regular file whose checksum, shape and values (finite, no all-zero row) hold, and encoded again otherwise. The key
+covers the teacher id (a local teacher folder by its files too), the curriculum prefix ratio and the exact texts, so
+a cache never serves embeddings of other texts or of another teacher; with the curriculum each prefix stage has its
+own entry. Files of the earlier ``teacher-<hash>.npy`` layout have other names and are never read.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.families.laser3.errors import DistillationDataError
-from bitext_hf.io import atomic_output, non_regular_kind
+from bitext_hf.mining.embedding_cache import EmbeddingCache, entry_key
 
 __all__ = ["TeacherEmbeddingCache", "cache_key"]
 
@@ -24,14 +26,8 @@ logger = logging.getLogger(__name__)
 
 
 def cache_key(teacher_id: str, texts: Sequence[str], prefix_ratio: float = 1.0) -> str:
-    """A stable hex digest of (teacher id, prefix ratio, texts); texts are length-prefixed so joins cannot collide."""
-    digest = hashlib.sha256()
-    digest.update(f"{teacher_id}\0{prefix_ratio:.6f}\0{len(texts)}\0".encode())
-    for text in texts:
-        encoded = text.encode("utf-8")
-        digest.update(len(encoded).to_bytes(8, "little"))
-        digest.update(encoded)
-    return digest.hexdigest()[:32]
+    """The hex key of (teacher id, prefix ratio, texts): the encoding cache's key, the ratio as its context."""
+    return entry_key(texts, teacher_id, context=f"prefix ratio {prefix_ratio:.6f}")
 
 
 class TeacherEmbeddingCache:
@@ -53,34 +49,35 @@ class TeacherEmbeddingCache:
         self.teacher = teacher
         self.teacher_id = teacher_id
         self.batch_size = batch_size
+        self._entries = EmbeddingCache(self.cache_dir)
 
     def path_for(self, texts: Sequence[str], prefix_ratio: float = 1.0) -> Path:
-        return self.cache_dir / f"teacher-{cache_key(self.teacher_id, texts, prefix_ratio)}.npy"
+        return self._entries.path(cache_key(self.teacher_id, texts, prefix_ratio))
 
     def get(self, texts: Sequence[str], prefix_ratio: float = 1.0) -> np.ndarray:
         """Embeddings of ``texts`` (already cut to ``prefix_ratio``, which only keys the cache), shape (n, d).
 
-        Read-only memory map of the cached file; computed and written atomically on the first request.
+        A read-only memory map of the cached entry; computed and written on the first request. Where the entry
+        cannot be written (a read-only folder, a full disk: one warning) or would not be served (NaN, an all-zero
+        row), the computed array itself.
         """
         if len(texts) == 0:
             raise DistillationDataError("cannot compute teacher embeddings of an empty list of texts")
-        path = self.path_for(texts, prefix_ratio)
-        kind = non_regular_kind(path)
-        if kind is not None:  # a FIFO would block the read, a link would be read through
-            raise DistillationDataError(f"teacher cache {path} is {kind}; remove it to compute the embeddings again")
-        if not path.exists():
-            embeddings = np.asarray(self.teacher.encode(list(texts), batch_size=self.batch_size), dtype=np.float32)
-            if embeddings.ndim != 2 or embeddings.shape[0] != len(texts):
-                raise DistillationDataError(
-                    f"teacher {self.teacher_id!r} returned embeddings of shape {embeddings.shape} for {len(texts)} "
-                    "texts; expected (n_texts, dim)"
-                )
-            with atomic_output(path, "wb", follow_symlinks=False) as handle:
-                np.save(handle, embeddings)
-            logger.info("Cached %d teacher embeddings (ratio %.2f) in %s", len(texts), prefix_ratio, path)
-        embeddings = np.load(path, mmap_mode="r")
-        if embeddings.shape[0] != len(texts):
+        key = cache_key(self.teacher_id, texts, prefix_ratio)
+        cached = self._entries.load(key, len(texts), memory_map=True)
+        if cached is not None:
+            return cached
+        embeddings = np.asarray(self.teacher.encode(list(texts), batch_size=self.batch_size), dtype=np.float32)
+        if embeddings.ndim != 2 or embeddings.shape[0] != len(texts):
             raise DistillationDataError(
-                f"teacher cache {path} holds {embeddings.shape[0]} rows for {len(texts)} texts"
+                f"teacher {self.teacher_id!r} returned embeddings of shape {embeddings.shape} for {len(texts)} "
+                "texts; expected (n_texts, dim)"
             )
-        return embeddings
+        if not self._entries.store(key, embeddings):
+            return embeddings
+        logger.info(
+            "Cached %d teacher embeddings (ratio %.2f) in %s", len(texts), prefix_ratio, self._entries.path(key)
+        )
+        # Served from the entry just written, so that the training keeps the page cache's copy, not a second one.
+        stored = self._entries.load(key, len(texts), memory_map=True)
+        return embeddings if stored is None else stored

@@ -1,4 +1,8 @@
-"""Distillation losses as small ``nn.Module``s."""
+"""Distillation losses as small ``nn.Module``s.
+
+The cosine term is the shipped model's own (``Laser3Student.forward`` computes it when given teacher embeddings), so
+training and the checkpoint's loss are one function.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bitext_hf.errors import UsageError
+from bitext_hf.modeling.laser3 import cosine_distillation_loss
 
 __all__ = ["CosineDistillationLoss"]
 
@@ -34,10 +39,9 @@ class CosineDistillationLoss(nn.Module):
         self.temperature = temperature
 
     def forward(self, student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-        teacher = teacher.to(student.dtype)
-        student_unit, teacher_unit = F.normalize(student, dim=-1), F.normalize(teacher, dim=-1)
-        loss = (1.0 - (student_unit * teacher_unit).sum(dim=-1)).mean()
+        loss = cosine_distillation_loss(student, teacher)
         if self.contrastive_weight > 0 and student.shape[0] > 1:
+            student_unit, teacher_unit = F.normalize(student, dim=-1), F.normalize(teacher.to(student.dtype), dim=-1)
             logits = student_unit @ teacher_unit.T / self.temperature
             targets = torch.arange(student.shape[0], device=student.device)
             loss = loss + self.contrastive_weight * F.cross_entropy(logits, targets)

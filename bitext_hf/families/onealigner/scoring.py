@@ -1,8 +1,8 @@
 """Text-level OneAligner scoring: tokenize, encode once, score corpora block by block, re-rank candidates.
 
-Every function takes ``(model, tokenizer, texts, ...)``: the model keeps no tokenizer, and only its public methods
-(``features``, ``similarity``, ``fit_idf``) and the public BERTScore functions of
-``bitext_hf.modeling.onealigner`` are used, so the model folder ships to the hub without this module.
+Every function takes ``(model, tokenizer, texts, ...)`` and uses only the model's public methods (``encode``,
+``features``, ``similarity``, ``fit_idf``) and the public BERTScore functions of ``bitext_hf.modeling.onealigner``,
+so the model folder ships to the hub without this module.
 
 In-batch normalization at evaluation time is applied per block of ``batch_size`` sources x ``batch_size`` targets
 (``config.eval_batch_size`` by default, the paper's evaluation batch): a score depends only on its block.
@@ -126,10 +126,17 @@ def encode_tokens(
 def encode(
     model: OneAlignerModel, tokenizer: Any, sentences: Sequence[str], batch_size: int = 64, normalize: bool = True
 ) -> torch.Tensor:
-    """Mean-pooled layer-L sentence vectors `(n, hidden)` (L2-normalized by default): the first-stage index, and
-    what the sentence-transformers export computes."""
-    pooled = torch.stack([item.pooled for item in encode_tokens(model, tokenizer, sentences, batch_size)])
-    return F.normalize(pooled, dim=-1) if normalize else pooled
+    """Mean-pooled layer-L sentence vectors `(n, hidden)` float32 on CPU (L2-normalized by default): the first-stage
+    index, and what the sentence-transformers export computes.
+
+    `OneAlignerModel.encode`, after the checks every function here makes (a tokenizer, strings, no empty sentence)
+    and its one warning about overlong sentences.
+    """
+    # The ids are dropped: tokenizing is cheap next to the encoder, and the model truncates the same way (the final
+    # special token kept), so the shipped method stays the only implementation of the pooled vectors.
+    tokenize(model, tokenizer, sentences)
+    batch_size = batch_size or model.config.eval_batch_size
+    return model.encode(list(sentences), tokenizer, batch_size=batch_size, normalize=normalize)
 
 
 def fit_idf(model: OneAlignerModel, tokenizer: Any, sentences: Sequence[str]) -> torch.Tensor:
@@ -263,7 +270,7 @@ def retrieval_accuracy(scores: torch.Tensor) -> dict[str, float]:
 
     Returns:
         `{"src2tgt_accuracy", "tgt2src_accuracy", "accuracy"}` (fractions; accuracy is their mean), the keys of
-        `bitext_hf.metrics.functional.bitext_accuracy`.
+        `bitext_hf.evaluation.metrics.functional.bitext_accuracy`.
     """
     if scores.ndim != 2 or scores.shape[0] != scores.shape[1]:
         raise OneAlignerUsageError(f"retrieval_accuracy needs a square score matrix, got {tuple(scores.shape)}.")
