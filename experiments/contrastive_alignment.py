@@ -16,6 +16,11 @@ every seed (``--held_out_seed 0``: the held-out draw is data, the seed is traini
 links are computed once and shared by every base and run (the cache is keyed by words). The unaligned base is
 evaluated once per base: without training its evaluation is deterministic, so its std is 0 by construction.
 
+Zero-shot transfer (``--zero_shot``, on by default): after each run, a linear head learns on English which application
+(gettext domain) a UI message comes from, over the run's exported sentence embeddings, and is tested on the other
+languages' translations of held-out messages (``bitext_hf.evaluation.zero_shot_transfer``, the run's seed; the
+unaligned base over the same seeds). Those messages are kept out of the alignment pairs.
+
     OMP_NUM_THREADS=1 python experiments/contrastive_alignment.py
 
 Writes ``<output_dir>/results.json`` (every run's numbers, mean and std per base and variant) and
@@ -46,6 +51,7 @@ from common import (
     run_script,
     seed_count_or_list,
     translation_pairs,
+    true_or_false,
     write_results,
 )
 
@@ -62,8 +68,10 @@ VARIANTS: dict[str, list[str]] = {
 }
 BASE_ROW = "unaligned base"
 METRICS = ("word_accuracy", "xsim", "sentence_accuracy")
-# Accuracies are fractions, xsim is already a percentage (bitext_hf.metrics): the table shows all three in percent.
+# Accuracies are fractions, xsim is already a percentage (bitext_hf.evaluation.metrics): the table shows all three in
+# percent.
 SCALE = {"word_accuracy": 100.0, "xsim": 1.0, "sentence_accuracy": 100.0}
+ZERO_SHOT = "zero_shot_accuracy"  # mean over the languages other than English; "<lang>/zero_shot_accuracy" each
 CONFIG = REPO / "recipes" / "configs" / "align_contrastive-gettext.yaml"
 
 
@@ -121,19 +129,128 @@ def build_parser() -> argparse.ArgumentParser:
         help="Word aligner of the recipe: eflomal, similarity or auto (default: eflomal when installed, else "
         "similarity).",
     )
+    parser.add_argument(
+        "--zero_shot",
+        type=true_or_false,
+        default=True,
+        help="Zero-shot transfer after every run: which application a gettext message comes from, a linear head\n"
+        "trained on English, tested on the other languages (default: true).",
+    )
+    parser.add_argument(
+        "--zero_shot_catalogs",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="Locale folders holding <lang>/LC_MESSAGES/*.mo for the zero-shot task (default: the system's and\n"
+        "installed Python packages' locale folders).",
+    )
+    parser.add_argument(
+        "--zero_shot_apps",
+        type=int,
+        default=10,
+        help="Applications (classes), those with most messages (default: 10).",
+    )
+    parser.add_argument(
+        "--zero_shot_per_app",
+        type=int,
+        default=100,
+        help="Messages per application, half to train the head, half to test (default: 100).",
+    )
+    parser.add_argument(
+        "--zero_shot_min_per_app",
+        type=int,
+        default=20,
+        help="Applications with fewer messages in every language are left out (default: 20).",
+    )
     return parser
 
 
+class ZeroShotTask:
+    """Which application a gettext message comes from: English training examples of the head, test examples in
+    English (in-language reference) and every language, on disjoint messages (half of each application)."""
+
+    def __init__(self, args: argparse.Namespace, languages: list[str]) -> None:
+        from bitext_hf.data.gettext import gettext_application_examples
+        from bitext_hf.errors import DataValidationError, UsageError
+
+        if args.zero_shot_min_per_app < 2 or args.zero_shot_apps < 2 or args.zero_shot_per_app < 2:
+            raise UsageError("--zero_shot_apps, --zero_shot_per_app and --zero_shot_min_per_app must be >= 2")
+        try:
+            examples = gettext_application_examples(
+                languages,
+                args.zero_shot_catalogs,
+                per_application=args.zero_shot_per_app,
+                min_per_application=args.zero_shot_min_per_app,
+                max_applications=args.zero_shot_apps,
+                min_words=3,
+                max_words=30,
+                seed=0,  # the data, fixed: the seeds vary the training and the head
+            )
+        except DataValidationError as error:
+            raise DataValidationError(f"{error}; or run without it: --zero_shot false") from None
+        # The examples are parallel and grouped by application: the first half of each group trains the head.
+        positions: dict[str, list[int]] = {}
+        for position, (_, label) in enumerate(examples["en"]):
+            positions.setdefault(label, []).append(position)
+        train_rows = [row for rows in positions.values() for row in rows[: len(rows) // 2]]
+        test_rows = [row for rows in positions.values() for row in rows[len(rows) // 2 :]]
+        self.train = [examples["en"][row] for row in train_rows]
+        self.tests = {language: [examples[language][row] for row in test_rows] for language in examples}
+        self.english = {text for text, _ in examples["en"]}
+        self.applications = {label: len(rows) for label, rows in positions.items()}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "applications": self.applications,
+            "train (en)": len(self.train),
+            "test per language": len(self.tests["en"]),
+        }
+
+    def evaluate(self, english: Path, per_language: dict[str, Path], seed: int, max_length: int) -> dict[str, float]:
+        """One run: English through ``english``'s encoder, each language through its own folder when given."""
+        from bitext_hf.evaluation import zero_shot_transfer
+
+        encoders = {language: sentence_encoder(path, max_length).encode for language, path in per_language.items()}
+        metrics = zero_shot_transfer(
+            sentence_encoder(english, max_length).encode, self.train, self.tests, seed=seed, test_encoders=encoders
+        )
+        return zero_shot_metrics(metrics)
+
+
+def sentence_encoder(path: Path, max_length: int) -> Any:
+    """Mean-pooled, L2-normalized sentence embeddings of a folder: its sentence-transformers stack when it has one
+    (the recipe's exports, MiniLM), else the plain encoder, truncated as the recipe's evaluation truncates."""
+    from bitext_hf.encoders import load_encoder
+
+    if (path / "modules.json").is_file():
+        return load_encoder(path)
+    return load_encoder(path, pooling="mean", max_length=max_length)
+
+
+def zero_shot_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """``zero_shot_transfer``'s keys under this experiment's names."""
+    renamed = {ZERO_SHOT: float(metrics["transfer_accuracy"])}
+    renamed.update({key.replace("/accuracy", f"/{ZERO_SHOT}"): float(v) for key, v in metrics.items() if "/" in key})
+    return renamed
+
+
 def prepare_pairs(
-    folder: Path, languages: list[str], files: dict[str, Path], train_pairs: int, held_out: int
+    folder: Path,
+    languages: list[str],
+    files: dict[str, Path],
+    train_pairs: int,
+    held_out: int,
+    exclude: frozenset[str] = frozenset(),
 ) -> dict[str, int]:
-    """One TSV (English<TAB>xx) per language: a fixed sample of train + held-out pairs."""
+    """One TSV (English<TAB>xx) per language: a fixed sample of train + held-out pairs, none with its English in
+    ``exclude`` (the zero-shot task's messages: aligning on them would leak its test set into training)."""
     sizes = {}
     for language in languages:
         pairs = [
             (english, translation)
             for english, translation in translation_pairs(language, files)
             if 3 <= len(english.split()) <= 30
+            and english not in exclude
             and english.strip() != translation.strip()
             and "\t" not in english + translation
             and "\n" not in english + translation
@@ -204,17 +321,28 @@ def flatten(metrics: dict[str, float], languages: list[str]) -> dict[str, float]
     return {key: float(metrics[key]) for key in keys}
 
 
-def markdown(reports: dict[str, dict[str, Any]], languages: list[str], regime: str) -> str:
+def markdown(reports: dict[str, dict[str, Any]], languages: list[str], regime: str, zero_shot: bool) -> str:
     """The regime, then one row per base and variant, mean +- std over seeds in percent, averages then each
-    language."""
-    head = ["base", "variant", "seeds", "word acc", "xsim", "sent acc", *(f"{lang} word / xsim" for lang in languages)]
+    language; with ``zero_shot``, its accuracy (mean over languages, English in-language, then per language)."""
+    per_language_head = "word / xsim / zero-shot" if zero_shot else "word / xsim"
+    head = ["base", "variant", "seeds", "word acc", "xsim", "sent acc"]
+    head += ["zero-shot acc", "en zero-shot (in-language)"] if zero_shot else []
+    head += [f"{lang} {per_language_head}" for lang in languages]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row_name, report in reports.items():
         base, variant = row_name.split(" :: ")
         mean, std = report["mean"], report["std"]
-        averages = [f"{SCALE[key] * mean[key]:.1f} +- {SCALE[key] * std[key]:.1f}" for key in METRICS]
+
+        def cell(key: str, scale: float = 100.0, mean: dict = mean, std: dict = std) -> str:
+            return f"{scale * mean[key]:.1f} +- {scale * std[key]:.1f}"
+
+        averages = [cell(key, SCALE[key]) for key in METRICS]
+        if zero_shot:
+            averages += [cell(ZERO_SHOT), cell(f"en/{ZERO_SHOT}")]
         per_language = [
-            f"{100 * mean[f'{lang}/word_accuracy']:.1f} / {mean[f'{lang}/xsim']:.1f}" for lang in languages
+            f"{100 * mean[f'{lang}/word_accuracy']:.1f} / {mean[f'{lang}/xsim']:.1f}"
+            + (f" / {cell(f'{lang}/{ZERO_SHOT}')}" if zero_shot else "")
+            for lang in languages
         ]
         cells = [BASES[base], variant, str(len(report["seeds"])), *averages, *per_language]
         lines.append("| " + " | ".join(cells) + " |")
@@ -226,7 +354,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     from transformers import TrainingArguments
 
     from bitext_hf.errors import UsageError
-    from bitext_hf.evaluation import run_over_seeds
+    from bitext_hf.evaluation import ZeroShotTransfer, run_over_seeds
     from bitext_hf.families.contrastive_align import eflomal_available
     from bitext_hf.training import parse_args
 
@@ -241,7 +369,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     aligner = args.aligner or ("eflomal" if eflomal_available() else "similarity")
     files = pair_files(args.pairs)
     folder = prepare_run_folder(args.output_dir, args.overwrite)
-    sizes = prepare_pairs(folder, languages, files, args.train_pairs, args.held_out)
+    task = ZeroShotTask(args, languages) if args.zero_shot else None
+    exclude = frozenset(task.english) if task is not None else frozenset()
+    sizes = prepare_pairs(folder, languages, files, args.train_pairs, args.held_out, exclude)
     recipe = load_recipe("align_contrastive")
     (folder / "results").mkdir()
 
@@ -309,6 +439,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             *parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=arguments)
         )
         results = json.loads(json.dumps(results))  # the JSON form, as saved
+        if task is not None:
+            # Before the checkpoints go: the run's exports (encoder/, and encoder-<lang>/ for linear's maps).
+            per_language = {lang: output_dir / f"encoder-{lang}" for lang in languages}
+            per_language = {lang: path for lang, path in per_language.items() if path.is_dir()}
+            results["zero_shot"] = task.evaluate(output_dir / "encoder", per_language, seed, args.max_length)
         results["minutes"] = (time.perf_counter() - tick) / 60
         results["arguments"] = arguments
         (folder / "results" / f"{name}.json").write_text(json.dumps(results, indent=2, sort_keys=True), "utf-8")
@@ -327,14 +462,21 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                 if not untrained:
                     untrained.update(flatten(results["initial"], languages))
                 minutes.setdefault(f"{base} :: {variant}", []).append(results["minutes"])
-                return flatten(results["final"], languages)
+                return {**flatten(results["final"], languages), **results.get("zero_shot", {})}
 
             report = run_over_seeds(evaluate, args.seeds)
             if f"{base} :: {BASE_ROW}" not in reports:
-                # No training: the evaluation is deterministic, so every seed gives these numbers (std 0).
-                base_report = run_over_seeds(
-                    lambda seed, values=untrained: values, report.seeds, seed_everything=False
-                )
+                # No training: the retrieval evaluation is deterministic, so every seed gives its numbers (std 0);
+                # the zero-shot head still varies with the seed, over embeddings computed once.
+                heads = None
+                if task is not None:
+                    encoder = sentence_encoder(base_paths[base], args.max_length)
+                    heads = ZeroShotTransfer(encoder.encode, task.train, task.tests)
+
+                def base_row(seed: int, values: dict = untrained, heads: Any = heads) -> dict[str, float]:
+                    return {**values, **(zero_shot_metrics(heads(seed)) if heads is not None else {})}
+
+                base_report = run_over_seeds(base_row, report.seeds, seed_everything=False)
                 reports[f"{base} :: {BASE_ROW}"] = base_report.to_dict()
             reports[f"{base} :: {variant}"] = report.to_dict()
     regime = (
@@ -347,13 +489,21 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         )
         + "."
     )
-    table = markdown(reports, languages, regime)
+    if task is not None:
+        regime += (
+            f" Zero-shot acc: which of {len(task.applications)} applications a gettext message comes from, a linear "
+            f"head trained on {len(task.train)} English messages over the sentence embeddings (mean pooling), "
+            f"tested on {len(task.tests['en'])} other messages in each language (mean over {', '.join(languages)}; "
+            "English: in-language reference)."
+        )
+    table = markdown(reports, languages, regime, task is not None)
     summary = {
         "experiment": "contrastive_alignment",
         "languages": languages,
         "pairs per language (train + held-out)": sizes,
         "held_out": args.held_out,
         "aligner": aligner,
+        "zero-shot task": task.describe() if task is not None else None,
         "bases": {base: BASES[base] for base in base_paths},
         "minutes per run": {name: float(np.mean(values)) for name, values in minutes.items()},
         "total minutes": (time.perf_counter() - started) / 60,

@@ -76,6 +76,11 @@ def test_zero_shot_transfer_rewards_an_aligned_space() -> None:
     assert aligned == {"en/accuracy": 1.0, "fr/accuracy": 1.0, "transfer_accuracy": 1.0}
     unaligned = zero_shot_transfer(_encoder(False), _TRAIN, _TESTS, seed=0, epochs=30)
     assert unaligned["en/accuracy"] == 1.0 and unaligned["transfer_accuracy"] == 0.0
+    # A per-language encoder (a linear mapping's W) embeds French its own way, English keeps ``encode``.
+    mapped = zero_shot_transfer(
+        _encoder(False), _TRAIN, _TESTS, seed=0, epochs=30, test_encoders={"fr": _encoder(True)}
+    )
+    assert mapped == {"en/accuracy": 1.0, "fr/accuracy": 1.0, "transfer_accuracy": 1.0}
 
 
 def test_zero_shot_over_seeds_and_bad_data() -> None:

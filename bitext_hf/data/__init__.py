@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from bitext_hf.data.embeddings import read_embeddings
 from bitext_hf.data.filters import drop_overlap, filter_pairs, min_tokens, min_words, split_held_out
-from bitext_hf.data.gettext import clean_message, find_catalogs, gettext_pairs, read_gettext
+from bitext_hf.data.gettext import (
+    clean_message,
+    find_catalogs,
+    gettext_application_examples,
+    gettext_pairs,
+    read_gettext,
+)
 from bitext_hf.data.mteb import read_mteb
 from bitext_hf.data.readers import (
     DEFAULT_MAX_LINE_CHARS,
@@ -39,6 +45,7 @@ __all__ = [
     "drop_overlap",
     "filter_pairs",
     "find_catalogs",
+    "gettext_application_examples",
     "gettext_pairs",
     "is_english",
     "load_monolingual",

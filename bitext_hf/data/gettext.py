@@ -2,22 +2,27 @@
 
 Software localisation catalogs are genuine human translations of English interface messages, the same kind of data
 as OPUS's GNOME / KDE / Ubuntu corpora. Every Linux machine and many Python packages carry thousands of them, in
-close to two hundred languages, which makes them the offline source of real parallel data for this package.
+close to two hundred languages, which makes them the offline source of real parallel data for this package. The
+catalog a message comes from (its gettext domain: the application) is a label too: :func:`gettext_application_examples`
+turns the catalogs into an offline multilingual classification task for zero-shot transfer.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import re
 import site
 import sys
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from bitext_hf.data.readers import DataValidationError
+from bitext_hf.errors import UsageError
 
-__all__ = ["clean_message", "find_catalogs", "gettext_pairs", "read_gettext"]
+__all__ = ["clean_message", "find_catalogs", "gettext_application_examples", "gettext_pairs", "read_gettext"]
 
 logger = logging.getLogger(__name__)
 
@@ -126,3 +131,124 @@ def gettext_pairs(
             seen_tgt.add(tgt)
             pairs.append((src, tgt))
     return pairs
+
+
+def _word_count(text: str) -> int:
+    return len(_PLACEHOLDER.sub(" ", text).split())
+
+
+def _has_letters(text: str) -> bool:
+    return bool(_LETTER.search(_PLACEHOLDER.sub(" ", text)))
+
+
+def _read_domains(
+    lang: str, roots: Iterable[str | os.PathLike] | None
+) -> tuple[dict[str, dict[str, str]], dict[str, set[str]], dict[str, set[str]]]:
+    """({domain: {English: translation}}, {English: domains}, {translation: domains}) over ``lang``'s catalogs.
+
+    The two indexes count every translated entry, before any filter: a message is ambiguous as soon as two
+    applications carry it, whether or not the other one's entry would have been kept.
+    """
+    messages: dict[str, dict[str, str]] = defaultdict(dict)
+    english_domains: dict[str, set[str]] = defaultdict(set)
+    translation_domains: dict[str, set[str]] = defaultdict(set)
+    for catalog in find_catalogs(lang, roots):
+        try:
+            entries = read_gettext(catalog)
+        except DataValidationError as error:
+            logger.warning("skipping %s", error)
+            continue
+        domain = catalog.stem  # the gettext domain: one application (its .mo and .po are the same catalog)
+        for msgid, msgstr in entries:
+            english, translation = clean_message(msgid), clean_message(msgstr)
+            english_domains[english].add(domain)
+            translation_domains[translation].add(domain)
+            messages[domain].setdefault(english, translation)  # sorted catalog paths: the first one wins
+    return messages, english_domains, translation_domains
+
+
+def gettext_application_examples(
+    languages: Sequence[str],
+    roots: Iterable[str | os.PathLike] | None = None,
+    *,
+    per_application: int = 100,
+    min_per_application: int = 2,
+    max_applications: int | None = None,
+    min_words: int = 1,
+    max_words: int | None = None,
+    seed: int = 0,
+) -> dict[str, list[tuple[str, str]]]:
+    """Which application a message comes from: ``{"en": [(msgid, app), ...], lang: [(msgstr, app), ...]}``.
+
+    The label is the gettext domain (the catalog's file name, e.g. ``coreutils``), the texts are the cleaned
+    messages (:func:`clean_message`), English from the msgids and every language in ``languages`` from its
+    translations. Only messages translated into every language are kept, so the lists are parallel: the i-th
+    example of every language is the same message, ordered by application then at random. Dropped: messages whose
+    English or one of whose translations appears in more than one application (the label would be ambiguous),
+    translations equal to the English, texts without letters, English outside ``min_words`` .. ``max_words``
+    words (placeholders not counted). Each application keeps at most ``per_application`` messages (a sample drawn
+    with ``seed``, independent of which other applications are present); applications with fewer than
+    ``min_per_application`` are left out, and ``max_applications`` keeps the ones with most messages.
+
+    Args:
+        languages: language folders such as ``"de"`` or ``"pt_BR"``; English is the msgid side, not one of them.
+        roots: locale folders holding ``<lang>/LC_MESSAGES/*.mo`` (default: as :func:`find_catalogs`).
+
+    Raises:
+        UsageError: no language, English among them, or a count out of range.
+        DataValidationError: fewer than two applications have enough messages in every language asked for.
+    """
+    languages = list(dict.fromkeys(languages))
+    if not languages:
+        raise UsageError("gettext_application_examples needs at least one language besides English")
+    if "en" in languages:
+        raise UsageError("gettext_application_examples: English is the msgid side; list only the other languages")
+    if per_application < 1 or min_per_application < 1 or min_words < 0:
+        raise UsageError("gettext_application_examples needs per_application >= 1, min_per_application >= 1")
+    if max_applications is not None and max_applications < 2:
+        raise UsageError("gettext_application_examples: max_applications must be at least 2 (or None)")
+    roots = list(roots) if roots is not None else None
+    read = {lang: _read_domains(lang, roots) for lang in languages}
+    ambiguous = {
+        text
+        for _, english_domains, _ in read.values()
+        for text, domains in english_domains.items()
+        if len(domains) > 1
+    }
+    ambiguous_translations = {
+        lang: {text for text, domains in translation_domains.items() if len(domains) > 1}
+        for lang, (_, _, translation_domains) in read.items()
+    }
+    domains = set.intersection(*(set(messages) for messages, _, _ in read.values()))
+    kept: dict[str, list[str]] = {}
+    for domain in sorted(domains):
+        candidates = []
+        for english in sorted(set.intersection(*(set(read[lang][0][domain]) for lang in languages))):
+            words = _word_count(english)
+            if english in ambiguous or words < min_words or (max_words is not None and words > max_words):
+                continue
+            translations = [read[lang][0][domain][english] for lang in languages]
+            if not _has_letters(english) or any(
+                translation == english or not _has_letters(translation) or translation in ambiguous_translations[lang]
+                for lang, translation in zip(languages, translations)
+            ):
+                continue
+            candidates.append(english)
+        if len(candidates) >= min_per_application:
+            # Seeded by application too: adding or removing another catalog leaves this sample unchanged.
+            kept[domain] = random.Random(f"{seed}/{domain}").sample(candidates, min(per_application, len(candidates)))
+    ranked = sorted(kept, key=lambda domain: (-len(kept[domain]), domain))[:max_applications]
+    if len(ranked) < 2:
+        raise DataValidationError(
+            f"gettext application data: {len(ranked)} application(s) with at least {min_per_application} "
+            f"unambiguous message(s) translated into {', '.join(languages)} (need 2; found catalogs of "
+            f"{len(domains)} application(s) in every one of these languages); install translated packages or pass "
+            "roots="
+        )
+    examples: dict[str, list[tuple[str, str]]] = {"en": [], **{lang: [] for lang in languages}}
+    for domain in sorted(ranked):
+        for english in kept[domain]:
+            examples["en"].append((english, domain))
+            for lang in languages:
+                examples[lang].append((read[lang][0][domain][english], domain))
+    return examples

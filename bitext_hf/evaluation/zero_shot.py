@@ -49,6 +49,7 @@ def zero_shot_transfer(
     epochs: int = 100,
     learning_rate: float = 1e-2,
     batch_size: int = 32,
+    test_encoders: Mapping[str, Callable[[list[str]], np.ndarray]] | None = None,
 ) -> dict[str, float]:
     """Train a linear head (softmax regression, Adam) on ``train`` embeddings; accuracy per test language.
 
@@ -57,6 +58,8 @@ def zero_shot_transfer(
         train: English ``(text, label)`` examples.
         tests: {language: examples}; include English to see the in-language accuracy.
         seed: initialisation and batch order of the head (what the seed runner varies).
+        test_encoders: {language: encode} for test languages embedded differently from English (a linear
+            mapping's per-language W); the others use ``encode``.
 
     Returns:
         ``{"<lang>/accuracy": ..., "transfer_accuracy": mean over the languages other than the training one}``;
@@ -93,7 +96,8 @@ def zero_shot_transfer(
         if unseen:
             logger.warning("zero-shot %s: %d test labels never seen in training count as errors", language, unseen)
         with torch.no_grad():
-            predicted = head(torch.as_tensor(np.asarray(encode(test_texts), dtype=np.float32))).argmax(1).tolist()
+            embed = (test_encoders or {}).get(language, encode)
+            predicted = head(torch.as_tensor(np.asarray(embed(test_texts), dtype=np.float32))).argmax(1).tolist()
         correct = sum(index.get(label, -1) == guess for label, guess in zip(test_labels, predicted))
         results[f"{language}/accuracy"] = correct / len(test_labels)
     others = [name for name in tests if name != "en"] or list(tests)
