@@ -4,7 +4,7 @@ modules), upload."""
 from __future__ import annotations
 
 from bitext_hf.hub.dataset_card import prepare_dataset_folder, read_pairs_table, write_mining_metadata
-from bitext_hf.hub.export import POOLING_MODES, HubExportError, push_to_hub, save_for_hub
+from bitext_hf.hub.export import POOLING_MODES, HubExportError, push_recipe_output, push_to_hub, save_for_hub
 from bitext_hf.hub.figures import (
     CardFigure,
     card_figures,
@@ -44,6 +44,7 @@ __all__ = [
     "margin_distribution",
     "markdown_table",
     "prepare_dataset_folder",
+    "push_recipe_output",
     "push_to_hub",
     "read_pairs_table",
     "render_model_card",

@@ -13,7 +13,8 @@ The contract with the model (what sentence-transformers 6 relies on): ``forward`
 ``pooling="model"`` the model's own pooled field (``sentence_embedding``) is used instead of a Pooling module.
 ``save_for_hub`` runs the model on a probe sentence first and refuses, with the reason, a model that breaks it.
 
-``push_to_hub`` uploads such a folder with ``huggingface_hub``.
+``push_to_hub`` uploads such a folder with ``huggingface_hub``; ``push_recipe_output`` is every recipe's
+``--push_to_hub``: the same upload, with the repository and its settings read from ``TrainingArguments``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bitext_hf.hub.upload import upload
 __all__ = [
     "POOLING_MODES",
     "HubExportError",
+    "push_recipe_output",
     "push_to_hub",
     "save_for_hub",
 ]
@@ -473,3 +475,43 @@ def push_to_hub(
         commit_message=commit_message,
         selection=selection,
     )
+
+
+def push_recipe_output(
+    folder: str | os.PathLike,
+    training_args: Any,
+    default_repo: str | None = None,
+    *,
+    push: bool | None = None,
+    commit_message: str = "Upload model trained with bitext-hf",
+) -> str | None:
+    """A recipe's ``--push_to_hub``: upload ``folder`` (written by :func:`save_for_hub`) with :func:`push_to_hub`.
+
+    Args:
+        folder: the export to upload (training leftovers beside it stay local, see :func:`push_to_hub`).
+        training_args: the run's ``TrainingArguments``: ``hub_model_id`` names the repository, ``hub_private_repo``,
+            ``hub_token`` and ``hub_revision`` apply as the Trainer's own push would apply them.
+        default_repo: the repository when no ``--hub_model_id`` is given; default: the folder's name.
+        push: whether to upload; ``None`` reads ``training_args.push_to_hub``. Recipes switch that flag off before
+            training, so that the Trainer does not push every checkpoint with the whole output folder and its own
+            card, and pass the value they kept.
+
+    Returns:
+        The commit URL, or ``None`` when nothing was to be pushed.
+    """
+    if push is None:
+        push = bool(getattr(training_args, "push_to_hub", False))
+    if not push:
+        return None
+    folder = Path(folder)
+    repo_id = getattr(training_args, "hub_model_id", None) or default_repo or folder.resolve().name
+    url = push_to_hub(
+        folder,
+        repo_id,
+        private=bool(getattr(training_args, "hub_private_repo", False)),
+        token=getattr(training_args, "hub_token", None),
+        revision=getattr(training_args, "hub_revision", None),
+        commit_message=commit_message,
+    )
+    logger.info("Pushed %s to %s: %s", folder, repo_id, url)
+    return url

@@ -1,5 +1,5 @@
 """Training side of the ContrastiveAlignedEncoder: words, word aligners, symmetrization and filters, the cached
-alignment pipeline, examples / collator / loss / callback, and the export as a plain encoder."""
+alignment pipeline, examples / collator / loss / callback, and the export as a plain encoder with its model card."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from bitext_hf.families.contrastive_align.aligners import (
     make_aligner,
 )
 from bitext_hf.families.contrastive_align.cache import align_words, cache_path, directional_alignments
+from bitext_hf.families.contrastive_align.export import export_encoders, model_card
 from bitext_hf.families.contrastive_align.objectives import (
     AlignmentCollator,
     AlignmentEvalSet,
@@ -24,8 +25,6 @@ from bitext_hf.families.contrastive_align.objectives import (
     OrthogonalizeCallback,
     alignment_loss,
     build_examples,
-    export_encoders,
-    model_card,
     unwrap,
 )
 from bitext_hf.families.contrastive_align.symmetrize import (

@@ -1,5 +1,5 @@
 """Training pieces of the ContrastiveAlignedEncoder: examples, collator, the Trainer loss, the orthogonalization
-callback and the export as a plain encoder.
+callback and the held-out evaluator (its export and card are in :mod:`bitext_hf.families.contrastive_align.export`).
 
 * :func:`build_examples`: tokenized pairs with their one-to-one links moved from words to first-subword positions.
 * :class:`AlignmentCollator`: pads both sides and stacks the links as ``(example, source position, target
@@ -8,18 +8,11 @@ callback and the export as a plain encoder.
 * :class:`OrthogonalizeCallback`: Eq. 2 after every optimizer step of the ``linear`` objective.
 * :class:`AlignmentRetrievalEvaluator`: ``BitextTrainer(retrieval_evaluator=...)``: word-level retrieval accuracy
   and sentence-level xsim per held-out language (:mod:`bitext_hf.evaluation.retrieval`).
-* :func:`export_encoders`: the inner encoder as a plain transformers + sentence-transformers folder (projector
-  dropped); for ``linear``, one more folder per language whose sentence-transformers stack ends with a bias-free
-  Dense layer holding that language's W (mean pooling commutes with a linear map, so this equals pooling the
-  mapped token vectors).
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
@@ -30,8 +23,6 @@ from bitext_hf.data.words import first_subword_positions
 from bitext_hf.evaluation.evaluator import RetrievalEvaluator
 from bitext_hf.families.contrastive_align.symmetrize import Link
 
-logger = logging.getLogger(__name__)
-
 __all__ = [
     "AlignmentCollator",
     "AlignmentEvalSet",
@@ -39,8 +30,6 @@ __all__ = [
     "OrthogonalizeCallback",
     "alignment_loss",
     "build_examples",
-    "export_encoders",
-    "model_card",
     "unwrap",
 ]
 
@@ -117,52 +106,6 @@ class OrthogonalizeCallback(TrainerCallback):
         return control
 
 
-def export_encoders(
-    model: torch.nn.Module, tokenizer: Any, output_dir: str | os.PathLike, *, model_card: str
-) -> dict[str, Path]:
-    """Write the trained encoder without the projector: ``<output_dir>`` for English (and every language for the
-    fine-tuning objectives), plus ``<output_dir>-<lang>`` per language for ``linear`` (its W as a Dense layer).
-
-    Each folder loads with ``AutoModel.from_pretrained`` (a plain BERT / XLM-R model, no remote code) and with
-    ``SentenceTransformer`` (mean pooling, L2-normalized). Returns {language or "en": folder}.
-    """
-    from bitext_hf.hub import save_for_hub
-
-    aligned = unwrap(model)
-    encoder = aligned.encoder
-    if aligned.config.layer != encoder.config.num_hidden_layers:
-        logger.warning(
-            "the exported encoder pools its last layer, but training aligned hidden state %d of %d: use the "
-            "full checkpoint's encode() for the aligned layer",
-            aligned.config.layer,
-            encoder.config.num_hidden_layers,
-        )
-    options = {"pooling": "mean", "normalize": True, "verify": True}
-    output_dir = Path(output_dir)
-    folders = {
-        "en": save_for_hub(
-            encoder, tokenizer, output_dir, model_card=model_card, sentence_transformers=options, remote_code=False
-        )
-    }
-    if aligned.config.objective == "linear":
-        for language in aligned.config.languages:
-            weight = aligned.linear_map(language).detach().cpu()
-            dense = torch.nn.Linear(weight.shape[0], weight.shape[1], bias=False)
-            with torch.no_grad():
-                dense.weight.copy_(weight.T)  # Linear computes x A^T: A = W^T gives x W
-            folder = output_dir.with_name(f"{output_dir.name}-{language}")
-            card = f"{model_card.rstrip()}\n\nThis export maps {language} sentences into the English space (W).\n"
-            folders[language] = save_for_hub(
-                encoder,
-                tokenizer,
-                folder,
-                model_card=card,
-                remote_code=False,
-                sentence_transformers={**options, "dense": dense},
-            )
-    return folders
-
-
 class AlignmentEvalSet(NamedTuple):
     """A held-out set of one language: sentences, their words and their word links (English first)."""
 
@@ -219,19 +162,3 @@ class AlignmentRetrievalEvaluator(RetrievalEvaluator):
             if values:
                 results[metric] = sum(values) / len(values)
         return results
-
-
-def model_card(objective: str, encoder: str, languages: Sequence[str], results: Mapping[str, float]) -> str:
-    """A short README.md for the exported encoder: what it is, how it was aligned, the final retrieval numbers."""
-    rows = "\n".join(f"| {key} | {value:.4f} |" for key, value in sorted(results.items()) if "/" not in key)
-    return (
-        "---\nlibrary_name: transformers\npipeline_tag: sentence-similarity\ntags:\n- bitext-hf\n"
-        "- cross-lingual-alignment\n---\n\n"
-        f"# {encoder}, aligned ({objective})\n\n"
-        "Trained with bitext-hf's `recipes/align_contrastive.py`, following Wu & Dredze (2020), *Do Explicit "
-        f"Alignments Robustly Improve Multilingual Encoders?*: objective `{objective}` on English with "
-        f"{', '.join(languages)}. The projector used in training is dropped: this is a plain encoder "
-        "(mean pooling, L2-normalized, in its sentence-transformers form).\n\n"
-        "## Held-out retrieval\n\n| metric | value |\n|---|---|\n"
-        f"{rows or '| (no held-out set) | |'}\n"
-    )
