@@ -382,7 +382,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         vocabulary = ["--tokenizer_name", str(tokenizer_dir)] if tokenizer_dir else []
         arguments = [*common, "--output_dir", str(output_dir), "--seed", str(seed), *VARIANTS[variant], *vocabulary]
         results = recipe.main(
-            *parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=arguments)
+            *parse_args(recipe.ScriptArguments, TrainingArguments, recipe.StudentArguments, args=arguments)
         )
         # Every run uses one vocabulary: the one the first run trains (same data, so the same vocabulary).
         tokenizer_dir = tokenizer_dir or output_dir / "tokenizer"

@@ -104,7 +104,7 @@ def use_metrics(recipe: Any, config: Path, seed: int) -> dict[str, float]:
     from bitext_hf.training import parse_args
 
     script_args, _, _ = parse_args(
-        recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=["--config", str(config)]
+        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=["--config", str(config)]
     )
     data = multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
     evaluator = MuSREvaluator(None, data.held_out, script_args.pivot, batch_size=script_args.eval_batch_size)
@@ -205,7 +205,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             *(["--tokenizer", str(vocabulary[0])] if vocabulary else []),
         ]
         results = recipe.main(
-            *parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=arguments)
+            *parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=arguments)
         )
         vocabulary[:] = vocabulary or [output_dir]  # the first run's saved model holds its tokenizer
         histories = [results.get(stage, {}).get("log_history", []) for stage in ("stage1", "stage2")]
@@ -256,7 +256,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         series, folder / FIGURE, title=f"MuSR, xx→en xsim ({len(args.seeds)} seeds; lower is better)"
     )
     script_args, _, _ = parse_args(
-        recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=["--config", str(args.config)]
+        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=["--config", str(args.config)]
     )
     card = recipe.model_card(script_args, first, figures=[figure], seed_table=table)
     write_file(args.output_dir / FIGURE, figure.path.read_bytes())

@@ -26,17 +26,12 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from bitext_hf.families.contrastive_align import (
-    AlignmentCollator,
-    AlignmentRetrievalEvaluator,
-    OrthogonalizeCallback,
-    alignment_loss,
-    make_aligner,
-)
+from bitext_hf.families.contrastive_align import AlignmentRetrievalEvaluator, make_aligner
 from bitext_hf.families.contrastive_align.recipe import (
     RESULTS_FILE,
     ScriptArguments,
     align_data,
+    alignment_trainer,
     build_model,
     build_tokenizer,
     check_arguments,
@@ -47,7 +42,7 @@ from bitext_hf.families.contrastive_align.recipe import (
     prepare_peft,
     training_texts,
 )
-from bitext_hf.training import BitextTrainer, ModelArguments, resume_checkpoint, run_recipe
+from bitext_hf.training import ModelArguments, resume_checkpoint, run_recipe
 
 __all__ = [
     "RESULTS_FILE",
@@ -86,15 +81,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     fresh = evaluator is not None and resume is None and script_args.eval_before_training
     initial = evaluator(model.eval()) if fresh else {}
     model = prepare_peft(model, model_args)
-    trainer = BitextTrainer(
-        model,
-        training_args,
-        loss_fn=alignment_loss,
-        train_dataset=examples,
-        data_collator=AlignmentCollator(tokenizer.pad_token_id),
-        retrieval_evaluator=evaluator,
-        callbacks=[OrthogonalizeCallback()] if script_args.objective == "linear" else None,
-    )
+    trainer = alignment_trainer(model, tokenizer, examples, evaluator, script_args, training_args)
     trainer.train(resume_from_checkpoint=resume)
     final = evaluator(trainer.model.eval()) if evaluator is not None else {}
     results = {"data": stats, "global_step": trainer.state.global_step, "initial": initial, "final": final}

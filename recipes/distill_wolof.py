@@ -33,8 +33,8 @@ from bitext_hf.families.laser3 import (
 )
 from bitext_hf.families.laser3.recipe import (
     RESULTS_FILE,
-    ModelArguments,
     ScriptArguments,
+    StudentArguments,
     adapt_training_args,
     build_batches,
     build_student,
@@ -49,10 +49,10 @@ from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe
 
 logger = logging.getLogger("distill_wolof")
 
-__all__ = ["RESULTS_FILE", "Laser3Student", "ModelArguments", "ScriptArguments", "load_data", "main"]
+__all__ = ["RESULTS_FILE", "Laser3Student", "ScriptArguments", "StudentArguments", "load_data", "main"]
 
 
-def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict:
+def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: StudentArguments) -> dict:
     check_training_args(training_args)  # cheap checks first, before any data, teacher or tokenizer work
     output_dir = Path(training_args.output_dir)
     resume = resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
@@ -104,4 +104,4 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
 
 
 if __name__ == "__main__":
-    run_recipe(main, ScriptArguments, TrainingArguments, ModelArguments)
+    run_recipe(main, ScriptArguments, TrainingArguments, StudentArguments)

@@ -22,34 +22,32 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import torch
 from transformers import TrainingArguments
 
-from bitext_hf.families.musr import CrossConSTLoss
 from bitext_hf.families.musr.recipe import (
     RESULTS_FILE,
     ST_FOLDER,
-    ModelArguments,
+    ArchitectureArguments,
     ScriptArguments,
     StageInputs,
     build_tokenizer,
     check_arguments,
     evaluate,
+    is_resuming,
     model_card,
-    model_config,
     prepare_stages,
     run_stage,
     save_outputs,
     stage_figure,
+    train_stages,
 )
-from bitext_hf.modeling.musr import MuSREncoderDecoder
 from bitext_hf.training import resume_checkpoint, run_recipe
 
 # Reached as attributes of this module by tests/ and experiments/ (recipe.ScriptArguments, recipe.model_card, ...).
 __all__ = [
     "RESULTS_FILE",
     "ST_FOLDER",
-    "ModelArguments",
+    "ArchitectureArguments",
     "ScriptArguments",
     "StageInputs",
     "build_tokenizer",
@@ -64,61 +62,28 @@ __all__ = [
 logger = logging.getLogger("train_musr")
 
 
-def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict:
+def main(
+    script_args: ScriptArguments, training_args: TrainingArguments, model_args: ArchitectureArguments
+) -> dict[str, Any]:
     """Load and sample the data, train the vocabulary, run stage 1 and stage 2, evaluate each, save."""
     check_arguments(script_args, training_args, model_args)
     output_dir = Path(training_args.output_dir)
+    # Both stages' checkpoints are checked before any data is read.
     resumes = {
         stage: resume_checkpoint(training_args.resume_from_checkpoint, output_dir / f"stage{stage}")
         for stage in (1, 2)
     }
-    resuming = (training_args.resume_from_checkpoint or "").strip().lower() not in ("", "none", "false")
-    stage1_done = resuming and (output_dir / "stage1" / "config.json").is_file()
-    inputs = prepare_stages(script_args, training_args.seed, output_dir, reuse_tokenizer=resuming)
-    tokenizer, examples, evaluator = inputs.tokenizer, inputs.examples, inputs.evaluator
-    results: dict[str, Any] = {"data": inputs.data}
-    logger.info("data: %s", json.dumps(results["data"]))
+    inputs = prepare_stages(script_args, training_args.seed, output_dir, reuse_tokenizer=is_resuming(training_args))
+    logger.info("data: %s", json.dumps(inputs.data))
 
-    if stage1_done:
-        logger.info("stage 1 is finished in %s: starting from it", output_dir / "stage1")
-    else:
-        config = model_config(script_args, model_args, tokenizer)
-        torch.manual_seed(training_args.seed)
-        _, history = run_stage(
-            1,
-            MuSREncoderDecoder(config),
-            tokenizer,
-            examples[0],
-            CrossConSTLoss(0.0),
-            script_args.stage1_steps,
-            training_args,
-            evaluator,
-            output_dir,
-            resumes[1],
-        )
-    # Stage 2 starts from the saved stage-1 model with a new Trainer: fresh optimizer and scheduler.
-    model = MuSREncoderDecoder.from_pretrained(output_dir / "stage1")
-    results["stage1"] = {"final": evaluate(model, evaluator), **({} if stage1_done else {"log_history": history})}
-    model, history = run_stage(
-        2,
-        model,
-        tokenizer,
-        examples[1],
-        CrossConSTLoss(script_args.alpha),
-        script_args.stage2_steps,
-        training_args,
-        evaluator,
-        output_dir,
-        resumes[2],
-    )
-    results["stage2"] = {"final": evaluate(model, evaluator), "log_history": history}
+    model, results = train_stages(script_args, training_args, model_args, inputs, resumes)
     logger.info("stage 1: %s", json.dumps(results["stage1"]["final"]))
     logger.info("stage 2: %s", json.dumps(results["stage2"]["final"]))
 
     if training_args.process_index == 0:
-        save_outputs(model, tokenizer, script_args, results, output_dir)
+        save_outputs(model, inputs.tokenizer, script_args, results, output_dir, training_args)
     return results
 
 
 if __name__ == "__main__":
-    run_recipe(main, ScriptArguments, TrainingArguments, ModelArguments)
+    run_recipe(main, ScriptArguments, TrainingArguments, ArchitectureArguments)

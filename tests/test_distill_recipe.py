@@ -91,7 +91,7 @@ def tiny_args(recipe, corpus_files, output_dir, *extra):
         "true",
         *extra,
     ]
-    return parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=flags)
+    return parse_args(recipe.ScriptArguments, TrainingArguments, recipe.StudentArguments, args=flags)
 
 
 def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
@@ -197,7 +197,7 @@ def test_recipe_help_lists_every_argument(recipe, capsys):
     from bitext_hf.training import parse_args
 
     with pytest.raises(SystemExit) as exit_info:
-        parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=["--help"])
+        parse_args(recipe.ScriptArguments, TrainingArguments, recipe.StudentArguments, args=["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
     for flag in (

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_fakes import DIM, FakeEncoders
+from gettext_catalogs import write_catalogs
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SCRIPTS = ("laser3_ablation", "musr_crossconst", "contrastive_alignment")
@@ -146,9 +147,14 @@ def test_musr_crossconst_end_to_end(experiments, pair_files, tmp_path):
 
 
 def test_contrastive_alignment_end_to_end(experiments, pair_files, tmp_path):
+    import math
+
     import contrastive_alignment
 
     output_dir = tmp_path / "contrastive"
+    # A pair whose English is a zero-shot message: it must be kept out of the alignment data.
+    french = Path(pair_files["fr"].partition("=")[2])
+    french.write_text(french.read_text("utf-8") + "Open the text file number 0\tOuvrir le fichier texte 0\n", "utf-8")
     argv = [
         "--output_dir",
         str(output_dir),
@@ -164,7 +170,7 @@ def test_contrastive_alignment_end_to_end(experiments, pair_files, tmp_path):
         "--bases",
         "gettext-mlm",
         "--variants",
-        "strong",
+        "linear,strong",
         "--seeds",
         "2",
         "--steps_gettext_mlm",
@@ -179,15 +185,43 @@ def test_contrastive_alignment_end_to_end(experiments, pair_files, tmp_path):
         "32",
         "--aligner",
         "similarity",
+        "--zero_shot_catalogs",
+        str(write_catalogs(tmp_path / "locale")),
+        "--zero_shot_per_app",
+        "6",
+        "--zero_shot_min_per_app",
+        "4",
     ]
     contrastive_alignment.main(contrastive_alignment.build_parser().parse_args(argv))
     report = check_results(output_dir, 2)
     reports = report["reports"]
-    assert list(reports) == ["gettext-mlm :: unaligned base", "gettext-mlm :: strong"]
+    assert list(reports) == ["gettext-mlm :: unaligned base", "gettext-mlm :: linear", "gettext-mlm :: strong"]
     assert reports["gettext-mlm :: strong"]["seeds"] == [13, 42]
-    assert all(value == 0.0 for value in reports["gettext-mlm :: unaligned base"]["std"].values())
+    base_std = reports["gettext-mlm :: unaligned base"]["std"]
+    assert all(value == 0.0 for key, value in base_std.items() if "zero_shot" not in key)
     assert {"word_accuracy", "xsim", "sentence_accuracy", "de/xsim"} <= set(reports["gettext-mlm :: strong"]["mean"])
+    # Zero-shot transfer: every row (linear through its per-language exports), every language, finite accuracies over both seeds; the columns in the table.
+    zero_shot = {"zero_shot_accuracy", "en/zero_shot_accuracy", "fr/zero_shot_accuracy", "de/zero_shot_accuracy"}
+    for row in reports.values():
+        assert zero_shot <= set(row["mean"]) and zero_shot <= set(row["std"])
+        assert all(0.0 <= run[key] <= 1.0 and math.isfinite(run[key]) for run in row["runs"] for key in zero_shot)
+        assert row["mean"]["zero_shot_accuracy"] == pytest.approx(
+            (row["mean"]["fr/zero_shot_accuracy"] + row["mean"]["de/zero_shot_accuracy"]) / 2
+        )
+    assert report["zero-shot task"] == {
+        "applications": {"editor": 6, "mailer": 6, "player": 6},
+        "train (en)": 9,
+        "test per language": 9,
+    }
+    table = (output_dir / "results.md").read_text(encoding="utf-8")
+    assert "| zero-shot acc | en zero-shot (in-language) |" in table and "fr word / xsim / zero-shot" in table
+    assert "Open the text file number 0" not in (output_dir / "work" / "fr.tsv").read_text("utf-8")
+    run = json.loads((output_dir / "work" / "results" / "gettext-mlm-strong-seed13.json").read_text("utf-8"))
+    assert set(run["zero_shot"]) == zero_shot
+    assert contrastive_alignment.build_parser().parse_args(["--zero_shot", "false"]).zero_shot is False
     assert sorted(path.name for path in (output_dir / "work" / "results").iterdir()) == [
+        "gettext-mlm-linear-seed13.json",
+        "gettext-mlm-linear-seed42.json",
         "gettext-mlm-strong-seed13.json",
         "gettext-mlm-strong-seed42.json",
     ]
@@ -285,7 +319,7 @@ def test_card_shows_the_stage_figure_and_the_seed_table(experiments, tmp_path):
     from bitext_hf.training import parse_args
 
     recipe = experiments.load_recipe("train_musr")
-    script_args, _, _ = parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=[])
+    script_args, _, _ = parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=[])
     figures = recipe.stage_figure(_musr_results(), tmp_path)
     assert [figure.path.name for figure in figures] == ["xsim_by_stage.png"]
     assert "stage 1 50.00%" in figures[0].caption and "stage 2 (CrossConST) 37.50%" in figures[0].caption

@@ -101,7 +101,9 @@ def flags(files, output_dir: Path, *extra: str) -> list[str]:
 
 
 def run(recipe, arguments: list[str]):
-    return run_recipe(recipe.main, recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=arguments)
+    return run_recipe(
+        recipe.main, recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=arguments
+    )
 
 
 def test_two_stages_end_to_end(recipe, files, tmp_path):

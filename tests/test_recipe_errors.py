@@ -21,6 +21,13 @@ from bitext_hf.training.trainer import check_checkpoint, resume_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ("distill_wolof", "train_musr", "train_onealigner", "align_contrastive")
+# Each recipe's third argument dataclass: the student, the architecture, or the LoRA settings.
+MODEL_ARGUMENTS = {
+    "distill_wolof": "StudentArguments",
+    "train_musr": "ArchitectureArguments",
+    "train_onealigner": "ModelArguments",
+    "align_contrastive": "ModelArguments",
+}
 
 
 def _checkpoint(folder: Path) -> Path:
@@ -112,7 +119,8 @@ def test_every_recipe_refuses_truncated_weights_in_one_line(recipes, name, tmp_p
     recipe = recipes[name]
     flags = ["--output_dir", str(tmp_path / "run"), "--max_steps", "2", "--resume_from_checkpoint", str(folder)]
     with pytest.raises(SystemExit) as exit_info:
-        run_recipe(recipe.main, recipe.ScriptArguments, TrainingArguments, recipe.ModelArguments, args=flags)
+        model_arguments = getattr(recipe, MODEL_ARGUMENTS[name])
+        run_recipe(recipe.main, recipe.ScriptArguments, TrainingArguments, model_arguments, args=flags)
     assert exit_info.value.code == DataValidationError.exit_code == 3
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in lines[0], lines

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 
 import pytest
 
-from bitext_hf.training import ConfigFileError, parse_args
+from bitext_hf.training import ConfigFileError, parse_args, run_recipe
 
 
 @dataclasses.dataclass
@@ -117,3 +119,57 @@ def test_unknown_flag_is_rejected():
 def test_rejects_non_dataclass():
     with pytest.raises(TypeError, match="dataclass"):
         parse_args(dict, args=[])
+
+
+def test_the_last_config_flag_wins_in_either_form(tmp_path):
+    first = write_yaml(tmp_path, "model_name_or_path: first\n")
+    second = tmp_path / "second.yaml"
+    second.write_text("model_name_or_path: second\n", encoding="utf-8")
+    (script,) = parse_args(ScriptArguments, args=[f"--config={first}", "--config", str(second)])
+    assert script.model_name_or_path == "second"
+    (script,) = parse_args(ScriptArguments, args=["--config", str(second), f"--config={first}"])
+    assert script.model_name_or_path == "first"
+
+
+def test_a_stray_args_file_beside_the_script_is_ignored(tmp_path, monkeypatch):
+    # transformers' parser would read <script>.args and prepend its flags to the command line.
+    (tmp_path / "recipe.args").write_text("--model_name_or_path from_args_file --max_length 3\n", encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "recipe.py")])
+    (script,) = parse_args(ScriptArguments, args=["--model_name_or_path", "m"])
+    assert script == ScriptArguments(model_name_or_path="m")
+
+
+def test_env_mapping_sets_environment_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("BITEXT_HF_TEST_VARIABLE", "before")  # restored after the test
+    config = write_yaml(tmp_path, "model_name_or_path: tiny\nenv:\n  BITEXT_HF_TEST_VARIABLE: 7\n")
+    (script,) = parse_args(ScriptArguments, args=["--config", config])
+    assert script.model_name_or_path == "tiny"
+    assert os.environ["BITEXT_HF_TEST_VARIABLE"] == "7"
+
+
+def test_env_that_is_not_a_mapping_names_the_file(tmp_path):
+    config = write_yaml(tmp_path, "env: [A, B]\n")
+    with pytest.raises(ConfigFileError, match=r"config\.yaml.*env must map"):
+        parse_args(ScriptArguments, args=["--config", config, "--model_name_or_path", "m"])
+
+
+def test_python_tags_are_refused_not_run(tmp_path):
+    config = write_yaml(tmp_path, "model_name_or_path: !!python/object/apply:os.getcwd []\n")
+    with pytest.raises(ConfigFileError, match=r"config\.yaml.*not valid YAML"):
+        parse_args(ScriptArguments, args=["--config", config])
+
+
+def test_config_errors_exit_2_in_one_line(tmp_path, capsys):
+    missing = str(tmp_path / "nope.yaml")
+    with pytest.raises(SystemExit) as exit_info:
+        run_recipe(lambda script: None, ScriptArguments, args=["--config", missing])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "nope.yaml" in lines[0] and "does not exist" in lines[0], lines
+
+
+def test_help_lists_the_config_flag(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(ScriptArguments, args=["--help"])
+    assert exit_info.value.code == 0
+    assert "--config CONFIG" in capsys.readouterr().out

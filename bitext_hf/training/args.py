@@ -1,9 +1,10 @@
 """Command-line parsing for the recipes: dataclasses from flags, from a YAML file, or both.
 
-``parse_args(ScriptArguments, TrainingArguments)`` builds a :class:`transformers.HfArgumentParser` that also accepts
-``--config file.yaml``. The YAML supplies defaults (a flat mapping of field names to values, shared by all the
-dataclasses); any flag given on the command line overrides it. A YAML key that no dataclass has is an error naming
-the key and the file, so that a typo never silently falls back to a default.
+``parse_args(ScriptArguments, TrainingArguments)`` parses with TRL's :class:`trl.TrlParser` (a
+:class:`transformers.HfArgumentParser` that also reads ``--config file.yaml``). The YAML supplies defaults (a flat
+mapping of field names to values, shared by all the dataclasses); any flag given on the command line overrides it.
+As in TRL, an ``env:`` mapping in the file sets environment variables of the process before parsing. A YAML key that
+no dataclass has is an error naming the key and the file, so that a typo never silently falls back to a default.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from transformers import HfArgumentParser
+from trl import TrlParser
 
 __all__ = ["ConfigFileError", "arg_field", "load_yaml_config", "parse_args", "run_recipe", "run_reporting_errors"]
 
@@ -45,9 +46,12 @@ def load_yaml_config(path: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigFileError(f"config file {str(path)!r} does not exist")
     try:
+        # safe_load: a `!!python/...` tag is refused, never run.
         content = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigFileError(f"config file {str(path)!r} is not valid YAML: {error}") from error
+    except OSError as error:
+        raise ConfigFileError(f"config file {str(path)!r} cannot be read: {error.strerror or error}") from error
     if content is None:
         return {}
     if not isinstance(content, dict):
@@ -62,26 +66,66 @@ def load_yaml_config(path: str | os.PathLike) -> dict[str, Any]:
 
 def _split_config_flag(args: Sequence[str]) -> tuple[str | None, list[str]]:
     """Take ``--config PATH`` / ``--config=PATH`` out of ``args`` (the last one wins, as with any flag)."""
+    # TrlParser only finds the two-word `--config PATH` form, and only its first occurrence.
     pre_parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre_parser.add_argument(CONFIG_FLAG, type=str, default=None)
     namespace, remaining = pre_parser.parse_known_args(list(args))
     return namespace.config, remaining
 
 
+class _RecipeParser(TrlParser):
+    """TrlParser that lists ``--config`` in ``--help`` and never reads a ``<script>.args`` file."""
+
+    def __init__(self, dataclass_types: Sequence[type]) -> None:
+        super().__init__(dataclass_types)
+        # SUPPRESS: TrlParser takes --config out before parsing; this entry only documents it in --help.
+        self.add_argument(
+            CONFIG_FLAG,
+            type=str,
+            default=argparse.SUPPRESS,
+            help="YAML file with default values for any of the arguments below; command-line flags override it.",
+        )
+
+    def parse_args_into_dataclasses(self, args: Any = None, return_remaining_strings: bool = False, **kwargs: Any):
+        # look_for_args_file=False: a stray `<script>.args` file next to a recipe must not change its arguments.
+        kwargs["look_for_args_file"] = False
+        return super().parse_args_into_dataclasses(args, return_remaining_strings, **kwargs)
+
+
+def _check_config(config: dict[str, Any], config_path: str, dataclass_types: Sequence[type]) -> None:
+    """Refuse, naming the file, what TrlParser would report without it: an unknown key (with the closest field), or
+    an ``env`` entry that is not a mapping."""
+    known_fields = {field.name for dtype in dataclass_types for field in dataclasses.fields(dtype) if field.init}
+    for key in config:
+        if key == "env":
+            if not isinstance(config[key], dict) or not all(isinstance(name, str) for name in config[key]):
+                raise ConfigFileError(f"config file {config_path!r}: env must map variable names to values")
+        elif key not in known_fields:
+            suggestions = difflib.get_close_matches(key, sorted(known_fields), n=1)
+            hint = f" (did you mean {suggestions[0]!r}?)" if suggestions else ""
+            class_names = ", ".join(dataclass_type.__name__ for dataclass_type in dataclass_types)
+            raise ConfigFileError(
+                f"unknown key {key!r} in config file {config_path!r}{hint}: not a field of {class_names}"
+            )
+
+
 def parse_args(*dataclass_types: type, args: Sequence[str] | None = None) -> tuple[Any, ...]:
     """Parse command-line flags (and an optional ``--config file.yaml``) into instances of ``dataclass_types``.
 
     Args:
-        *dataclass_types: the argument dataclasses, e.g. ``ScriptArguments, TrainingArguments, ModelArguments``; the result holds one
-            instance of each, in this order.
+        *dataclass_types: the argument dataclasses, e.g. ``ScriptArguments, TrainingArguments, ModelArguments``; the
+            result holds one instance of each, in this order.
         args: the flags to parse; defaults to ``sys.argv[1:]``.
 
     Values are taken, from lowest to highest priority, from the dataclass defaults, the YAML file, and the command
-    line. Each dataclass's ``__post_init__`` validation runs on the merged values. ``--help`` lists every field.
+    line (``--config PATH`` or ``--config=PATH``). YAML strings such as ``3e-6`` are converted by the field's type.
+    The file's ``env:`` mapping, if any, is set in ``os.environ`` (TRL's feature). Each dataclass's
+    ``__post_init__`` validation runs on the merged values. ``--help`` lists every field.
 
     Raises:
         ConfigFileError: the YAML file is missing, malformed, or has a key that is not a field of any dataclass.
-        SystemExit: (from argparse) an unknown flag or a value of the wrong type on the command line.
+        SystemExit: (from argparse) a value of the wrong type on the command line.
+        ValueError: (from the parser) an unknown flag on the command line.
     """
     if not dataclass_types:
         raise TypeError("parse_args needs at least one dataclass type")
@@ -90,34 +134,14 @@ def parse_args(*dataclass_types: type, args: Sequence[str] | None = None) -> tup
             raise TypeError(f"parse_args expects dataclass types, got {dataclass_type!r}")
     argv = list(sys.argv[1:] if args is None else args)
     config_path, argv = _split_config_flag(argv)
-
-    parser = HfArgumentParser(dataclass_types)
-    parser.add_argument(
-        CONFIG_FLAG,
-        type=str,
-        # SUPPRESS: the flag is consumed before parsing and must not reach the dataclasses as an extra namespace.
-        default=argparse.SUPPRESS,
-        help="YAML file with default values for any of the arguments below; command-line flags override it.",
-    )
+    parser = _RecipeParser(dataclass_types)
     if config_path is not None:
+        # Checked here first: TrlParser's own errors would not name the file, nor suggest the field meant.
         config = load_yaml_config(config_path)
-        known_fields = {action.dest for action in parser._actions if action.dest not in ("help", "config")}
-        for key in config:
-            if key not in known_fields:
-                suggestions = difflib.get_close_matches(key, sorted(known_fields), n=1)
-                hint = f" (did you mean {suggestions[0]!r}?)" if suggestions else ""
-                class_names = ", ".join(dataclass_type.__name__ for dataclass_type in dataclass_types)
-                raise ConfigFileError(
-                    f"unknown key {key!r} in config file {config_path!r}{hint}: not a field of {class_names}"
-                )
-        # A value from the file satisfies a required field; the command line can still override it. argparse runs
-        # string defaults through the field's type, so YAML strings such as `3e-6` (a str for PyYAML) become floats.
-        for action in parser._actions:
-            if action.dest in config:
-                action.required = False
-        parser.set_defaults(**config)
-    # look_for_args_file=False: a stray `<script>.args` file next to a recipe must not change its arguments.
-    return parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
+        _check_config(config, config_path, dataclass_types)
+        if config:  # TrlParser refuses an empty file, which means "no defaults"
+            argv = [CONFIG_FLAG, config_path, *argv]
+    return parser.parse_args_and_config(argv)
 
 
 def run_reporting_errors(program: str, call: Callable[[], Any]) -> Any:

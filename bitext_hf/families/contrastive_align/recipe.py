@@ -7,6 +7,7 @@ evaluation sets, LoRA's set-up, and the final export (checkpoint, plain encoders
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import random
@@ -14,24 +15,28 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoTokenizer, TrainingArguments, XLMRobertaConfig
+from transformers import AutoTokenizer, TrainingArguments
 
 from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec, split_held_out
 from bitext_hf.data.words import tokenize_words
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.contrastive_align.aligners import ALIGNERS, EflomalAligner
 from bitext_hf.families.contrastive_align.cache import align_words
+from bitext_hf.families.contrastive_align.export import export_encoders, model_card
 from bitext_hf.families.contrastive_align.objectives import (
+    AlignmentCollator,
     AlignmentEvalSet,
+    OrthogonalizeCallback,
+    alignment_loss,
     build_examples,
-    export_encoders,
-    model_card,
 )
 from bitext_hf.families.contrastive_align.symmetrize import SYMMETRIZATIONS
+from bitext_hf.hub import push_recipe_output, save_for_hub
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.contrastive_align import CONTRASTIVE_ALIGN_OBJECTIVES, ContrastiveAlignedEncoder
-from bitext_hf.training import ModelArguments, apply_peft, export_peft
+from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, export_peft
 from bitext_hf.training.args import arg_field
+from bitext_hf.training.mlm import random_encoder_config
 from bitext_hf.training.peft import ADAPTER_FOLDER
 from bitext_hf.training.tokenizer import TokenizerTrainingError, train_or_reuse_tokenizer
 
@@ -158,17 +163,7 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[st
     encoder: Any = script_args.encoder
     if encoder == "random":
         torch.manual_seed(seed)
-        encoder = XLMRobertaConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=script_args.hidden_size,
-            num_hidden_layers=script_args.num_hidden_layers,
-            num_attention_heads=script_args.num_attention_heads,
-            intermediate_size=script_args.intermediate_size,
-            pad_token_id=tokenizer.pad_token_id,
-            max_position_embeddings=script_args.max_seq_length + 2 + tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        )
+        encoder = random_encoder_config(tokenizer, script_args)
     weight = script_args.regularization_weight
     weight = (0.0 if lora else 1.0) if weight is None else weight
     return ContrastiveAlignedEncoder.from_encoder(
@@ -237,20 +232,36 @@ def export_outputs(
     results: dict[str, Any],
     push: bool,
 ) -> None:
-    """Save the full model (remote code), ``encoder/``, ``adapter/`` with LoRA and ``eval_results.json``; push."""
-    from bitext_hf.hub import push_to_hub, save_for_hub
-
+    """Save the full model (remote code), ``encoder/``, ``adapter/`` with LoRA and ``eval_results.json``; with
+    ``push``, upload ``encoder/`` to ``--hub_model_id`` (default: ``<output_dir name>-encoder``)."""
     model = export_peft(trained, output_dir / ADAPTER_FOLDER, merge=True)
-    card = model_card(script_args.objective, script_args.encoder, results["data"]["languages"], results["final"])
-    save_for_hub(model, tokenizer, output_dir, model_card=card)  # the full model, with remote code
+    card = functools.partial(
+        model_card, script_args.objective, script_args.encoder, results["data"]["languages"], results["final"]
+    )
+    save_for_hub(model, tokenizer, output_dir, model_card=card())  # the full model, with remote code
     export_encoders(model, tokenizer, output_dir / "encoder", model_card=card)
     with atomic_output(output_dir / RESULTS_FILE) as handle:
         json.dump(results, handle, indent=2, sort_keys=True)
         handle.write("\n")
-    if push:
-        push_to_hub(
-            output_dir / "encoder",
-            training_args.hub_model_id or f"{output_dir.name}-encoder",
-            private=bool(training_args.hub_private_repo),
-            token=training_args.hub_token,
-        )
+    push_recipe_output(output_dir / "encoder", training_args, f"{output_dir.name}-encoder", push=push)
+
+
+def alignment_trainer(
+    model: Any,
+    tokenizer: Any,
+    examples: Any,
+    evaluator: Any,
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+) -> BitextTrainer:
+    """The Trainer of one run: the alignment loss and collator, the held-out ``evaluator`` (or None), and for the
+    ``linear`` objective the callback that keeps each language's mapping orthogonal."""
+    return BitextTrainer(
+        model,
+        training_args,
+        loss_fn=alignment_loss,
+        train_dataset=examples,
+        data_collator=AlignmentCollator(tokenizer.pad_token_id),
+        retrieval_evaluator=evaluator,
+        callbacks=[OrthogonalizeCallback()] if script_args.objective == "linear" else None,
+    )

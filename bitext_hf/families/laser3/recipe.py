@@ -22,6 +22,7 @@ from bitext_hf.families.laser3.evaluation import XsimEvaluator
 from bitext_hf.families.laser3.export import save_student
 from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS
 from bitext_hf.families.laser3.tasks import DistillationBatches
+from bitext_hf.hub import push_recipe_output
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.training import train_or_reuse_tokenizer
@@ -89,7 +90,7 @@ class ScriptArguments:
 
 
 @dataclasses.dataclass
-class ModelArguments:
+class StudentArguments:
     """The student and its vocabulary (defaults: the paper's student with an 8k vocabulary)."""
 
     tokenizer_name: str | None = arg_field(
@@ -102,6 +103,10 @@ class ModelArguments:
     intermediate_size: int = arg_field(2048, "Feed-forward width.")
     pooling: str = arg_field("max", "Sentence pooling: max or bos.")
     dropout: float = arg_field(0.1, "Hidden and attention dropout.")
+
+
+# The name this dataclass had before: for one release, until callers use StudentArguments.
+ModelArguments = StudentArguments
 
 
 def check_training_args(training_args: TrainingArguments) -> None:
@@ -149,7 +154,7 @@ def load_teacher(script_args: ScriptArguments, output_dir: Path) -> tuple[Any, T
 
 
 def build_tokenizer(
-    model_args: ModelArguments,
+    model_args: StudentArguments,
     script_args: ScriptArguments,
     training_args: TrainingArguments,
     texts: tuple[list[PairSet], dict[str, list[str]], list[str]],
@@ -216,7 +221,7 @@ def adapt_training_args(training_args: TrainingArguments) -> bool:
 
 
 def build_student(
-    model_args: ModelArguments, script_args: ScriptArguments, tokenizer: PreTrainedTokenizerFast, teacher_dim: int
+    model_args: StudentArguments, script_args: ScriptArguments, tokenizer: PreTrainedTokenizerFast, teacher_dim: int
 ) -> Laser3Student:
     """A randomly initialised student over ``tokenizer``, projecting to the teacher's ``teacher_dim``."""
     sizes = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "pooling")
@@ -256,10 +261,4 @@ def export_student(
     )
     with atomic_output(output_dir / RESULTS_FILE) as handle:
         json.dump(results, handle, indent=2)
-    if push:
-        from bitext_hf.hub import push_to_hub
-
-        repo, private = training_args.hub_model_id or output_dir.name, bool(training_args.hub_private_repo)
-        push_to_hub(
-            output_dir, repo, private=private, token=training_args.hub_token, revision=training_args.hub_revision
-        )
+    push_recipe_output(output_dir, training_args, push=push)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import random
 import tempfile
 from pathlib import Path
@@ -29,8 +30,9 @@ from bitext_hf.families.musr.data import (
 from bitext_hf.families.musr.evaluation import MuSREvaluator
 from bitext_hf.families.musr.export import save_sentence_transformers
 from bitext_hf.families.musr.losses import CrossConSTLoss
+from bitext_hf.hub import push_recipe_output, save_for_hub
 from bitext_hf.io import atomic_output
-from bitext_hf.modeling.musr import MuSRConfig
+from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
 from bitext_hf.training import BitextTrainer
 from bitext_hf.training.args import arg_field
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
@@ -73,7 +75,7 @@ class ScriptArguments:
 
 
 @dataclasses.dataclass
-class ModelArguments:
+class ArchitectureArguments:
     """MuSR architecture (paper's 768 setting by default; see ``MuSRConfig``)."""
 
     hidden_size: int = arg_field(768, "Encoder width d (the decoder is 2d wide).")
@@ -85,6 +87,10 @@ class ModelArguments:
     dropout: float = arg_field(0.1, "Dropout (both CrossConST branches run with it).")
     attention_dropout: float = arg_field(0.1, "Attention dropout.")
     label_smoothing: float = arg_field(0.1, "Label smoothing of the cross-entropy.")
+
+
+# The name this dataclass had before: for one release, until callers use ArchitectureArguments.
+ModelArguments = ArchitectureArguments
 
 
 @dataclasses.dataclass
@@ -99,7 +105,7 @@ class StageInputs:
 
 
 def check_arguments(
-    script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments
+    script_args: ScriptArguments, training_args: TrainingArguments, model_args: ArchitectureArguments
 ) -> None:
     """Everything cheap, before any data is read."""
     try:
@@ -188,7 +194,7 @@ def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, re
     return StageInputs(tokenizer, examples, evaluator, summary)
 
 
-def model_config(script_args: ScriptArguments, model_args: ModelArguments, tokenizer: Any) -> MuSRConfig:
+def model_config(script_args: ScriptArguments, model_args: ArchitectureArguments, tokenizer: Any) -> MuSRConfig:
     """The stage-1 model's configuration: the architecture flags, the vocabulary's size and special tokens."""
     return MuSRConfig(
         vocab_size=len(tokenizer),
@@ -296,20 +302,66 @@ def model_card(
 
 
 def save_outputs(
-    model: Any, tokenizer: Any, script_args: ScriptArguments, results: dict[str, Any], output_dir: Path
+    model: Any,
+    tokenizer: Any,
+    script_args: ScriptArguments,
+    results: dict[str, Any],
+    output_dir: Path,
+    training_args: TrainingArguments | None = None,
 ) -> None:
     """Into ``output_dir``: the full model (decoder included) with its tokenizer and remote code, the card with its
-    figure, the encoder alone as ``sentence-transformers/``, then ``eval_results.json``."""
-    # Drawn apart and copied in after the model is saved: a failed save leaves no figure behind.
+    figure, the encoder alone as ``sentence-transformers/``, then ``eval_results.json``; with ``--push_to_hub`` in
+    ``training_args``, the upload of that folder (the full model, its card and results; not the stages)."""
+    # Drawn apart and copied in by save_for_hub: a failed export leaves no figure behind in output_dir.
     with tempfile.TemporaryDirectory(prefix="musr-figures-") as folder:
         figures = stage_figure(results, Path(folder))
         card = model_card(script_args, results, figures=figures)
-        model.save_pretrained(output_dir, tokenizer=tokenizer)
-        for figure in figures:
-            with atomic_output(output_dir / figure.path.name, "wb") as handle:
-                handle.write(figure.path.read_bytes())
-        (output_dir / "README.md").write_text(card, encoding="utf-8")
+        save_for_hub(model, tokenizer, output_dir, model_card=card, figures=figures)
         save_sentence_transformers(model, tokenizer, output_dir / ST_FOLDER, model_card=card, figures=figures)
     with atomic_output(output_dir / RESULTS_FILE) as handle:
         json.dump(results, handle, indent=2, sort_keys=True)
         handle.write("\n")
+    if training_args is not None:
+        push_recipe_output(output_dir, training_args)
+
+
+def is_resuming(training_args: TrainingArguments) -> bool:
+    """Whether ``--resume_from_checkpoint`` asks to continue a run (a folder or ``auto``)."""
+    return (training_args.resume_from_checkpoint or "").strip().lower() not in ("", "none", "false")
+
+
+def train_stages(
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    model_args: ArchitectureArguments,
+    inputs: StageInputs,
+    resumes: dict[int, str | None],
+) -> tuple[Any, dict[str, Any]]:
+    """Stage 1 (label-smoothed cross-entropy) from a new model, unless a resumed run finished it, then stage 2
+    (CrossConST) from the saved stage-1 model, each evaluated on the held-out set. ``resumes`` maps a stage to the
+    checkpoint it continues from. Returns the stage-2 model and the results (``data``, ``stage1``, ``stage2``)."""
+    logger = logging.getLogger("train_musr")
+    output_dir = Path(training_args.output_dir)
+    stage1_done = is_resuming(training_args) and (output_dir / "stage1" / "config.json").is_file()
+    results: dict[str, Any] = {"data": inputs.data}
+    steps = {1: script_args.stage1_steps, 2: script_args.stage2_steps}
+
+    def stage(number: int, model: Any, alpha: float) -> tuple[Any, list[dict[str, float]]]:
+        data = (inputs.tokenizer, inputs.examples[number - 1], CrossConSTLoss(alpha), steps[number], training_args)
+        return run_stage(number, model, *data, inputs.evaluator, output_dir, resumes[number])
+
+    history: list[dict[str, float]] = []
+    if stage1_done:
+        logger.info("stage 1 is finished in %s: starting from it", output_dir / "stage1")
+    else:
+        torch.manual_seed(training_args.seed)
+        _, history = stage(1, MuSREncoderDecoder(model_config(script_args, model_args, inputs.tokenizer)), 0.0)
+    # Stage 2 starts from the saved stage-1 model with a new Trainer: fresh optimizer and scheduler.
+    model = MuSREncoderDecoder.from_pretrained(output_dir / "stage1")
+    results["stage1"] = {
+        "final": evaluate(model, inputs.evaluator),
+        **({} if stage1_done else {"log_history": history}),
+    }
+    model, history = stage(2, model, script_args.alpha)
+    results["stage2"] = {"final": evaluate(model, inputs.evaluator), "log_history": history}
+    return model, results

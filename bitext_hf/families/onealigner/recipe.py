@@ -26,18 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoTokenizer, TrainingArguments, XLMRobertaConfig
+from transformers import AutoTokenizer, TrainingArguments
 
 from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec
 from bitext_hf.data.filters import drop_overlap, min_words, split_held_out
 from bitext_hf.data.samplers import sample_budget, sample_indices
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.onealigner.training import card_figures, model_card
+from bitext_hf.hub import push_recipe_output, save_for_hub
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.onealigner import OneAlignerModel
 from bitext_hf.training import ModelArguments, export_peft
 from bitext_hf.training.args import arg_field
-from bitext_hf.training.mlm import pretrain_mlm
+from bitext_hf.training.mlm import pretrain_mlm, random_encoder_config
 from bitext_hf.training.peft import ADAPTER_FOLDER
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 
@@ -211,17 +212,7 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, data: PreparedData
     kwargs = {name: getattr(script_args, name) for name in _MODEL_FIELDS}
     encoder: Any = script_args.encoder
     if encoder == "random":
-        encoder = XLMRobertaConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=script_args.hidden_size,
-            num_hidden_layers=script_args.num_hidden_layers,
-            num_attention_heads=script_args.num_attention_heads,
-            intermediate_size=script_args.intermediate_size,
-            pad_token_id=tokenizer.pad_token_id,
-            max_position_embeddings=script_args.max_seq_length + 2 + tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        )
+        encoder = random_encoder_config(tokenizer, script_args)
         torch.manual_seed(args.seed)
         if script_args.mlm_steps:
             ids = [example[key] for example in data.train_examples for key in ("src_input_ids", "tgt_input_ids")]
@@ -252,8 +243,6 @@ def save_outputs(
 ) -> None:
     """Adapter (LoRA), merged or full model with tokenizer, model card, its figures (xsim heatmap, gold vs random
     margins, training curve) and sentence-transformers modules; results."""
-    from bitext_hf.hub import save_for_hub
-
     model = export_peft(model, output_dir / ADAPTER_FOLDER, merge=model_args.merge_adapter)
     if not model_args.use_peft or model_args.merge_adapter:
         # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
@@ -276,9 +265,4 @@ def save_outputs(
 
 def push_export(output_dir: Path, training_args: TrainingArguments, push: bool) -> None:
     """Upload the exported folder (not the checkpoints) to ``--hub_model_id`` (default: the folder's name)."""
-    if not push:
-        return
-    from bitext_hf.hub import push_to_hub
-
-    repo_id = training_args.hub_model_id or output_dir.name
-    push_to_hub(output_dir, repo_id, private=bool(training_args.hub_private_repo), token=training_args.hub_token)
+    push_recipe_output(output_dir, training_args, push=push)
