@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from bitext_hf.evaluation import gold_and_random_margins
 from bitext_hf.hub import figures
 
 
@@ -42,18 +43,18 @@ def test_gold_and_random_margins_separate_aligned_embeddings(tmp_path):
     tgt = src + 0.3 * rng.normal(size=src.shape).astype(np.float32)
     src /= np.linalg.norm(src, axis=1, keepdims=True)
     tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
-    gold, random = figures.gold_and_random_margins(src, tgt, k=4)
+    gold, random = gold_and_random_margins(src, tgt, k=4)
     assert gold.shape == random.shape == (60,)
     assert gold.min() > random.max()  # a clean separation on near-copies
     # Random pairs are never a gold pair: with identical sides, a gold pair would score the top ratio margin.
-    same_gold, same_random = figures.gold_and_random_margins(src, src.copy(), k=4, seed=3)
+    same_gold, same_random = gold_and_random_margins(src, src.copy(), k=4, seed=3)
     assert np.all(same_random < same_gold.min())
     figure = figures.margin_distribution(gold, random, tmp_path / "margins.png", threshold=1.05)
     assert "60 held-out gold pairs and 60 random pairs" in figure.caption
     assert "100.0% of gold pairs and 0.0% of random pairs pass" in figure.caption
     assert png_shape(figure.path)[1] >= 600
     with pytest.raises(ValueError, match="at least 2"):
-        figures.gold_and_random_margins(src[:1], tgt[:1])
+        gold_and_random_margins(src[:1], tgt[:1])
 
 
 def test_score_histogram_caption_gives_quartiles(tmp_path):

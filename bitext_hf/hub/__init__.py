@@ -8,7 +8,6 @@ from bitext_hf.hub.export import POOLING_MODES, HubExportError, push_recipe_outp
 from bitext_hf.hub.figures import (
     CardFigure,
     card_figures,
-    gold_and_random_margins,
     margin_distribution,
     score_histogram,
     training_curve,
@@ -39,7 +38,6 @@ __all__ = [
     "check_checkpoint",
     "eval_results_from_table",
     "figures_markdown",
-    "gold_and_random_margins",
     "load_template",
     "margin_distribution",
     "markdown_table",

@@ -47,9 +47,9 @@ def card_figures(
     The margins need ``evaluator`` (the run's ``XsimEvaluator``: its held-out pairs, the teacher's cached English
     and the student's tokenizer); the held-out sentences are encoded once more, cheap beside an evaluation.
     """
+    from bitext_hf.evaluation.margins import held_out_margins
     from bitext_hf.families.laser3.evaluation import StudentEncoder
     from bitext_hf.hub.figures import card_figures as make_figures
-    from bitext_hf.hub.figures import held_out_margins
 
     after = results.get("student_after", {})
     xsim = {(language, "en"): values["xsim"] for language, values in after.items() if language != "all"}

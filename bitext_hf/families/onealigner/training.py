@@ -155,8 +155,8 @@ def card_figures(
     The margins are those of the mean-pooled sentence vectors (what the sentence-transformers export and mining
     with this checkpoint use), from one more encoding of the evaluation sentences: cheap beside an evaluation.
     """
+    from bitext_hf.evaluation.margins import held_out_margins
     from bitext_hf.hub.figures import card_figures as make_figures
-    from bitext_hf.hub.figures import held_out_margins
 
     taken: set[tuple[str, str]] = set()
     xsim = {_direction(name, taken): final[f"{name}/xsim"] for name in eval_sets if f"{name}/xsim" in final}
