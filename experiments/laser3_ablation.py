@@ -151,8 +151,11 @@ def curve_evaluator(base: type, train_pairs: list[Any], eval_pairs: int, curves:
     """A drop-in for the recipe's XsimEvaluator whose periodic (Trainer) calls also measure over-fitting: xsim and the
     distillation loss (mean 1 - cos of student(xx) and teacher(English), the training loss without dropout) on the
     training pairs and on the held-out pairs; each call appends its values to ``curves``."""
+    import torch
+
     from bitext_hf.evaluation.metrics.functional import xsim, xsim_micro_average
     from bitext_hf.families.laser3.evaluation import StudentEncoder
+    from bitext_hf.modeling.laser3 import cosine_distillation_loss
 
     # As many training pairs as held-out pairs, so both xsim search among the same number of candidates.
     train_sample = [
@@ -172,10 +175,8 @@ def curve_evaluator(base: type, train_pairs: list[Any], eval_pairs: int, curves:
                     scores = xsim(student, teacher, k=4, margin="ratio", target_texts=pairs.tgt)
                     held_out += [(pairs.src_lang, scores)] if split == "heldout" else []
                     point[f"xsim_{split}_{pairs.src_lang}"] = float(scores["xsim"])
-                    cosine = np.sum(student * teacher, axis=1) / (
-                        np.linalg.norm(student, axis=1) * np.linalg.norm(teacher, axis=1)
-                    )
-                    point[f"loss_{split}_{pairs.src_lang}"] = float(np.mean(1.0 - cosine))
+                    loss = cosine_distillation_loss(torch.from_numpy(student), torch.from_numpy(teacher))
+                    point[f"loss_{split}_{pairs.src_lang}"] = float(loss)
             curves.append(point)
             metrics = {f"xsim_{language}": float(scores["xsim"]) for language, scores in held_out}
             metrics["xsim_all"] = float(xsim_micro_average([scores for _, scores in held_out])["xsim"])
@@ -311,12 +312,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             teacher_scores["scores"] = compute_xsim(*arguments, **kwargs)
         return teacher_scores["scores"]
 
-    recipe.evaluate_xsim = teacher_once
     current: list[dict[str, float]] = []
-    recipe_evaluator = recipe.XsimEvaluator
+    evaluator_class = recipe.XsimEvaluator
     if args.curve_steps > 0:
         train_sets = [load_pairs(f"{lang}={folder / f'{lang}-train.tsv'}") for lang in languages]
-        recipe.XsimEvaluator = curve_evaluator(recipe_evaluator, train_sets, args.eval_pairs, current)
+        evaluator_class = curve_evaluator(recipe.XsimEvaluator, train_sets, args.eval_pairs, current)
 
     config = folder / "experiment.yaml"
     config.write_text("eval_bitexts: []\n", encoding="utf-8")  # an empty list cannot be spelled as a flag
@@ -381,9 +381,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         current.clear()
         vocabulary = ["--tokenizer_name", str(tokenizer_dir)] if tokenizer_dir else []
         arguments = [*common, "--output_dir", str(output_dir), "--seed", str(seed), *VARIANTS[variant], *vocabulary]
-        results = recipe.main(
-            *parse_args(recipe.ScriptArguments, TrainingArguments, recipe.StudentArguments, args=arguments)
-        )
+        parsed = parse_args(recipe.ScriptArguments, TrainingArguments, recipe.StudentArguments, args=arguments)
+        results = recipe.main(*parsed, evaluator_class=evaluator_class, teacher_xsim=teacher_once)
         # Every run uses one vocabulary: the one the first run trains (same data, so the same vocabulary).
         tokenizer_dir = tokenizer_dir or output_dir / "tokenizer"
         teacher = teacher or {k: v["xsim"] for k, v in results["teacher_zero_shot"].items()}
@@ -402,10 +401,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         # Seeds outer, variants inner: an experiment stopped early still holds every variant for the seeds it did.
         return {f"{variant} | {key}": value for variant in variants for key, value in train(variant, seed).items()}
 
-    try:
-        summary = run_over_seeds(every_variant, args.seeds, seed_everything=False)  # the recipe seeds every run
-    finally:
-        recipe.evaluate_xsim, recipe.XsimEvaluator = compute_xsim, recipe_evaluator
+    summary = run_over_seeds(every_variant, args.seeds, seed_everything=False)  # the recipe seeds every run
 
     def by_variant(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
         split: dict[str, dict[str, Any]] = {variant: {} for variant in variants}

@@ -20,17 +20,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainingArguments, set_seed
 
-from bitext_hf.families.laser3 import (
-    DistillationBatches,
-    DistillationLoss,
-    XsimEvaluator,
-    evaluate_xsim,
-)
+from bitext_hf.families.laser3 import DistillationBatches, DistillationLoss, XsimEvaluator, evaluate_xsim
 from bitext_hf.families.laser3.recipe import (
     RESULTS_FILE,
     ScriptArguments,
@@ -52,7 +48,16 @@ logger = logging.getLogger("distill_wolof")
 __all__ = ["RESULTS_FILE", "Laser3Student", "ScriptArguments", "StudentArguments", "load_data", "main"]
 
 
-def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: StudentArguments) -> dict:
+def main(
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    model_args: StudentArguments,
+    *,
+    evaluator_class: type = XsimEvaluator,
+    teacher_xsim: Callable[..., dict] = evaluate_xsim,
+) -> dict:
+    """Build, train, export. ``evaluator_class`` and ``teacher_xsim`` let an experiment measure more at each
+    evaluation, or score the teacher once for several runs, without replacing this module's names."""
     check_training_args(training_args)  # cheap checks first, before any data, teacher or tokenizer work
     output_dir = Path(training_args.output_dir)
     resume = resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
@@ -70,8 +75,9 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     push = adapt_training_args(training_args)
     set_seed(training_args.seed)
     model = build_student(model_args, script_args, tokenizer, teacher.dim)
-    # XsimEvaluator and evaluate_xsim are looked up here, in the recipe: experiments replace them on this module.
-    evaluator = XsimEvaluator(tokenizer, cache, evaluation, max_length=script_args.max_length) if evaluation else None
+    evaluator = (
+        evaluator_class(tokenizer, cache, evaluation, max_length=script_args.max_length) if evaluation else None
+    )
     trainer = BitextTrainer(
         model=model,
         args=training_args,
@@ -83,7 +89,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     )
     results: dict[str, Any] = {"teacher": script_args.teacher, "n_train_pairs": {p.src_lang: len(p) for p in train}}
     if evaluator is not None and trainer.is_world_process_zero():
-        results["teacher_zero_shot"] = evaluate_xsim(teacher, cache, evaluation)
+        results["teacher_zero_shot"] = teacher_xsim(teacher, cache, evaluation)
         results["student_before"] = evaluator.details(model)
         logger.info("xsim before training: %s", results["student_before"])
 
