@@ -288,3 +288,13 @@ def test_cli_dimension_mismatch_with_an_index_is_one_line_exit_3(capsys, tmp_pat
     src, tgt = _npy_pair(tmp_path, n=200, dims=(32, 48))
     code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--index", "IVF4,Flat")
     assert code == EXIT_DATA and "has dimension 32 but" in err and len(err.strip().splitlines()) == 1
+
+
+def test_search_neighbours_validates_both_sides_and_their_dimension():
+    from bitext_hf.mining.index import search_neighbours
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(DataValidationError, match="dimension mismatch"):
+        search_neighbours(rng.normal(size=(8, 4)), rng.normal(size=(8, 5)), 2)
+    with pytest.raises(DataValidationError, match="source embeddings"):
+        search_neighbours(np.full((8, 4), np.nan), rng.normal(size=(8, 4)), 2)

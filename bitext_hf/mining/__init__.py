@@ -12,7 +12,14 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.mining.documents import mine_documents
-from bitext_hf.mining.index import check_index, check_recall, choose_index, recall_at_k, search_neighbours
+from bitext_hf.mining.index import (
+    check_index,
+    check_recall,
+    choose_index,
+    recall_at_k,
+    search_neighbours,
+    search_neighbours_checked,
+)
 from bitext_hf.mining.knn import (
     MAX_K,
     BidirectionalKNN,
@@ -59,6 +66,7 @@ __all__ = [
     "run_mining",
     "score_pairs",
     "search_neighbours",
+    "search_neighbours_checked",
     "vote",
     "write_pairs",
 ]
@@ -102,8 +110,8 @@ def mine(
     check_settings(margin, mode, threshold)
     src, tgt = check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     check_k(k, src.shape[0], tgt.shape[0])
-    knn = search_neighbours(
-        src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress, checked=True
+    knn = search_neighbours_checked(
+        src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress
     )
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
 
@@ -129,8 +137,8 @@ def score_pairs(
             f"score_pairs needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target embeddings"
         )
     check_k(k, src.shape[0], tgt.shape[0])
-    knn = search_neighbours(
-        src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress, checked=True
+    knn = search_neighbours_checked(
+        src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress
     )
     cosine = np.einsum("ij,ij->i", src, tgt)
     return apply_margin(cosine, neighbourhood_means(knn.forward_sims), neighbourhood_means(knn.backward_sims), margin)

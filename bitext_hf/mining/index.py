@@ -33,7 +33,14 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn_blocks, check_embeddings, check_k, knn_search
+from bitext_hf.mining.knn import (
+    BidirectionalKNN,
+    bidirectional_knn_blocks,
+    check_embeddings,
+    check_k,
+    check_pair,
+    knn_search,
+)
 
 __all__ = [
     "EXACT_MAX_MACS",
@@ -48,6 +55,7 @@ __all__ = [
     "recall_at_k",
     "resolve_index",
     "search_neighbours",
+    "search_neighbours_checked",
 ]
 
 logger = logging.getLogger(__name__)
@@ -390,27 +398,47 @@ def search_neighbours(
     seed: int = 0,
     device: str | None = None,
     show_progress: bool = False,
-    checked: bool = False,
 ) -> BidirectionalKNN:
-    """Neighbourhoods of both sides, exact or through an index (see the module docstring).
+    """Neighbourhoods of both sides, exact or through an index (see the module docstring): both sides validated
+    and L2-normalized (:func:`~bitext_hf.mining.knn.check_pair`), then :func:`search_neighbours_checked`, whose
+    arguments the others are.
+
+    Raises:
+        UsageError: an index that cannot work for this corpus (:func:`check_index`), k out of range.
+        DataValidationError: unusable embeddings, or two dimensions.
+    """
+    src, tgt = check_pair(src, tgt, "source embeddings", "target embeddings")
+    return search_neighbours_checked(
+        src, tgt, k, index=index, nprobe=nprobe, seed=seed, device=device, show_progress=show_progress
+    )
+
+
+def search_neighbours_checked(
+    src: np.ndarray,
+    tgt: np.ndarray,
+    k: int = 4,
+    *,
+    index: str | IndexSpec = "exact",
+    nprobe: int | None = None,
+    seed: int = 0,
+    device: str | None = None,
+    show_progress: bool = False,
+) -> BidirectionalKNN:
+    """:func:`search_neighbours` for sides that went through :func:`~bitext_hf.mining.knn.check_pair` already (the
+    mining job validates each input once, when it is read).
 
     Args:
-        src / tgt: embeddings (validated and L2-normalized here unless ``checked``).
+        src / tgt: validated, L2-normalized embeddings of one dimension.
         k: neighbours per sentence, capped at the other side's size.
         index: "exact", "auto", a FAISS factory string, or a resolved :class:`IndexSpec`.
         nprobe: IVF cells a query scans (more: slower, closer to exact); default as :func:`resolve_index`.
         seed: of the training sample and k-means: the same inputs give the same index and the same neighbours.
         device: "cpu" keeps FAISS on the CPU even when the ``gpu`` extra and a GPU are present; the exact engine
             uses it as :func:`~bitext_hf.mining.knn.bidirectional_knn` does.
-        checked: the caller already ran :func:`~bitext_hf.mining.knn.check_embeddings` on both sides (and
-            compared dimensions): skip the second pass over the data.
 
     Raises:
         UsageError: an index that cannot work for this corpus (:func:`check_index`), k out of range.
-        DataValidationError: unusable embeddings.
     """
-    if not checked:
-        src, tgt = check_embeddings(src, "source embeddings"), check_embeddings(tgt, "target embeddings")
     check_k(k, src.shape[0], tgt.shape[0])
     if isinstance(index, IndexSpec):
         spec = index

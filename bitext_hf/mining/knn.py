@@ -205,7 +205,8 @@ def check_pair(
     x: np.ndarray, y: np.ndarray, x_name: str, y_name: str, normalize: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Both sides through :func:`check_embeddings` (named ``x_name`` and ``y_name`` in messages), and the same
-    dimension on both (a ``DataValidationError`` otherwise): what a search needs before it runs ``checked``."""
+    dimension on both (a ``DataValidationError`` otherwise): what the searches of checked inputs
+    (:func:`bidirectional_knn_blocks`, :func:`~bitext_hf.mining.index.search_neighbours_checked`) need first."""
     x = check_embeddings(x, x_name, normalize=normalize)
     y = check_embeddings(y, y_name, normalize=normalize)
     if x.shape[1] != y.shape[1]:
@@ -250,9 +251,43 @@ def bidirectional_knn(
     show_progress: bool = False,
     backend: str = "auto",
     normalize: bool = True,
-    checked: bool = False,
 ) -> BidirectionalKNN:
-    """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``.
+    """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``: both
+    sides validated (:func:`check_pair`, L2-normalized unless ``normalize=False``: raw inner products), then
+    searched by :func:`bidirectional_knn_blocks`, whose arguments the others are.
+
+    Raises:
+        UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`).
+        DataValidationError: unusable embeddings (see :func:`check_embeddings`).
+    """
+    x, y = check_pair(x, y, "source embeddings", "target embeddings", normalize)
+    return bidirectional_knn_blocks(
+        x,
+        y,
+        k,
+        k_backward=k_backward,
+        block_elements=block_elements,
+        device=device,
+        show_progress=show_progress,
+        backend=backend,
+    )
+
+
+def bidirectional_knn_blocks(
+    x: Any,
+    y: Any,
+    k: int = 4,
+    *,
+    k_backward: int | None = None,
+    block_elements: int = DEFAULT_BLOCK_ELEMENTS,
+    device: str | torch.device | None = None,
+    show_progress: bool = False,
+    backend: str = "auto",
+) -> BidirectionalKNN:
+    """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``, for
+    inputs validated already: arrays from :func:`check_pair`, or row sources not in memory whose ``[a:b]`` gives rows
+    ``a`` to ``b`` as C-contiguous float32 (``bitext_hf.mining.shards.ShardedEmbeddings``). A row source is read one
+    block at a time; the blocks are those of the concatenated arrays, so the results are the same, bit for bit.
 
     Each block of the similarity matrix is computed once; its row-wise and column-wise top-k are merged into the
     running results. ``k`` is capped at the size of the other side.
@@ -268,19 +303,10 @@ def bidirectional_knn(
         backend (str, defaults to "auto"): "fused" (CPU: one numba sweep per block updates both top-k lists),
             "torch" (``torch.topk`` per block and direction; the GPU path), or "auto" (fused on CPU when numba is
             installed, else torch).
-        normalize (bool, defaults to True): rows are L2-normalized (cosine, see :func:`check_embeddings`); False
-            searches raw inner products.
-        checked (bool, defaults to False): ``x`` and ``y`` are validated and normalized already: arrays from
-            :func:`check_embeddings`, or row sources not in memory whose ``[a:b]`` gives rows ``a`` to ``b`` as
-            C-contiguous float32 (``bitext_hf.mining.shards.ShardedEmbeddings``). A row source is read one block at
-            a time; the blocks are those of the concatenated arrays, so the results are the same, bit for bit.
 
     Raises:
         UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`).
-        DataValidationError: unusable embeddings (see :func:`check_embeddings`).
     """
-    if not checked:
-        x, y = check_pair(x, y, "source embeddings", "target embeddings", normalize)
     n, m = x.shape[0], y.shape[0]
     check_k(k, n, m)
     if k_backward is not None:
@@ -322,12 +348,6 @@ def bidirectional_knn(
         time.perf_counter() - start,
     )
     return result
-
-
-def bidirectional_knn_blocks(x: Any, y: Any, k: int = 4, **options) -> BidirectionalKNN:
-    """:func:`bidirectional_knn` with ``checked=True``: for inputs validated and normalized already, such as
-    memory-mapped shards (``ShardedEmbeddings``), read one block at a time."""
-    return bidirectional_knn(x, y, k, checked=True, **options)
 
 
 def _fused_kernel():
