@@ -1,7 +1,8 @@
 """Bitext metrics: pure numpy functions (`bitext_hf.evaluation.metrics.functional`) and local `evaluate` modules.
 
->>> import bitext_hf.evaluation.metrics
->>> xsim = bitext_hf.evaluation.metrics.load("xsim")      # loads offline, no hub access
+>>> import evaluate
+>>> from bitext_hf.evaluation.metrics import metric_path
+>>> xsim = evaluate.load(str(metric_path("xsim")))  # offline, no hub access; load("xsim") is the same
 >>> xsim.compute(source_embeddings=src, target_embeddings=tgt, k=4, margin="ratio")
 """
 

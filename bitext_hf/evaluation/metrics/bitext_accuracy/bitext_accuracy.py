@@ -23,7 +23,8 @@ Args:
 Returns:
     src2tgt_accuracy (float), tgt2src_accuracy (float), accuracy (float): fractions in [0, 1].
 Examples:
-    >>> bitext_hf.evaluation.metrics.load("bitext_accuracy").compute(source_embeddings=src, target_embeddings=tgt)
+    >>> metric = evaluate.load(str(bitext_hf.evaluation.metrics.metric_path("bitext_accuracy")))  # or its hub id
+    >>> metric.compute(source_embeddings=src, target_embeddings=tgt)
     {'src2tgt_accuracy': 0.97, 'tgt2src_accuracy': 0.96, 'accuracy': 0.965}
 """
 

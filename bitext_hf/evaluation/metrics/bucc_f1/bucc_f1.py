@@ -26,7 +26,8 @@ Args:
 Returns:
     precision, recall, f1 (floats in [0, 1]) on the test split and the threshold.
 Examples:
-    >>> bitext_hf.evaluation.metrics.load("bucc_f1").compute(scores=s, labels=l, splits=sp, n_gold_test=2000)
+    >>> metric = evaluate.load(str(bitext_hf.evaluation.metrics.metric_path("bucc_f1")))  # or its hub id
+    >>> metric.compute(scores=s, labels=l, splits=sp, n_gold_test=2000)
 """
 
 

@@ -26,7 +26,8 @@ Args:
 Returns:
     accuracy, precision, recall, f1, main_score (floats): fractions in [0, 1]; main_score is f1.
 Examples:
-    >>> bitext_hf.evaluation.metrics.load("mteb_bitext_mining").compute(source_embeddings=src, target_embeddings=tgt)
+    >>> metric = evaluate.load(str(bitext_hf.evaluation.metrics.metric_path("mteb_bitext_mining")))  # or its hub id
+    >>> metric.compute(source_embeddings=src, target_embeddings=tgt)
     {'precision': 0.95, 'recall': 0.96, 'f1': 0.955, 'accuracy': 0.96, 'main_score': 0.955}
 """
 

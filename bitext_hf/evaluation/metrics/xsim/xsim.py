@@ -24,7 +24,7 @@ Args:
 Returns:
     xsim (float): error rate in percent; errors (int); n (int).
 Examples:
-    >>> metric = bitext_hf.evaluation.metrics.load("xsim")
+    >>> metric = evaluate.load(str(bitext_hf.evaluation.metrics.metric_path("xsim")))  # or its hub id
     >>> metric.compute(source_embeddings=src, target_embeddings=tgt, k=4, margin="ratio")
     {'xsim': 3.2, 'errors': 32, 'n': 1000}
 """
