@@ -22,7 +22,15 @@ from pathlib import Path
 from bitext_hf.data.readers import DataValidationError
 from bitext_hf.errors import UsageError
 
-__all__ = ["clean_message", "find_catalogs", "gettext_application_examples", "gettext_pairs", "read_gettext"]
+__all__ = [
+    "clean_message",
+    "find_catalogs",
+    "gettext_application_examples",
+    "gettext_languages",
+    "gettext_pairs",
+    "locale_roots",
+    "read_gettext",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +93,32 @@ def find_catalogs(lang: str, roots: Iterable[str | os.PathLike] | None = None) -
         if messages.is_dir():
             found.update(p for p in messages.iterdir() if p.suffix in (".mo", ".po"))
     return sorted(found)
+
+
+def locale_roots(extra: Iterable[str | os.PathLike] = (), *, system: bool = True) -> list[Path]:
+    """The folders searched for ``<lang>/LC_MESSAGES`` catalogs: the default ones of :func:`find_catalogs` (the
+    system locale folders and the ``locale`` folders of installed Python packages) when ``system``, then ``extra``."""
+    roots = [Path(root) for root in DEFAULT_LOCALE_ROOTS] + _python_locale_dirs() if system else []
+    return roots + [Path(root) for root in extra]
+
+
+def gettext_languages(roots: Iterable[str | os.PathLike] | None = None) -> list[str]:
+    """The language folders (``fr``, ``pt_BR``, ``sr@latin``) holding at least one ``.mo`` or ``.po`` catalog under
+    ``roots`` (default: as :func:`find_catalogs`), sorted; unreadable folders are skipped."""
+    languages = set()
+    for root in locale_roots() if roots is None else [Path(root) for root in roots]:
+        try:
+            children = list(root.iterdir()) if root.is_dir() else []
+        except OSError:
+            continue
+        for child in children:
+            messages = child / "LC_MESSAGES"
+            try:
+                if messages.is_dir() and any(path.suffix in (".mo", ".po") for path in messages.iterdir()):
+                    languages.add(child.name)
+            except OSError:
+                continue
+    return sorted(languages)
 
 
 def gettext_pairs(

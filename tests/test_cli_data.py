@@ -1,0 +1,144 @@
+"""``bitext-hf data gettext``: pairs and language counts from gettext catalogs, on a tiny catalog tree the tests write
+(tests/gettext_catalogs.py) and, when this machine has any, on its real catalogs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polib
+import pytest
+from gettext_catalogs import write_catalogs
+
+from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE, main
+from bitext_hf.data import load_pairs
+from bitext_hf.data.gettext import find_catalogs, gettext_languages, gettext_pairs, locale_roots
+
+
+def write_catalog(path: Path, entries: list[tuple[str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    for msgid, msgstr in entries:
+        catalog.append(polib.POEntry(msgid=msgid, msgstr=msgstr))
+    catalog.save_as_mofile(str(path))
+
+
+@pytest.fixture
+def root(tmp_path):
+    """German and French for three applications, French with one more catalog, and a small Wolof one."""
+    locale = write_catalogs(tmp_path / "locale")
+    write_catalog(locale / "fr" / "LC_MESSAGES" / "zz-extra.mo", [("Save the file", "Enregistrer le fichier")] * 1)
+    write_catalog(locale / "wo" / "LC_MESSAGES" / "app.mo", [("_Quit the game", "Génn ci po wi"), ("%d", "%d")])
+    return locale
+
+
+def run(capsys, *argv):
+    code = main(["data", "gettext", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def hermetic(root: Path) -> list[str]:
+    return ["--no-system-catalogs", "--catalogs", str(root)]
+
+
+def test_tsv_is_what_gettext_pairs_returns_and_what_the_data_spec_reads(capsys, root, tmp_path):
+    out_file = tmp_path / "pairs.tsv"
+    code, out, err = run(capsys, "--lang", "fr", "--out", str(out_file), *hermetic(root))
+    assert code == EXIT_OK, err
+    expected = gettext_pairs("fr", [root])
+    assert len(expected) == 20  # 7 + 6 + 6 messages and the extra catalog's; the repeated English is kept once
+    assert out_file.read_text(encoding="utf-8").splitlines() == [f"{en}\t{fr}" for en, fr in expected]
+    assert out.strip().splitlines()[-1] == f"wrote 20 English-fr pairs from 4 catalogs to {out_file}"
+    loaded = load_pairs(f"fr={out_file}")
+    assert (loaded.src_lang, loaded.tgt_lang) == ("fr", "en") and list(zip(loaded.tgt, loaded.src)) == expected
+
+
+def test_list_counts_pairs_and_sorts_most_first(capsys, root):
+    code, out, _ = run(capsys, "--list", "--quiet", *hermetic(root))
+    lines = out.strip().splitlines()
+    assert code == EXIT_OK
+    assert [line.split()[:2] for line in lines[:-1]] == [["fr", "20"], ["de", "19"], ["wo", "1"]]
+    assert lines[-1] == "3 language(s) with pairs, 40 pairs in all, from 8 catalogs"
+    code, out, _ = run(capsys, "--list", "--lang", "wo", "de", "--quiet", *hermetic(root))
+    assert [line.split()[0] for line in out.strip().splitlines()[:-1]] == ["de", "wo"]
+
+
+def test_several_languages_formats_and_max_pairs(capsys, root, tmp_path):
+    import pyarrow.parquet as pq
+
+    pattern = str(tmp_path / "pairs.{lang}.jsonl")
+    code, out, _ = run(capsys, "--lang", "de", "fr", "--out", pattern, "--max-pairs", "5", *hermetic(root))
+    assert code == EXIT_OK and "wrote 10 English-de/fr pairs from 7 catalogs" in out
+    for lang in ("de", "fr"):
+        rows = [json.loads(line) for line in (tmp_path / f"pairs.{lang}.jsonl").read_text().splitlines()]
+        assert [(row["en"], row[lang]) for row in rows] == gettext_pairs(lang, [root])[:5]
+    parquet = tmp_path / "de.data"
+    assert run(capsys, "--lang", "de", "--out", str(parquet), "--format", "parquet", *hermetic(root))[0] == EXIT_OK
+    assert pq.read_table(parquet).to_pydict() == {
+        "en": [en for en, _ in gettext_pairs("de", [root])],
+        "de": [de for _, de in gettext_pairs("de", [root])],
+    }
+    code, out, err = run(capsys, "--lang", "wo", "--out", "-", "--format", "csv", *hermetic(root))
+    assert code == EXIT_OK and out.splitlines() == ["en,wo", "Quit the game,Génn ci po wi"]
+    assert "wrote 1 English-wo pairs" in err, "the report goes to stderr when the pairs go to stdout"
+
+
+def test_bad_input_is_one_line_and_writes_nothing(capsys, root, tmp_path):
+    out_file = tmp_path / "pairs.tsv"
+    catalog = root / "wo" / "LC_MESSAGES" / "app.mo"
+    before = catalog.read_bytes()
+    cases = [
+        (EXIT_DATA, ["--lang", "xx", "--out", str(out_file)], "no gettext catalogs for xx"),
+        (EXIT_DATA, ["--lang", "fr", "--out", str(out_file), "--catalogs", str(tmp_path / "none")], "no such folder"),
+        (EXIT_USAGE, ["--lang", "de", "fr", "--out", str(out_file)], "{lang}"),
+        (EXIT_USAGE, ["--lang", "wo", "--out", str(catalog)], "is the input"),
+        (EXIT_USAGE, ["--lang", "wo", "--out", str(tmp_path / "pairs.doc")], "output format"),
+        (EXIT_USAGE, ["--lang", "wo"], "--out"),
+        # Wolof has a pair until --min-words 3 drops it: no file for German either.
+        (EXIT_DATA, ["--lang", "de", "wo", "--out", str(tmp_path / "{lang}.tsv"), "--min-words", "4"], "no usable"),
+    ]
+    for code, argv, message in cases:
+        got, _, err = run(capsys, *argv, *hermetic(root))
+        assert got == code and message in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert "Traceback" not in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["locale"] and catalog.read_bytes() == before
+    assert run(capsys, "--list", "--no-system-catalogs")[0] == EXIT_USAGE
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", "gettext", "--lang", "../fr", "--out", str(out_file)])
+    assert exit_info.value.code == EXIT_USAGE and "language folder name" in capsys.readouterr().err
+    assert main(["data"]) == EXIT_USAGE
+
+
+def test_help_explains(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", "gettext", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "--list" in out and "pairs.{lang}" in out and "English<TAB>xx" in out and "exit codes" in out
+
+
+def _small_real_language() -> tuple[str, list[tuple[str, str]]] | None:
+    """The installed language with the fewest catalog bytes that yields pairs (the first 20 tried), and its pairs."""
+    roots = locale_roots()
+    sizes = {
+        lang: sum(path.stat().st_size for path in find_catalogs(lang, roots)) for lang in gettext_languages(roots)
+    }
+    for lang in sorted(sizes, key=lambda lang: (sizes[lang], lang))[:20]:
+        pairs = gettext_pairs(lang)
+        if pairs:
+            return lang, pairs
+    return None
+
+
+def test_this_machines_catalogs(capsys, tmp_path):
+    found = _small_real_language()
+    if found is None:
+        pytest.skip("no gettext catalogs with usable pairs installed on this machine")
+    lang, expected = found
+    out_file = tmp_path / "real.tsv"
+    code, out, _ = run(capsys, "--lang", lang, "--out", str(out_file))
+    assert code == EXIT_OK and out_file.read_text().splitlines() == [f"{en}\t{xx}" for en, xx in expected]
+    code, out, _ = run(capsys, "--list", "--lang", lang, "--quiet")
+    assert code == EXIT_OK and out.splitlines()[0].split()[:2] == [lang, str(len(expected))]
