@@ -24,6 +24,7 @@ from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from bitext_hf.errors import EncoderLoadError
+from bitext_hf.io.logs import settle_imported_libraries
 
 __all__ = [
     "DEFAULT_ENCODER",
@@ -158,9 +159,13 @@ class HFEncoder:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
+        settle_imported_libraries()  # the command's choice of library logs, transformers being imported now
         if source is not None:
             kwargs = {"local_files_only": source.local_only, "trust_remote_code": trust_remote_code}
-            model = _load(source, lambda: AutoModel.from_pretrained(source.source, **kwargs))
+            model, loading_info = _load(
+                source, lambda: AutoModel.from_pretrained(source.source, output_loading_info=True, **kwargs)
+            )
+            _warn_missing_weights(source.name, loading_info, pooling)
             if tokenizer is None:
                 tokenizer = _load(source, lambda: AutoTokenizer.from_pretrained(source.source, **kwargs))
             default_device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -207,7 +212,14 @@ class HFEncoder:
         import torch
 
         sentences = _check_sentences(sentences)
-        lengths = [len(ids) for ids in self.tokenizer(sentences, add_special_tokens=True)["input_ids"]]
+        # Cut one token past the limit: enough to count the sentences that are truncated (said once below), and
+        # the tokenizer then has no overlong sequence to warn about sentence by sentence.
+        lengths = [
+            len(ids)
+            for ids in self.tokenizer(
+                sentences, add_special_tokens=True, truncation=True, max_length=self.max_length + 1
+            )["input_ids"]
+        ]
         too_long = sum(length > self.max_length for length in lengths)
         if too_long:
             logger.warning(
@@ -246,6 +258,7 @@ class SentenceTransformerEncoder:
         if isinstance(model_or_path, (str, os.PathLike, _ModelSource)):
             from sentence_transformers import SentenceTransformer
 
+            settle_imported_libraries()  # the command's choice of library logs, transformers being imported now
             source = _resolve_model(model_or_path, trust_remote_code=trust_remote_code)
             model_or_path = _load(
                 source,
@@ -281,6 +294,24 @@ class _ModelSource(NamedTuple):
 # schedule), so the probe also runs in a thread that is waited on for at most twice this long.
 _PROBE_SECONDS = 3.0
 _TRUE = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub accepts as true in HF_HUB_OFFLINE
+
+
+def _warn_missing_weights(name: str, loading_info: dict, pooling: str) -> None:
+    """One line when weights the embeddings depend on are not in the checkpoint (they start at random), in place of
+    transformers' table of keys (shown with the libraries' logs). Unused keys (a pre-training head) and, when this
+    class pools the hidden states itself, the model's own pooler change nothing and are not reported."""
+    missing = sorted(loading_info.get("missing_keys") or ())
+    if pooling != "model":
+        missing = [key for key in missing if key.split(".")[0] != "pooler"]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        logger.warning(
+            "%s: %d weights are not in the checkpoint and start at random (%s): its embeddings are not a trained "
+            "model's",
+            name,
+            len(missing),
+            shown,
+        )
 
 
 def _first_line(error: BaseException) -> str:

@@ -4,6 +4,7 @@ Exit codes (README "Command line"): 0 success; 1 any other error, a failed outpu
 3 bad input data (the message names the file and line); 4 an encoder that cannot be loaded; 130 interrupted.
 Every error is one line on stderr (``--debug`` or ``BITEXT_HF_DEBUG=1`` re-raises it to show the traceback).
 Results go to stdout, progress and warnings to stderr, files are written atomically (complete or not at all).
+The libraries' own logs and progress bars (faiss, transformers, datasets) are shown with ``-v`` only.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bitext_hf.errors import (
     describe_error,
     error_notes,
 )
+from bitext_hf.io.logs import library_logs
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -36,13 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    logging.basicConfig(
-        level=logging.WARNING if args.quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
-    )
-    for noisy in ("httpx", "httpcore", "urllib3", "huggingface_hub", "datasets", "evaluate"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    verbose = getattr(args, "verbose", False)
+    quiet = getattr(args, "quiet", False) and not verbose
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return args.func(args)
+        # The command's own lines only; the libraries' logs and bars with -v (bitext_hf.io.logs).
+        with library_logs(verbose):
+            return args.func(args)
     except KeyboardInterrupt as interrupt:
         kept = error_notes(interrupt) or "no output file was written"
         print(f"bitext-hf {args.command}: interrupted; {kept}", file=sys.stderr)

@@ -3,7 +3,8 @@
 Each checks everything cheap first (options, the output path, every input file, the gold pairs, that the sentences
 fit the output format) and only then loads an encoder and encodes: a bad input never costs an encoding run and
 never leaves an output behind. ``mine`` writing its pairs to a file also writes ``<file>.meta.json``, the mining
-parameters and the command, which ``bitext-hf push --pairs`` shows in the dataset card.
+parameters and the command, which ``bitext-hf push --pairs`` shows in the dataset card. ``encode`` and ``mine`` end
+with their speed in sentences per second, one line on stderr (not with ``-q``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -44,10 +46,22 @@ def _shard_output(out: str) -> bool:
     return not os.path.exists(out) and not Path(out).suffix
 
 
+def _report_rate(args, sentences: int, started: float, detail: str = "") -> None:
+    """How fast the command went, as one line on stderr after its report (whose format stays as it was); ``-q``
+    leaves it out. The time is the whole command's: reading, loading the encoder, encoding, searching, writing."""
+    if getattr(args, "quiet", False) and not getattr(args, "verbose", False):
+        return
+    seconds = time.perf_counter() - started
+    per_second = sentences / max(seconds, 1e-9)
+    rate = f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
+    print(f"{args.command}: {sentences} sentences{detail} in {seconds:.1f} s, {rate} sentences/s", file=sys.stderr)
+
+
 def cmd_encode(args) -> int:
     from bitext_hf.data import read_lines
     from bitext_hf.io import atomic_output, protect_inputs
 
+    started = time.perf_counter()
     protect_inputs([args.input])  # no file this command writes, a shard behind a link included, may replace it
     _check_distributed(args)
     if _shard_output(args.out):
@@ -68,6 +82,7 @@ def cmd_encode(args) -> int:
         f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} {args.dtype} embeddings to {_shown(args.out)}",
         file=_report_stream(args.out),
     )
+    _report_rate(args, len(texts), started)
     return EXIT_OK
 
 
@@ -77,6 +92,7 @@ def _encode_shards(args) -> int:
     from bitext_hf.mining.embedding_cache import encoder_identity
     from bitext_hf.mining.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
 
+    started = time.perf_counter()
     check_shard_folder(args.out, resume=args.resume)  # before reading: a wrong folder costs nothing
     texts = read_lines(args.input, max_chars=args.max_line_chars)
     # Whole-text entries only: a run cut short resumes from its shards (--resume), and the shards of a run are
@@ -111,6 +127,8 @@ def _encode_shards(args) -> int:
         f"wrote {manifest.count} x {manifest.dimension} {manifest.dtype} embeddings in {len(manifest.shards)} "
         f"shard(s) and {os.path.join(args.out, 'manifest.json')} ({encoded} sentences encoded by this run)"
     )
+    if encoded:  # a resumed run's rate is over what it encoded itself
+        _report_rate(args, encoded, started, " encoded")
     return EXIT_OK
 
 
@@ -134,6 +152,7 @@ def cmd_mine(args) -> int:
     """Parse the options into a :class:`~bitext_hf.mining.MiningConfig`, run the job, print the report."""
     from bitext_hf.mining.pipeline import DEMO_DIR, MiningConfig, run_mining
 
+    started = time.perf_counter()
     report = _report_stream(args.out)
     if args.demo:
         if args.src or args.tgt:
@@ -163,6 +182,8 @@ def cmd_mine(args) -> int:
     for line in (result.gold, result.recall):
         if line is not None:
             print(line, file=report)
+    sides = f" ({result.src_sentences} source + {result.tgt_sentences} target)"
+    _report_rate(args, result.src_sentences + result.tgt_sentences, started, sides)
     return EXIT_OK
 
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 
 from bitext_hf.cli.commands import cmd_encode, cmd_mine, cmd_score
+from bitext_hf.cli.data import add_data
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
 from bitext_hf.cli.push import add_push
 from bitext_hf.io import (
@@ -32,6 +33,11 @@ EPILOG_EXIT = """exit codes:
   4  an encoder that cannot be loaded (not cached offline, missing or corrupt files)
   130  interrupted (Ctrl-C); no output file is left
 Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback instead."""
+
+_VERBOSE_HELP = (
+    "also show the logs and progress bars of the libraries underneath (faiss, transformers, datasets, "
+    "sentence-transformers), hidden by default"
+)
 
 _EPILOG_MINE = """examples:
   bitext-hf mine --demo
@@ -163,6 +169,7 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
             help="ratio (default), distance, or absolute (plain cosine)",
         )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or info logs")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP)
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks of errors")
 
 
@@ -394,7 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error (also BITEXT_HF_DEBUG=1)")
-    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval,push}")
-    for add in (_add_encode, _add_mine, _add_score, _add_eval, add_push):
+    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
+    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval,push,data}")
+    for add in (_add_encode, _add_mine, _add_score, _add_eval, add_push, add_data):
         add(commands, argparse.RawDescriptionHelpFormatter)
     return parser

@@ -22,6 +22,8 @@ from typing import Any
 import yaml
 from trl import TrlParser
 
+from bitext_hf.io.logs import library_logs
+
 __all__ = ["ConfigFileError", "arg_field", "load_yaml_config", "parse_args", "run_recipe", "run_reporting_errors"]
 
 CONFIG_FLAG = "--config"
@@ -167,8 +169,44 @@ def run_reporting_errors(program: str, call: Callable[[], Any]) -> Any:
         raise SystemExit(error.exit_code if isinstance(error, ConfigFileError) else code) from None
 
 
-def run_recipe(main: Callable[..., Any], *dataclass_types: type, args: Sequence[str] | None = None) -> Any:
+def run_recipe(
+    main: Callable[..., Any],
+    *dataclass_types: type,
+    args: Sequence[str] | None = None,
+    default_config: str | os.PathLike | None = None,
+) -> Any:
     """A recipe's ``if __name__ == "__main__"``: parse ``dataclass_types``, call ``main(*parsed)``, with the
-    one-line errors and exit codes of :func:`run_reporting_errors`."""
-    program = Path(sys.argv[0]).stem or "recipe"
-    return run_reporting_errors(program, lambda: main(*parse_args(*dataclass_types, args=args)))
+    one-line errors and exit codes of :func:`run_reporting_errors`.
+
+    With no arguments at all the recipe runs its default configuration, the paper's setup: ``default_config``, else
+    (on the command line) ``configs/<name>.yaml`` beside the script, ``<name>`` being the script's name without
+    ``train_``. Where that setup needs what this machine lacks (the Hugging Face Hub for data or models that are not
+    cached, with downloads off or the hub unreachable; a GPU for bf16; eflomal), it stops before any work with one
+    line naming what is missing and the offline command that runs here (its ``-gettext`` or ``-smoke``
+    configuration): exit 2.
+
+    The libraries' logs and progress bars stay hidden (:mod:`bitext_hf.io.logs`) unless ``--log_level`` is
+    ``info`` or ``debug``; the Trainer's own progress bar and loss lines are the recipe's output and stay.
+    """
+    script = Path(sys.argv[0])
+    program = script.stem or "recipe"
+    argv = list(sys.argv[1:] if args is None else args)
+    if default_config is None and args is None:
+        derived = script.resolve().parent / "configs" / f"{program.removeprefix('train_')}.yaml"
+        default_config = derived if derived.is_file() else None
+
+    def run() -> Any:
+        arguments = argv
+        if not arguments and default_config is not None:
+            from bitext_hf.training.default_config import check_default_config
+
+            check_default_config(script, Path(default_config))
+            arguments = [CONFIG_FLAG, str(default_config)]
+        # Parsed before the libraries are quietened: TrainingArguments takes its default disable_tqdm from the
+        # transformers logger's level, and the training progress bar must stay.
+        parsed = parse_args(*dataclass_types, args=arguments)
+        verbose = any(getattr(values, "log_level", None) in ("debug", "info") for values in parsed)
+        with library_logs(verbose):
+            return main(*parsed)
+
+    return run_reporting_errors(program, run)
