@@ -6,6 +6,9 @@ the editable install's path hook that makes ``bitext_hf`` importable never runs)
 virtual environment's site-packages (torch, numpy, safetensors, transformers 5.x) or, for transformers 4.x,
 a separate folder with transformers 4.57 and the tokenizers / huggingface_hub it needs put first.
 
+With ``sentence_transformers="5.x.y"`` the snippet also imports that sentence-transformers 5 release (the series
+transformers 4.x users can install), from a folder of its own inside the 4.57 folder.
+
 The 4.57 folder is ``$BITEXT_HF_TF4_DIR`` or ``<repo>/.cache/transformers-4.57``; ``.ci/run`` fills it with
 ``python tests/remote_code_tf4.py --install`` before the test command. When it is missing, the tests install it
 with pip on first use; if that fails they skip, except under ``CI=true`` where a missing folder fails the run.
@@ -24,6 +27,7 @@ import textwrap
 from pathlib import Path
 
 __all__ = [
+    "ST5_VERSIONS",
     "TF4_REQUIREMENTS",
     "TF4_VERSION",
     "install_transformers_4",
@@ -35,6 +39,11 @@ TF4_VERSION = "4.57.6"  # the newest 4.x release (pyproject allows transformers>
 # transformers 4.57 needs huggingface_hub < 1.0 and tokenizers <= 0.23.0, older than the venv's; the rest of its
 # requirements (numpy, safetensors, regex, pyyaml, filelock, requests, tqdm, packaging) come from the venv.
 TF4_REQUIREMENTS = (f"transformers=={TF4_VERSION}", "huggingface_hub>=0.34,<1.0", "tokenizers>=0.22,<=0.23.0")
+# sentence-transformers 5.x beside transformers 4.57, each release in a folder of its own: 5.3 is the last with the
+# `sentence_transformers.models` package itself (5.4 moved the classes and kept those names as aliases), 5.7 the
+# newest 5.x (what pip picks beside transformers 4.x). Their other requirements (torch, numpy, scipy, scikit-learn,
+# tqdm, typing_extensions) come from the venv, huggingface_hub from the 4.57 folder.
+ST5_VERSIONS = ("5.3.0", "5.7.0")
 _ENV_VARIABLE = "BITEXT_HF_TF4_DIR"
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,19 +52,31 @@ def _target() -> Path:
     return Path(os.environ.get(_ENV_VARIABLE) or _REPO_ROOT / ".cache" / "transformers-4.57")
 
 
+def _st5_folder(folder: Path, version: str) -> Path:
+    return folder / f"sentence-transformers-{version}"  # a hyphen: not importable as a package from the 4.57 folder
+
+
+def _st5_installed(folder: Path, version: str) -> bool:
+    return (_st5_folder(folder, version) / f"sentence_transformers-{version}.dist-info").is_dir()
+
+
 def _installed(folder: Path) -> bool:
-    return (folder / f"transformers-{TF4_VERSION}.dist-info").is_dir() and (folder / "transformers").is_dir()
+    transformers_4 = (folder / f"transformers-{TF4_VERSION}.dist-info").is_dir() and (folder / "transformers").is_dir()
+    return transformers_4 and all(_st5_installed(folder, version) for version in ST5_VERSIONS)
 
 
 def install_transformers_4(folder: Path | None = None) -> Path:
-    """Install transformers 4.57 and its differing requirements into ``folder`` (``pip install --target``)."""
+    """Install transformers 4.57 and its differing requirements into ``folder``, and each sentence-transformers 5
+    release of :data:`ST5_VERSIONS` into a folder of its own inside it (``pip install --no-deps --target``)."""
     folder = folder or _target()
-    if not _installed(folder):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(folder), *TF4_REQUIREMENTS],
-            check=True,
-            timeout=600,
-        )
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target"]
+    if not ((folder / f"transformers-{TF4_VERSION}.dist-info").is_dir() and (folder / "transformers").is_dir()):
+        subprocess.run([*pip, str(folder), *TF4_REQUIREMENTS], check=True, timeout=600)
+    for version in ST5_VERSIONS:
+        if not _st5_installed(folder, version):
+            subprocess.run(
+                [*pip, str(_st5_folder(folder, version)), f"sentence-transformers=={version}"], check=True, timeout=600
+            )
     return folder
 
 
@@ -68,7 +89,8 @@ def transformers_4_dir() -> Path:
         return folder
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(
-            f"transformers {TF4_VERSION} is not installed in {folder} (CI=true): .ci/run must run "
+            f"transformers {TF4_VERSION} or sentence-transformers {', '.join(ST5_VERSIONS)} is not installed in "
+            f"{folder} (CI=true): .ci/run must run "
             "`python tests/remote_code_tf4.py --install` before the tests"
         )
     try:
@@ -81,14 +103,25 @@ def transformers_4_dir() -> Path:
 
 
 def run_without_bitext_hf(
-    code: str, *, cwd: Path, transformers_4: bool = False, env: dict[str, str] | None = None, timeout: int = 300
+    code: str,
+    *,
+    cwd: Path,
+    transformers_4: bool = False,
+    sentence_transformers: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: int = 300,
 ) -> object:
     """Run ``code`` in an interpreter without bitext_hf (and with transformers 4.57 first when asked).
 
-    The snippet must print one JSON value as its last line of output, which is returned. ``env`` adds variables
-    (e.g. ``HF_HUB_CACHE``); the Hugging Face home and module cache always point into ``cwd``, offline.
+    The snippet must print one JSON value as its last line of output, which is returned. ``sentence_transformers``:
+    a release of :data:`ST5_VERSIONS` to import instead of the venv's (with ``transformers_4`` only). ``env`` adds
+    variables (e.g. ``HF_HUB_CACHE``); the Hugging Face home and module cache always point into ``cwd``, offline.
     """
+    if sentence_transformers is not None and (not transformers_4 or sentence_transformers not in ST5_VERSIONS):
+        raise ValueError(f"sentence_transformers must be one of {ST5_VERSIONS}, with transformers_4=True")
     paths = [str(transformers_4_dir())] if transformers_4 else []
+    if sentence_transformers is not None:
+        paths.insert(0, str(_st5_folder(Path(paths[0]), sentence_transformers)))
     paths += dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     prelude = textwrap.dedent(
         f"""
@@ -96,9 +129,27 @@ def run_without_bitext_hf(
         sys.path[:0] = {paths!r}
         import importlib.util
         assert importlib.util.find_spec("bitext_hf") is None, "bitext_hf is importable"
-        import transformers
         """
     )
+    if sentence_transformers is not None:
+        # As `pip install sentence-transformers` leaves it: without `datasets` (its train extra), which it and
+        # transformers import whenever it is installed, and the venv's needs a newer huggingface_hub than
+        # transformers 4.57 allows. Hidden from the import system and from importlib.metadata, before both import.
+        prelude += textwrap.dedent(
+            """
+            import importlib.metadata
+            sys.modules["datasets"] = None
+            _metadata = importlib.metadata.metadata
+            def _without_datasets(name):
+                if name == "datasets":
+                    raise importlib.metadata.PackageNotFoundError(name)
+                return _metadata(name)
+            importlib.metadata.metadata = _without_datasets
+            import sentence_transformers
+            """
+        )
+        prelude += f"assert sentence_transformers.__version__ == {sentence_transformers!r}\n"
+    prelude += "import transformers\n"
     if transformers_4:
         prelude += f"assert transformers.__version__ == {TF4_VERSION!r}, transformers.__version__\n"
     else:

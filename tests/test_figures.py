@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from matplotlib.image import imread
 
 from bitext_hf.evaluation import gold_and_random_margins
 from bitext_hf.hub import figures
@@ -21,7 +22,7 @@ def png_shape(path) -> tuple[int, ...]:
 def test_xsim_heatmap_rows_are_sources_and_columns_targets(tmp_path):
     figure = figures.xsim_heatmap({"wo": 5.925, "en-wo": 8.0, ("fr", "en"): 1.5}, tmp_path / "xsim.png")
     assert figure.path == tmp_path / "xsim.png" and str(tmp_path / "xsim.png") == str(figure.__fspath__())
-    assert figure.caption.endswith("by direction: en→wo 8.00%, fr→en 1.50%, wo→en 5.92%.")
+    assert "by direction: en→wo 8.00%, fr→en 1.50%, wo→en 5.92%." in figure.caption
     height, width, _ = png_shape(figure.path)
     assert width >= 400 and height >= 250
     # More directions, a larger grid: the figure grows so that labels stay readable.
@@ -60,7 +61,8 @@ def test_gold_and_random_margins_separate_aligned_embeddings(tmp_path):
 def test_score_histogram_caption_gives_quartiles(tmp_path):
     figure = figures.score_histogram([1.0, 1.1, 1.2, 1.3, 1.4], tmp_path / "h.png", threshold=1.05, margin="distance")
     assert figure.caption == (
-        "Scores of the 5 mined pairs (distance margin): median 1.200, quartiles 1.100 to 1.300; threshold 1.05."
+        "Scores of the 5 mined pairs (distance margin): median 1.200, quartiles 1.100 to 1.300; threshold 1.05. "
+        "Pairs just above the threshold are the least certain translations."
     )
     png_shape(figure.path)
     with pytest.raises(ValueError, match="at least one"):
@@ -79,13 +81,34 @@ def test_training_curve_reads_the_latest_checkpoint_state(tmp_path):
     assert len(figures.load_log_history(run)) == 21  # checkpoint-20's, not checkpoint-10's
     figure = figures.training_curve(run, tmp_path / "curve.png")
     assert figure.caption == (
-        "Training curve: loss by optimizer step (1.900 at step 1, 0.000 at step 20); dashed: xsim on the "
-        "evaluation sets."
+        "Training curve by optimizer step: training loss 1.900 at step 1 -> 0.000 at step 20; dashed, right axis: "
+        "xsim on the evaluation sets."
     )
     png_shape(figure.path)
     assert figures.training_curve(tmp_path / "no-run", tmp_path / "none.png") is None
     assert figures.training_curve([{"step": 1, "learning_rate": 1e-4}], tmp_path / "none.png") is None
     assert not (tmp_path / "none.png").exists()
+
+
+def test_training_curve_draws_each_loss_part_and_keeps_the_legend_inside(tmp_path):
+    # Laser3's tasks alternate: the total stays flat while the distillation loss falls (the issue's case).
+    history = [
+        {"step": step, "loss": 0.69, "loss_distil": 0.63 - 0.001 * step, "loss_mask": 9.0 - 0.005 * step}
+        for step in range(10, 310, 10)
+    ]
+    history += [{"step": 300, f"eval_{name}/accuracy_backward_direction": 0.5} for name in ("fr-en:gettext", "x")]
+    figure = figures.training_curve(history, tmp_path / "curve.png")
+    assert "distil loss 0.620 at step 10 -> 0.330 at step 300" in figure.caption
+    assert "mask loss 8.950 at step 10 -> 7.500 at step 300" in figure.caption
+    assert "the dotted grey total mixes the parts" in figure.caption
+    png_shape(figure.path)
+    image = imread(str(figure.path))
+    # Long legend labels once overflowed both edges and were cut: the outermost pixel columns must stay blank.
+    assert image[:, :2, :3].min() == 1.0 and image[:, -2:, :3].min() == 1.0
+    musr = figures.training_curve(
+        [{"step": s, "loss": 3.0 - 0.1 * s, "ce": 2.9 - 0.1 * s, "kl": 0.1} for s in (1, 2, 3)], tmp_path / "m.png"
+    )
+    assert "cross-entropy (ce) 2.800" in musr.caption and "KL consistency (kl) 0.100" in musr.caption
 
 
 def test_training_curve_bad_state_file_is_named(tmp_path):

@@ -228,7 +228,7 @@ def test_export_into_a_training_folder_keeps_checkpoints_and_replaces_old_export
     assert not (output_dir / "2_Dense").exists() and not (output_dir / "3_Normalize").exists()
     assert (output_dir / "README.md").read_text() == "# v2\n"
     pooling = json.loads((output_dir / "1_Pooling" / "config.json").read_text())
-    assert pooling["pooling_mode"] == "max"
+    assert pooling["pooling_mode_max_tokens"] is True and pooling["pooling_mode_mean_tokens"] is False
 
 
 @pytest.mark.parametrize(("pooling", "warns"), [("max", False), ("mean", True)])
@@ -322,8 +322,10 @@ def test_shipped_templates_render_with_the_recipes_fields():
         embedding_dim=512,
         xsim_table=[{"language": "wo", "xsim": 5.925}],
         training_data="- `wo=data.tsv`",
+        evaluation_data="wo: 50 pairs",
+        model_id="org/student",
     )
-    assert "LASER3-style student encoder for wo" in laser3
+    assert "LASER3 student encoder for wo, distilled from use-multilingual-v3" in laser3
     assert "| language | xsim |" in laser3 and "| wo | 5.92 |" in laser3
     assert "{" not in laser3.split("```bibtex")[0]  # every placeholder filled
     assert "@inproceedings{heffernan-etal-2022-bitext," in laser3  # escaped braces come out single
@@ -346,7 +348,9 @@ def test_onealigner_template_renders_the_recipe_fields_and_model_index():
         softmax_temperature=5.0,
         loss_type="global",
         encoder="xlm-roberta-base",
-        train_pairs="en-fr",
+        training_data="- en-fr",
+        evaluation_data="fr",
+        model_id="org/aligner",
         train_examples=1000,
         results_table=rows,
     )
@@ -437,7 +441,7 @@ def test_laser3_card_carries_the_model_index_of_the_student_only():
         training_data="- x",
     )
     card = ModelCard(text)  # what the Hub parses: the model-index becomes the evaluation table of the page
-    assert card.data.model_name == "LASER3-style student encoder for wo, fr"
+    assert card.data.model_name == "LASER3 student encoder for wo, fr, distilled from t"
     found = {(r.dataset_config, r.metric_type): r.metric_value for r in card.data.eval_results}
     assert found == {("wo", "xsim"): 5.925, ("fr", "xsim"): 1.5}  # teacher and before-training columns left out
     assert {r.task_type for r in card.data.eval_results} == {"sentence-similarity"}

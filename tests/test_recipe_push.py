@@ -203,7 +203,12 @@ def test_musr_save_outputs_exports_through_save_for_hub_and_pushes_the_full_mode
         "tokenizer.json",
         "tokenizer_config.json",
         "xsim_by_stage.png",
+        # the full model is a sentence-transformers model too (max pooling, normalized: its encode)
+        "modules.json",
+        "sentence_bert_config.json",
+        "config_sentence_transformers.json",
     }
+    assert "1_Pooling/config.json" in hub.commits[0][1] and "2_Normalize" in {p.name for p in output_dir.iterdir()}
     assert not list(tmp_path.glob(".*staging"))  # staged beside and moved in
     assert "![xsim by stage](xsim_by_stage.png)" in (output_dir / "README.md").read_text()
     assert "auto_map" in json.loads((output_dir / "config.json").read_text())  # remote code registered
@@ -261,13 +266,18 @@ def test_contrastive_export_outputs_renders_the_cards_and_pushes_the_encoder(hub
     assert repo == "aligned-encoder"  # the plain encoder, under the run's name
     assert {"config.json", "model.safetensors", "modules.json", "README.md"} <= set(files)
     card = files["README.md"].decode()
-    assert "# tiny-bert, aligned (linear)" in card and "English with de, fr" in card
+    assert "# ContrastiveAligned encoder: tiny-bert, aligned with the linear objective" in card
+    assert "English with de, fr" in card
     assert "| xsim | 0.1235 |" in card and "de/xsim" not in card and "This export maps" not in card
     assert "cross-lingual-alignment" in card and "pipeline_tag: sentence-similarity" in card
     german = (output_dir / "encoder-de" / "README.md").read_text()
     assert "This export maps de sentences into the English space (W)." in german
     assert "| xsim | 0.1235 |" in german
-    assert (output_dir / "README.md").read_text() == card  # the full model carries the encoder's card
+    # The full model carries the encoder's card; the pushed copy names its repository in the load snippets.
+    from bitext_hf.hub.card_facts import fill_repo_id
+
+    assert fill_repo_id((output_dir / "README.md").read_text(), "aligned-encoder") == card
+    assert 'SentenceTransformer("aligned-encoder"' in card
 
     args = training_args(output_dir, hub_model_id="me/aligned")
     export_outputs(

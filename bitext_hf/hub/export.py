@@ -5,12 +5,16 @@
 * ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` anywhere (the modeling code travels with it), and
   without ``trust_remote_code`` once ``bitext_hf.modeling`` is imported (``import bitext_hf`` alone does not register);
 * ``AutoTokenizer.from_pretrained(folder)``;
-* ``SentenceTransformer(folder, trust_remote_code=True)``: ``Transformer -> Pooling -> [Dense] -> [Normalize]``.
+* ``SentenceTransformer(folder, trust_remote_code=True)``: ``Transformer -> Pooling -> [Dense] -> [Normalize]``,
+  on sentence-transformers 5.x (what transformers 4.x allows) and 6.x alike: the files are in 5.0's format, with the
+  classic ``sentence_transformers.models`` class names that 6 still resolves.
 
-The contract with the model (what sentence-transformers 6 relies on): ``forward`` accepts ``input_ids`` and
-``attention_mask`` (and ``return_dict``, or ``**kwargs``) and returns a ``ModelOutput`` whose ``last_hidden_state``
-(or the field named by ``token_embeddings_field``) holds the token vectors, shape (batch, length, dim). With
-``pooling="model"`` the model's own pooled field (``sentence_embedding``) is used instead of a Pooling module.
+The contract with the model (what sentence-transformers relies on): ``forward`` accepts ``input_ids`` and
+``attention_mask`` (and ``return_dict``, ``token_type_ids``, or ``**kwargs``) and returns a ``ModelOutput`` whose
+``last_hidden_state`` holds the token vectors, shape (batch, length, dim), and is its first field when only those
+inputs are given (sentence-transformers 5.0 to 5.3 read ``outputs[0]``). Two options need sentence-transformers 6,
+for exporting and for loading: ``token_embeddings_field`` (another field than ``last_hidden_state``) and
+``pooling="model"`` (the model's own pooled field ``sentence_embedding`` instead of a Pooling module).
 ``save_for_hub`` runs the model on a probe sentence first and refuses, with the reason, a model that breaks it.
 
 ``push_to_hub`` uploads such a folder with ``huggingface_hub``; ``push_recipe_output`` is every recipe's
@@ -64,17 +68,52 @@ class HubExportError(ValueError):
     """The model, tokenizer, options or folder cannot make a valid Hub export."""
 
 
-def _sentence_transformers_modules():
-    """The installed sentence-transformers module classes (their import path moved in version 6)."""
-    try:
-        from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
-    except ImportError:  # sentence-transformers < 6
-        from sentence_transformers.models import Dense, Normalize, Pooling, Transformer
-    return Transformer, Pooling, Dense, Normalize
+# The classic module names: sentence-transformers 5.0 to 5.3 define them, 5.4 and later (6 included) resolve them
+# through their backwards-compatible import aliases. The paths 6 itself writes (`sentence_transformers.base...`) do
+# not exist in 5.x, the only series people on transformers 4.x can install.
+_ST_CLASS = "sentence_transformers.models.{}"
+_POOLING_KEYS = {
+    "cls": "pooling_mode_cls_token",
+    "max": "pooling_mode_max_tokens",
+    "mean": "pooling_mode_mean_tokens",
+    "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
+    "weightedmean": "pooling_mode_weightedmean_tokens",
+    "lasttoken": "pooling_mode_lasttoken",
+}
+_ACTIVATIONS = {None: "torch.nn.modules.linear.Identity", "tanh": "torch.nn.modules.activation.Tanh"}
 
 
-def _class_reference(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__name__}"
+def _sentence_transformers_modules(
+    options: dict[str, Any], dimension: int
+) -> list[tuple[str, str, dict[str, Any] | None, dict[str, torch.Tensor] | None]]:
+    """The modules after the Transformer as ``(folder, class name, config.json or None, weights or None)``.
+
+    Written by hand in the format sentence-transformers 5.0 wrote: its module classes pass every saved config key to
+    their constructors, so the keys that 6's own ``save`` adds (``module_input_name``, ``embedding_dimension``...)
+    break loading on 5.x, while 6 still reads the older keys (it renames them silently).
+    """
+    modules: list[tuple[str, str, dict[str, Any] | None, dict[str, torch.Tensor] | None]] = []
+    if options["pooling"] != "model":
+        pooling = {"word_embedding_dimension": dimension}
+        pooling.update({key: mode == options["pooling"] for mode, key in _POOLING_KEYS.items()})
+        modules.append(("Pooling", "Pooling", {**pooling, "include_prompt": True}, None))
+    dense = options["dense"]
+    if dense is not None:
+        config = {
+            "in_features": dense.in_features,
+            "out_features": dense.out_features,
+            "bias": dense.bias is not None,
+            "activation_function": _ACTIVATIONS[options["dense_activation"]],
+        }
+        weights = {"linear.weight": dense.weight.detach().float().cpu().contiguous().clone()}
+        if dense.bias is not None:
+            weights["linear.bias"] = _cpu_bias(dense).contiguous().clone()
+        modules.append(("Dense", "Dense", config, weights))
+    if options["normalize"]:
+        modules.append(("Normalize", "Normalize", None, None))
+    return [
+        (f"{index}_{name}", kind, config, weights) for index, (name, kind, config, weights) in enumerate(modules, 1)
+    ]
 
 
 def _st_major_version() -> int:
@@ -105,6 +144,11 @@ def _normalize_options(options: Mapping[str, Any]) -> dict[str, Any]:
         raise HubExportError(f"max_seq_length must be an int >= 2, got {max_seq_length!r}")
     if pooling == "model" and _st_major_version() < 6:
         raise HubExportError("pooling='model' needs sentence-transformers >= 6; use a Pooling mode instead")
+    token_field = options.get("token_embeddings_field", "last_hidden_state")
+    if token_field != "last_hidden_state" and _st_major_version() < 6:
+        raise HubExportError(
+            f"token_embeddings_field={token_field!r} needs sentence-transformers >= 6 (5.x cannot name the field)"
+        )
     return {
         "pooling": pooling,
         # Normalized by default: bitext-hf's encoders (and every family's encode) give L2-normalized rows for cosine,
@@ -113,7 +157,7 @@ def _normalize_options(options: Mapping[str, Any]) -> dict[str, Any]:
         "dense": dense,
         "dense_activation": activation,
         "max_seq_length": max_seq_length,
-        "token_embeddings_field": options.get("token_embeddings_field", "last_hidden_state"),
+        "token_embeddings_field": token_field,
         "sentence_embedding_field": options.get("sentence_embedding_field", "sentence_embedding"),
         "verify": bool(options.get("verify", False)),
     }
@@ -225,33 +269,21 @@ def _register_remote_code(model: Any) -> bool:
 def _write_sentence_transformers(
     folder: Path, options: dict[str, Any], dimension: int, tokenizer: Any, model_limit: int | None = None
 ) -> None:
-    transformer_class, pooling_class, dense_class, normalize_class = _sentence_transformers_modules()
-    modules: list[tuple[str, Any]] = []  # (path, module or None for the Transformer at the root)
-    if options["pooling"] != "model":
-        modules.append(("1_Pooling", pooling_class(dimension, pooling_mode=options["pooling"])))
-    dense = options["dense"]
-    if dense is not None:
-        activation = torch.nn.Tanh() if options["dense_activation"] == "tanh" else torch.nn.Identity()
-        dense_module = dense_class(
-            dense.in_features,
-            dense.out_features,
-            bias=dense.bias is not None,
-            activation_function=activation,
-            init_weight=dense.weight.detach().float().cpu().clone(),
-            init_bias=None if dense.bias is None else _cpu_bias(dense).clone(),
-        )
-        modules.append((f"{len(modules) + 1}_Dense", dense_module))
-    if options["normalize"]:
-        modules.append((f"{len(modules) + 1}_Normalize", normalize_class()))
+    from safetensors.torch import save_file
 
     transformer_config: dict[str, Any] = {"do_lower_case": False}
-    max_seq_length = options["max_seq_length"] or getattr(tokenizer, "model_max_length", None)
-    # model_limit: what the family's encode truncates to (its max_tokens), so both give the same vectors.
-    if isinstance(model_limit, int) and (not isinstance(max_seq_length, int) or max_seq_length > model_limit):
+    # model_limit: what the family's encode truncates to (its max_tokens, whatever the tokenizer's own limit), so
+    # that both give the same vectors; a max_seq_length option may only lower it.
+    max_seq_length = options["max_seq_length"]
+    if not isinstance(model_limit, int):
+        max_seq_length = max_seq_length or getattr(tokenizer, "model_max_length", None)
+    elif max_seq_length is None or max_seq_length > model_limit:
         max_seq_length = model_limit
     if isinstance(max_seq_length, int) and max_seq_length < 1_000_000:  # tokenizers without a limit say 1e30
         transformer_config["max_seq_length"] = max_seq_length
-    if _st_major_version() >= 6:
+    if _needs_sentence_transformers_6(options):
+        # Only 6 can name the output field to read; without these keys it reads `last_hidden_state` (5.4 and later)
+        # or the output's first field (5.0 to 5.3), which is why the families put the token vectors there.
         pooled_by_model = options["pooling"] == "model"
         field = options["sentence_embedding_field"] if pooled_by_model else options["token_embeddings_field"]
         transformer_config.update(
@@ -261,28 +293,33 @@ def _write_sentence_transformers(
         )
     (folder / "sentence_bert_config.json").write_text(json.dumps(transformer_config, indent=2), encoding="utf-8")
 
-    entries = [{"idx": 0, "name": "0", "path": "", "type": _class_reference(transformer_class)}]
-    for index, (path, module) in enumerate(modules, start=1):
+    entries = [{"idx": 0, "name": "0", "path": "", "type": _ST_CLASS.format("Transformer")}]
+    for index, (path, kind, config, weights) in enumerate(_sentence_transformers_modules(options, dimension), 1):
         (folder / path).mkdir()
-        module.save(str(folder / path))
-        entries.append({"idx": index, "name": str(index), "path": path, "type": _class_reference(type(module))})
+        if config is not None:
+            (folder / path / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+        if weights is not None:
+            save_file(weights, str(folder / path / "model.safetensors"), metadata={"format": "pt"})
+        entries.append({"idx": index, "name": str(index), "path": path, "type": _ST_CLASS.format(kind)})
     (folder / "modules.json").write_text(json.dumps(entries, indent=2), encoding="utf-8")
 
-    import sentence_transformers
     import transformers
 
     model_config = {
         "model_type": "SentenceTransformer",
-        "__version__": {
-            "sentence_transformers": sentence_transformers.__version__,
-            "transformers": transformers.__version__,
-            "pytorch": torch.__version__,
-        },
+        # No sentence_transformers version: the files are in 5.0's format whatever is installed here, and a newer
+        # version than the reader's makes every 5.x user see a warning that the model may not work.
+        "__version__": {"transformers": transformers.__version__, "pytorch": torch.__version__},
         "prompts": {},
         "default_prompt_name": None,
         "similarity_fn_name": "cosine",
     }
     (folder / "config_sentence_transformers.json").write_text(json.dumps(model_config, indent=2), encoding="utf-8")
+
+
+def _needs_sentence_transformers_6(options: dict[str, Any]) -> bool:
+    """Whether the export names an output field, which only sentence-transformers 6's config can say."""
+    return options["pooling"] == "model" or options["token_embeddings_field"] != "last_hidden_state"
 
 
 def _verify_sentence_transformers(folder: Path, probe: dict[str, Any], options: dict[str, Any]) -> None:
@@ -368,9 +405,10 @@ def save_for_hub(
             ``dense``: a ``torch.nn.Linear`` applied after pooling (its weights are copied), ``dense_activation``:
             None (identity) or "tanh"; ``normalize``: append L2 normalization (default True, as bitext-hf's own
             encoders normalize; False exports the raw pooled vectors);
-            ``max_seq_length``: truncation length (default: the tokenizer's); ``token_embeddings_field``: the
-            output field with token vectors (default "last_hidden_state"); ``verify``: reload the export with
-            ``SentenceTransformer`` and check it reproduces the pooling computed here (default False).
+            ``max_seq_length``: truncation length (default: the model's ``max_tokens``, what its ``encode`` keeps,
+            else the tokenizer's; never above ``max_tokens``); ``token_embeddings_field``: the output field with
+            token vectors (default "last_hidden_state"; another needs sentence-transformers 6); ``verify``: reload
+            the export with ``SentenceTransformer`` and check it reproduces the pooling computed here (default False).
         remote_code: register the model's (non-transformers) classes for ``AutoConfig``/``AutoModel`` so that
             ``save_pretrained`` copies their source files and writes ``auto_map`` into config.json.
         figures: image files (from :mod:`bitext_hf.hub.figures`) copied next to README.md under their own names,

@@ -118,7 +118,10 @@ def xsim_heatmap(
     axes.set_title(title)
     figure.colorbar(image, ax=axes, label="xsim error rate (%)")
     directions = ", ".join(f"{s}→{t} {v:.2f}%" for (s, t), v in sorted(cells.items()))
-    caption = f"xsim (LASER's margin-based error rate, %, lower is better) by direction: {directions}."
+    caption = (
+        f"xsim (LASER's margin-based error rate, %, lower is better) by direction: {directions}. Green cells are "
+        "directions the model retrieves well, red ones where it fails; grey: not evaluated."
+    )
     return _save(figure, path, caption)
 
 
@@ -160,7 +163,7 @@ def margin_distribution(
     axes.hist(gold, bins=bins, density=True, alpha=0.55, color=_GOLD, label=f"gold pairs (n={gold.size})")
     _mark_threshold(axes, threshold)
     axes.set_xlabel(f"margin score ({margin} margin)")
-    axes.set_ylabel("density")
+    axes.set_ylabel("density (share of pairs per unit of margin)")
     axes.set_title("Margin scores: held-out gold pairs vs random pairs")
     axes.legend()
     caption = (
@@ -171,6 +174,7 @@ def margin_distribution(
         caption += (
             f"; at the threshold {threshold:g}, {kept:.1f}% of gold pairs and {leaked:.1f}% of random pairs pass"
         )
+    caption += ". The less the two histograms overlap, the better the encoder tells translations from random pairs"
     return _save(figure, path, caption + ".")
 
 
@@ -192,7 +196,7 @@ def score_histogram(
     )
     _mark_threshold(axes, threshold)
     axes.set_xlabel(f"margin score ({margin} margin)")
-    axes.set_ylabel("pairs")
+    axes.set_ylabel("mined pairs (count)")
     from matplotlib.ticker import MaxNLocator
 
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of pairs: no 2.5 ticks
@@ -204,7 +208,7 @@ def score_histogram(
         f"quartiles {quartiles[0]:.3f} to {quartiles[2]:.3f}"
     )
     if threshold is not None:
-        caption += f"; threshold {threshold:g}"
+        caption += f"; threshold {threshold:g}. Pairs just above the threshold are the least certain translations"
     return _save(figure, path, caption + ".")
 
 
@@ -240,35 +244,98 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+# Logged loss parts that do not say "loss" in their name: MuSR's cross-entropy and CrossConST's KL term.
+_LOSS_PART_NAMES = {"ce": "cross-entropy (ce)", "kl": "KL consistency (kl)"}
+# Approximate characters of legend text that fit across the figure at the legend's font size, and a marker's width.
+_LEGEND_CHARACTERS, _LEGEND_MARKER = 96, 8
+
+
+def _loss_parts(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The loss parts logged beside the training loss (``loss_distil``, ``alignment_loss``, ``ce``...)."""
+    keys: dict[str, None] = {}
+    for entry in history:
+        if "loss" not in entry:
+            continue
+        for key, value in entry.items():
+            named = ("loss" in key and key not in ("loss", "eval_loss", "train_loss")) or key in _LOSS_PART_NAMES
+            if named and not key.startswith("eval_") and _finite(value):
+                keys.setdefault(key, None)
+    return list(keys)
+
+
+def _part_label(key: str) -> str:
+    if key in _LOSS_PART_NAMES:
+        return _LOSS_PART_NAMES[key]
+    return key.removeprefix("loss_").removesuffix("_loss").replace("_", " ") + " loss"
+
+
+def _metric_label(key: str) -> str:
+    better = "lower is better" if "xsim" in key else "higher is better"
+    return f"eval {key[5:]} (%, {better})"
+
+
+def _legend(figure: Any, handles: list[Any], labels: list[str]) -> None:
+    """Below the axes (inside, it would cover the curves it explains), in as many columns as fit the width: long
+    labels in three columns overflow both edges of the figure, and the PNG cuts them off."""
+    widest = max(len(label) for label in labels) + _LEGEND_MARKER
+    columns = max(1, min(len(labels), _LEGEND_CHARACTERS // widest))
+    rows = -(-len(labels) // columns)
+    # Each legend row takes height from the axes: the figure grows instead, so the curves keep their size.
+    figure.set_figheight(figure.get_figheight() + 0.2 * (rows - 1))
+    figure.legend(handles, labels, loc="outside lower center", ncols=columns, fontsize="small")
+
+
 def training_curve(
     log_history: str | os.PathLike | Sequence[Mapping[str, Any]], path: str | os.PathLike
 ) -> CardFigure | None:
-    """The training loss (and evaluation loss) by step, with retrieval metrics (``eval_*xsim*``, ``eval_*accuracy*``)
-    on a second axis; ``None`` when the history has no loss to plot.
+    """The training loss by step, each logged loss part on its own line, the evaluation loss, and retrieval metrics
+    (``eval_*xsim*``, ``eval_*accuracy*``, averages over evaluation sets first) on a second axis in percent; ``None``
+    when the history has no loss to plot.
+
+    Loss parts are the keys logged with the training loss whose name holds ``loss`` (``loss_distil``,
+    ``loss_self``, ``loss_mask``, ``alignment_loss``...) and MuSR's ``ce`` and ``kl``. With parts, the total is drawn
+    thin and grey: when batches of different tasks alternate, the total averages unlike losses and can look flat
+    while every part falls. The loss axis is logarithmic when the curves span more than a factor of ten (an MLM
+    cross-entropy beside a cosine loss), so that each part's relative fall stays visible.
 
     ``log_history`` is the Trainer's ``state.log_history`` or a path (see :func:`load_log_history`).
     """
     history = load_log_history(log_history)
+    parts = {key: _series(history, key) for key in _loss_parts(history)}
+    parts = {key: series for key, series in parts.items() if series[0]}
     losses = {key: _series(history, key) for key in ("loss", "eval_loss")}
     losses = {key: series for key, series in losses.items() if series[0]}
-    if not losses:
+    if not losses and not parts:
         return None
-    metric_keys = sorted(
-        {key for entry in history for key in entry if key.startswith("eval_") and ("xsim" in key or "accuracy" in key)}
-    )[:3]
+    found = {key for entry in history for key in entry if key.startswith("eval_")}
+    found = {key for key in found if "xsim" in key or "accuracy" in key}
+    # The averages over evaluation sets (no "/" in the key) before the per-set values: three lines at most.
+    metric_keys = sorted(found, key=lambda key: ("/" in key, key))[:3]
     figure = _figure()
     axes = figure.add_subplot()
-    names = {"loss": "training loss", "eval_loss": "evaluation loss"}
+    marker = (
+        {"marker": "o", "markersize": 3} if max(len(s) for s, _ in [*losses.values(), *parts.values()]) < 30 else {}
+    )
+    names = {"loss": "total training loss" if parts else "training loss", "eval_loss": "evaluation loss"}
     for key, (steps, values) in losses.items():
-        axes.plot(steps, values, marker="o" if len(steps) < 30 else None, markersize=3, label=names[key])
+        style = {"color": "0.55", "linewidth": 1.0, "linestyle": ":"} if parts and key == "loss" else marker
+        axes.plot(steps, values, label=names[key], **style)
+    for index, (key, (steps, values)) in enumerate(parts.items()):
+        axes.plot(steps, values, color=f"C{index}", label=_part_label(key), **marker)
+    plotted = [value for _, values in [*losses.values(), *parts.values()] for value in values]
+    logarithmic = min(plotted) > 0 and max(plotted) / min(plotted) > 10
+    if logarithmic:
+        axes.set_yscale("log")
     axes.set_xlabel("optimizer step")
-    axes.set_ylabel("loss")
-    axes.set_title("Training curve")
+    axes.set_ylabel("loss (log scale)" if logarithmic else "loss")
+    axes.set_title("Training curve" + (": each loss part on its own line" if parts else ""))
     handles, labels = axes.get_legend_handles_labels()
     if metric_keys:
         right = axes.twinx()
         for index, key in enumerate(metric_keys):
             steps, values = _series(history, key)
+            if not steps:
+                continue
             if "accuracy" in key and max(values) <= 1.0:  # a fraction beside xsim in percent: one scale, percent
                 values = [100 * value for value in values]
             right.plot(
@@ -277,19 +344,24 @@ def training_curve(
                 linestyle="--",
                 marker="s",
                 markersize=3,
-                color=f"C{index + 2}",
-                label=f"{key[5:]} (evaluation, %)",
+                color=f"C{index + len(parts) + 2}",
+                label=_metric_label(key),
             )
         right.set_ylabel("evaluation metric (%)")
         more_handles, more_labels = right.get_legend_handles_labels()
         handles, labels = handles + more_handles, labels + more_labels
-    # Below the axes: inside, it would cover the curves it explains.
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize="small")
-    steps, values = next(iter(losses.values()))
-    first, last = f"{values[0]:.3f} at step {steps[0]:g}", f"{values[-1]:.3f} at step {steps[-1]:g}"
-    caption = f"Training curve: loss by optimizer step ({first}, {last})"
+    _legend(figure, handles, labels)
+    described = parts or {key: losses[key] for key in ("loss",) if key in losses} or losses
+    changes = ", ".join(
+        f"{_part_label(key) if key in parts else names[key]} {values[0]:.3f} at step {steps[0]:g} -> "
+        f"{values[-1]:.3f} at step {steps[-1]:g}"
+        for key, (steps, values) in described.items()
+    )
+    caption = f"Training curve by optimizer step: {changes}"
+    if parts and "loss" in losses:
+        caption += "; the dotted grey total mixes the parts, so read the coloured lines for progress"
     if metric_keys:
-        caption += "; dashed: " + ", ".join(key[5:] for key in metric_keys) + " on the evaluation sets"
+        caption += "; dashed, right axis: " + ", ".join(key[5:] for key in metric_keys) + " on the evaluation sets"
     return _save(figure, path, caption + ".")
 
 

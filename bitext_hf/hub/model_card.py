@@ -26,6 +26,7 @@ import yaml
 
 __all__ = [
     "MISSING_VALUE",
+    "OPTIONAL_FIELDS",
     "ModelCardError",
     "available_templates",
     "eval_results_from_table",
@@ -43,6 +44,9 @@ _TEMPLATE_PACKAGE = "bitext_hf.model_cards"
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
 # Names the renderer provides itself: the YAML block (huggingface_hub's convention) and the figures section.
 _RESERVED = {"card_data", "figures"}
+# Fields a card shows only when there is something to say (a warning, the note beside a placeholder repository id):
+# left out, they are empty rather than "[More Information Needed]", and strict rendering does not ask for them.
+OPTIONAL_FIELDS = frozenset({"warnings", "load_note"})
 TASK_TYPE = "sentence-similarity"  # the Hub task id of every family (and their pipeline_tag)
 
 # The results tables the recipes pass to the shipped templates, read into model-index entries when no
@@ -271,7 +275,8 @@ def render_model_card(
     unknown = sorted(set(fields) - set(used))
     if unknown:
         raise ModelCardError(f"model card fields {unknown} are not used by the template (it uses: {', '.join(used)})")
-    missing = [name for name in used if name not in fields and name not in card_data]
+    optional = {name: "" for name in OPTIONAL_FIELDS & set(used) if name not in fields}
+    missing = [name for name in used if name not in fields and name not in card_data and name not in optional]
     if missing and strict:
         raise ModelCardError(f"model card template needs the fields {missing}")
     if missing:
@@ -284,7 +289,7 @@ def render_model_card(
         if isinstance(table, (list, tuple)) and all(isinstance(row, Mapping) for row in table):
             eval_results = eval_results_from_table(table, set_column=set_column, metrics=metrics)
     values = {name: _to_markdown(value) for name, value in fields.items()}
-    values.update({name: MISSING_VALUE for name in missing})
+    values.update({name: MISSING_VALUE for name in missing}, **optional)
     values["figures"] = figures_markdown(figures)
     import jinja2
 

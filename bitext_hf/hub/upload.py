@@ -146,7 +146,21 @@ def upload(
     if selection is None:
         return _upload_folder(folder, repo_id, repo_type, token, private, revision, commit_message, ignore_patterns)
     with staged(selection) as staging:
+        _name_the_repository(staging / "README.md", repo_id)
         return _upload_folder(staging, repo_id, repo_type, token, private, revision, commit_message, ())
+
+
+def _name_the_repository(card: Path, repo_id: str) -> None:
+    """Put ``repo_id`` into the load snippets of a card written before its repository was known (the placeholder of
+    ``bitext_hf.hub.card_facts``), in the staged copy only: the user's folder keeps its card."""
+    from bitext_hf.hub.card_facts import REPO_ID_PLACEHOLDER, fill_repo_id
+
+    if not card.is_file():
+        return
+    text = card.read_text(encoding="utf-8")
+    if REPO_ID_PLACEHOLDER in text:
+        card.unlink()  # a hard link to the user's file: writing through it would change the original
+        card.write_text(fill_repo_id(text, repo_id), encoding="utf-8")
 
 
 def _upload_folder(

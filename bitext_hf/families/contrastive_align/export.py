@@ -6,6 +6,9 @@ encoder as plain transformers + sentence-transformers folders, through the share
 * :func:`export_encoders`: the inner encoder without the projector; for ``linear``, one more folder per language
   whose sentence-transformers stack ends with a bias-free Dense layer holding that language's W (mean pooling
   commutes with a linear map, so this equals pooling the mapped token vectors).
+* :data:`SENTENCE_TRANSFORMERS`: the ``save_for_hub`` options of every folder, the full model's included (called
+  with ``input_ids`` and ``attention_mask`` only, it returns hidden state ``config.layer`` as ``last_hidden_state``):
+  mean pooling, L2-normalized, as ``encode`` does.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ import torch
 from bitext_hf.families.contrastive_align.objectives import unwrap
 from bitext_hf.hub import markdown_table, render_model_card, save_for_hub
 
-__all__ = ["export_encoders", "model_card"]
+__all__ = ["SENTENCE_TRANSFORMERS", "export_encoders", "model_card"]
 
 logger = logging.getLogger(__name__)
+
+# verify: each folder is reloaded with SentenceTransformer and checked against the pooling before it is kept.
+SENTENCE_TRANSFORMERS = {"pooling": "mean", "normalize": True, "verify": True}
 
 
 def model_card(
@@ -32,19 +38,91 @@ def model_card(
     languages: Sequence[str],
     results: Mapping[str, float],
     mapped_language: str | None = None,
+    *,
+    training_data: Sequence[str] = (),
+    data_stats: Mapping[str, Any] | None = None,
+    initial: Mapping[str, float] | None = None,
+    steps: int | None = None,
+    smoke: bool = False,
+    repo_id: str | None = None,
 ) -> str:
-    """The README.md of an exported encoder: what it is, how it was aligned, the final retrieval numbers (the means
-    over languages; per-language keys ``<lang>/<metric>`` stay in ``eval_results.json``). ``mapped_language``: the
-    language whose W the export applies (the per-language folders of ``linear``)."""
+    """The README.md of an exported encoder: what it is, how it was aligned, the data in words (``training_data``:
+    the recipe's pair specs; ``data_stats``: its ``results["data"]``, with the pairs per language), the evaluation
+    protocol and final retrieval numbers (the means over languages; per-language keys ``<lang>/<metric>`` stay in
+    ``eval_results.json``), the load snippets for ``repo_id`` (else a marked placeholder), and the warnings of a smoke
+    run (``smoke`` or ``steps`` below the smoke rule of ``bitext_hf.hub.card_facts``) or of numbers worse than the
+    encoder before alignment (``initial``). ``mapped_language``: the language whose W the export applies (the
+    per-language folders of ``linear``)."""
+    from huggingface_hub import EvalResult
+
+    from bitext_hf.hub.card_facts import (
+        DEFAULT_LICENSE,
+        Comparison,
+        describe_data,
+        hub_model_id,
+        is_smoke_run,
+        language_codes,
+        load_fields,
+        quality_warnings,
+    )
+
+    stats = dict(data_stats or {})
+    pairs = {lang: stats[lang]["pairs"] for lang in languages if isinstance(stats.get(lang), Mapping)}
+    data = describe_data(training_data, pairs)
+    held = ", ".join(
+        f"{lang}: {stats[lang]['held_out']} pairs" for lang in languages if "held_out" in stats.get(lang, {})
+    )
+    evaluated = [key for key in results if "/" not in key]
+    evaluation = (
+        f"pairs of each language held out of the training data before alignment ({held or ', '.join(languages)})"
+        if evaluated
+        else "none (the run had no --held_out pairs)"
+    )
+    before = initial or {}
+    comparisons = [
+        Comparison(metric, results.get(metric), "the encoder before alignment", before.get(metric), lower)
+        for metric, lower in (("word_accuracy", False), ("sentence_accuracy", False), ("xsim", True))
+    ]
+    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons)
+    base = hub_model_id(encoder)
+    card_data: dict[str, Any] = {
+        "language": sorted({*data.languages, *language_codes([*languages, "en"])}),
+        "license": DEFAULT_LICENSE,
+        "datasets": data.datasets or ["(not recorded)"],
+    }
+    if base:
+        card_data["base_model"] = base
+    if is_smoke_run(steps, smoke=smoke):
+        card_data["tags"] = ["smoke-run"]
     rows = [{"metric": key, "value": float(value)} for key, value in sorted(results.items()) if "/" not in key]
+    eval_results = [
+        EvalResult(
+            task_type="sentence-similarity",
+            task_name="Cross-lingual retrieval",
+            dataset_type="held-out",
+            dataset_name="Held-out pairs",
+            metric_type=row["metric"],
+            metric_name=row["metric"] + (" (%)" if "xsim" in row["metric"] else " (fraction)"),
+            metric_value=round(row["value"], 4),
+        )
+        for row in rows
+        if row["value"] == row["value"]
+    ]
     return render_model_card(
         "contrastive_align",
         strict=True,
-        encoder=encoder,
+        card_data=card_data,
+        eval_results=eval_results,
+        encoder="a randomly initialized XLM-R-like encoder" if encoder == "random" else encoder,
         objective=objective,
         languages=", ".join(languages),
         mapped_language=mapped_language,
+        aligner=stats.get("aligner", "(not recorded)"),
+        training_data=data.markdown,
+        evaluation_data=evaluation,
         results_table=markdown_table(rows or [{"metric": "(no held-out set)", "value": None}], float_format=".4f"),
+        warnings="\n\n".join(f"> {warning}" for warning in warnings),
+        **load_fields(repo_id),
     )
 
 
@@ -73,7 +151,8 @@ def export_encoders(
             aligned.config.layer,
             encoder.config.num_hidden_layers,
         )
-    options = {"pooling": "mean", "normalize": True, "verify": True}
+    # The full model's encode truncates to its max_tokens; the bare encoder would otherwise take its tokenizer's limit.
+    options = {**SENTENCE_TRANSFORMERS, "max_seq_length": aligned.max_tokens}
     output_dir = Path(output_dir)
     folders = {
         "en": save_for_hub(

@@ -22,7 +22,7 @@ from bitext_hf.data.words import tokenize_words
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.contrastive_align.aligners import ALIGNERS, EflomalAligner
 from bitext_hf.families.contrastive_align.cache import align_words
-from bitext_hf.families.contrastive_align.export import export_encoders, model_card
+from bitext_hf.families.contrastive_align.export import SENTENCE_TRANSFORMERS, export_encoders, model_card
 from bitext_hf.families.contrastive_align.objectives import (
     AlignmentCollator,
     AlignmentEvalSet,
@@ -236,9 +236,19 @@ def export_outputs(
     ``push``, upload ``encoder/`` to ``--hub_model_id`` (default: ``<output_dir name>-encoder``)."""
     model = export_peft(trained, output_dir / ADAPTER_FOLDER, merge=True)
     card = functools.partial(
-        model_card, script_args.objective, script_args.encoder, results["data"]["languages"], results["final"]
+        model_card,
+        script_args.objective,
+        script_args.encoder,
+        results["data"]["languages"],
+        results["final"],
+        training_data=script_args.train_pairs,
+        data_stats=results["data"],
+        initial=results.get("initial"),
+        steps=results.get("global_step"),
+        repo_id=training_args.hub_model_id,
     )
-    save_for_hub(model, tokenizer, output_dir, model_card=card())  # the full model, with remote code
+    # The full model, with remote code; a sentence-transformers model too, giving encode()'s vectors.
+    save_for_hub(model, tokenizer, output_dir, model_card=card(), sentence_transformers=SENTENCE_TRANSFORMERS)
     export_encoders(model, tokenizer, output_dir / "encoder", model_card=card)
     with atomic_output(output_dir / RESULTS_FILE) as handle:
         json.dump(results, handle, indent=2, sort_keys=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["card_figures", "save_student", "xsim_rows"]
+__all__ = ["card_figures", "save_student", "student_card", "xsim_rows"]
 
 _COLUMNS = {
     "teacher zero-shot": "teacher_zero_shot",
@@ -67,6 +67,85 @@ def card_figures(
     return make_figures(folder, xsim=xsim, gold_scores=gold, random_scores=random, log_history=log_history)
 
 
+def _overall(results: Mapping[str, Any], key: str) -> float | None:
+    """xsim of ``results[key]`` over every evaluated language: the micro-average ``all`` when there are several."""
+    by_language = results.get(key, {})
+    entry = by_language.get("all") or (next(iter(by_language.values())) if len(by_language) == 1 else None)
+    return None if entry is None or entry.get("xsim") is None else float(entry["xsim"])
+
+
+def student_card(
+    *,
+    languages: Sequence[str],
+    teacher: str,
+    training_data: Sequence[str],
+    results: Mapping[str, Any],
+    pooling: str = "max",
+    embedding_dim: Any = None,
+    monolingual: Sequence[str] = (),
+    evaluation_data: Sequence[str] = (),
+    repo_id: str | None = None,
+    smoke: bool = False,
+    figures: Sequence[Any] = (),
+) -> str:
+    """The ``laser3`` model card (README.md) of a student: the data in words (pair counts from
+    ``results["n_train_pairs"]``), the evaluation protocol and xsim table, the load snippets for ``repo_id`` (or a
+    marked placeholder), and the warnings: a smoke run (``smoke``, or fewer optimizer steps than the smoke rule of
+    ``bitext_hf.hub.card_facts`` by ``results["global_step"]``), a student worse than its teacher or than itself
+    before training."""
+    from bitext_hf.hub import render_model_card
+    from bitext_hf.hub.card_facts import (
+        DEFAULT_LICENSE,
+        Comparison,
+        describe_data,
+        hub_model_id,
+        is_smoke_run,
+        language_codes,
+        load_fields,
+        quality_warnings,
+    )
+
+    data = describe_data(training_data, results.get("n_train_pairs"), monolingual=monolingual)
+    evaluated = describe_data(evaluation_data) if evaluation_data else None
+    rows = xsim_rows(results)
+    held_out = ", ".join(f"{row['language']}: {row['pairs']} pairs" for row in rows if row["language"] != "all")
+    if evaluated is not None:
+        evaluation = f"{held_out or 'held-out pairs'}, from\n\n{evaluated.markdown}"
+    else:
+        evaluation = f"{held_out}, held out of the training data" if held_out else "(no evaluation data was given)"
+    after = _overall(results, "student_after")
+    comparisons = [
+        Comparison("xsim (%)", after, name, _overall(results, key), lower_is_better=True)
+        for name, key in (("its teacher", "teacher_zero_shot"), ("the untrained student", "student_before"))
+    ]
+    steps = results.get("global_step")
+    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons)
+    base = hub_model_id(teacher)
+    card_data: dict[str, Any] = {
+        "language": sorted({*data.languages, *language_codes(languages), "en"}),
+        "license": DEFAULT_LICENSE,
+        "datasets": data.datasets or ["(not recorded)"],
+    }
+    if base:
+        card_data["base_model"] = base
+    if warnings and is_smoke_run(steps, smoke=smoke):
+        card_data["tags"] = ["smoke-run"]
+    return render_model_card(
+        "laser3",
+        card_data=card_data,
+        languages=", ".join(languages),
+        teacher="USE v3 multilingual (offline default)" if teacher == "default" else teacher,
+        pooling=pooling,
+        embedding_dim=embedding_dim,
+        xsim_table=rows or "(no evaluation data was given)",
+        training_data=data.markdown,
+        evaluation_data=evaluation,
+        warnings="\n\n".join(f"> {warning}" for warning in warnings),
+        figures=figures,
+        **load_fields(repo_id),
+    )
+
+
 def save_student(
     student: Any,
     tokenizer: Any,
@@ -78,13 +157,17 @@ def save_student(
     results: Mapping[str, Any],
     log_history: Sequence[Mapping[str, Any]] | None = None,
     evaluator: Any = None,
+    monolingual: Sequence[str] = (),
+    evaluation_data: Sequence[str] = (),
+    repo_id: str | None = None,
+    smoke: bool = False,
 ) -> None:
     """Write ``student`` (a ``Laser3Student``) for the Hub into ``output_dir``: weights, tokenizer, remote code, the
-    ``laser3`` model card with its figures (:func:`card_figures`; ``log_history`` and ``evaluator`` as there) and
-    sentence-transformers modules (Transformer -> Pooling(max or cls) -> Dense(projection) when the student has a
-    projection), checked to reproduce the model's embeddings. ``teacher`` is the recipe's teacher argument
-    ("default": the offline USE teacher)."""
-    from bitext_hf.hub import render_model_card, save_for_hub
+    ``laser3`` model card with its figures (:func:`card_figures`; ``log_history`` and ``evaluator`` as there; the
+    card's other arguments as :func:`student_card`) and sentence-transformers modules (Transformer -> Pooling(max or
+    cls) -> Dense(projection) when the student has a projection), checked to reproduce the model's embeddings.
+    ``teacher`` is the recipe's teacher argument ("default": the offline USE teacher)."""
+    from bitext_hf.hub import save_for_hub
 
     options: dict[str, Any] = {"pooling": "max" if student.config.pooling == "max" else "cls", "verify": True}
     if student.projection is not None:
@@ -92,15 +175,17 @@ def save_student(
     # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
     with tempfile.TemporaryDirectory(prefix="laser3-figures-") as folder:
         figures = card_figures(student, results, folder, log_history=log_history, evaluator=evaluator)
-        card = render_model_card(
-            "laser3",
-            card_data={"language": sorted({code[:2] if len(code) > 3 else code for code in [*languages, "en"]})},
-            languages=", ".join(languages),
-            teacher="USE v3 multilingual (offline default)" if teacher == "default" else teacher,
+        card = student_card(
+            languages=languages,
+            teacher=teacher,
+            training_data=training_data,
+            results=results,
             pooling=student.config.pooling,
             embedding_dim=student.config.embedding_dim,
-            xsim_table=xsim_rows(results) or "(no evaluation data was given)",
-            training_data="\n".join(f"- `{spec}`" for spec in training_data),
+            monolingual=monolingual,
+            evaluation_data=evaluation_data,
+            repo_id=repo_id,
+            smoke=smoke,
             figures=figures,
         )
         save_for_hub(student, tokenizer, output_dir, model_card=card, sentence_transformers=options, figures=figures)

@@ -254,7 +254,10 @@ def export_student(
         output_dir,
         languages=sorted({spec.partition("=")[0] for spec in script_args.bitexts}),
         teacher=script_args.teacher,
-        training_data=[*script_args.bitexts, *script_args.monolingual],
+        training_data=script_args.bitexts,
+        monolingual=script_args.monolingual,
+        evaluation_data=script_args.eval_bitexts,
+        repo_id=training_args.hub_model_id,
         results=results,
         log_history=trainer.state.log_history,
         evaluator=evaluator,  # its held-out pairs give the card's gold vs random margin figure

@@ -1,6 +1,7 @@
-"""The MuSR encoder alone as a sentence-transformers model: the decoder only serves training, so the export leaves
-it out (``with_decoder=False``) and pools like the model (max over the encoder outputs, padding masked), then
-L2-normalizes, as ``model.encode(texts)`` does."""
+"""MuSR as a sentence-transformers model: pooled like the model (max over the encoder outputs, padding masked), then
+L2-normalized, as ``model.encode(texts)`` does (:data:`SENTENCE_TRANSFORMERS`, for the full model's folder too: called
+with ``input_ids`` and ``attention_mask`` only, it returns the encoder outputs as ``last_hidden_state``). The
+encoder-only export leaves the decoder out (``with_decoder=False``): it only serves training."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from typing import Any
 
 from bitext_hf.modeling.musr import MuSREncoderDecoder
 
-__all__ = ["encoder_only", "save_sentence_transformers"]
+__all__ = ["SENTENCE_TRANSFORMERS", "encoder_only", "save_sentence_transformers"]
+
+# save_for_hub's sentence_transformers options of every MuSR folder; verify: reloaded and checked before it is kept.
+SENTENCE_TRANSFORMERS = {"pooling": "max", "normalize": True, "verify": True}
 
 
 def encoder_only(model: MuSREncoderDecoder) -> MuSREncoderDecoder:
@@ -39,6 +43,6 @@ def save_sentence_transformers(
         tokenizer,
         output_dir,
         model_card=model_card,
-        sentence_transformers={"pooling": "max", "normalize": True, "verify": True},
+        sentence_transformers=SENTENCE_TRANSFORMERS,
         figures=figures,
     )

@@ -248,7 +248,17 @@ def save_outputs(
         # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
         with tempfile.TemporaryDirectory(prefix="onealigner-figures-") as folder:
             figures = card_figures(model, tokenizer, data.eval_sets, results["final"], log_history, folder)
-            card = model_card(model, script_args.encoder, results["data"], results["final"], figures)
+            card = model_card(
+                model,
+                script_args.encoder,
+                results["data"],
+                results["final"],
+                figures,
+                training_data=script_args.train_pairs,
+                evaluation_data=script_args.eval_pairs,
+                initial=results.get("initial"),
+                steps=results.get("global_step"),  # the repository id goes in when the folder is pushed
+            )
             # Mean-pooled layer-L vectors, L2-normalized: exactly the model's sentence embedding (checked on reload).
             save_for_hub(
                 model,

@@ -169,28 +169,110 @@ def card_figures(
     return make_figures(folder, xsim=xsim, gold_scores=gold, random_scores=random, log_history=log_history)
 
 
+def _data_words(specs: Sequence[str], names: Sequence[str], counts: Mapping[str, Any]) -> Any:
+    """The data of ``specs`` whose display name is in ``names`` (the pairs selected for training or evaluated), in
+    words; without specs, the names themselves with their counts."""
+    from bitext_hf.data.specs import parse_spec
+    from bitext_hf.hub.card_facts import DataDescription, describe_data
+
+    def name(spec: str) -> str | None:
+        try:
+            return parse_spec(spec).name
+        except ValueError:
+            return None
+
+    chosen = [spec for spec in specs if name(spec) in set(names)]
+    if chosen:
+        return describe_data(chosen, counts)
+    lines = [f"- `{item}`" + (f": {counts[item]:,} pairs" if item in counts else "") for item in names]
+    languages = [part for item in names for part in item.partition(":")[0].split("-")]
+    return DataDescription("\n".join(lines) or "- (not recorded)", languages, [])
+
+
 def model_card(
     model: torch.nn.Module,
     encoder: str,
     data_stats: Mapping[str, Any],
     final: Mapping[str, float],
     figures: Sequence[Any] = (),
+    *,
+    training_data: Sequence[str] = (),
+    evaluation_data: Sequence[str] = (),
+    initial: Mapping[str, float] | None = None,
+    steps: int | None = None,
+    smoke: bool = False,
+    repo_id: str | None = None,
 ) -> str:
-    """The README.md of a trained model: its settings, training data, the final results table and ``figures``
-    (from :func:`card_figures`)."""
+    """The README.md of a trained model: its settings, training and evaluation data in words (``training_data`` and
+    ``evaluation_data``: the recipe's pair specs, matched to ``data_stats``), the final results table, ``figures``
+    (from :func:`card_figures`), the load snippets for ``repo_id`` (else a marked placeholder) and the warnings of a
+    smoke run (``smoke``, or ``steps`` below the smoke rule of ``bitext_hf.hub.card_facts``) or of a model that
+    retrieves worse than the encoder before fine-tuning (``initial``: the same evaluation before training)."""
     from bitext_hf.hub import render_model_card
+    from bitext_hf.hub.card_facts import (
+        DEFAULT_LICENSE,
+        Comparison,
+        hub_model_id,
+        is_smoke_run,
+        language_codes,
+        load_fields,
+        quality_warnings,
+    )
 
     config = model.config
+    available = dict(data_stats.get("available_per_pair", {}))
+    eval_sets = dict(data_stats.get("eval_sets", {}))
+    data = _data_words(training_data, data_stats["selected_pairs"], available)
+    evaluated = _data_words(evaluation_data, list(eval_sets), eval_sets)
+    held = [name for name in eval_sets if name.endswith(":held-out")]
+    evaluation = "; ".join(f"`{name}` ({count:,} pairs)" for name, count in eval_sets.items()) or "none was given"
+    if evaluated.markdown != "- (not recorded)" and evaluation_data:
+        evaluation += ", from\n\n" + evaluated.markdown
+    if held:
+        evaluation += "\n\nSets named `:held-out` are pairs held out of the training data (never trained on)."
+    before = initial or {}
+    comparisons = [
+        Comparison(
+            "retrieval accuracy (%)",
+            _percent(final, "accuracy"),
+            "the encoder before fine-tuning",
+            _percent(before, "accuracy"),
+            lower_is_better=False,
+        ),
+        Comparison(
+            "xsim (%)", final.get("xsim"), "the encoder before fine-tuning", before.get("xsim"), lower_is_better=True
+        ),
+    ]
+    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons)
+    card_data: dict[str, Any] = {
+        "language": language_codes([*data.languages, *evaluated.languages]) or ["multilingual"],
+        "license": DEFAULT_LICENSE,
+        "datasets": data.datasets or ["(not recorded)"],
+    }
+    base = hub_model_id(encoder)
+    if base:
+        card_data["base_model"] = base
+    if is_smoke_run(steps, smoke=smoke):
+        card_data["tags"] = ["smoke-run"]
     return render_model_card(
         "onealigner",
+        card_data=card_data,
         layer=config.layer,
         similarity=config.similarity,
         alpha=config.alpha,
         softmax_temperature=config.softmax_temperature,
         loss_type=config.loss_type,
-        encoder=encoder,
-        train_pairs=", ".join(data_stats["selected_pairs"]),
-        train_examples=data_stats["train_examples"],
-        results_table=results_table(final, list(data_stats["eval_sets"])),
+        encoder="a randomly initialized XLM-R-like encoder" if encoder == "random" else encoder,
+        train_examples=f"{int(data_stats['train_examples']):,}",
+        training_data=data.markdown,
+        evaluation_data=evaluation,
+        results_table=results_table(final, list(eval_sets)),
+        warnings="\n\n".join(f"> {warning}" for warning in warnings),
         figures=figures,
+        **load_fields(repo_id),
     )
+
+
+def _percent(results: Mapping[str, float], key: str) -> float | None:
+    value = results.get(key)
+    return None if value is None else 100 * float(value)
