@@ -317,9 +317,13 @@ def training_curve(
         {"marker": "o", "markersize": 3} if max(len(s) for s, _ in [*losses.values(), *parts.values()]) < 30 else {}
     )
     names = {"loss": "total training loss" if parts else "training loss", "eval_loss": "evaluation loss"}
+    # Fixed styles: the parts take the colour cycle from its start, so neither total may take a cycle colour then.
+    styles = {
+        "loss": {"color": "0.55", "linewidth": 1.0, "linestyle": ":"} if parts else {"color": "C0", **marker},
+        "eval_loss": {"color": "black", "linestyle": "-.", **marker} if parts else {"color": "C1", **marker},
+    }
     for key, (steps, values) in losses.items():
-        style = {"color": "0.55", "linewidth": 1.0, "linestyle": ":"} if parts and key == "loss" else marker
-        axes.plot(steps, values, label=names[key], **style)
+        axes.plot(steps, values, label=names[key], **styles[key])
     for index, (key, (steps, values)) in enumerate(parts.items()):
         axes.plot(steps, values, color=f"C{index}", label=_part_label(key), **marker)
     plotted = [value for _, values in [*losses.values(), *parts.values()] for value in values]
