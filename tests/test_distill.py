@@ -227,14 +227,16 @@ def test_mlm_batches_are_a_function_of_the_step(tiny_tokenizer, bitexts, tmp_pat
 # ---------------------------------------------------------------- task mixing
 
 
-def test_task_mixing_proportions():
+def test_task_mixing_proportions_with_probability_sampling():
+    # task_sampling="probability": this package's earlier reading, the weights are the tasks' probabilities (the
+    # default is fairseq's reading: tests/test_distill_fairseq.py).
     streams = [
         Stream("distil", "wo", 900),
         Stream("distil", "ff", 100),
         Stream("self", "eng", 1000),
         Stream("mask", "wo", 500),
     ]
-    sampler = TaskSampler(streams, alpha=0.5, seed=3)
+    sampler = TaskSampler(streams, alpha=0.5, seed=3, task_sampling="probability")
     draws = [sampler.sample(step) for step in range(20000)]
     tasks = np.array([stream.task for stream in draws])
     total = 1.0 + 1.0 + 0.09
@@ -246,11 +248,15 @@ def test_task_mixing_proportions():
     assert np.mean(distil_names == "wo") == pytest.approx(0.75, abs=0.02)
     assert sampler.task_probabilities()["mask"] == pytest.approx(0.09 / total)
     assert [sampler.sample(step) for step in range(50)] == draws[:50], "draws are a function of (seed, step)"
+    assert sampler.loss_weights == {"distil": 1.0, "self": 1.0, "mask": 1.0}, "the weights were spent on sampling"
 
 
 def test_task_sampler_skips_tasks_without_data():
-    sampler = TaskSampler([Stream("distil", "wo", 10), Stream("mask", "wo", 10)])
+    streams = [Stream("distil", "wo", 10), Stream("mask", "wo", 10)]
+    sampler = TaskSampler(streams, task_sampling="probability")
     assert sampler.task_probabilities() == pytest.approx({"distil": 1.0 / 1.09, "mask": 0.09 / 1.09})
+    # fairseq's reading: by size (the two share a language), the weight goes to the loss instead.
+    assert TaskSampler(streams).task_probabilities() == pytest.approx({"distil": 0.5, "mask": 0.5})
 
 
 # ---------------------------------------------------------------- teacher cache
@@ -358,6 +364,7 @@ def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitext
         total_steps=60,
         batch_size=16,
         task_weights={"distil": 1.0, "self": 1.0, "mask": 0.3},
+        max_length=64,  # the student's positions: MLM blocks fill it
         seed=1,
     )
     encoded_after_setup = teacher.encoded
@@ -417,8 +424,11 @@ def test_resume_from_checkpoint_reproduces_the_run(tiny_tokenizer, bitexts, tmp_
         curriculum_languages=["de"],
         total_steps=6,
         batch_size=8,
-        seed=5,
+        max_length=64,  # the student's positions: MLM blocks fill it
+        seed=93,  # MLM batches (their loss weighted 0.09) on both sides of the checkpoint, and the other tasks
     )
+    tasks = [batches[step]["task"] for step in range(6)]
+    assert "mask" in tasks[:3] and "mask" in tasks[3:] and {"distil", "self"} <= set(tasks), tasks
 
     def train(output_dir, resume=None):
         args = TrainingArguments(
@@ -455,7 +465,7 @@ def test_resume_from_checkpoint_reproduces_the_run(tiny_tokenizer, bitexts, tmp_
         assert torch.equal(value, other), name
     # Each task's loss is logged on its own, next to the Trainer's loss.
     logged = {key for entry in uninterrupted.state.log_history if "loss" in entry for key in entry}
-    assert logged >= {"loss", "loss_distil", "loss_self"}
+    assert logged >= {"loss", "loss_distil", "loss_self", "loss_mask"}
 
 
 # ---------------------------------------------------------------- bad input

@@ -191,6 +191,44 @@ def test_recipe_bad_data(recipe, corpus_files, tmp_path, monkeypatch):
     assert not any((tmp_path / name / "model.safetensors").exists() for name in "abcdef")
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--task_sampling", "temperature"), ("--mlm_break_mode", "none"), ("--dataset_alpha", "1.5")]
+)
+def test_recipe_rejects_bad_sampling_options(recipe, corpus_files, tmp_path, flag, value):
+    from bitext_hf.errors import UsageError
+
+    with pytest.raises(UsageError, match=flag.removeprefix("--")):
+        tiny_args(recipe, corpus_files, tmp_path / "run", flag, value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "sampling", "alpha", "mask_weight", "sentences_per_example"),
+    [
+        ((), "size_alpha", 0.91, 0.09, "several"),  # fairseq's laser_distillation, the default
+        (("--task_sampling", "probability", "--mlm_break_mode", "eos"), "probability", 0.5, 1.0, "one"),
+    ],
+)
+def test_recipe_passes_the_sampling_options_to_the_batches(
+    recipe, corpus_files, tmp_path, tiny_tokenizer, extra, sampling, alpha, mask_weight, sentences_per_example
+):
+    from bitext_hf.families.laser3 import TeacherEmbeddingCache
+    from bitext_hf.families.laser3.recipe import build_batches, load_data
+
+    class Teacher:
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            return np.random.default_rng(len(sentences)).normal(size=(len(sentences), 8)).astype(np.float32)
+
+    script_args, training_args, _ = tiny_args(recipe, corpus_files, tmp_path / "run", *extra)
+    train, monolingual, english, _ = load_data(script_args)
+    cache = TeacherEmbeddingCache(tmp_path / "cache", Teacher(), "random")
+    batches = build_batches(tiny_tokenizer, cache, (train, monolingual, english), script_args, training_args)
+    assert (batches.sampler.task_sampling, batches.sampler.alpha) == (sampling, alpha)
+    assert batches.loss_weights["mask"] == mask_weight
+    french = next(pairs for pairs in train if pairs.src_lang == "fr")
+    examples = len(batches._mlm_ids["fr"])
+    assert examples == len(french) if sentences_per_example == "one" else examples < len(french) / 2
+
+
 def test_recipe_help_lists_every_argument(recipe, capsys):
     from transformers import TrainingArguments
 
@@ -204,6 +242,9 @@ def test_recipe_help_lists_every_argument(recipe, capsys):
         "--curriculum_increment",
         "--curriculum_fraction",
         "--mask_weight",
+        "--task_sampling",
+        "--dataset_alpha",
+        "--mlm_break_mode",
         "--teacher",
         "--vocab_size",
         "--max_steps",

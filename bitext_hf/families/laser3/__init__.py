@@ -15,12 +15,13 @@ from bitext_hf.families.laser3.errors import DistillationDataError
 from bitext_hf.families.laser3.evaluation import StudentEncoder, XsimEvaluator, evaluate_xsim
 from bitext_hf.families.laser3.export import save_student, xsim_rows
 from bitext_hf.families.laser3.losses import CosineDistillationLoss
-from bitext_hf.families.laser3.masking import SentenceMaskingCollator
-from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
+from bitext_hf.families.laser3.masking import SentenceMaskingCollator, pack_blocks
+from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, TASK_SAMPLING, Stream, TaskSampler
 from bitext_hf.families.laser3.tasks import DistillationBatches, DistillationLoss, compute_batch_loss
 
 __all__ = [
     "DEFAULT_TASK_WEIGHTS",
+    "TASK_SAMPLING",
     "CosineDistillationLoss",
     "DistillationBatches",
     "DistillationDataError",
@@ -36,6 +37,7 @@ __all__ = [
     "curriculum_ratios",
     "curriculum_stage",
     "evaluate_xsim",
+    "pack_blocks",
     "prefix_length",
     "prefix_texts_and_ids",
     "save_student",

@@ -1,4 +1,5 @@
-"""Masked language modelling inputs for the ``mask`` task, through ``transformers.DataCollatorForLanguageModeling``.
+"""Masked language modelling inputs for the ``mask`` task: blocks of consecutive sentences (``pack_blocks``) and their
+masking, through ``transformers.DataCollatorForLanguageModeling``.
 
 The masking is the paper's (DESIGN.md: "15% of tokens to <mask>"), which is also what this package did by hand
 before: every chosen token becomes ``<mask>``. It is *not* BERT's 80/10/10 split (80% ``<mask>``, 10% a random
@@ -7,13 +8,38 @@ token, 10% unchanged); the collator does the paper's variant with ``mask_replace
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from transformers import DataCollatorForLanguageModeling
 
-__all__ = ["SentenceMaskingCollator"]
+__all__ = ["MLM_BREAK_MODES", "SentenceMaskingCollator", "pack_blocks"]
+
+# fairseq's --sample-break-mode values this package has: "complete" (blocks of whole consecutive sentences, fairseq's
+# default and the laser_distillation task's) and "eos" (one sentence per example).
+MLM_BREAK_MODES: tuple[str, ...] = ("complete", "eos")
+
+
+def pack_blocks(sequences: Sequence[Sequence[int]], capacity: int, separator: int) -> list[list[int]]:
+    """Consecutive token sequences packed in order into blocks, as fairseq's ``TokenBlockDataset`` with
+    ``break_mode="complete"`` packs monolingual text for MLM: each sequence is followed by ``separator`` (``</s>``),
+    and a block takes whole sequences while it holds at most ``capacity`` tokens. A sequence longer than
+    ``capacity`` is a block of its own (the caller truncates it). Every block ends with ``separator``.
+    """
+    if capacity < 1:
+        raise ValueError(f"capacity must be positive, got {capacity}")
+    blocks: list[list[int]] = []
+    block: list[int] = []
+    for sequence in sequences:
+        if block and len(block) + len(sequence) + 1 > capacity:
+            blocks.append(block)
+            block = []
+        block.extend([*sequence, separator])
+    if block:
+        blocks.append(block)
+    return blocks
 
 
 @dataclass

@@ -20,7 +20,8 @@ from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.laser3.cache import TeacherEmbeddingCache
 from bitext_hf.families.laser3.evaluation import XsimEvaluator
 from bitext_hf.families.laser3.export import save_student
-from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS
+from bitext_hf.families.laser3.masking import MLM_BREAK_MODES
+from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, TASK_SAMPLING
 from bitext_hf.families.laser3.tasks import DistillationBatches
 from bitext_hf.hub import push_recipe_output
 from bitext_hf.io import atomic_output
@@ -66,10 +67,27 @@ class ScriptArguments:
     )
     teacher_batch_size: int = arg_field(64, "Teacher encoding batch size.")
     cache_dir: str | None = arg_field(None, "Teacher embedding cache (default: <output_dir>/teacher_cache).")
+    task_sampling: str = arg_field(
+        "size_alpha",
+        "What the task weights mean. size_alpha (fairseq's laser_distillation): batches are drawn across languages "
+        "by size ** dataset_alpha (all tasks of a language together, then by size) and each weight multiplies its "
+        "task's loss. probability: the weights are the probabilities of drawing each task, losses unweighted.",
+    )
     distil_weight: float = arg_field(DEFAULT_TASK_WEIGHTS["distil"], "Weight of the distil task (xx -> English).")
     self_weight: float = arg_field(DEFAULT_TASK_WEIGHTS["self"], "Weight of the self task (English -> English).")
-    mask_weight: float = arg_field(DEFAULT_TASK_WEIGHTS["mask"], "Weight of the MLM task.")
-    dataset_alpha: float = arg_field(0.5, "Datasets of a task are sampled proportionally to size ** alpha.")
+    mask_weight: float = arg_field(
+        DEFAULT_TASK_WEIGHTS["mask"], "Weight of the MLM task (fairseq's --lambda-mask); 0 turns MLM off."
+    )
+    dataset_alpha: float | None = arg_field(
+        None,
+        "Size exponent of the dataset sampling (1: by size, 0: uniform); default 0.91 with size_alpha (fairseq's "
+        "--joint-weighting-alpha 0.09, an upsampling exponent: share ~ size ** (1 - 0.09)), 0.5 with probability.",
+    )
+    mlm_break_mode: str = arg_field(
+        "complete",
+        "MLM examples: complete (blocks of whole consecutive monolingual sentences up to max_length, as fairseq's "
+        "TokenBlockDataset) or eos (one sentence each).",
+    )
     curriculum_increment: float = arg_field(0.1, "Stage increment (0.1: prefixes of 10, 20, ..., 100 percent).")
     curriculum_fraction: float | None = arg_field(
         None, "Share of the steps for the prefix stages (e.g. 0.5; whole sentences get the rest); default: even."
@@ -87,6 +105,12 @@ class ScriptArguments:
         for name in ("distil_weight", "self_weight", "mask_weight"):
             if getattr(self, name) < 0:
                 raise UsageError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.task_sampling not in TASK_SAMPLING:
+            raise UsageError(f"task_sampling must be one of {list(TASK_SAMPLING)}, got {self.task_sampling!r}")
+        if self.mlm_break_mode not in MLM_BREAK_MODES:
+            raise UsageError(f"mlm_break_mode must be one of {list(MLM_BREAK_MODES)}, got {self.mlm_break_mode!r}")
+        if self.dataset_alpha is not None and not 0.0 <= self.dataset_alpha <= 1.0:
+            raise UsageError(f"dataset_alpha must be in [0, 1] (1: by size, 0: uniform), got {self.dataset_alpha}")
 
 
 @dataclasses.dataclass
@@ -199,6 +223,8 @@ def build_batches(
         batch_size=training_args.per_device_train_batch_size,
         task_weights={task: getattr(script_args, f"{task}_weight") for task in DEFAULT_TASK_WEIGHTS},
         alpha=script_args.dataset_alpha,
+        task_sampling=script_args.task_sampling,
+        mlm_break_mode=script_args.mlm_break_mode,
         curriculum_increment=script_args.curriculum_increment,
         curriculum_fraction=script_args.curriculum_fraction,
         mask_rate=script_args.mask_rate,

@@ -1,5 +1,5 @@
-"""The distillation tasks: step-indexed batches (one task per batch, curriculum prefixes, MLM masking, cached teacher
-targets) and the per-batch loss, the ``loss_fn`` of ``bitext_hf.training.trainer.BitextTrainer``.
+"""The distillation tasks: step-indexed batches (one task per batch, curriculum prefixes, MLM on blocks of consecutive
+text, cached teacher targets) and the per-batch loss, the ``loss_fn`` of ``bitext_hf.training.trainer.BitextTrainer``.
 
 Every batch is a pure function of (seed, step): resuming at step s replays exactly what an uninterrupted run saw.
 """
@@ -26,7 +26,7 @@ from bitext_hf.families.laser3.curriculum import (
 )
 from bitext_hf.families.laser3.errors import DistillationDataError
 from bitext_hf.families.laser3.losses import CosineDistillationLoss
-from bitext_hf.families.laser3.masking import SentenceMaskingCollator
+from bitext_hf.families.laser3.masking import MLM_BREAK_MODES, SentenceMaskingCollator, pack_blocks
 from bitext_hf.families.laser3.sampling import Stream, TaskSampler
 
 __all__ = ["DistillationBatches", "DistillationLoss", "compute_batch_loss"]
@@ -80,9 +80,14 @@ class DistillationBatches(torch.utils.data.Dataset):
 
     Tasks: ``distil`` (student gets a language's sentence, the target is the teacher's embedding of its English
     translation), ``self`` (student and teacher both get the English sentence), ``mask`` (MLM on monolingual text
-    of the ``mlm_languages``). With the curriculum, pairs of ``curriculum_languages`` are cut to growing prefixes
-    (stages split the steps evenly, or the partial stages share ``curriculum_fraction`` of them); the teacher's
-    embeddings of every stage are cached once. MLM batches hold ``mlm_labels`` (see :class:`SentenceMaskingCollator`).
+    of the ``mlm_languages``, by default in blocks of consecutive sentences up to ``max_length`` as fairseq's
+    ``TokenBlockDataset`` packs them: ``<s> a </s> b </s> c </s>``). Which dataset feeds a batch and what the task
+    weights mean is :class:`~bitext_hf.families.laser3.sampling.TaskSampler`'s ``task_sampling``; each batch carries
+    its ``loss_weight`` (the task's weight with ``size_alpha``, 1 with ``probability``), which
+    :class:`DistillationLoss` multiplies its loss by. With the curriculum, pairs of ``curriculum_languages`` are cut
+    to growing prefixes (stages split the steps evenly, or the partial stages share ``curriculum_fraction`` of them);
+    the teacher's embeddings of every stage are cached once. MLM batches hold ``mlm_labels`` (see
+    :class:`SentenceMaskingCollator`).
 
     Args:
         tokenizer: the student tokenizer (fast, with offsets).
@@ -92,9 +97,15 @@ class DistillationBatches(torch.utils.data.Dataset):
         english: extra English sentences for the self task (the English sides of the bitexts are always used).
         mlm_languages / curriculum_languages: languages that get MLM batches / the curriculum.
         total_steps: length of the run (the curriculum's time axis).
-        batch_size: sentences per batch.
-        task_weights: sampling weight of each task (default distil 1.0, self 1.0, mask 0.09).
-        alpha: datasets within a task are drawn with probability proportional to size ** alpha.
+        batch_size: sentences per batch (blocks of sentences in MLM batches).
+        task_weights: weight of each task (default distil 1.0, self 1.0, mask 0.09): its loss multiplier with
+            ``size_alpha``, its probability of being drawn with ``probability``; 0 turns a task off.
+        alpha: the size exponent of the dataset sampling (1: by size, 0: uniform); None: 0.91 with ``size_alpha``
+            (fairseq's ``--joint-weighting-alpha 0.09``), 0.5 with ``probability``.
+        task_sampling: ``size_alpha`` (fairseq's: batches drawn across languages by size ** alpha, the weights
+            multiply the losses) or ``probability`` (the weights are the tasks' sampling probabilities).
+        mlm_break_mode: ``complete`` (MLM examples are blocks of whole consecutive sentences up to ``max_length``,
+            fairseq's default) or ``eos`` (one sentence per example).
         curriculum_increment: stage increment (0.1: prefixes of 10%, 20%, ..., 100%).
         curriculum_fraction: share of the steps given to the stages shorter than 100% (split evenly among them; the
             whole-sentence stage gets the rest); None splits all stages evenly.
@@ -119,7 +130,9 @@ class DistillationBatches(torch.utils.data.Dataset):
         total_steps: int,
         batch_size: int = 32,
         task_weights: Mapping[str, float] | None = None,
-        alpha: float = 0.5,
+        alpha: float | None = None,
+        task_sampling: str = "size_alpha",
+        mlm_break_mode: str = "complete",
         curriculum_increment: float = 0.1,
         curriculum_fraction: float | None = None,
         mask_rate: float = 0.15,
@@ -133,6 +146,8 @@ class DistillationBatches(torch.utils.data.Dataset):
             raise UsageError(f"MLM masking rate must be in (0, 1), got {mask_rate}")
         if max_length < 3:
             raise UsageError(f"max_length must leave room for <s>, </s> and a token, got {max_length}")
+        if mlm_break_mode not in MLM_BREAK_MODES:
+            raise UsageError(f"mlm_break_mode must be one of {list(MLM_BREAK_MODES)}, got {mlm_break_mode!r}")
         monolingual = dict(monolingual or {})
         languages = [bitext.src_lang for bitext in bitexts]
         if len(set(languages)) != len(languages):
@@ -199,10 +214,18 @@ class DistillationBatches(torch.utils.data.Dataset):
         self._mlm_ids: dict[str, list[list[int]]] = {}
         for language in mlm_languages:
             texts = monolingual.get(language) or by_language[language].src
-            self._mlm_ids[language] = prefix_texts_and_ids(texts, tokenizer, 1.0, self._body_length)[1]
-            streams.append(Stream("mask", language, len(texts)))
+            ids = prefix_texts_and_ids(texts, tokenizer, 1.0, self._body_length)[1]
+            if mlm_break_mode == "complete":
+                # Room for <s> before the block; the block's last </s> is the one _pad appends.
+                blocks = pack_blocks(ids, self._body_length + 1, tokenizer.eos_token_id)
+                ids = [block[:-1] for block in blocks]
+            self._mlm_ids[language] = ids
+            streams.append(Stream("mask", language, len(ids)))
 
-        self.sampler = TaskSampler(streams, task_weights=task_weights, alpha=alpha, seed=seed)
+        self.sampler = TaskSampler(
+            streams, task_weights=task_weights, alpha=alpha, seed=seed, task_sampling=task_sampling
+        )
+        self.loss_weights = self.sampler.loss_weights
         self._pad_id = tokenizer.pad_token_id
         self._masking = SentenceMaskingCollator(tokenizer, mlm_probability=mask_rate)
         self._special_ids = torch.tensor(
@@ -261,6 +284,7 @@ class DistillationBatches(torch.utils.data.Dataset):
                 "attention_mask": attention_mask,
                 # Not "labels": the Trainer would count label tokens to rescale a loss it then leaves unaveraged.
                 "mlm_labels": labels,
+                "loss_weight": self.loss_weights["mask"],
             }
         ratio = self.stage_ratio(step) if stream.name in self.curriculum_languages else 1.0
         pool = self._student_ids[stream.name, ratio]
@@ -274,6 +298,7 @@ class DistillationBatches(torch.utils.data.Dataset):
             "attention_mask": attention_mask,
             "teacher_embeddings": targets,
             "ratio": ratio,
+            "loss_weight": self.loss_weights[stream.task],
         }
 
 
@@ -289,9 +314,10 @@ def compute_batch_loss(model: nn.Module, batch: Mapping[str, Any], distillation_
 
 
 class DistillationLoss:
-    """The ``loss_fn`` of ``BitextTrainer``: ``(model, batch) -> (loss, {"loss_<task>": loss})``, the MLM
-    cross-entropy for ``mask`` batches and :class:`CosineDistillationLoss` for ``distil`` and ``self`` batches; the
-    per-task value lets the logs show each task's loss.
+    """The ``loss_fn`` of ``BitextTrainer``: ``(model, batch) -> (loss_weight * loss, {"loss_<task>": loss})``, the
+    MLM cross-entropy for ``mask`` batches and :class:`CosineDistillationLoss` for ``distil`` and ``self`` batches,
+    multiplied by the batch's ``loss_weight`` (1 when it has none). The per-task value is the unweighted loss, as
+    fairseq logs it, so that the MLM loss reads as a cross-entropy (against ln of the vocabulary size).
 
     Args:
         contrastive_weight: weight of the optional in-batch contrastive term (0: the paper's loss).
@@ -302,4 +328,4 @@ class DistillationLoss:
 
     def __call__(self, model: nn.Module, batch: Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         loss = compute_batch_loss(model, batch, self.distillation_loss)
-        return loss, {f"loss_{batch['task']}": loss.detach()}
+        return float(batch.get("loss_weight", 1.0)) * loss, {f"loss_{batch['task']}": loss.detach()}
