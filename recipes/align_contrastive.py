@@ -63,8 +63,8 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     """Load and align the words, build the model, train with BitextTrainer, evaluate, save and export."""
     # Parse: the arguments, the checkpoint to resume from, the pairs.
     output_dir = Path(training_args.output_dir)
-    check_arguments(script_args, training_args, model_args)
     resume = resume_checkpoint(training_args.resume_from_checkpoint, output_dir)
+    check_arguments(script_args, training_args, model_args, resume)
     push, training_args.push_to_hub = training_args.push_to_hub, False  # the final export is pushed, not checkpoints
     train, held = load_data(script_args, training_args.seed)
     languages = sorted(train)
@@ -81,7 +81,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     fresh = evaluator is not None and resume is None and script_args.eval_before_training
     initial = evaluator(model.eval()) if fresh else {}
     model = prepare_peft(model, model_args)
-    trainer = alignment_trainer(model, tokenizer, examples, evaluator, script_args, training_args)
+    trainer = alignment_trainer(model, tokenizer, examples, evaluator, script_args, training_args, resume)
     trainer.train(resume_from_checkpoint=resume)
     final = evaluator(trainer.model.eval()) if evaluator is not None else {}
     results = {"data": stats, "global_step": trainer.state.global_step, "initial": initial, "final": final}

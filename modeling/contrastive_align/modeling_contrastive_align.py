@@ -27,7 +27,10 @@ Text in, vectors out: ``encode(texts, tokenizer=None, language=None)`` mean-pool
 itself. ``token_states`` gives the hidden states of a padded batch.
 
 theta_0 is a snapshot of the encoder's trainable parameters, taken at the first forward that needs the regularizer
-(before the first optimizer step) or by ``reset_reference()``; it is not saved with the model.
+(before the first optimizer step) or by ``reset_reference()``. It belongs to the training run, not to the model: it is
+not in the model's weights, and a run that resumes from a checkpoint must set it back with
+``reset_reference(saved)`` (``regularization_reference()`` gives it to save), or the regularizer would start again at
+zero from the checkpoint's weights; the align_contrastive recipe saves it in each checkpoint folder.
 
 This file imports only its configuration, torch and transformers, so that ``save_pretrained`` ships it as hub
 remote code (``AutoModel.from_pretrained(path)`` with ``trust_remote_code`` enabled works without bitext_hf installed).
@@ -279,15 +282,30 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         return {name: parameter for name, parameter in self.encoder.named_parameters() if parameter.requires_grad}
 
     @torch.no_grad()
-    def reset_reference(self) -> None:
-        """Take theta_0 now: the regularizer measures the distance of the encoder's trainable parameters from here."""
-        self._reference = {name: value.detach().clone() for name, value in self._regularized_parameters().items()}
+    def reset_reference(self, reference: dict[str, torch.Tensor] | None = None) -> None:
+        """Take theta_0 now, or set it to `reference` (a saved theta_0 of the same trainable parameters, e.g. from
+        the checkpoint a run resumes from): the regularizer measures the encoder's distance from there."""
+        parameters = self._regularized_parameters()
+        reference = {name: value.detach() for name, value in (parameters if reference is None else reference).items()}
+        wrong = [
+            name for name in parameters if name not in reference or reference[name].shape != parameters[name].shape
+        ]
+        if wrong or len(reference) != len(parameters):
+            name = wrong[0] if wrong else sorted(set(reference) - set(parameters))[0]
+            raise ContrastiveAlignInputError(f"theta_0 does not match the trainable parameters (first: {name!r}).")
+        self._reference = {
+            name: reference[name].to(value.device, value.dtype, copy=True) for name, value in parameters.items()
+        }
+
+    def regularization_reference(self) -> dict[str, torch.Tensor]:
+        """theta_0 by parameter name (taken now if no forward has needed it yet): what a checkpoint must carry."""
+        if self._reference is None:
+            self.reset_reference()
+        return self._reference
 
     def regularization(self) -> torch.Tensor:
         """||theta - theta_0||^2 over the encoder's trainable parameters (zero until they move from theta_0)."""
-        if self._reference is None:
-            self.reset_reference()
-        return parameter_regularization(self._regularized_parameters(), self._reference)
+        return parameter_regularization(self._regularized_parameters(), self.regularization_reference())
 
     def _check_links(self, alignments: torch.Tensor, source_mask: torch.Tensor, target_mask: torch.Tensor) -> None:
         if alignments.ndim != 2 or alignments.shape[1] != 3:

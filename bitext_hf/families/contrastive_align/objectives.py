@@ -6,32 +6,45 @@ callback and the held-out evaluator (its export and card are in :mod:`bitext_hf.
   position)`` rows (the model's ``alignments``), plus each example's language index.
 * :func:`alignment_loss`: ``BitextTrainer(loss_fn=...)``; the model computes its own loss, the parts are logged.
 * :class:`OrthogonalizeCallback`: Eq. 2 after every optimizer step of the ``linear`` objective.
+* :class:`ReferenceCallback`: theta_0 of the parameter regularizer, saved in every checkpoint folder and set back
+  from there when a run resumes, so that a resumed run regularizes towards the same weights as an uninterrupted one.
 * :class:`AlignmentRetrievalEvaluator`: ``BitextTrainer(retrieval_evaluator=...)``: word-level retrieval accuracy
   and sentence-level xsim per held-out language (:mod:`bitext_hf.evaluation.retrieval`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
 from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from bitext_hf.data.collators import pad_sequences
 from bitext_hf.data.words import first_subword_positions
+from bitext_hf.errors import DataValidationError
 from bitext_hf.evaluation.evaluator import RetrievalEvaluator
 from bitext_hf.families.contrastive_align.symmetrize import Link
+from bitext_hf.io import atomic_output
 
 __all__ = [
+    "THETA_0_FILE",
     "AlignmentCollator",
     "AlignmentEvalSet",
     "AlignmentRetrievalEvaluator",
     "OrthogonalizeCallback",
+    "ReferenceCallback",
     "alignment_loss",
     "build_examples",
+    "check_reference",
+    "regularizes",
     "unwrap",
 ]
+
+THETA_0_FILE = "theta_0.safetensors"
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
@@ -104,6 +117,84 @@ class OrthogonalizeCallback(TrainerCallback):
         if model is not None:
             unwrap(model).orthogonalize_()
         return control
+
+
+def regularizes(model: torch.nn.Module) -> bool:
+    """Whether the model's loss carries the parameter regularizer (l2 / weak / strong with a weight above 0)."""
+    config = unwrap(model).config
+    return config.objective != "linear" and float(config.regularization_weight) > 0
+
+
+def check_reference(checkpoint: str | os.PathLike | None, regularized: bool) -> None:
+    """Before any expensive work: a regularized run resumes only from a checkpoint that carries its theta_0.
+
+    Raises:
+        DataValidationError: naming the missing file (a checkpoint saved before theta_0 was saved with it).
+    """
+    if checkpoint is not None and regularized and not (Path(checkpoint) / THETA_0_FILE).is_file():
+        raise DataValidationError(
+            f"{Path(checkpoint) / THETA_0_FILE}: missing, and the parameter regularizer needs the run's initial "
+            "weights; this checkpoint cannot be resumed: start afresh (or resume with --regularization_weight 0)"
+        )
+
+
+class ReferenceCallback(TrainerCallback):
+    """theta_0 belongs to the run: taken when a fresh run begins, written into every checkpoint folder (a hard link to
+    the previous checkpoint's copy where the file system allows, so that it costs its size once), and set back from
+    ``resume_from_checkpoint`` when a run resumes. Without it a resumed run would regularize towards the checkpoint's
+    weights, not the run's initial ones. A model without the regularizer is left alone.
+    """
+
+    def __init__(self, resume_from_checkpoint: str | os.PathLike | None = None) -> None:
+        self.resume_from_checkpoint = resume_from_checkpoint
+        self._written: Path | None = None
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: torch.nn.Module | None = None, **kwargs):
+        if model is None or not regularizes(model):
+            return control
+        if self.resume_from_checkpoint is None:
+            unwrap(model).reset_reference()
+            return control
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        path = Path(self.resume_from_checkpoint) / THETA_0_FILE
+        check_reference(self.resume_from_checkpoint, True)
+        try:
+            unwrap(model).reset_reference(load_file(str(path)))
+        except (SafetensorError, OSError, ValueError) as error:  # the model's mismatch error is a ValueError
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise DataValidationError(
+                f"{path}: {reason}; this checkpoint cannot be resumed with these arguments"
+            ) from None
+        return control
+
+    def on_save(self, args: Any, state: Any, control: Any, model: torch.nn.Module | None = None, **kwargs):
+        if model is None or not regularizes(model) or not state.is_world_process_zero:
+            return control
+        target = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}" / THETA_0_FILE
+        if not self._link(target):
+            from safetensors.torch import save
+
+            reference = {name: value.cpu() for name, value in unwrap(model).regularization_reference().items()}
+            with atomic_output(target, "wb", follow_symlinks=False) as handle:
+                handle.write(save(reference, metadata={"format": "pt"}))
+        self._written = target
+        return control
+
+    def _link(self, target: Path) -> bool:
+        """Hard-link the copy written last (rotation may have removed it), replacing ``target`` atomically."""
+        if self._written is None or self._written == target or not self._written.is_file():
+            return False
+        staged = target.with_name(f".{target.name}.link")
+        try:
+            staged.unlink(missing_ok=True)
+            os.link(self._written, staged)
+            os.replace(staged, target)
+        except OSError:
+            staged.unlink(missing_ok=True)
+            return False
+        return True
 
 
 class AlignmentEvalSet(NamedTuple):

@@ -27,8 +27,10 @@ from bitext_hf.families.contrastive_align.objectives import (
     AlignmentCollator,
     AlignmentEvalSet,
     OrthogonalizeCallback,
+    ReferenceCallback,
     alignment_loss,
     build_examples,
+    check_reference,
 )
 from bitext_hf.families.contrastive_align.symmetrize import SYMMETRIZATIONS
 from bitext_hf.hub import push_recipe_output, save_for_hub
@@ -98,13 +100,25 @@ class ScriptArguments:
 
 
 def check_arguments(
-    script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    model_args: ModelArguments,
+    resume: str | None = None,
 ) -> None:
-    """The usage errors that need more than one group of arguments."""
+    """The usage errors that need more than one group of arguments; the checkpoint to ``resume`` from must carry
+    theta_0 when the run regularizes (:func:`check_reference`)."""
     if model_args.use_peft and script_args.objective == "linear":
         raise UsageError("--use_peft with --objective linear: the linear objective keeps the encoder frozen")
     if training_args.eval_strategy != "no" and not script_args.held_out:
         raise UsageError("--eval_strategy needs held-out pairs: give --held_out N")
+    regularized = script_args.objective != "linear" and regularization_weight(script_args, model_args.use_peft) > 0
+    check_reference(resume, regularized)
+
+
+def regularization_weight(script_args: ScriptArguments, lora: bool) -> float:
+    """lambda: ``--regularization_weight``, by default 1.0 (paper), or 0 with LoRA (the adapters are the bound)."""
+    weight = script_args.regularization_weight
+    return (0.0 if lora else 1.0) if weight is None else float(weight)
 
 
 def english_first(pairs: PairSet) -> tuple[str, PairSet]:
@@ -164,8 +178,7 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[st
     if encoder == "random":
         torch.manual_seed(seed)
         encoder = random_encoder_config(tokenizer, script_args)
-    weight = script_args.regularization_weight
-    weight = (0.0 if lora else 1.0) if weight is None else weight
+    weight = regularization_weight(script_args, lora)
     return ContrastiveAlignedEncoder.from_encoder(
         encoder,
         objective=script_args.objective,
@@ -216,11 +229,14 @@ def align_data(
 
 
 def prepare_peft(model: Any, model_args: ModelArguments) -> Any:
-    """The model with LoRA adapters when ``--use_peft``; the new projector then trains in full, not through LoRA."""
-    model = apply_peft(model, model_args)
-    if model_args.use_peft and model.get_base_model().projector is not None:
-        model.get_base_model().projector.requires_grad_(True)  # new weights: they train in full, not through LoRA
-    return model
+    """The model with LoRA adapters when ``--use_peft``; the new projector then trains in full, not through LoRA,
+    as one of peft's ``modules_to_save``: saved with the adapter, so that a resumed run goes on from the trained
+    projector (a projector that only required gradients was missing from the checkpoints and started afresh)."""
+    if model_args.use_peft and model.projector is not None:
+        saved = list(model_args.lora_modules_to_save or [])
+        saved += [] if "projector" in saved else ["projector"]
+        model_args = dataclasses.replace(model_args, lora_modules_to_save=saved)
+    return apply_peft(model, model_args)
 
 
 def export_outputs(
@@ -263,9 +279,12 @@ def alignment_trainer(
     evaluator: Any,
     script_args: ScriptArguments,
     training_args: TrainingArguments,
+    resume: str | None = None,
 ) -> BitextTrainer:
-    """The Trainer of one run: the alignment loss and collator, the held-out ``evaluator`` (or None), and for the
-    ``linear`` objective the callback that keeps each language's mapping orthogonal."""
+    """The Trainer of one run: the alignment loss and collator, the held-out ``evaluator`` (or None), for the
+    ``linear`` objective the callback that keeps each language's mapping orthogonal, for the others the one that
+    saves theta_0 in every checkpoint and sets it back from ``resume`` (the checkpoint the run resumes from)."""
+    linear = script_args.objective == "linear"
     return BitextTrainer(
         model,
         training_args,
@@ -273,5 +292,5 @@ def alignment_trainer(
         train_dataset=examples,
         data_collator=AlignmentCollator(tokenizer.pad_token_id),
         retrieval_evaluator=evaluator,
-        callbacks=[OrthogonalizeCallback()] if script_args.objective == "linear" else None,
+        callbacks=[OrthogonalizeCallback() if linear else ReferenceCallback(resume)],
     )

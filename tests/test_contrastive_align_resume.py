@@ -1,0 +1,114 @@
+"""ContrastiveAligned resume: theta_0 of the parameter regularizer belongs to the run, so a run interrupted and
+resumed from a checkpoint regularizes towards the same weights, and ends with the same weights, as an uninterrupted
+one (full fine-tuning and LoRA with the regularizer on); a checkpoint without theta_0 is refused in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from bitext_hf.errors import DataValidationError
+from bitext_hf.families.contrastive_align.objectives import THETA_0_FILE, ReferenceCallback
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(output_dir: Path, *flags: str) -> dict:
+    sys.path.insert(0, str(ROOT / "recipes"))
+    try:
+        import align_contrastive
+    finally:
+        sys.path.pop(0)
+    from transformers import TrainingArguments
+
+    from bitext_hf.training import ModelArguments, parse_args
+
+    args = [
+        "--config",
+        str(ROOT / "recipes/configs/align_contrastive-smoke.yaml"),
+        "--output_dir",
+        str(output_dir),
+        "--max_pairs",
+        "200",
+        "--held_out",
+        "0",
+        "--max_steps",
+        "6",
+        "--save_steps",
+        "3",
+        "--save_total_limit",
+        "5",
+        "--logging_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "8",
+        "--disable_tqdm",
+        "true",
+        *flags,
+    ]
+    return align_contrastive.main(
+        *parse_args(align_contrastive.ScriptArguments, TrainingArguments, ModelArguments, args=args)
+    )
+
+
+def _regularizer_log(checkpoint: Path) -> dict[int, float]:
+    history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
+    return {entry["step"]: entry["regularization_loss"] for entry in history if "regularization_loss" in entry}
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    name = "adapter_model.safetensors" if (folder / "adapter_model.safetensors").is_file() else "model.safetensors"
+    return load_file(folder / name)
+
+
+@pytest.mark.parametrize("flags", [(), ("--use_peft", "--lora_r", "4", "--regularization_weight", "1")])
+def test_resumed_run_keeps_theta_0_and_ends_as_the_uninterrupted_one(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    assert _run(whole, *flags)["global_step"] == 6
+    # The run interrupted after step 3: its output folder as it was then (the tokenizer trained on the data, the
+    # word-alignment cache, checkpoint-3), resumed with the same command line.
+    for name in ("tokenizer", "alignments", "checkpoint-3"):
+        shutil.copytree(whole / name, resumed / name)
+    _run(resumed, "--resume_from_checkpoint", "auto", *flags)
+
+    # theta_0 is the run's initial weights in every checkpoint, the resumed run's included.
+    first = load_file(whole / "checkpoint-3" / THETA_0_FILE)
+    for checkpoint in (whole / "checkpoint-6", resumed / "checkpoint-6"):
+        saved = load_file(checkpoint / THETA_0_FILE)
+        assert saved.keys() == first.keys() and all(torch.equal(saved[name], first[name]) for name in first)
+    assert any("lora" in name for name in first) == ("--use_peft" in flags)
+
+    # The regularizer goes on growing across the resume (it restarted at zero when theta_0 was re-taken) ...
+    expected, actual = _regularizer_log(whole / "checkpoint-6"), _regularizer_log(resumed / "checkpoint-6")
+    assert expected[4] > 0 and actual[4] == pytest.approx(expected[4], rel=1e-4)
+    assert [actual[step] for step in (5, 6)] == pytest.approx([expected[step] for step in (5, 6)], rel=1e-4)
+    # ... and the weights end where the uninterrupted run's did.
+    expected_weights, actual_weights = _weights(whole / "checkpoint-6"), _weights(resumed / "checkpoint-6")
+    assert expected_weights.keys() == actual_weights.keys()
+    for name, tensor in expected_weights.items():
+        assert torch.equal(tensor, actual_weights[name]), name
+
+    # A checkpoint without theta_0 (saved before it was saved) is refused before any data is read.
+    old = tmp_path / "old" / "checkpoint-3"
+    shutil.copytree(whole / "checkpoint-3", old)
+    (old / THETA_0_FILE).unlink()
+    with pytest.raises(DataValidationError, match=f"{THETA_0_FILE}: missing"):
+        _run(tmp_path / "refused", "--resume_from_checkpoint", str(old), *flags)
+    assert not (tmp_path / "refused").exists()
+
+
+def test_saved_theta_0_that_does_not_fit_the_model_is_one_line(tmp_path: Path) -> None:
+    from test_contrastive_align import _model
+
+    model = _model("strong")
+    from safetensors.torch import save_file
+
+    save_file({"not.a.parameter": torch.zeros(2)}, tmp_path / THETA_0_FILE)
+    with pytest.raises(DataValidationError, match=r"theta_0.safetensors: theta_0 does not match"):
+        ReferenceCallback(tmp_path).on_train_begin(None, None, None, model=model)
