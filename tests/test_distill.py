@@ -565,3 +565,17 @@ def test_group_by_length_cuts_padding_and_covers_the_data(tiny_tokenizer, bitext
     uniform_padding, uniform_lengths = padding_and_coverage(False)
     assert grouped_padding < 0.5 * uniform_padding, (grouped_padding, uniform_padding)
     assert grouped_lengths == uniform_lengths, "grouping still reaches the shortest and the longest sentences"
+
+
+def test_length_grouped_windows_draw_every_example_at_the_same_rate():
+    from types import SimpleNamespace
+
+    # The shortest and the longest examples sit at the two ends of the length-sorted pool.
+    owner = SimpleNamespace(batch_size=8, group_by_length=True, _length_order={}, seed=0)
+    pool = [[0] * (index % 17 + 1) for index in range(50)]
+    counts = np.zeros(len(pool))
+    rng = np.random.default_rng(0)
+    for _ in range(20_000):
+        counts[DistillationBatches._choose(owner, ("distil", "x", 1.0), pool, rng)] += 1
+    rate = counts / counts.mean()
+    assert rate.min() > 0.85 and rate.max() < 1.15, (rate.min(), rate.max())

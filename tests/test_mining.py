@@ -300,3 +300,29 @@ def test_ivf_index_finds_exact_neighbours_when_every_cell_is_probed():
     assert (approximate_sims <= exact_sims + 1e-5).all() and (approximate_sims < exact_sims - 1e-6).any()
     # nlist is capped so that every cell has the training points FAISS needs.
     assert ivf_index(database[:100], nlist=16).nlist == 2
+
+
+def test_voting_runs_retrieve_by_intersection_as_the_paper_does(monkeypatch):
+    import bitext_hf.mining as mining
+    from bitext_hf.mining import mine_with_voting
+
+    modes = []
+    real_mine = mining.mine
+
+    def recording_mine(*args, **kwargs):
+        modes.append(kwargs.get("mode"))
+        return real_mine(*args, **kwargs)
+
+    monkeypatch.setattr(mining, "mine", recording_mine)
+    one_hot = {w: np.eye(4, dtype=np.float32)[i] for i, w in enumerate("abcd")}
+
+    def encode(texts):
+        return np.stack([one_hot[t] for t in texts])
+
+    mine_with_voting(["a", "b"], ["a", "b"], encode, src_translated=["a", "b"], tgt_translated=["a", "b"], k=1)
+    assert modes == ["intersect"] * 3
+    modes.clear()
+    mine_with_voting(
+        ["a", "b"], ["a", "b"], encode, src_translated=["a", "b"], tgt_translated=["a", "b"], k=1, mode="max"
+    )
+    assert modes == ["max"] * 3

@@ -385,3 +385,30 @@ def test_missing_encoder_path_names_the_fix(tmp_path):
 def test_config_validation(field, value):
     with pytest.raises(OneAlignerConfigError, match=field):
         OneAlignerConfig(layer=1, **{field: value})
+
+
+@pytest.mark.parametrize(("depth", "layer"), [(12, 8), (24, 17), (6, 4), (2, 1)])
+def test_default_layer_is_the_papers_for_base_and_large(depth, layer):
+    encoder = XLMRobertaConfig(num_hidden_layers=depth, hidden_size=32, num_attention_heads=2, intermediate_size=64)
+    assert OneAlignerConfig(encoder_config=encoder).layer == layer
+
+
+@pytest.mark.parametrize("loss_type", ["global", "row"])
+def test_the_footnote_mean_term_changes_neither_loss_nor_gradients(tiny_tokenizer, tiny_parallel_corpus, loss_type):
+    torch.manual_seed(0)
+    model = OneAlignerModel.from_encoder(tiny_encoder_config(tiny_tokenizer), layer=2, loss_type=loss_type).train()
+    source_ids, source_mask = batch(model, tiny_tokenizer, [pair[0] for pair in tiny_parallel_corpus[:6]])
+    target_ids, target_mask = batch(model, tiny_tokenizer, [pair[1] for pair in tiny_parallel_corpus[:6]])
+    results = {}
+    for add_mean_term in (True, False):
+        model.config.add_mean_term = add_mean_term
+        model.zero_grad()
+        torch.manual_seed(1)  # the same dropout masks in both runs
+        output = model(source_ids, source_mask, target_ids, target_mask, return_loss=True)
+        output.loss.backward()
+        grads = [parameter.grad.clone() for parameter in model.parameters() if parameter.grad is not None]
+        results[add_mean_term] = (output.scores.detach(), output.loss.item(), grads)
+    assert not torch.allclose(results[True][0], results[False][0])  # the term does shift the scores
+    assert results[True][1] == pytest.approx(results[False][1], rel=1e-6)
+    for with_term, without_term in zip(results[True][2], results[False][2]):
+        torch.testing.assert_close(with_term, without_term, rtol=1e-4, atol=1e-7)

@@ -3,7 +3,8 @@
 Mine three times: the original pair (src, tgt); the source translated into the target language against the target;
 the source against the target translated into the source language. ``strict`` keeps the pairs found in all three
 runs, ``pairwise`` those found in at least two. A pair's score is taken from the first run that holds it, in that
-order. Voting acts as an implicit threshold: no score threshold has to be tuned.
+order. Voting acts as an implicit threshold: no score threshold has to be tuned. Each run retrieves by
+intersection (mutual best candidates), as the paper does in every run, unless another ``mode`` is asked for.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def mine_with_voting(
     src_translated: Translations,
     tgt_translated: Translations,
     strategy: str = "pairwise",
+    mode: str = "intersect",
     **mine_kwargs,
 ) -> MinedPairs:
     """Mine (src, tgt), (src translated, tgt) and (src, tgt translated), then vote.
@@ -70,7 +72,9 @@ def mine_with_voting(
         src_translated: the source sentences translated into the target language, as a list aligned with
             ``src_texts`` (e.g. read from a file) or a callable that translates a list.
         tgt_translated: the target sentences translated into the source language, likewise.
-        **mine_kwargs: passed to :func:`bitext_hf.mining.mine` (k, margin, mode, threshold).
+        mode (str, defaults to "intersect"): each run's retrieval mode (the paper's intersection; ``mine``'s own
+            default is "max").
+        **mine_kwargs: passed to :func:`bitext_hf.mining.mine` (k, margin, threshold, index...).
     """
     from bitext_hf.mining import mine
 
@@ -79,8 +83,8 @@ def mine_with_voting(
     src_trans_emb = encode(_translate(src_texts, src_translated, "source translations"))
     tgt_trans_emb = encode(_translate(tgt_texts, tgt_translated, "target translations"))
     runs = [
-        mine(src_emb, tgt_emb, **mine_kwargs),
-        mine(src_trans_emb, tgt_emb, **mine_kwargs),
-        mine(src_emb, tgt_trans_emb, **mine_kwargs),
+        mine(src_emb, tgt_emb, mode=mode, **mine_kwargs),
+        mine(src_trans_emb, tgt_emb, mode=mode, **mine_kwargs),
+        mine(src_emb, tgt_trans_emb, mode=mode, **mine_kwargs),
     ]
     return vote(runs, strategy)

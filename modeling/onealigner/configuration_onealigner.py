@@ -13,7 +13,9 @@ Choices where the paper is silent or ambiguous (all are fields below):
 * In-batch normalization subtracts ``alpha`` times the *means* (the paper writes sums; its footnote's
   ``(2 alpha - 1) / MN`` term only keeps S around 0 with means) of the row and the column of f.
 * The ``(2 alpha - 1)`` grand-mean term is added in training only: the paper states it does not affect evaluation,
-  and at evaluation time it would shift whole blocks against each other.
+  and at evaluation time it would shift whole blocks against each other. In training it cannot change the loss or
+  its gradients either: it adds one number to every logit of the batch, and both losses (global and row-wise) are
+  softmaxes over logits of one batch, which a shared shift leaves unchanged. It is kept for fidelity to the paper.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig
 
-__all__ = ["ONEALIGNER_ENCODER_TYPES", "OneAlignerConfig", "OneAlignerConfigError"]
+__all__ = ["ONEALIGNER_ENCODER_TYPES", "PAPER_LAYERS", "OneAlignerConfig", "OneAlignerConfigError"]
+
+# The hidden state the paper compares for its two encoders (counting the embedding output as 0), by encoder depth.
+PAPER_LAYERS = {12: 8, 24: 17}
 
 # Encoders whose token states OneAligner can use: bidirectional, BERT/RoBERTa-style masked-LM encoders.
 ONEALIGNER_ENCODER_TYPES: tuple[str, ...] = (
@@ -59,7 +64,8 @@ class OneAlignerConfig(PretrainedConfig):
             placeholder: real models come from `OneAlignerModel.from_encoder`).
         layer (`int`, *optional*):
             Hidden state whose token vectors are compared; 0 is the embedding output, `num_hidden_layers` the last.
-            Defaults to round(2/3 * num_hidden_layers) of the encoder (paper: 8 of 12 for base), so that
+            Defaults to the paper's layer for its two depths (8 of 12 for base, 17 of 24 for large), else
+            round(2/3 * num_hidden_layers) of the encoder, so that
             `OneAlignerConfig()` is valid (transformers 4.x instantiates it without arguments while loading).
         similarity (`str`, defaults to `"bertscore"`):
             `"bertscore"` (token-level F of the paper) or `"mean_pool"` (cosine/dot of mean-pooled vectors, the
@@ -69,7 +75,8 @@ class OneAlignerConfig(PretrainedConfig):
         alpha (`float`, defaults to 0.75):
             Normalization strength: S_ij = f_ij - alpha * (mean_n f_in + mean_m f_mj).
         add_mean_term (`bool`, defaults to `True`):
-            In training, add back (2 alpha - 1) * mean(f) (paper footnote 3).
+            In training, add back (2 alpha - 1) * mean(f) (paper footnote 3); a shift shared by every logit of
+            the batch, so it leaves both losses and their gradients unchanged.
         softmax_temperature (`float`, defaults to 5.0):
             Logits are S / softmax_temperature (named so because `temperature` and `max_length` are generation
             parameters that transformers refuses in a model config).
@@ -122,7 +129,8 @@ class OneAlignerConfig(PretrainedConfig):
     ) -> None:
         self.encoder_config = _build_encoder_config(encoder_config)
         if layer is None:  # the same default as OneAlignerModel.from_encoder
-            layer = max(1, round(2 * int(self.encoder_config.num_hidden_layers) / 3))
+            depth = int(self.encoder_config.num_hidden_layers)
+            layer = PAPER_LAYERS.get(depth, max(1, round(2 * depth / 3)))
         self.layer = layer
         self.similarity = similarity
         self.normalization = normalization

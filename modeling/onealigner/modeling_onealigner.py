@@ -201,7 +201,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         """Wrap an encoder: a local path / hub id (pretrained weights), an encoder config (random init) or a model.
 
         Args:
-            layer: hidden state to use, 0 = embeddings; defaults to round(2/3 * num_layers) (paper: 8 of 12).
+            layer: hidden state to use, 0 = embeddings; defaults to the paper's (8 of 12 layers, 17 of 24), else
+                round(2/3 * num_layers).
             drop_unused_layers: remove the layers above `layer` (they never influence hidden state `layer`) to save
                 time and memory; ignored when an instantiated model is passed. Encoders that normalize their last
                 hidden state (xlm-roberta-xl, modernbert) keep one layer more, so that state `layer` stays

@@ -111,8 +111,8 @@ class DistillationBatches(torch.utils.data.Dataset):
             whole-sentence stage gets the rest); None splits all stages evenly.
         mask_rate: fraction of tokens replaced by <mask> in MLM batches.
         max_length: truncation length in student subwords (specials included).
-        group_by_length: batch sentences of similar length (a random window of the length-sorted pool), which
-            removes most padding (about 3x faster steps: benchmarks/README.md, "Training loop"); otherwise sample
+        group_by_length: batch sentences of similar length (a random window of the length-sorted pool, wrapping
+            around its end so that every sentence is drawn at the same rate), which removes most padding (about 3x faster steps: benchmarks/README.md, "Training loop"); otherwise sample
             uniformly.
         seed: the seed of every draw.
     """
@@ -250,7 +250,7 @@ class DistillationBatches(torch.utils.data.Dataset):
 
     def _choose(self, key: tuple[str, str, float], pool: list[list[int]], rng: np.random.Generator) -> np.ndarray:
         """Sorted indices of the batch's examples: a random window of the pool sorted by length when grouping by
-        length (little padding, the same examples over an epoch on average), else a uniform sample."""
+        length (little padding, every example drawn at the same rate), else a uniform sample."""
         size = min(self.batch_size, len(pool))
         if not self.group_by_length:
             return np.sort(rng.choice(len(pool), size=size, replace=False))
@@ -260,8 +260,11 @@ class DistillationBatches(torch.utils.data.Dataset):
             shuffled = np.random.default_rng([self.seed, len(pool)]).permutation(len(pool))
             lengths = np.array([len(pool[i]) for i in shuffled])
             order = self._length_order[key] = shuffled[np.argsort(lengths, kind="stable")]
-        start = int(rng.integers(0, len(pool) - size + 1))
-        return np.sort(order[start : start + size])
+        # The window wraps around the end of the sorted pool: each example then lies in exactly `size` of the
+        # len(pool) windows, so all are drawn at the same rate. A window that stopped at the end would draw the
+        # shortest and longest examples up to `size` times less often than the others.
+        start = int(rng.integers(0, len(pool)))
+        return np.sort(order[(start + np.arange(size)) % len(pool)])
 
     def __getitem__(self, step: int) -> dict[str, Any]:
         if not 0 <= step < self.total_steps:

@@ -77,7 +77,9 @@ class ScriptArguments:
     ablation: bool = arg_field(True, "Also report the Table 1 ablation (mean pool / BERTScore x norm on/off).")
     encoder: str = arg_field("FacebookAI/xlm-roberta-base", "Encoder path or hub id, or 'random' (sizes below).")
     tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
-    layer: int | None = arg_field(None, "Hidden state L (0 = embeddings); default round(2/3 * layers).")
+    layer: int | None = arg_field(
+        None, "Hidden state L (0 = embeddings); default the paper's: 8 of 12 layers, 17 of 24, else 2/3."
+    )
     vocab_size: int = arg_field(8000, "Random encoder: tokenizer vocabulary.")
     tokenizer_training_texts: int = arg_field(100_000, "Random encoder: train the tokenizer on this many texts.")
     hidden_size: int = arg_field(256, "Random encoder: width.")
