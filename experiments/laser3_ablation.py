@@ -189,17 +189,29 @@ def diagnostics(
     tokenizer_dir: Path, folder: Path, languages: list[str], steps: int, seeds: list[int]
 ) -> dict[str, Any]:
     """What the data and the schedule give each variant, measured without training: per task the share of batches
-    (over the run's steps and seeds), how many times a training pair and a monolingual sentence are seen on average,
-    and the curriculum's prefix lengths in student subwords per stage."""
+    (over the run's steps and seeds), how many times a training pair and the monolingual text (packed into MLM
+    blocks as the recipe packs it) are seen on average, and the curriculum's prefix lengths in student subwords per
+    stage."""
     from transformers import PreTrainedTokenizerFast
 
     from bitext_hf.data import load_pairs, read_lines
-    from bitext_hf.families.laser3.curriculum import curriculum_ratios, prefix_cuts
+    from bitext_hf.families.laser3.curriculum import curriculum_ratios, prefix_cuts, prefix_texts_and_ids
+    from bitext_hf.families.laser3.masking import pack_blocks
     from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
 
     tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
     train = {lang: load_pairs(f"{lang}={folder / f'{lang}-train.tsv'}") for lang in languages}
-    mono = {lang: len(read_lines(folder / f"{lang}-mono.txt")) for lang in languages}
+    # MLM examples are blocks of consecutive sentences (DistillationBatches' default): count blocks, not sentences.
+    mono = {
+        lang: len(
+            pack_blocks(
+                prefix_texts_and_ids(read_lines(folder / f"{lang}-mono.txt"), tokenizer, 1.0, MAX_LENGTH - 2)[1],
+                MAX_LENGTH - 1,
+                tokenizer.eos_token_id,
+            )
+        )
+        for lang in languages
+    }
     english = len({text for pairs in train.values() for text in pairs.tgt})
     streams = [Stream("distil", lang, len(pairs)) for lang, pairs in train.items()] + [Stream("self", "eng", english)]
     report: dict[str, Any] = {}
