@@ -1,19 +1,32 @@
-"""MuSR (Gao et al., 2023): stage 1 (cross-entropy) against stage 2 (CrossConST) over seeds, with a control.
+"""MuSR (Gao et al., 2023): stage 1 (cross-entropy) against stage 2 (CrossConST) over seeds, with two controls.
 
 A small MuSR trained on six languages into English from this machine's gettext catalogs
 (``recipes/configs/musr-gettext.yaml``), through ``recipes/train_musr.py``. On the multi-way held-out set of each
 seed: xsim and bidirectional accuracy against English and against the pivot (zh_CN, the paper's zh column), as mean
-+- sample std over the seeds (``bitext_hf.evaluation.run_over_seeds``). Each seed also has a control (stage 2 with
-alpha 0 from the same stage-1 model, the same steps and data: stage 2 also trains longer), T = 1 against T = 5
-language sampling on the smallest language, and the offline USE on the same held-out sets (its training data is
-not ours: a reference, not a baseline of the same budget). Every run after the first uses the first run's
-vocabulary (the same data, so the same kind of vocabulary, and one tokenizer training less per run).
++- sample std over the seeds (``bitext_hf.evaluation.run_over_seeds``). Each seed's stage-1 model also starts two
+controls, both stage 2 with alpha 0 for the compute of the CrossConST stage (its steps times --control_cost_factor,
+the cost of a CrossConST step in cross-entropy steps, measured by ``benchmarks/bench_musr.py``):
+
+* A, same compute: the same stage-2 pairs; what more training gives without the KL term.
+* B, same compute + English -> English: the stage-2 pairs plus an English -> English copy of each (the English
+  target as the source too; ``--stage2_english_copies``). In stage 1 English never enters the encoder, so part of
+  the held-out English vocabulary is untrained; CrossConST's target-as-input pass encodes each pair's English once
+  per pass over its source. A 1:1 mix, shuffled with the pairs, gives the encoder the same share of English at the
+  same batch size and cost per step (holding each pair and its copy in one batch would need its own sampler and
+  changes the proportion only within batches, not over the stage); it sees fewer translation pairs than A, as
+  CrossConST spends part of its compute on English too. CrossConST is credited only with what it adds over B: the
+  report has the difference per seed.
+
+Then the offline USE on the same held-out sets (its training data is not ours: a reference, not a baseline of the
+same budget), and, optionally, T = 1 against T = 5 language sampling on the smallest language (measured before:
+off by default). Every run after the first uses the first run's vocabulary (the same data, so the same kind of
+vocabulary, and one tokenizer training less per run).
 
     OMP_NUM_THREADS=1 python experiments/musr_crossconst.py
 
 Writes ``<output_dir>/results.json`` (every run's metrics, mean and std), ``<output_dir>/results.md`` (the tables),
-``musr_gettext_xsim.png`` (xsim per language, stage 1 vs stage 2 vs USE) and ``model_card.md`` (the card of the
-first T = 5 run with the multi-seed table and that figure).
+``musr_gettext_xsim.png`` (xsim per language: stage 1, stage 2, the controls, USE) and ``model_card.md`` (the card of
+the first T = 5 run with the multi-seed tables and that figure).
 """
 
 from __future__ import annotations
@@ -40,7 +53,16 @@ logger = logging.getLogger("musr_crossconst")
 
 CONFIG = REPO / "recipes" / "configs" / "musr-gettext.yaml"
 FIGURE, CARD = "musr_gettext_xsim.png", "model_card.md"
-STAGES = (("stage1", "stage 1"), ("alpha0", "stage 2, alpha 0"), ("stage2", "stage 2 (CrossConST)"), ("use", "USE"))
+STAGES = (
+    ("stage1", "stage 1"),
+    ("alpha0", "stage 2, alpha 0 (same compute)"),
+    ("alpha0_en", "stage 2, alpha 0 + en->en"),
+    ("stage2", "stage 2 (CrossConST)"),
+    ("use", "USE"),
+)
+CONTROLS = ("alpha0", "alpha0_en")
+# CrossConST minus control B, per seed: the averages over languages (xsim lower is better, accuracy higher).
+DIFFERENCES = (("xsim_en", 1.0), ("accuracy_en", 100.0), ("xsim_pivot", 1.0), ("accuracy_pivot", 100.0))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--seeds", type=seed_list, default=[13, 42, 87], help="Seeds of the T = 5 runs (default: 13,42,87)."
     )
     parser.add_argument(
-        "--t1_seeds", type=seed_list, default=None, help="Seeds of the T = 1 runs; '' for none (default: --seeds)."
+        "--t1_seeds",
+        type=seed_list,
+        default=[],
+        help="Optional: seeds of T = 1 runs against the T = 5 ones (measured before, see experiments/README.md; "
+        "each costs a stage 1) (default: none).",
     )
     parser.add_argument(
         "--t1_stages",
@@ -70,8 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--control",
         type=seed_list,
         default=None,
-        help="Seeds of the control (stage 2 with alpha 0 from the same T = 5 stage-1 model, the same steps and "
-        "data); '' for none (default: --seeds).",
+        help="Seeds of both controls (stage 2 with alpha 0 from the same T = 5 stage-1 model for the compute of "
+        "its CrossConST stage: A the same pairs, B with their English -> English copies); '' for none "
+        "(default: --seeds).",
+    )
+    parser.add_argument(
+        "--control_cost_factor",
+        type=float,
+        default=2.5,
+        help="The controls' stage-2 steps are CrossConST's times this: the cost of a CrossConST step in "
+        "cross-entropy steps, from benchmarks/bench_musr.py (benchmarks/README.md: 2.08x to 2.54x; the upper end "
+        "gives the controls at least CrossConST's compute) (default: %(default)s).",
     )
     parser.add_argument("--stage1_steps", type=int, default=None, help="Stage-1 steps (default: the config's).")
     parser.add_argument("--stage2_steps", type=int, default=None, help="Stage-2 steps (default: the config's).")
@@ -112,20 +147,29 @@ def use_metrics(recipe: Any, config: Path, seed: int) -> dict[str, float]:
 
 
 def markdown(report: dict[str, Any], languages: list[str], pivot: str, t1_language: str) -> str:
-    """Per target (English, the pivot) xsim and accuracy (%) per language and stage, mean ± std; then T = 1 vs
-    T = 5 on the smallest language."""
+    """The regime; per target (English, the pivot) xsim and accuracy (%) per language and stage, mean ± std;
+    CrossConST minus control B per seed; then T = 1 vs T = 5 on the smallest language when it ran."""
     from bitext_hf.hub import markdown_table
 
-    control = report.get("control") or {"mean": {}, "std": {}}
+    control = report.get("control") or {"mean": {}, "std": {}, "runs": [], "seeds": []}
     mean, std = {**report["t5"]["mean"], **control["mean"]}, {**report["t5"]["std"], **control["std"]}
 
     def cell(key: str, source_mean: dict[str, float], source_std: dict[str, float], scale: float) -> str:
         return f"{source_mean[key] * scale:.1f} ± {source_std[key] * scale:.1f}" if key in source_mean else "-"
 
+    regime = report["regime"]
     seeds = f"Seeds: {', '.join(map(str, report['t5']['seeds']))}"
     if control["mean"]:
-        seeds += f" (stage 2 with alpha 0: {', '.join(map(str, control['seeds']))})"
-    blocks = [seeds + "; xsim in %, accuracy in % (mean of both directions), mean ± std over the seeds."]
+        seeds += f" (controls: {', '.join(map(str, control['seeds']))})"
+    blocks = [
+        f"Regime: {len(languages)} languages into English, {regime['stage1_steps']} stage-1 steps, "
+        f"{regime['stage2_steps']} stage-2 (CrossConST, alpha {regime['alpha']}) steps of {regime['batch_size']} "
+        "pairs; the controls (alpha 0, from "
+        f"the same stage-1 model) {regime['control_steps']} steps = {regime['stage2_steps']} x "
+        f"{regime['control_cost_factor']} (a CrossConST step's cost in cross-entropy steps); en->en: an English -> "
+        "English copy of each stage-2 pair in the mix (1:1).",
+        seeds + "; xsim in %, accuracy in % (mean of both directions), mean ± std over the seeds.",
+    ]
     for target, label in (("en", "English"), ("pivot", pivot)):
         rows = []
         for language in [*languages, "average"]:
@@ -138,6 +182,25 @@ def markdown(report: dict[str, Any], languages: list[str], pivot: str, t1_langua
                     row[f"{metric} {name}"] = cell(f"{stage}/{metric}_{suffix}", mean, std, scale)
             rows.append(row)
         blocks.append(f"Against {label} (xx → {'en' if target == 'en' else pivot}):\n\n" + markdown_table(rows))
+    differences = [(key, scale) for key, scale in DIFFERENCES if f"diff/{key}" in control["mean"]]
+    if differences:
+        rows = [
+            {"seed": str(seed), **{key: f"{run_[f'diff/{key}'] * scale:+.1f}" for key, scale in differences}}
+            for seed, run_ in zip(control["seeds"], control["runs"])
+        ]
+        rows.append(
+            {
+                "seed": "mean ± std",
+                **{
+                    key: f"{control['mean'][f'diff/{key}'] * scale:+.1f} ± {control['std'][f'diff/{key}'] * scale:.1f}"
+                    for key, scale in differences
+                },
+            }
+        )
+        blocks.append(
+            "CrossConST minus control B (stage 2, alpha 0 + en->en), per seed, averages over languages (xsim: "
+            "negative favours CrossConST; accuracy: positive does):\n\n" + markdown_table(rows)
+        )
     t1 = report.get("t1")
     if t1:
         comparison = []
@@ -161,7 +224,7 @@ def markdown(report: dict[str, Any], languages: list[str], pivot: str, t1_langua
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    """Every T = 5 seed (stage 1, stage 2, USE), its control, the T = 1 seeds; from scratch; write the report."""
+    """Every T = 5 seed (stage 1, stage 2, USE), its two controls, the T = 1 seeds; from scratch; write the report."""
     from transformers import TrainingArguments
 
     from bitext_hf.errors import UsageError
@@ -173,19 +236,23 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--seeds: give at least one seed")
     if not args.config.is_file():
         raise UsageError(f"--config {args.config}: not a file")
-    t1_seeds = args.seeds if args.t1_seeds is None else args.t1_seeds
+    if not args.control_cost_factor > 0:
+        raise UsageError(f"--control_cost_factor must be > 0, got {args.control_cost_factor}")
     control_seeds = args.seeds if args.control is None else args.control
     if not set(control_seeds) <= set(args.seeds):
-        raise UsageError("--control: each seed must be one of --seeds (the control starts from that T = 5 run)")
+        raise UsageError("--control: each seed must be one of --seeds (the controls start from that T = 5 run)")
     t1_stages = ("stage1",) if args.t1_stages == "1" else ("stage1", "stage2")
-    steps = [
-        flag
-        for name in ("stage1_steps", "stage2_steps")
-        if getattr(args, name) is not None
-        for flag in (f"--{name}", str(getattr(args, name)))
-    ]
-    folder = prepare_run_folder(args.output_dir, args.overwrite, (FIGURE, CARD))
     recipe = load_recipe("train_musr")
+    script_args, training_args, _ = parse_args(
+        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=["--config", str(args.config)]
+    )
+    stage_steps = {
+        name: getattr(args, name) or getattr(script_args, name) or training_args.max_steps
+        for name in ("stage1_steps", "stage2_steps")
+    }
+    control_steps = max(1, round(stage_steps["stage2_steps"] * args.control_cost_factor))
+    steps = [flag for name, count in stage_steps.items() for flag in (f"--{name}", str(count))]
+    folder = prepare_run_folder(args.output_dir, args.overwrite, (FIGURE, CARD))
     minutes: dict[str, dict[str, float]] = {}
     vocabulary: list[Path] = [args.tokenizer] if args.tokenizer else []
     results_by_run: dict[str, dict[str, Any]] = {}
@@ -201,7 +268,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             "--seed",
             str(seed),
             *steps,
-            *extra,
+            *extra,  # after the steps: a control's --stage2_steps replaces CrossConST's
             *(["--tokenizer", str(vocabulary[0])] if vocabulary else []),
         ]
         results = recipe.main(
@@ -223,29 +290,50 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         return {**run("T5", seed, [], ("stage1", "stage2")), **reference}
 
     def control(seed: int) -> dict[str, float]:
-        """Stage 2 without CrossConST (alpha 0, the same steps and data) from the same stage-1 model: what the
-        stage-2 steps give without the KL term (stage 2 also trains longer)."""
-        shutil.copytree(folder / f"run-T5-seed{seed}" / "stage1", folder / f"run-T5-alpha0-seed{seed}" / "stage1")
-        metrics = run("T5-alpha0", seed, ["--alpha", "0", "--resume_from_checkpoint", "auto"], ("stage2",))
-        return {key.replace("stage2/", "alpha0/", 1): value for key, value in metrics.items()}
+        """Both controls from the T = 5 run's stage-1 model (copied: the recipe resumes after a finished stage 1),
+        then CrossConST minus control B on the averages."""
+        metrics: dict[str, float] = {}
+        for prefix, name, extra in (
+            ("alpha0", "T5-alpha0", []),
+            # B: the encoder reads English as in CrossConST's target-as-input pass, 1:1 (module docstring: why).
+            ("alpha0_en", "T5-alpha0-en", ["--stage2_english_copies", "true"]),
+        ):
+            shutil.copytree(folder / f"run-T5-seed{seed}" / "stage1", folder / f"run-{name}-seed{seed}" / "stage1")
+            flags = ["--alpha", "0", "--stage2_steps", str(control_steps), "--resume_from_checkpoint", "auto", *extra]
+            result = run(name, seed, flags, ("stage2",))
+            metrics |= {key.replace("stage2/", f"{prefix}/", 1): value for key, value in result.items()}
+        crossconst = results_by_run[f"T5-seed{seed}"]["stage2"]["final"]
+        for key, _ in DIFFERENCES:
+            if key in crossconst:
+                metrics[f"diff/{key}"] = float(crossconst[key]) - metrics[f"alpha0_en/{key}"]
+        return metrics
 
     report: dict[str, Any] = {"experiment": "musr_crossconst", "config": str(args.config), "seeds": args.seeds}
     report["t5"] = run_over_seeds(t5, args.seeds).to_dict()
     if control_seeds:
         report["control"] = run_over_seeds(control, control_seeds).to_dict()
-    if t1_seeds:
+    if args.t1_seeds:
         t1_extra = ["--temperature", "1"] + (["--stage2_steps", "1"] if t1_stages == ("stage1",) else [])
-        report["t1"] = run_over_seeds(lambda seed: run("T1", seed, t1_extra, t1_stages), t1_seeds).to_dict()
+        report["t1"] = run_over_seeds(lambda seed: run("T1", seed, t1_extra, t1_stages), args.t1_seeds).to_dict()
     first = results_by_run[f"T5-seed{args.seeds[0]}"]
     languages, pivot = first["data"]["languages"], first["data"]["pivot"]
-    report["regime"] = {"data": first["data"], "t1 stages": list(t1_stages), "reference": args.reference}
+    report["regime"] = {
+        "data": first["data"],
+        **stage_steps,
+        "alpha": script_args.alpha,
+        "batch_size": training_args.per_device_train_batch_size,
+        "control_steps": control_steps,
+        "control_cost_factor": args.control_cost_factor,
+        "t1 stages": list(t1_stages),
+        "reference": args.reference,
+    }
     report["minutes"] = minutes
     table = markdown(report, languages, pivot, args.t1_language)
 
     runs_of = {
-        stage: report["control" if stage == "alpha0" else "t5"]["runs"]
+        stage: report["control" if stage in CONTROLS else "t5"]["runs"]
         for stage, _ in STAGES
-        if (stage != "alpha0" or control_seeds) and (stage != "use" or args.reference == "use")
+        if (stage not in CONTROLS or control_seeds) and (stage != "use" or args.reference == "use")
     }
     series = {
         label: {lang: [run_[f"{stage}/xsim_{lang}-en"] for run_ in runs_of[stage]] for lang in languages}
@@ -254,9 +342,6 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     figure = xsim_by_series(
         series, folder / FIGURE, title=f"MuSR, xx→en xsim ({len(args.seeds)} seeds; lower is better)"
-    )
-    script_args, _, _ = parse_args(
-        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=["--config", str(args.config)]
     )
     card = recipe.model_card(script_args, first, figures=[figure], seed_table=table)
     write_file(args.output_dir / FIGURE, figure.path.read_bytes())

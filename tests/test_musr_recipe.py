@@ -169,6 +169,51 @@ def test_temperature_sampling_follows_the_formula(recipe, files, tmp_path):
     assert data["train_examples"] == [64, 64]
 
 
+def test_stage2_english_copies_are_english_to_english_pairs(files, tmp_path):
+    """The control's option: stage 2 gains an English -> English copy of each of its pairs, tokenized as every pair
+    is (``<s> text </s>``, no language tag), a 1:1 mix; stage 1, the stage-2 pairs and the default are unchanged."""
+    from transformers import AutoTokenizer
+
+    from bitext_hf.data import PairSet
+    from bitext_hf.families.musr.data import english_copies
+    from bitext_hf.families.musr.recipe import ScriptArguments, prepare_stages
+
+    pairs = [PairSet("fr", "en", "t", ["un", "deux"], ["one", "two"]), PairSet("de", "en", "t", ["drei"], ["three"])]
+    copies = english_copies(pairs)
+    assert (copies.src_lang, copies.tgt_lang) == ("en", "en") and copies.src == copies.tgt == ["one", "two", "three"]
+
+    def stages(**options):
+        script_args = ScriptArguments(
+            train_pairs=[f"{lang}={files[lang]}" for lang in SIZES],
+            tokenizer=str(files["tokenizer"]),
+            held_out=4,
+            pivot="fr",
+            train_examples=64,
+            temperature=2.0,
+            max_seq_length=32,
+            **options,
+        )
+        return prepare_stages(script_args, 3, tmp_path, reuse_tokenizer=False)
+
+    default, control = stages(), stages(stage2_english_copies=True)
+    assert not ScriptArguments().stage2_english_copies and "stage2_english_copies" not in default.data
+    assert control.examples[0] == default.examples[0]  # stage 1 never sees them
+    pairs_count = len(default.examples[1])
+    assert control.examples[1][:pairs_count] == default.examples[1]
+    added = control.examples[1][pairs_count:]
+    assert len(added) == pairs_count == control.data["stage2_english_copies"] == 64
+    assert control.data["train_examples"] == [64, 128]
+    # every copy is a stage-2 pair's English target, as the source too, with the special tokens of every pair
+    tokenizer = AutoTokenizer.from_pretrained(files["tokenizer"])
+    assert all(example["src_input_ids"] == example["tgt_input_ids"] for example in added)
+    assert sorted(example["tgt_input_ids"] for example in added) == sorted(
+        example["tgt_input_ids"] for example in default.examples[1]
+    )
+    assert all(example["src_input_ids"][0] == tokenizer.bos_token_id for example in added)
+    assert all(example["src_input_ids"][-1] == tokenizer.eos_token_id for example in added)
+    assert not any(example["src_input_ids"] == example["tgt_input_ids"] for example in default.examples[1])
+
+
 def test_resume_skips_a_finished_stage_1(recipe, files, tmp_path, caplog):
     output_dir = tmp_path / "out"
     run(recipe, flags(files, output_dir, "--max_steps", "1"))

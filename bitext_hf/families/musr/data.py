@@ -7,6 +7,8 @@
   shared English, as Flores does); those sentences, on either side, leave training.
 * Each stage draws its examples with replacement, language l with probability p_l proportional to
   (n_l / sum n) ^ (1 / T) (``bitext_hf.data.samplers``: the paper's section 4.1).
+* A control, not the paper: ``english_copies`` turns a stage's English targets into English -> English pairs, so that
+  an alpha-0 stage 2 shows the encoder English (which stage 1 never does) without CrossConST's KL term.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from bitext_hf.errors import DataValidationError
 __all__ = [
     "ManyToOneData",
     "check_vocabulary",
+    "english_copies",
     "language_probabilities",
     "load_many_to_one",
     "multiway_held_out",
@@ -107,6 +110,14 @@ def sample_stage(pairsets: Sequence[PairSet], examples: int, temperature: float,
     """``examples`` pairs drawn with replacement across languages by temperature (``p_l`` as in the module
     docstring), one PairSet per language."""
     return sample_budget(list(pairsets), examples, temperature=temperature, replacement=True, seed=seed)
+
+
+def english_copies(pairsets: Sequence[PairSet]) -> PairSet:
+    """Every English target of ``pairsets`` (repeats kept, in order) as an English -> English pair: the English sentence
+    is also the source. Tokenized like any other pair (``<s> text </s>`` on both sides; MuSR has no language tags),
+    these examples make the encoder read English, which the many-to-one pairs never do. A control, not the paper."""
+    english = [text for pairs in pairsets for text in pairs.tgt]
+    return PairSet("en", "en", "english-copies", list(english), list(english))
 
 
 def language_probabilities(pairsets: Sequence[PairSet], temperature: float) -> dict[str, float]:

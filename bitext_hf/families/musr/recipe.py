@@ -22,6 +22,7 @@ from bitext_hf.data.filters import tokenize_pairs
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.musr.data import (
     check_vocabulary,
+    english_copies,
     language_probabilities,
     load_many_to_one,
     multiway_held_out,
@@ -64,6 +65,12 @@ class ScriptArguments:
     alpha: float = arg_field(1.0, "CrossConST weight in stage 2 (the paper fixes one value; tune it).")
     stage1_steps: int = arg_field(0, "Stage-1 optimizer steps (0: --max_steps).")
     stage2_steps: int = arg_field(0, "Stage-2 optimizer steps (0: --max_steps).")
+    stage2_english_copies: bool = arg_field(
+        False,
+        "A control, not the paper (use with --alpha 0): stage 2 also trains on an English -> English copy of each of "
+        "its pairs (a 1:1 mix, shuffled with them), so the encoder reads English as often as CrossConST's "
+        "target-as-input pass makes it, without the KL term. Stage 1 and the vocabulary are unchanged.",
+    )
     tokenizer: str | None = arg_field(
         None, "Tokenizer path; default: a Unigram vocabulary trained on the sampled text."
     )
@@ -147,7 +154,8 @@ def build_tokenizer(script_args: ScriptArguments, pools: list[list[Any]], output
 
 def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, reuse_tokenizer: bool) -> StageInputs:
     """Load the many-to-one data with its multi-way held-out set, draw each stage's pairs by temperature (seeds
-    ``seed + 1`` and ``seed + 2``), build and check the vocabulary, tokenize, and set up the evaluator."""
+    ``seed + 1`` and ``seed + 2``), build and check the vocabulary, tokenize (stage 2 with its English -> English
+    copies under ``--stage2_english_copies``), and set up the evaluator."""
     data = multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
     languages = [pairs.src_lang for pairs in data.train]
     pivot = script_args.pivot or (languages[0] if len(languages) > 1 else None)
@@ -162,6 +170,10 @@ def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, re
         {lang: pairs.src[:1000] for lang, pairs in zip(languages, data.train)} | {"en": data.train[0].tgt[:1000]},
         script_args.max_unknown,
     )
+    # The copies join after the vocabulary is trained: the control's vocabulary is the one CrossConST's run has.
+    copies = english_copies(pools[1]) if script_args.stage2_english_copies else None
+    if copies is not None:
+        pools[1] = [*pools[1], copies]
     examples = [
         [
             example
@@ -189,6 +201,7 @@ def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, re
         "train_pairs": {p.src_lang: len(p) for p in data.train},
         "sampling_probabilities": language_probabilities(data.train, script_args.temperature),
         "train_examples": [len(stage) for stage in examples],
+        **({"stage2_english_copies": len(copies)} if copies is not None else {}),
         "held_out": script_args.held_out,
     }
     return StageInputs(tokenizer, examples, evaluator, summary)
@@ -375,7 +388,12 @@ def model_card(
         "Regularization",
         training_data=described.markdown + f"\n\nLanguages sampled with temperature T={script_args.temperature}; "
         f"{counts or 'an unrecorded number of'} pairs drawn per stage.",
-        hyperparameters=f"alpha={script_args.alpha} (CrossConST weight), {counts} examples per stage",
+        hyperparameters=f"alpha={script_args.alpha} (CrossConST weight), {counts} examples per stage"
+        + (
+            " (stage 2 with an English -> English copy of each pair: a control, not the paper)"
+            if script_args.stage2_english_copies
+            else ""
+        ),
         evaluation=f"Data: {script_args.held_out} English sentences held out of the training data with their "
         "translations in every training language (multi-way), so every language is tested on the same meanings; "
         f"pivot language {data.get('pivot')}.\n\nProtocol: xsim (LASER's margin error in percent, ratio margin, "
