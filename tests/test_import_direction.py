@@ -22,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "bitext_hf"
 LAYERS = {
     "errors": 0,
     "io": 1,
+    "threads": 1,  # caps the thread pools; imports only errors
     "data": 2,
     "encoders": 2,
     "modeling": 1.5,  # imports nothing of ours; below encoders, whose loaders import it to register the families

@@ -5,10 +5,12 @@ Exit codes (README "Command line"): 0 success; 1 any other error, a failed outpu
 Every error is one line on stderr (``--debug`` or ``BITEXT_HF_DEBUG=1`` re-raises it to show the traceback).
 Results go to stdout, progress and warnings to stderr, files are written atomically (complete or not at all).
 The libraries' own logs and progress bars (faiss, transformers, datasets) are shown with ``-v`` only.
+``-q``, ``-v``, ``--debug`` and ``--threads N`` go before the command's name or after it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -30,6 +32,19 @@ from bitext_hf.io.logs import library_logs
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
+# The commands that encode or search, and so run thread pools; push and data start none of their own.
+_COMMANDS_WITH_THREADS = frozenset({"encode", "mine", "score", "eval"})
+
+
+def _thread_limit(args):
+    """``--threads`` (default: the CPUs this process may use) over every thread pool of the command, set once
+    here and restored when the command ends (in this process: tests, notebooks)."""
+    if args.command not in _COMMANDS_WITH_THREADS:
+        return contextlib.nullcontext()  # nothing to cap, and torch is not imported for nothing
+    from bitext_hf.threads import limit_threads
+
+    return limit_threads(args.threads)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
@@ -43,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         # The command's own lines only; the libraries' logs and bars with -v (bitext_hf.io.logs).
-        with library_logs(verbose):
+        with library_logs(verbose), _thread_limit(args):
             return args.func(args)
     except KeyboardInterrupt as interrupt:
         kept = error_notes(interrupt) or "no output file was written"

@@ -57,20 +57,23 @@ _language.__name__ = "language code"
 _count.__name__ = "integer >= 1"
 
 
-def add_data(commands, fmt) -> None:
-    """Register ``data`` (with its sub-command ``gettext``) on the sub-command parsers ``commands``."""
+def add_data(commands, fmt, shared: argparse.ArgumentParser) -> None:
+    """Register ``data`` (with its sub-command ``gettext``) on the sub-command parsers ``commands``, with the options
+    every command takes (``shared``)."""
     from bitext_hf.cli.parser import EPILOG_EXIT
 
     data = commands.add_parser(
         "data",
+        parents=[shared],
         help="build parallel data without writing code: `data gettext` (the installed translation catalogs)",
         formatter_class=fmt,
         epilog="Run `bitext-hf data gettext --help` for examples.",
     )
-    data.set_defaults(func=lambda args: _no_data_command(data), quiet=False)
+    data.set_defaults(func=lambda args: _no_data_command(data))
     sub = data.add_subparsers(dest="data_command", metavar="{gettext}")
     p = sub.add_parser(
         "gettext",
+        parents=[shared],
         help="English-xx pairs from the gettext catalogs installed on this machine (--list: languages and counts)",
         formatter_class=fmt,
         epilog=EPILOG_GETTEXT + "\n" + EPILOG_EXIT,
@@ -119,8 +122,6 @@ def add_data(commands, fmt) -> None:
         metavar="N",
         help="drop pairs whose English has fewer words (placeholders such as %%s not counted; default 1)",
     )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress or info logs")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks of errors")
     p.set_defaults(func=cmd_data_gettext)
 
 

@@ -22,8 +22,9 @@ from bitext_hf.io import (
     max_input_bytes,
     parse_byte_count,
 )
+from bitext_hf.threads import usable_cpus
 
-__all__ = ["EPILOG_EXIT", "OneLineErrorParser", "build_parser"]
+__all__ = ["EPILOG_EXIT", "OneLineErrorParser", "build_parser", "shared_options"]
 
 EPILOG_EXIT = """exit codes:
   0  success
@@ -168,9 +169,41 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
             default="ratio",
             help="ratio (default), distance, or absolute (plain cosine)",
         )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or info logs")
-    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP)
-    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks of errors")
+
+
+def shared_options(*, defaults: bool) -> argparse.ArgumentParser:
+    """The options every command takes, before its name or after it (``bitext-hf -v push`` or ``bitext-hf push
+    -v``), as an argparse parent parser.
+
+    The main parser's copy has the defaults (``defaults=True``); the sub-commands' copy has none (SUPPRESS):
+    argparse copies every value of a sub-command's namespace over the main one, so a sub-command default would
+    undo an option given before the sub-command's name.
+    """
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("general")
+
+    def default(value):
+        return value if defaults else argparse.SUPPRESS
+
+    group.add_argument(
+        "-q", "--quiet", action="store_true", default=default(False), help="no progress bars or info logs"
+    )
+    group.add_argument("-v", "--verbose", action="store_true", default=default(False), help=_VERBOSE_HELP)
+    group.add_argument(
+        "--debug",
+        action="store_true",
+        default=default(False),
+        help="show the traceback of an error (also BITEXT_HF_DEBUG=1)",
+    )
+    group.add_argument(
+        "--threads",
+        type=_positive_int,
+        default=default(None),
+        metavar="N",
+        help="CPU threads for encoding and search (default: the CPUs this process may use: affinity and cgroup "
+        f"quota, here {usable_cpus()})",
+    )
+    return parent
 
 
 def _add_output(parser: argparse.ArgumentParser, required: bool) -> None:
@@ -204,9 +237,10 @@ def _add_distributed(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def _add_encode(commands, fmt) -> None:
+def _add_encode(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p = commands.add_parser(
         "encode",
+        parents=[shared],
         help="embed a text file (one sentence a line) into a .npy file",
         formatter_class=fmt,
         epilog="example:\n  bitext-hf encode --input corpus.de --out corpus.de.npy\n  "
@@ -243,9 +277,10 @@ def _add_encode(commands, fmt) -> None:
     p.set_defaults(func=_bounded_inputs(cmd_encode))
 
 
-def _add_mine(commands, fmt) -> None:
+def _add_mine(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p = commands.add_parser(
         "mine",
+        parents=[shared],
         help="mine translation pairs from two monolingual files",
         formatter_class=fmt,
         epilog=_EPILOG_MINE + "\n" + EPILOG_EXIT,
@@ -315,9 +350,10 @@ def _add_index(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_score(commands, fmt) -> None:
+def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p = commands.add_parser(
         "score",
+        parents=[shared],
         help="margin-score the pairs of an existing parallel corpus (filtering)",
         formatter_class=fmt,
         epilog="examples:\n  bitext-hf score --pairs corpus.tsv --out scored.tsv\n"
@@ -334,9 +370,10 @@ def _add_score(commands, fmt) -> None:
     p.set_defaults(func=_bounded_inputs(cmd_score))
 
 
-def _add_eval(commands, fmt) -> None:
+def _add_eval(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p = commands.add_parser(
         "eval",
+        parents=[shared],
         help="xsim, retrieval accuracy, MTEB bitext-mining metrics or BUCC F1 of an encoder",
         formatter_class=fmt,
         epilog="examples:\n  bitext-hf eval --src test.en --tgt test.de --out results.json\n"
@@ -395,14 +432,14 @@ def build_parser() -> argparse.ArgumentParser:
     # Sub-command parsers are made with the parent's class, so they inherit the one-line errors.
     parser = OneLineErrorParser(
         prog="bitext-hf",
+        parents=[shared_options(defaults=True)],
         description="Multilingual sentence alignment and bitext mining with margin scoring, offline by default.",
         epilog="Run `bitext-hf <command> --help` for examples.\n\n" + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (also BITEXT_HF_DEBUG=1)")
-    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
     commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval,push,data}")
+    shared = shared_options(defaults=False)
     for add in (_add_encode, _add_mine, _add_score, _add_eval, add_push, add_data):
-        add(commands, argparse.RawDescriptionHelpFormatter)
+        add(commands, argparse.RawDescriptionHelpFormatter, shared)
     return parser

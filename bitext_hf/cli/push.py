@@ -66,10 +66,11 @@ Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback 
 _PREVIEW_ROWS = 5
 
 
-def add_push(commands, fmt) -> None:
-    """Register ``push`` on the sub-command parsers ``commands``."""
+def add_push(commands, fmt, shared: argparse.ArgumentParser) -> None:
+    """Register ``push`` on the sub-command parsers ``commands``, with the options every command takes (``shared``)."""
     p = commands.add_parser(
         "push",
+        parents=[shared],
         help="upload a saved model, or mined pairs as a dataset with its card, to the Hugging Face Hub",
         formatter_class=fmt,
         epilog=EPILOG_PUSH,
@@ -111,8 +112,6 @@ def add_push(commands, fmt) -> None:
     group.add_argument("--meta", help="mining metadata JSON (default: <pairs file>.meta.json when it exists)")
     group.add_argument("--languages", nargs=2, metavar=("SRC", "TGT"), help="language codes of the two sides")
     group.add_argument("--license", help="the dataset's licence id for the card (e.g. cc-by-4.0)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no info logs")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks of errors")
     p.set_defaults(func=cmd_push)
 
 

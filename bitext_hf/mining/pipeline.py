@@ -42,6 +42,7 @@ from bitext_hf.mining.sides import (
     read_gold,
     read_side,
 )
+from bitext_hf.threads import limit_threads
 
 __all__ = ["DEMO_DIR", "GoldScores", "MiningConfig", "MiningResult", "run_mining"]
 
@@ -84,6 +85,8 @@ class MiningConfig:
         distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes and
             searches in Ray tasks.
         quiet (bool, defaults to False): no progress bars.
+        threads (int, optional): CPU threads of the encoders and the search (:func:`bitext_hf.threads.limit_threads`,
+            restored after the run); defaults to the count in force, else the CPUs this process may use.
         src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
     """
@@ -117,6 +120,7 @@ class MiningConfig:
     ray_address: str | None = None
     workers: int | None = None
     quiet: bool = False
+    threads: int | None = None
     src_lang: str | None = None
     tgt_lang: str | None = None
     command: str | None = None
@@ -140,7 +144,7 @@ class MiningConfig:
         self.mode = self.mode or DEFAULT_MODE
         check_settings(self.margin, self.mode, self.threshold)
         _positive_or_none(self.k, "k")
-        for name in ("batch_size", "max_line_chars", "nprobe", "check_recall", "workers"):
+        for name in ("batch_size", "max_line_chars", "nprobe", "check_recall", "workers", "threads"):
             _positive_or_none(getattr(self, name), name)
         for name, value, allowed in (
             ("format", self.format, FORMATS),
@@ -274,7 +278,8 @@ def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None 
         if config.ray_address:
             check_ray_address(config.ray_address)
     try:
-        return _run(config, load_encoder)
+        with limit_threads(config.threads):  # the encoders and the search; the caller's setting comes back after
+            return _run(config, load_encoder)
     finally:
         protect_inputs(())  # _run protects this run's inputs; a later run, or the caller's writes, have their own
 

@@ -1,0 +1,189 @@
+"""How many CPU threads this package's work may use, and one call that caps every thread pool it runs.
+
+The machine's core count is the wrong default: a process pinned to a few cores (``taskset``, a batch scheduler) or
+held to a CPU quota (a container's ``--cpus``, a Kubernetes limit) that starts one thread per core oversubscribes
+what it was given, and thread pools that spin waiting for each other then cost several times the CPU of one thread.
+:func:`usable_cpus` counts what this process may really use; :func:`limit_threads` caps the pools to a count:
+
+- torch's intra-op pool (``torch.set_num_threads``), and its inter-op pool once per process (torch refuses a second
+  setting, and any setting after parallel work started);
+- the BLAS and OpenMP libraries loaded in the process (``threadpoolctl``), FAISS's OpenMP pool among them;
+- the fused numba top-k sweep of :mod:`bitext_hf.mining.knn`, which runs on as many threads as torch has;
+- the embedded USE encoder, made with the count in force (:func:`default_threads`).
+
+Nothing heavy is imported here until :func:`limit_threads` is called: ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from pathlib import Path
+
+from bitext_hf.errors import UsageError
+
+__all__ = ["CGROUP_ROOT", "cgroup_cpu_quota", "check_threads", "default_threads", "limit_threads", "usable_cpus"]
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+# The cgroup v1 hierarchies that can hold the CPU controller, by the names their mount points take.
+_V1_CPU_FOLDERS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
+
+# The limits in force, innermost last: limit_threads() without a count keeps the one around it.
+_active: list[limit_threads] = []
+_interop_set = False
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _quota_v2(folder: Path) -> float | None:
+    """CPUs allowed by ``cpu.max`` ("QUOTA PERIOD" in microseconds; "max" means no quota)."""
+    text = _read_text(folder / "cpu.max")
+    fields = text.split() if text else []
+    if len(fields) != 2 or fields[0] == "max":
+        return None
+    try:
+        quota, period = int(fields[0]), int(fields[1])
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else None
+
+
+def _quota_v1(folder: Path) -> float | None:
+    """CPUs allowed by ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (a quota of -1 means none)."""
+    quota, period = _read_text(folder / "cpu.cfs_quota_us"), _read_text(folder / "cpu.cfs_period_us")
+    try:
+        quota_us, period_us = int(quota or ""), int(period or "")
+    except ValueError:
+        return None
+    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+
+
+def _own_cgroups(proc_cgroup: Path) -> dict[str, str]:
+    """This process's cgroup path per hierarchy from ``/proc/self/cgroup``: "" for v2, the controllers for v1."""
+    text = _read_text(proc_cgroup) or ""
+    paths = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            paths[parts[1]] = parts[2]
+    return paths
+
+
+def _folders_up(base: Path, relative: str) -> list[Path]:
+    """``base/relative`` and each folder above it up to ``base``: a quota set on any of them applies. Inside a
+    container the process's path names nothing under the mount, whose root is then the container's own cgroup."""
+    folders = [base]
+    current = base
+    for part in (p for p in relative.split("/") if p and p not in (".", "..")):
+        current = current / part
+        folders.append(current)
+    return folders
+
+
+def cgroup_cpu_quota(root: str | os.PathLike = CGROUP_ROOT, proc_cgroup: str | os.PathLike = "/proc/self/cgroup"):
+    """The CPU quota of this process's cgroup (v2 ``cpu.max`` or v1 CFS quota) in CPUs, the smallest of its
+    cgroup and those above it; None when there is none or it cannot be read."""
+    root = Path(root)
+    own = _own_cgroups(Path(proc_cgroup))
+    quotas = [_quota_v2(folder) for folder in _folders_up(root, own.get("", ""))]
+    v1_path = next((path for controllers, path in own.items() if "cpu" in controllers.split(",")), "")
+    for name in _V1_CPU_FOLDERS:
+        if (root / name).is_dir():
+            quotas += [_quota_v1(folder) for folder in _folders_up(root / name, v1_path)]
+            break
+    found = [quota for quota in quotas if quota is not None]
+    return min(found) if found else None
+
+
+def usable_cpus(cgroup_root: str | os.PathLike = CGROUP_ROOT) -> int:
+    """The CPUs this process may use: those of its affinity mask (the machine's count where the platform has no
+    affinity), capped by its cgroup CPU quota rounded up (a quota of 1.5 CPUs runs two threads); at least 1."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        cpus = os.cpu_count() or 1
+    quota = cgroup_cpu_quota(cgroup_root)
+    if quota is not None:
+        cpus = min(cpus, math.ceil(quota))
+    return max(1, cpus)
+
+
+def default_threads() -> int:
+    """The thread count work takes when none is given: that of the :func:`limit_threads` in force, else
+    :func:`usable_cpus`."""
+    return _active[-1].threads if _active else usable_cpus()
+
+
+def check_threads(threads) -> int | None:
+    """``threads`` as an int (None stays None); anything but an integer >= 1 is a ``UsageError``."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not hasattr(threads, "__index__") or int(threads) < 1:
+        raise UsageError(f"threads must be an integer >= 1, got {threads!r}")
+    return int(threads)
+
+
+class limit_threads:  # lower case: it is called like a function, limit_threads(2) or `with limit_threads(2):`
+    """Cap every thread pool this package runs to ``threads`` (None: :func:`default_threads`).
+
+    A plain call sets the limit for the rest of the process (the command line does that once); as a context
+    manager it restores on exit what it changed. torch's inter-op pool is set once per process and never restored:
+    torch refuses to change it again.
+
+    Raises:
+        UsageError: ``threads`` is not an integer >= 1.
+    """
+
+    def __init__(self, threads: int | None = None) -> None:
+        threads = check_threads(threads)
+        self.threads = default_threads() if threads is None else threads
+        self._undo: list = []
+        self._apply()
+        _active.append(self)
+
+    def _apply(self) -> None:
+        global _interop_set
+        import torch
+        from threadpoolctl import threadpool_limits
+
+        try:
+            import faiss
+        except ImportError:  # faiss-cpu is a dependency, but a broken install should not stop encoding
+            faiss = None
+        # torch and faiss first, so that the OpenMP and BLAS libraries they load are among those capped below.
+        if faiss is not None and hasattr(faiss, "omp_set_num_threads"):
+            faiss_threads = faiss.omp_get_max_threads()
+            faiss.omp_set_num_threads(self.threads)
+            self._undo.append(lambda: faiss.omp_set_num_threads(faiss_threads))
+        limits = threadpool_limits(limits=self.threads)
+        self._undo.append(limits.restore_original_limits)
+        torch_threads = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        self._undo.append(lambda: torch.set_num_threads(torch_threads))
+        if not _interop_set:
+            _interop_set = True
+            # torch refuses once parallel work has started or the pool was set: it then keeps its setting.
+            with contextlib.suppress(RuntimeError):
+                torch.set_num_interop_threads(self.threads)
+
+    def restore(self) -> None:
+        """Undo what this limit changed (the inter-op pool excepted) and end it."""
+        while self._undo:
+            self._undo.pop()()
+        if self in _active:
+            _active.remove(self)
+
+    def __enter__(self) -> limit_threads:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.restore()
+
+    def __repr__(self) -> str:
+        return f"limit_threads({self.threads})"
