@@ -98,6 +98,8 @@ def main(
     trainer.train(resume_from_checkpoint=resume)
     results["train_seconds"] = round(time.perf_counter() - started, 1)
     results["global_step"] = trainer.state.global_step
+    # Each task's loss (loss_distil, loss_self, loss_mask) as the Trainer logged it: what each task learned.
+    results["log_history"] = [entry for entry in trainer.state.log_history if "loss" in entry]
 
     # Export: the student, its card and figures, xsim_results.json (and the hub with --push_to_hub).
     if trainer.is_world_process_zero():

@@ -576,6 +576,6 @@ def test_length_grouped_windows_draw_every_example_at_the_same_rate():
     counts = np.zeros(len(pool))
     rng = np.random.default_rng(0)
     for _ in range(20_000):
-        counts[DistillationBatches._choose(owner, ("distil", "x", 1.0), pool, rng)] += 1
+        counts[DistillationBatches._choose(owner, ("distil", "x", 1.0), pool, rng, 8)] += 1
     rate = counts / counts.mean()
     assert rate.min() > 0.85 and rate.max() < 1.15, (rate.min(), rate.max())

@@ -219,3 +219,24 @@ def _split(tokens: list[int], separator: int) -> list[list[int]]:
         else:
             piece.append(token)
     return [*pieces, piece]
+
+
+def test_mlm_batches_hold_mlm_batch_size_blocks_and_the_others_batch_size_sentences(tiny_tokenizer, french, tmp_path):
+    # fairseq batches by tokens, so its MLM batches of long blocks hold fewer examples: mlm_batch_size says how many.
+    batches = batches_for(
+        tiny_tokenizer,
+        french,
+        tmp_path,
+        monolingual={"fr": [*french.src, *french.src, *french.src]},
+        mlm_languages=["fr"],
+        max_length=32,
+        batch_size=6,
+        mlm_batch_size=2,
+    )
+    sizes = {task: set() for task in ("distil", "self", "mask")}
+    for step in range(60):
+        batch = batches[step]
+        sizes[batch["task"]].add(len(batch["input_ids"]))
+    assert sizes == {"distil": {6}, "self": {6}, "mask": {2}}
+    with pytest.raises(UsageError, match="mlm_batch_size"):
+        batches_for(tiny_tokenizer, french, tmp_path, mlm_batch_size=0)

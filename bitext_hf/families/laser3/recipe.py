@@ -93,6 +93,12 @@ class ScriptArguments:
         None, "Share of the steps for the prefix stages (e.g. 0.5; whole sentences get the rest); default: even."
     )
     mask_rate: float = arg_field(0.15, "Fraction of the tokens of MLM sentences set to <mask>.")
+    mlm_batch_blocks: int | None = arg_field(
+        None,
+        "Blocks per MLM batch (default: --per_device_train_batch_size). fairseq batches by tokens (--max-tokens), so "
+        "its MLM batches of full blocks hold fewer examples than its batches of short sentences; set this to give "
+        "MLM batches about as many tokens as the others.",
+    )
     contrastive_weight: float = arg_field(0.0, "Weight of the optional in-batch contrastive term.")
     max_length: int = arg_field(128, "Student truncation length in subwords.")
     group_by_length: bool = arg_field(True, "Batch sentences of similar length (far less padding); else uniformly.")
@@ -221,6 +227,7 @@ def build_batches(
         # Every process draws its own micro-batches: the dataset holds the batches of the whole run.
         total_steps=training_args.max_steps * training_args.gradient_accumulation_steps * training_args.world_size,
         batch_size=training_args.per_device_train_batch_size,
+        mlm_batch_size=script_args.mlm_batch_blocks,
         task_weights={task: getattr(script_args, f"{task}_weight") for task in DEFAULT_TASK_WEIGHTS},
         alpha=script_args.dataset_alpha,
         task_sampling=script_args.task_sampling,

@@ -97,7 +97,8 @@ class DistillationBatches(torch.utils.data.Dataset):
         english: extra English sentences for the self task (the English sides of the bitexts are always used).
         mlm_languages / curriculum_languages: languages that get MLM batches / the curriculum.
         total_steps: length of the run (the curriculum's time axis).
-        batch_size: sentences per batch (blocks of sentences in MLM batches).
+        batch_size: sentences per batch (and blocks per MLM batch unless ``mlm_batch_size`` is given).
+        mlm_batch_size: blocks of monolingual text per MLM batch (fairseq batches by tokens: fewer, longer examples).
         task_weights: weight of each task (default distil 1.0, self 1.0, mask 0.09): its loss multiplier with
             ``size_alpha``, its probability of being drawn with ``probability``; 0 turns a task off.
         alpha: the size exponent of the dataset sampling (1: by size, 0: uniform); None: 0.91 with ``size_alpha``
@@ -129,6 +130,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         curriculum_languages: Sequence[str] = (),
         total_steps: int,
         batch_size: int = 32,
+        mlm_batch_size: int | None = None,
         task_weights: Mapping[str, float] | None = None,
         alpha: float | None = None,
         task_sampling: str = "size_alpha",
@@ -140,8 +142,11 @@ class DistillationBatches(torch.utils.data.Dataset):
         group_by_length: bool = True,
         seed: int = 0,
     ) -> None:
-        if total_steps < 1 or batch_size < 1:
-            raise UsageError(f"total_steps and batch_size must be positive, got {total_steps} and {batch_size}")
+        if total_steps < 1 or batch_size < 1 or (mlm_batch_size is not None and mlm_batch_size < 1):
+            raise UsageError(
+                f"total_steps, batch_size and mlm_batch_size must be positive, got {total_steps}, {batch_size} and "
+                f"{mlm_batch_size}"
+            )
         if not 0.0 < mask_rate < 1.0:
             raise UsageError(f"MLM masking rate must be in (0, 1), got {mask_rate}")
         if max_length < 3:
@@ -176,6 +181,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         self.tokenizer = tokenizer
         self.total_steps = total_steps
         self.batch_size = batch_size
+        self.mlm_batch_size = mlm_batch_size or batch_size
         self.mask_rate = mask_rate
         self.max_length = max_length
         self.seed = seed
@@ -248,10 +254,12 @@ class DistillationBatches(torch.utils.data.Dataset):
         bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
         return pad_sequences([[bos, *sequence[: self._body_length], eos] for sequence in sequences], self._pad_id)
 
-    def _choose(self, key: tuple[str, str, float], pool: list[list[int]], rng: np.random.Generator) -> np.ndarray:
-        """Sorted indices of the batch's examples: a random window of the pool sorted by length when grouping by
-        length (little padding, every example drawn at the same rate), else a uniform sample."""
-        size = min(self.batch_size, len(pool))
+    def _choose(
+        self, key: tuple[str, str, float], pool: list[list[int]], rng: np.random.Generator, size: int
+    ) -> np.ndarray:
+        """Sorted indices of the batch's ``size`` examples: a random window of the pool sorted by length when
+        grouping by length (little padding, every example drawn at the same rate), else a uniform sample."""
+        size = min(size, len(pool))
         if not self.group_by_length:
             return np.sort(rng.choice(len(pool), size=size, replace=False))
         order = self._length_order.get(key)
@@ -273,7 +281,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         rng = np.random.default_rng([self.seed, step, 1])
         if stream.task == "mask":
             pool = self._mlm_ids[stream.name]
-            chosen = self._choose(("mask", stream.name, 1.0), pool, rng)
+            chosen = self._choose(("mask", stream.name, 1.0), pool, rng, self.mlm_batch_size)
             input_ids, attention_mask = self._pad([pool[i] for i in chosen])
             # A generator per step: the masks are a function of (seed, step), as resumption needs.
             self._masking.generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
@@ -291,7 +299,7 @@ class DistillationBatches(torch.utils.data.Dataset):
             }
         ratio = self.stage_ratio(step) if stream.name in self.curriculum_languages else 1.0
         pool = self._student_ids[stream.name, ratio]
-        chosen = self._choose((stream.task, stream.name, ratio), pool, rng)
+        chosen = self._choose((stream.task, stream.name, ratio), pool, rng, self.batch_size)
         input_ids, attention_mask = self._pad([pool[i] for i in chosen])
         targets = torch.from_numpy(np.asarray(self._targets[stream.name, ratio][chosen], dtype=np.float32))
         return {
