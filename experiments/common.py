@@ -1,4 +1,5 @@
-"""What the experiment scripts share: the run folder, the translation pairs, the recipes, seeds, results and errors.
+"""What the experiment scripts share: the run folder, the translation pairs, the recipes, the gettext MLM base,
+seeds, results and errors.
 
 Every experiment runs from scratch in ``<output_dir>/work/`` and ends by writing ``<output_dir>/results.json`` (every
 run's numbers, mean and std over the seeds) and ``<output_dir>/results.md`` (the table). A folder that already holds
@@ -152,6 +153,65 @@ def write_results(output_dir: Path, report: dict[str, Any], table: str) -> None:
     """``results.json`` then ``results.md``, each complete or absent."""
     write_file(output_dir / RESULTS_JSON, json.dumps(report, indent=2) + "\n")
     write_file(output_dir / RESULTS_MD, table.rstrip("\n") + "\n")
+
+
+def write_card_with_seeds(run_folder: Path, output_dir: Path, table: str, title: str) -> None:
+    """The card of one run of the experiment (``run_folder/README.md``, as the recipe wrote it) with the
+    experiment's table over seeds added as a last section, written back there (the folder is what would be pushed)
+    and to ``<output_dir>/model_card.md``, whose image links point into the run folder."""
+    import os
+    import re
+
+    card = (run_folder / "README.md").read_text(encoding="utf-8").rstrip("\n")
+    card = f"{card}\n\n## {title}\n\n{table.rstrip()}\n"
+    write_file(run_folder / "README.md", card)
+    relative = Path(os.path.relpath(run_folder, output_dir)).as_posix()
+    # Relative image links only: an absolute URL or path stays as it is.
+    linked = re.sub(r"\]\((?![a-z]+://|/)([^)\s]+)\)", lambda m: f"]({relative}/{m.group(1)})", card)
+    write_file(output_dir / "model_card.md", linked)
+
+
+def gettext_mlm_base(
+    folder: Path,
+    texts: list[str],
+    steps: int,
+    vocab_size: int,
+    max_length: int,
+    *,
+    seed: int = 0,
+    tokenizer: Any = None,
+    name: str = "base-gettext-mlm",
+) -> Path:
+    """A 4 x 128 XLM-R-style encoder pre-trained by MLM on ``texts`` from ``seed``, saved with its tokenizer in
+    ``folder/name/``: ``tokenizer`` when given (several bases over the same text share one vocabulary), else a
+    Unigram vocabulary of ``vocab_size`` trained on ``texts``."""
+    from transformers import TrainingArguments, XLMRobertaConfig
+
+    from bitext_hf.training.mlm import pretrain_mlm
+    from bitext_hf.training.tokenizer import train_tokenizer
+
+    base = folder / name
+    if tokenizer is None:
+        tokenizer = train_tokenizer(texts, vocab_size=vocab_size, model_max_length=max_length)
+    config = XLMRobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=512,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        max_position_embeddings=max_length + 2 + tokenizer.pad_token_id,
+    )
+    ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+    args = TrainingArguments(output_dir=str(base), seed=seed, report_to="none", disable_tqdm=True)
+    encoder = pretrain_mlm(
+        config, tokenizer, ids, output_dir=base, steps=steps, learning_rate=5e-4, batch_size=32, training_args=args
+    )
+    tokenizer.save_pretrained(str(encoder))
+    shutil.rmtree(base / "mlm-run", ignore_errors=True)
+    return encoder
 
 
 def run_script(main: Callable[[argparse.Namespace], Any], parser: argparse.ArgumentParser) -> None:

@@ -36,6 +36,7 @@ from common import (
     seed_count_or_list,
     translation_pairs,
     true_or_false,
+    write_card_with_seeds,
     write_results,
 )
 
@@ -49,8 +50,16 @@ VARIANTS = {
     # The even split: each of the 10 stages gets a tenth of the run (whole sentences only in the last tenth).
     "+ MLM + curriculum (even split)": ["--curriculum_increment", "0.1"],
 }
+TASKS = ("distil", "self", "mask")
+# The paper's Table 3 (Wolof, xsim against English on FLORES devtest): the ablation this script reproduces.
+PAPER_WOLOF = {"distillation": 21.05, "+ MLM": 12.65, "+ MLM + curriculum": 5.93}
 BATCH_SIZE = 64
 MAX_LENGTH = 64
+
+
+def run_name(variant: str) -> str:
+    """The run folder's name part of a variant, e.g. ``plus_MLMplus_curriculum``."""
+    return variant.replace(" ", "").replace("+", "plus_").replace("(", "-").replace(")", "")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,6 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="Monolingual sentences per language (default: every translation left after the pairs).",
     )
     parser.add_argument("--eval_pairs", type=int, default=1000, help="Held-out pairs per language (default: 1000).")
+    parser.add_argument(
+        "--english_anchors",
+        type=int,
+        default=2000,
+        help="English sentences beyond the training pairs for the self task (English -> teacher's English), the "
+        "paper's anchor set; drawn from the English side of --anchor_language's catalogs (or --pairs file), no "
+        "sentence of any student language's pairs among them; 0: the training pairs' English only (default: 2000).",
+    )
+    parser.add_argument(
+        "--anchor_language",
+        default="fr",
+        help="Whose translation pairs give the English anchors: only their English side is used (default: fr).",
+    )
     parser.add_argument("--steps", type=int, default=1500, help="Training steps per run (default: 1500).")
     parser.add_argument("--warmup", type=int, default=200, help="Warm-up steps (default: 200).")
     parser.add_argument(
@@ -96,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         "held-out pairs, to see over-fitting; must divide --steps (default: 0, off).",
     )
     parser.add_argument(
+        "--mlm_batch_blocks",
+        type=int,
+        default=16,
+        help="Blocks of monolingual text (up to 64 subwords each) per MLM batch: about the tokens of a batch of 64 "
+        "short sentences, as fairseq's token-based batches give (default: 16).",
+    )
+    parser.add_argument(
         "--vocab_size", type=int, default=8000, help="Student vocabulary size when trained (default: 8000)."
     )
     parser.add_argument(
@@ -114,11 +143,16 @@ def prepare_data(
     train_pairs: int,
     eval_pairs: int,
     monolingual_cap: int | None = None,
+    anchors: int = 0,
+    anchor_language: str = "fr",
 ) -> dict[str, dict[str, int]]:
-    """Per language ``<xx>-train.tsv``, ``<xx>-eval.tsv`` and ``<xx>-mono.txt`` in ``folder``; their sizes."""
+    """Per language ``<xx>-train.tsv``, ``<xx>-eval.tsv`` and ``<xx>-mono.txt`` in ``folder``, and with ``anchors``
+    ``english-anchors.txt``: English sentences of ``anchor_language``'s pairs that are in no pair of the student
+    languages; their sizes."""
     from bitext_hf.errors import DataValidationError
 
-    sizes = {}
+    sizes: dict[str, dict[str, int]] = {}
+    seen: set[str] = set()  # every text of the student languages' pairs: the anchors must be new English
     for language in languages:
         pairs = translation_pairs(language, files)
         rng = np.random.default_rng(0)
@@ -131,6 +165,7 @@ def prepare_data(
         held = set(rng.choice(candidates, size=eval_pairs, replace=False).tolist())
         evaluation = [pairs[index] for index in sorted(held)]
         held_texts = {text for pair in evaluation for text in pair}
+        seen.update(text for pair in pairs for text in pair)
         rest = [
             pairs[i] for i in rng.permutation(len(pairs)) if i not in held and not held_texts.intersection(pairs[i])
         ]
@@ -144,6 +179,16 @@ def prepare_data(
             (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         sizes[language] = {"train": len(train), "monolingual": len(monolingual), "eval": len(evaluation)}
         sizes[language]["monolingual per pair"] = round(len(monolingual) / max(1, len(train)), 2)
+    if anchors > 0:
+        english = sorted({english for english, _ in translation_pairs(anchor_language, files)} - seen)
+        if len(english) < anchors:
+            raise DataValidationError(
+                f"{anchor_language}: {len(english)} English sentences outside the student languages' pairs, "
+                f"--english_anchors is {anchors}"
+            )
+        chosen = [english[i] for i in np.random.default_rng(0).choice(len(english), size=anchors, replace=False)]
+        (folder / "english-anchors.txt").write_text("".join(line + "\n" for line in chosen), encoding="utf-8")
+        sizes["english anchors"] = {"sentences": anchors, "from": anchor_language}  # type: ignore[dict-item]
     return sizes
 
 
@@ -186,7 +231,7 @@ def curve_evaluator(base: type, train_pairs: list[Any], eval_pairs: int, curves:
 
 
 def diagnostics(
-    tokenizer_dir: Path, folder: Path, languages: list[str], steps: int, seeds: list[int]
+    tokenizer_dir: Path, folder: Path, languages: list[str], steps: int, seeds: list[int], mlm_batch: int = BATCH_SIZE
 ) -> dict[str, Any]:
     """What the data and the schedule give each variant, measured without training: per task the share of batches
     (over the run's steps and seeds), how many times a training pair and the monolingual text (packed into MLM
@@ -212,7 +257,9 @@ def diagnostics(
         )
         for lang in languages
     }
-    english = len({text for pairs in train.values() for text in pairs.tgt})
+    anchors = folder / "english-anchors.txt"
+    # The self task's pool as the recipe builds it: the anchors and the training pairs' English, each text once.
+    english = len({*(read_lines(anchors) if anchors.exists() else []), *(t for p in train.values() for t in p.tgt)})
     streams = [Stream("distil", lang, len(pairs)) for lang, pairs in train.items()] + [Stream("self", "eng", english)]
     report: dict[str, Any] = {}
     for name, weights in (("distillation", {**DEFAULT_TASK_WEIGHTS, "mask": 0.0}), ("+ MLM", DEFAULT_TASK_WEIGHTS)):
@@ -234,7 +281,7 @@ def diagnostics(
             views.update(
                 {
                     f"mask epochs ({lang})": counts.get(("mask", lang), 0)
-                    * BATCH_SIZE
+                    * mlm_batch
                     / len(seeds)
                     / max(1, mono[lang])
                     for lang in languages
@@ -259,6 +306,24 @@ def diagnostics(
     return report
 
 
+def final_losses(task_losses: dict[str, dict[int, list[dict[str, float]]]]) -> dict[str, dict[str, str]]:
+    """Per variant and task, the task's last logged loss of each seed as mean +- sample std over the seeds that
+    logged it (a short run may not draw every task), with the count when some seed did not."""
+    table: dict[str, dict[str, str]] = {}
+    for variant, runs in task_losses.items():
+        for task in TASKS:
+            last = [
+                values[-1]
+                for values in ([e[f"loss_{task}"] for e in h if f"loss_{task}" in e] for h in runs.values())
+                if values
+            ]
+            if last:
+                spread = f" +- {np.std(last, ddof=1):.3f}" if len(last) > 1 else ""
+                count = f" ({len(last)} of {len(runs)} seeds)" if len(last) < len(runs) else ""
+                table.setdefault(variant, {})[task] = f"{np.mean(last):.3f}{spread}{count}"
+    return table
+
+
 def markdown(report: dict[str, Any], variants: list[str], languages: list[str]) -> str:
     """The regime, then one row per student: xsim per language as mean +- std over the seeds."""
     from bitext_hf.hub import markdown_table
@@ -266,7 +331,8 @@ def markdown(report: dict[str, Any], variants: list[str], languages: list[str]) 
     sizes = report["sizes"]
     regime = (
         f"LASER3 students, xsim (%) on the held-out pairs (ratio margin, k = 4, xx -> English; lower is better), mean "
-        f"+- sample std over seeds {', '.join(map(str, report['seeds']))}; {report['steps']} steps of {BATCH_SIZE}, "
+        f"+- sample std over seeds {', '.join(map(str, report['seeds']))}; {report['steps']} steps of {BATCH_SIZE} "
+        f"sentences (MLM: {report['regime']['MLM blocks per batch']} blocks of up to {MAX_LENGTH} subwords), "
         "per language "
         + "; ".join(
             f"{lang}: {sizes[lang]['train']} training pairs, {sizes[lang]['monolingual']} monolingual sentences, "
@@ -275,20 +341,40 @@ def markdown(report: dict[str, Any], variants: list[str], languages: list[str]) 
         )
         + "."
     )
+    anchors = sizes.get("english anchors")
+    regime += (
+        f" Self task: the training pairs' English and {anchors['sentences']} more English sentences (the English "
+        f"side of {anchors['from']} pairs) as the anchor set."
+        if anchors
+        else " Self task: the training pairs' English only (no anchor set)."
+    )
+    regime += (
+        " Final loss: each task's unweighted loss at the last log (distil: 1 - cos, xx vs the teacher's English; "
+        "self: 1 - cos, English; mask: MLM cross-entropy). Paper: Wolof, FLORES devtest, a 12 x 1024 student on 21k "
+        "bitexts and 94k monolingual sentences (Table 3)."
+    )
     rows = [
         {
             "model": "teacher zero-shot",
             **{f"xsim {lang}": f"{report['teacher zero-shot'][lang]:.2f}" for lang in languages},
+            **{f"final loss {task}": "-" for task in TASKS},
             "train minutes": "-",
+            "paper, Wolof xsim": "-",
         }
     ]
+    losses = final_losses(report["task losses"])
     for variant in variants:
-        cells = report["mean +- std"][variant]
+        cells = {
+            **report["mean +- std"][variant],
+            **{f"final loss {k}": v for k, v in losses.get(variant, {}).items()},
+        }
         rows.append(
             {
                 "model": f"student, {variant}",
                 **{f"xsim {lang}": cells[lang] for lang in languages},
+                **{f"final loss {task}": cells.get(f"final loss {task}", "-") for task in TASKS},
                 "train minutes": cells["train minutes"],
+                "paper, Wolof xsim": f"{PAPER_WOLOF[variant]:.2f}" if variant in PAPER_WOLOF else "-",
             }
         )
     return f"{regime}\n\n{markdown_table(rows)}"
@@ -313,7 +399,16 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--curve_steps {args.curve_steps} must divide --steps {args.steps}")
     files = pair_files(args.pairs)
     folder = prepare_run_folder(args.output_dir, args.overwrite)
-    sizes = prepare_data(folder, languages, files, args.train_pairs, args.eval_pairs, args.monolingual)
+    sizes = prepare_data(
+        folder,
+        languages,
+        files,
+        args.train_pairs,
+        args.eval_pairs,
+        args.monolingual,
+        anchors=args.english_anchors,
+        anchor_language=args.anchor_language,
+    )
     recipe = load_recipe("distill_wolof")
     # The teacher's zero-shot xsim is the same in every run (same teacher, same held-out pairs): computed once.
     teacher_scores: dict[str, Any] = {}
@@ -341,6 +436,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         *(f"{lang}={folder / f'{lang}-mono.txt'}" for lang in languages),
         "--eval_bitexts",
         *(f"{lang}={folder / f'{lang}-eval.tsv'}" for lang in languages),
+        *(["--english", str(folder / "english-anchors.txt")] if args.english_anchors > 0 else []),
         "--mlm_languages",
         *languages,
         "--curriculum_languages",
@@ -363,6 +459,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "0.1",
         "--per_device_train_batch_size",
         str(BATCH_SIZE),
+        "--mlm_batch_blocks",
+        str(args.mlm_batch_blocks),
         "--learning_rate",
         "1e-3",
         "--warmup_steps",
@@ -370,7 +468,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "--max_steps",
         str(args.steps),
         "--logging_steps",
-        "100",
+        str(max(1, min(100, args.steps // 10))),  # at least ten points of each task's loss curve
         "--save_strategy",
         "no",
         "--disable_tqdm",
@@ -384,12 +482,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     teacher: dict[str, float] = {}
     tokenizer_dir: Path | None = args.tokenizer
     curves: dict[str, dict[int, list[dict[str, float]]]] = {}  # variant -> seed -> one point per curve_steps
+    task_losses: dict[str, dict[int, list[dict[str, float]]]] = {}  # variant -> seed -> one entry per log
 
     def train(variant: str, seed: int) -> dict[str, float]:
         nonlocal teacher, tokenizer_dir
         started = time.perf_counter()
-        name = variant.replace(" ", "").replace("+", "plus_").replace("(", "-").replace(")", "")
-        output_dir = folder / f"run-{name}-seed{seed}"
+        output_dir = folder / f"run-{run_name(variant)}-seed{seed}"
         current.clear()
         vocabulary = ["--tokenizer_name", str(tokenizer_dir)] if tokenizer_dir else []
         arguments = [*common, "--output_dir", str(output_dir), "--seed", str(seed), *VARIANTS[variant], *vocabulary]
@@ -404,6 +502,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             curves.setdefault(variant, {})[seed] = curve
             # The last curve point is the end of the run: the final gap between training and held-out pairs.
             row.update({k: v for k, v in curve[-1].items() if k != "step"})
+        # Each task's loss, unweighted, as logged: the series per run in the report (the table: final_losses).
+        history = [
+            {"step": entry["step"], **{k: v for k, v in entry.items() if k.startswith("loss_")}}
+            for entry in results["log_history"]
+        ]
+        task_losses.setdefault(variant, {})[seed] = history
         row["train minutes"] = results["train_seconds"] / 60
         row["minutes"] = (time.perf_counter() - started) / 60
         logger.info("%s seed %s: %s", variant, seed, row)
@@ -429,6 +533,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             "steps": args.steps,
             "warmup": args.warmup,
             "batch size": BATCH_SIZE,
+            "MLM blocks per batch": args.mlm_batch_blocks,
             "max length": MAX_LENGTH,
             "group by length": args.group_by_length,
             "curve steps": args.curve_steps,
@@ -443,11 +548,18 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "mean": by_variant(summary.mean),
         "std": by_variant(summary.std),
         "runs": {str(seed): by_variant(run) for seed, run in zip(summary.seeds, summary.runs, strict=True)},
-        "diagnostics": diagnostics(tokenizer_dir, folder, languages, args.steps, summary.seeds),
+        "diagnostics": diagnostics(
+            tokenizer_dir, folder, languages, args.steps, summary.seeds, mlm_batch=args.mlm_batch_blocks
+        ),
     }
+    report["task losses"] = task_losses
     if curves:
         report["curves"] = curves
-    write_results(args.output_dir, report, markdown(report, variants, languages))
+    table = markdown(report, variants, languages)
+    # The card of the first seed's run of the last variant (the paper's full method by default) carries the table.
+    card_run = folder / f"run-{run_name(variants[-1])}-seed{summary.seeds[0]}"
+    write_card_with_seeds(card_run, args.output_dir, table, "Ablation over seeds (experiments/laser3_ablation.py)")
+    write_results(args.output_dir, report, table)
     logger.info("results: %s", json.dumps(report["mean +- std"]))
     return report
 

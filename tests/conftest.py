@@ -9,7 +9,9 @@ German and Spanish, in that order (rows 0-19 French, 20-39 German, 40-59 Spanish
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -17,8 +19,11 @@ import pytest
 # Tests never touch the network: make every Hugging Face library fail fast instead of trying to download.
 for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
-# Remote code loaded by tests (trust_remote_code) is cached here, not in the user's ~/.cache/huggingface/modules.
-os.environ.setdefault("HF_MODULES_CACHE", tempfile.mkdtemp(prefix="bitext-hf-test-modules-"))
+# Remote code loaded by tests (trust_remote_code) is cached here, not in the user's ~/.cache/huggingface/modules;
+# the folder goes when the session ends (one was left behind per run before).
+if "HF_MODULES_CACHE" not in os.environ:
+    os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="bitext-hf-test-modules-")
+    atexit.register(shutil.rmtree, os.environ["HF_MODULES_CACHE"], ignore_errors=True)
 
 # English, French, German, Spanish; written for these tests.
 _PARALLEL_ROWS: tuple[tuple[str, str, str, str], ...] = (

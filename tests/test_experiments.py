@@ -62,6 +62,9 @@ def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_pa
     monkeypatch.setattr("bitext_hf.encoders.load_encoder", fakes)
     monkeypatch.setattr("cli_fakes.FakeEncoder.dim", DIM, raising=False)  # the student projects to the teacher's dim
     output_dir = tmp_path / "laser3"
+    # English anchors come from another language's pairs; the tiny corpus's languages share one English side.
+    anchors = tmp_path / "it.tsv"
+    anchors.write_text("".join(f"Anchor sentence number {i}.\tFrase {i}.\n" for i in range(4)), encoding="utf-8")
     argv = [
         "--output_dir",
         str(output_dir),
@@ -70,6 +73,11 @@ def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_pa
         "--pairs",
         pair_files["fr"],
         pair_files["de"],
+        f"it={anchors}",
+        "--english_anchors",
+        "3",
+        "--anchor_language",
+        "it",
         "--train_pairs",
         "10",
         "--eval_pairs",
@@ -95,7 +103,20 @@ def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_pa
     assert report["sizes"]["fr"] == {"train": 10, "monolingual": 5, "eval": 5, "monolingual per pair": 0.5}
     assert [point["step"] for point in report["curves"]["+ MLM + curriculum"]["13"]] == [1, 2]
     assert "batch share" in report["diagnostics"]["+ MLM"]
-    assert "| student, + MLM + curriculum |" in (output_dir / "results.md").read_text(encoding="utf-8")
+    table = (output_dir / "results.md").read_text(encoding="utf-8")
+    assert "| student, + MLM + curriculum |" in table and "final loss distil" in table and "| 5.93 |" in table
+    # The anchor set: new English only, and the self task's pool counts it.
+    chosen = (output_dir / "work" / "english-anchors.txt").read_text(encoding="utf-8").splitlines()
+    assert len(chosen) == 3 and all(line.startswith("Anchor sentence") for line in chosen)
+    assert report["sizes"]["english anchors"] == {"sentences": 3, "from": "it"}
+    # Every run logged each task's loss; the table's cells are their last values over the seeds.
+    history = report["task losses"]["+ MLM + curriculum"]["13"]
+    assert history and all(key == "step" or key.startswith("loss_") for entry in history for key in entry)
+    assert any("loss_distil" in entry for entry in history)
+    # The card of the first seed's run carries the table, in its folder and as model_card.md.
+    card = (output_dir / "model_card.md").read_text(encoding="utf-8")
+    run_card = (output_dir / "work" / "run-plus_MLMplus_curriculum-seed13" / "README.md").read_text(encoding="utf-8")
+    assert "## Ablation over seeds" in card and table.strip() in card and table.strip() in run_card
 
     # From scratch or not at all: the folder now holds results.
     from bitext_hf.errors import UsageError
@@ -134,16 +155,46 @@ def test_musr_crossconst_end_to_end(experiments, pair_files, tmp_path):
         "es",
         "--reference",
         "none",
+        "--control_cost_factor",
+        "1.5",
     ]
     musr_crossconst.main(musr_crossconst.build_parser().parse_args(argv))
     report = check_results(output_dir, 2)
     assert report["t5"]["seeds"] == [13, 42] and report["control"]["seeds"] == [13] and report["t1"]["seeds"] == [42]
     assert {"stage1/xsim_de-en", "stage2/xsim_de-en", "stage1/xsim_de-fr"} <= set(report["t5"]["mean"])
-    assert "alpha0/xsim_de-en" in report["control"]["mean"]
+    control = report["control"]["runs"][0]
+    assert {"alpha0/xsim_de-en", "alpha0_en/xsim_de-en", "diff/xsim_en", "diff/accuracy_pivot"} <= set(control)
+    # the controls: the same stage-1 model, alpha 0, stage-2 steps x the cost factor; B adds the en->en copies
+    assert report["regime"]["control_steps"] == 3 and report["regime"]["stage2_steps"] == 2
+    crossconst = json.loads(
+        (output_dir / experiments.WORK / "run-T5-seed13" / "eval_results.json").read_text(encoding="utf-8")
+    )
+    for name, copies in (("T5-alpha0", False), ("T5-alpha0-en", True)):
+        results = json.loads(
+            (output_dir / experiments.WORK / f"run-{name}-seed13" / "eval_results.json").read_text(encoding="utf-8")
+        )
+        assert results["stage1"]["final"] == crossconst["stage1"]["final"]
+        assert max(entry["step"] for entry in results["stage2"]["log_history"]) == 3
+        assert not any("kl" in entry for entry in results["stage2"]["log_history"])
+        assert ("stage2_english_copies" in results["data"]) is copies
+    assert control["diff/xsim_en"] == pytest.approx(
+        crossconst["stage2"]["final"]["xsim_en"] - control["alpha0_en/xsim_en"]
+    )
     table = (output_dir / "results.md").read_text(encoding="utf-8")
     assert "Against English" in table and "Against fr" in table and "T = 1 vs T = 5" in table and "xsim_es-en" in table
+    assert "stage 2, alpha 0 (same compute)" in table and "stage 2, alpha 0 + en->en" in table
+    assert "CrossConST minus control B" in table and "Regime:" in table
     assert (output_dir / "musr_gettext_xsim.png").read_bytes().startswith(b"\x89PNG")
-    assert "musr_gettext_xsim.png" in (output_dir / "model_card.md").read_text(encoding="utf-8")
+    card = (output_dir / "model_card.md").read_text(encoding="utf-8")
+    assert "musr_gettext_xsim.png" in card and "CrossConST minus control B" in card and "alpha 0 + en->en" in card
+
+
+def test_musr_crossconst_default_is_three_seeds_both_controls_no_t1(experiments):
+    import musr_crossconst
+
+    args = musr_crossconst.build_parser().parse_args([])
+    assert args.seeds == [13, 42, 87] and args.control is None and args.t1_seeds == []
+    assert args.control_cost_factor == 2.5 and args.reference == "use"
 
 
 def test_contrastive_alignment_end_to_end(experiments, pair_files, tmp_path):
@@ -225,6 +276,12 @@ def test_contrastive_alignment_end_to_end(experiments, pair_files, tmp_path):
         "gettext-mlm-strong-seed13.json",
         "gettext-mlm-strong-seed42.json",
     ]
+    # Only the card's run (first seed of strong) keeps its folder, without checkpoints; its card has the table.
+    assert [path.name for path in (output_dir / "work" / "runs").iterdir()] == ["gettext-mlm-strong-seed13"]
+    card_run = output_dir / "work" / "runs" / "gettext-mlm-strong-seed13"
+    assert not list(card_run.glob("checkpoint-*")) and table.strip() in (card_run / "README.md").read_text("utf-8")
+    card = (output_dir / "model_card.md").read_text(encoding="utf-8")
+    assert "## Objectives over seeds" in card and table.strip() in card
 
 
 def test_a_folder_with_results_is_refused_without_overwrite(experiments, tmp_path, monkeypatch, capsys):
