@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bitext_hf.cli.inputs import check_inputs_and_output, display, embed, embedder, pair_texts
-from bitext_hf.errors import EXIT_OK, UsageError
+from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
 
 __all__ = ["cmd_encode", "cmd_mine", "cmd_score"]
 
@@ -179,12 +179,31 @@ def cmd_mine(args) -> int:
         f"(k={config.k}, margin={config.margin}, mode={config.mode}, threshold={config.threshold})",
         file=report,
     )
+    if result.filter_counts is not None:
+        from bitext_hf.mining.filters import format_counts
+
+        print(format_counts(result.filter_counts), file=report)
     for line in (result.gold, result.recall):
         if line is not None:
             print(line, file=report)
+    if config.threshold_report:
+        _write_threshold_report(
+            args.out, result.candidates, result.src_texts, result.tgt_texts, config.threshold, config.margin, report
+        )
     sides = f" ({result.src_sentences} source + {result.tgt_sentences} target)"
     _report_rate(args, result.src_sentences + result.tgt_sentences, started, sides)
     return EXIT_OK
+
+
+def _write_threshold_report(out, candidates, src_texts, tgt_texts, threshold, margin, report) -> None:
+    """``--threshold-report``: the figure and the sample beside ``out`` (bitext_hf.hub.figures.threshold_report)."""
+    if not len(candidates):
+        logger.warning("--threshold-report: no candidate pairs, nothing to draw")
+        return
+    from bitext_hf.hub.figures import threshold_report
+
+    figure, sample = threshold_report(out, candidates, src_texts, tgt_texts, threshold=threshold, margin=margin)
+    print(f"wrote the threshold report {figure.path} and {sample}", file=report)
 
 
 def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
@@ -205,30 +224,57 @@ def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
 # ----------------------------------------------------------------------------------------------------- score
 
 
-def cmd_score(args) -> int:
-    from bitext_hf.mining import MinedPairs, check_k, score_pairs, write_pairs
-    from bitext_hf.mining.output import check_representable, output_format
+def _score_filters(args):
+    """The filters of ``score`` (every one off unless asked for), checked before anything is read."""
+    from bitext_hf.mining.filters import FilterSettings
 
-    check_inputs_and_output(args.out, [args.pairs, args.src, args.tgt])
+    return FilterSettings(**{field.name: getattr(args, field.name) for field in dataclasses.fields(FilterSettings)})
+
+
+def cmd_score(args) -> int:
+    from bitext_hf.io import writes_in_place
+    from bitext_hf.mining import MinedPairs, check_k, score_pairs, write_pairs
+    from bitext_hf.mining.filters import filter_aligned, format_counts
+    from bitext_hf.mining.output import check_representable, output_format
+    from bitext_hf.mining.sidecar import threshold_report_paths
+
+    filters = _score_filters(args)
+    inputs = [args.pairs, args.src, args.tgt]
+    check_inputs_and_output(args.out, inputs)
+    if args.threshold_report:
+        if writes_in_place(args.out):
+            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
+        for path in threshold_report_paths(args.out):
+            check_inputs_and_output(str(path), inputs)
     fmt = output_format(args.out, args.format)
     sources, targets = pair_texts(args)
     if not args.pairs:  # cells of a TSV pairs file cannot hold a tab or a line break; Moses lines can hold a tab
         check_representable(sources, display(args.src), fmt)
         check_representable(targets, display(args.tgt), fmt)
-    check_k(args.k, len(sources), len(targets))
-    src_emb, tgt_emb = embed(args, sources, "source"), embed(args, targets, "target")
+    rows, counts = np.arange(len(sources)), {}
+    if filters.active:  # before encoding: a rejected pair costs nothing
+        rows = filter_aligned(sources, targets, filters, counts)
+        if not len(rows):
+            raise DataValidationError(f"the filters removed every pair ({format_counts(counts)})")
+    kept_sources, kept_targets = [sources[row] for row in rows], [targets[row] for row in rows]
+    check_k(args.k, len(kept_sources), len(kept_targets))
+    src_emb, tgt_emb = embed(args, kept_sources, "source"), embed(args, kept_targets, "target")
     scores = score_pairs(src_emb, tgt_emb, k=args.k, margin=args.margin)
-    rows = np.arange(len(sources))
-    pairs = MinedPairs(rows, rows, scores, np.einsum("ij,ij->i", src_emb, tgt_emb))
+    candidates = MinedPairs(rows, rows, scores, np.einsum("ij,ij->i", src_emb, tgt_emb))
+    pairs = candidates
     if args.threshold is not None:
         pairs = pairs.select(pairs.scores >= args.threshold)
     write_pairs(pairs, args.out, src_texts=sources, tgt_texts=targets, format=fmt)
     report = _report_stream(args.out)
     print(
-        f"scored {len(sources)} pairs (k={args.k}, margin={args.margin}); wrote {len(pairs)} to {_shown(args.out)}"
+        f"scored {len(rows)} pairs (k={args.k}, margin={args.margin}); wrote {len(pairs)} to {_shown(args.out)}"
         + (f" (threshold {args.threshold})" if args.threshold is not None else ""),
         file=report,
     )
+    if filters.active:
+        print(format_counts(counts), file=report)
+    if args.threshold_report:
+        _write_threshold_report(args.out, candidates, sources, targets, args.threshold, args.margin, report)
     quantiles = (0.05, 0.25, 0.5, 0.75, 0.95)
     values = np.quantile(scores, quantiles)
     print("score quantiles: " + "  ".join(f"{q:.0%} {v:.4f}" for q, v in zip(quantiles, values)), file=report)

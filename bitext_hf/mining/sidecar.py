@@ -24,6 +24,7 @@ __all__ = [
     "mining_metadata_json",
     "printable",
     "read_mining_metadata",
+    "threshold_report_paths",
 ]
 
 
@@ -39,6 +40,8 @@ class MiningRecord:
         src_lang, tgt_lang (str, optional): language codes, for the dataset card.
         src_sentences, tgt_sentences (int, optional): rows searched on each side.
         command (str, optional): the command that reproduces the run (the card quotes it).
+        filters (dict, optional): the filters that ran, ``{"settings": {...}, "removed": {name: count}}``
+            (:mod:`bitext_hf.mining.filters`).
     """
 
     encoder: str | None = None
@@ -56,6 +59,7 @@ class MiningRecord:
     src_sentences: int | None = None
     tgt_sentences: int | None = None
     command: str | None = None
+    filters: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """The sidecar's text, ready to write (serializing first lets a run write pairs and sidecar together)."""
@@ -78,6 +82,13 @@ def metadata_path(pairs_path: str | os.PathLike) -> Path:
     """The sidecar of a pairs file: ``pairs.parquet`` -> ``pairs.parquet.meta.json``."""
     path = Path(pairs_path)
     return path.with_name(path.name + ".meta.json")
+
+
+def threshold_report_paths(pairs_path: str | os.PathLike) -> tuple[Path, Path]:
+    """The threshold report of a pairs file (``--threshold-report``): the score figure and the sample of pairs around
+    the threshold, ``pairs.tsv.threshold.png`` and ``pairs.tsv.threshold.md``."""
+    path = Path(pairs_path)
+    return path.with_name(path.name + ".threshold.png"), path.with_name(path.name + ".threshold.md")
 
 
 def printable(value: Any) -> Any:
