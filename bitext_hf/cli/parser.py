@@ -317,7 +317,7 @@ def _add_mine(commands, fmt, shared: argparse.ArgumentParser) -> None:
     group.add_argument("--tgt-model", help="encoder of the target side (default --model), e.g. its teacher")
     _add_filters(p, mining=True)
     _add_index(p)
-    _add_distributed(p, "search the target blocks (exact index)")
+    _add_distributed(p, "search in tasks (exact: target blocks; --index auto|FACTORY: tiles against index shards)")
     _add_common(p)
     p.set_defaults(func=_bounded_inputs(cmd_mine))
 

@@ -427,6 +427,25 @@ def knn_ray(
     return BidirectionalKNN(forward[0], forward[1], backward_sims, backward_indices)
 
 
+def _checked_sides(src_embeddings, tgt_embeddings):
+    """Both sides to search: arrays validated and L2-normalized (``check_embeddings``), shard folders as they are
+    (checked when opened); a ``DataValidationError`` when their dimensions differ."""
+    from bitext_hf.errors import DataValidationError
+    from bitext_hf.mining.knn import check_embeddings
+    from bitext_hf.mining.shards import ShardedEmbeddings
+
+    src, tgt = (
+        side if isinstance(side, ShardedEmbeddings) else check_embeddings(side, name)
+        for side, name in ((src_embeddings, "source embeddings"), (tgt_embeddings, "target embeddings"))
+    )
+    if src.shape[1] != tgt.shape[1]:
+        raise DataValidationError(
+            f"dimension mismatch: source embeddings have dimension {src.shape[1]} but target embeddings "
+            f"{tgt.shape[1]}; both sides must come from the same encoder"
+        )
+    return src, tgt
+
+
 def mine_ray(
     src_embeddings,
     tgt_embeddings,
@@ -442,22 +461,11 @@ def mine_ray(
 ):
     """:func:`bitext_hf.mining.mine` (exact index) with the search in parallel Ray tasks (:func:`knn_ray`): the same
     pairs and scores. Either side may be :class:`~bitext_hf.mining.shards.ShardedEmbeddings`."""
-    from bitext_hf.errors import DataValidationError
-    from bitext_hf.mining.knn import check_embeddings
     from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
-    from bitext_hf.mining.shards import ShardedEmbeddings
 
     mode = mode or DEFAULT_MODE
     check_settings(margin, mode, threshold)
-    src, tgt = (
-        side if isinstance(side, ShardedEmbeddings) else check_embeddings(side, name)
-        for side, name in ((src_embeddings, "source embeddings"), (tgt_embeddings, "target embeddings"))
-    )
-    if src.shape[1] != tgt.shape[1]:
-        raise DataValidationError(
-            f"dimension mismatch: source embeddings have dimension {src.shape[1]} but target embeddings "
-            f"{tgt.shape[1]}; both sides must come from the same encoder"
-        )
+    src, tgt = _checked_sides(src_embeddings, tgt_embeddings)
     knn = knn_ray(src, tgt, k, address=address, workers=workers, block_elements=block_elements, retries=retries)
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
 

@@ -305,9 +305,9 @@ def _train(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu
     return index
 
 
-def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, nprobe: int | None, use_gpu: bool):
-    """Candidate indices (n, k) of ``queries`` among ``database``, through a copy of the trained empty index filled
-    with it; -1 where fewer than k were found."""
+def _fill(trained: Any, database: np.ndarray, nprobe: int | None, use_gpu: bool) -> tuple[Any, bool]:
+    """A copy of the trained empty index filled with ``database``, scanning ``nprobe`` cells; and whether it is on
+    the GPU (``use_gpu`` and FAISS has a GPU version of it)."""
     import faiss
 
     index = faiss.clone_index(trained)
@@ -318,8 +318,16 @@ def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, npr
     if nprobe is not None:
         space = faiss.GpuParameterSpace() if use_gpu else faiss.ParameterSpace()
         space.set_index_parameter(index, "nprobe", int(nprobe))
+    return index, use_gpu
+
+
+def _search_filled(index: Any, queries: np.ndarray, k: int, use_gpu: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(approximate similarities, candidate indices), each (n, k), of ``queries`` in a filled index; -1 where fewer
+    than k were found."""
+    import faiss
+
     if use_gpu:
-        return index.search(queries, k)[1]
+        return index.search(queries, k)
     inner, transformed = faiss.downcast_index(index), queries
     if isinstance(inner, faiss.IndexPreTransform):  # e.g. OPQ: rotate the queries as the index rotates vectors
         for position in range(inner.chain.size()):
@@ -331,10 +339,17 @@ def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, npr
         type(inner) in (faiss.IndexIVFPQ, faiss.IndexIVFScalarQuantizer) and not inner.by_residual
     ):
         return _list_by_list(inner, np.ascontiguousarray(transformed, dtype=np.float32), k)
-    return index.search(queries, k)[1]
+    return index.search(queries, k)
 
 
-def _list_by_list(index: Any, queries: np.ndarray, k: int) -> np.ndarray:
+def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, nprobe: int | None, use_gpu: bool):
+    """Candidate indices (n, k) of ``queries`` among ``database``, through a copy of the trained empty index filled
+    with it; -1 where fewer than k were found."""
+    index, use_gpu = _fill(trained, database, nprobe, use_gpu)
+    return _search_filled(index, queries, k, use_gpu)[1]
+
+
+def _list_by_list(index: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Search of a whole-corpus query batch in an IVF index, one inverted list at a time: the queries that probe a
     list against its vectors as one matrix product (FAISS's ``big_batch_search``), far faster than one query at a
     time for mining's batches.
@@ -355,7 +370,21 @@ def _list_by_list(index: Any, queries: np.ndarray, k: int) -> np.ndarray:
         sims, positions = computer.block_search(cell_queries, cell_vectors, cell_ids, k)
         searcher.add_results_to_heap(query_ids, sims, cell_ids, positions)
     searcher.rh.finalize()
-    return searcher.rh.I
+    return searcher.rh.D, searcher.rh.I
+
+
+def _candidate_sims(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Exact inner product of each query with each of its candidates (rows of ``database``); -inf for a missing
+    candidate (-1)."""
+    block = np.einsum("id,icd->ic", queries, database[np.maximum(candidates, 0)], dtype=np.float32)
+    block[candidates < 0] = -np.inf
+    return block
+
+
+def _best_candidates(block: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best candidates of each row by exact similarity ``block``; ties keep the index's order."""
+    order = np.argsort(-block, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(block, order, axis=1), np.take_along_axis(candidates, order, axis=1)
 
 
 def _rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
@@ -371,11 +400,7 @@ def _rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, 
     for start in range(0, n, _RERANK_ROWS):
         rows = slice(start, start + _RERANK_ROWS)
         cand = candidates[rows].astype(np.int64)
-        block = np.einsum("id,icd->ic", queries[rows], database[np.maximum(cand, 0)], dtype=np.float32)
-        block[cand < 0] = -np.inf
-        order = np.argsort(-block, axis=1, kind="stable")[:, :k]
-        sims[rows] = np.take_along_axis(block, order, axis=1)
-        indices[rows] = np.take_along_axis(cand, order, axis=1)
+        sims[rows], indices[rows] = _best_candidates(_candidate_sims(queries[rows], database, cand), cand, k)
     missing = np.flatnonzero((indices < 0).any(axis=1))
     if missing.size:
         logger.debug("%d queries found fewer than %d neighbours in their cells: searched exactly", missing.size, k)

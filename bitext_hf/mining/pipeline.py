@@ -150,10 +150,10 @@ class MiningConfig:
             if model is not None and is_embeddings(getattr(self, side)):
                 raise UsageError(f"--{side}-model has nothing to encode: --{side} holds embeddings (.npy or shards)")
         self.index = self.index or "exact"
-        if self.distributed and (self.src_docs or self.index != "exact"):
-            raise UsageError(
-                "--distributed ray mines with the exact index over whole corpora (no --src-docs, no --index)"
-            )
+        if self.distributed and self.src_docs:
+            raise UsageError("--distributed ray mines whole corpora (no --src-docs)")
+        if self.distributed and self.check_recall:
+            raise UsageError("--check-recall searches in one process: leave it out with --distributed ray")
         if not self.distributed and (self.ray_address or self.workers):
             raise UsageError("--ray-address and --workers go with --distributed ray")
         # What the command line's parser refuses before a config is made; Python callers get the same checks.
@@ -544,8 +544,12 @@ def _search_and_retrieve(
     show_progress = not config.quiet and src_emb.shape[0] > 50_000
     if config.distributed:
         from bitext_hf.mining.distributed import mine_ray
+        from bitext_hf.mining.distributed_index import mine_ray_index
 
-        return mine_ray(src_emb, tgt_emb, address=config.ray_address, workers=config.workers, **settings), None
+        on_ray = dict(address=config.ray_address, workers=config.workers, **settings)
+        if config.index == "exact":
+            return mine_ray(src_emb, tgt_emb, **on_ray), None
+        return mine_ray_index(src_emb, tgt_emb, index=config.index, nprobe=config.nprobe, **on_ray), None
     sharded = [isinstance(side, ShardedEmbeddings) for side in (src_emb, tgt_emb)]
     if any(sharded):
         if config.index == "exact":

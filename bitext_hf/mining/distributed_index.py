@@ -1,0 +1,398 @@
+"""Approximate mining on Ray: a FAISS index (``auto`` or a factory string) searched in parallel tasks, no task holding
+a whole side; the same neighbour lists as :func:`bitext_hf.mining.index.search_neighbours` on the CPU with the same
+index, nprobe and seed, so the same pairs and scores.
+
+How (each direction in turn: sources among the targets, then targets among the sources):
+
+1. The index is trained ONCE, in the driver, exactly as the single-process path trains it (``index._train``: the
+   same seeded sample from both sides, the same k-means seed and iterations), serialized with
+   ``faiss.serialize_index`` and put in Ray's object store.
+2. The database side is cut into shards of rows; one task per shard fills a copy of the trained index with that
+   shard (the shard's own rows only) and returns it serialized.
+3. The query side is cut into tiles; one task per (tile, shard) searches the tile in that shard's filled index for
+   as many candidates as the single-process search asks for, and scores them exactly against the shard's rows
+   (``index._candidate_sims``, the single-process re-scoring).
+4. The driver merges the per-shard candidate lists of each tile by decreasing approximate similarity, then
+   increasing index (the order :func:`bitext_hf.mining.distributed.knn_ray` merges by), keeps as many as the
+   single-process search keeps, and takes the k best by exact similarity (``index._best_candidates``).
+5. Queries left with fewer than k candidates (their probed cells were nearly empty) are searched exactly, tile by
+   shard, and merged the same way: the single-process fallback.
+
+Why this design, and not merging the filled partial indexes (``merge_from``) into one: a merged index is the whole
+side in one process, the ceiling this module removes. Why it equals one process: every search this module
+supports is a scan of the vectors the query reaches (all of them for Flat/PQ/SQ; those of the ``nprobe`` cells the
+shared trained centroids pick for IVF), and which cells a query probes depends only on the centroids; so the
+candidates of the whole side are the union of the candidates of its shards, and the best ones of the union are the
+best ones of the per-shard bests. Graph indexes (HNSW, NSG) and refinement stages are refused: a graph built over a
+shard is not part of the graph over the side. The equality holds to the bit as long as FAISS computes one query
+vector product the same way in a smaller block; it can differ in the last bit between its BLAS and its
+one-query-at-a-time kernels, which matters only where two candidates tie to that bit at the k-th place. Exact ties
+of approximate similarities (repeated vectors) are ordered by index here and by FAISS's heap there.
+
+What it costs: a filled shard is deserialized again by each of its tile tasks (one copy of the shard per task, plus
+the rows for exact re-scoring); each query tile is put in the object store once and read by every shard's tasks
+(Ray spills the object store to disk beyond its memory); the driver holds the training sample, the merged candidate
+lists (n x candidates) and the result. A task holds one tile and one shard: ``tile_rows`` + ``shard_rows`` rows.
+FAISS runs on the CPU in the tasks (one thread each, as Ray's one-CPU tasks set it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from bitext_hf.errors import UsageError
+from bitext_hf.mining.distributed import (
+    DEFAULT_RETRIES,
+    _checked_sides,
+    _merge_forward,
+    _ray_failure,
+    import_ray,
+    knn_ray,
+    ray_session,
+)
+
+__all__ = ["DEFAULT_SHARD_ROWS", "DEFAULT_TILE_ROWS", "knn_ray_index", "mine_ray_index"]
+
+logger = logging.getLogger("bitext_hf")
+
+# Query rows a search task takes: 65,536 rows are 200 MB of float32 at d = 768.
+DEFAULT_TILE_ROWS = 65536
+# Database rows a shard's index holds: 131,072 rows are 400 MB at d = 768 (twice that with the rows kept for exact
+# re-scoring next to an IVF-Flat index).
+DEFAULT_SHARD_ROWS = 131072
+
+# A hook told of each task: (what it does, query rows, database rows).
+TaskHook = Callable[[str, int, int], None]
+
+
+def _ranges(total: int, rows: int, at_least: int) -> list[tuple[int, int]]:
+    """Contiguous (start, stop) runs of at most ``rows`` rows, as even as can be, and at least ``at_least`` of them
+    when there are enough rows (work for every worker)."""
+    parts = max(math.ceil(total / rows), min(at_least, total), 1)
+    bounds = np.linspace(0, total, parts + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _check_rows(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _check_shardable(factory: str, dim: int) -> None:
+    """Refuse an index whose search over a whole side is not the union of its searches over shards."""
+    import faiss
+
+    from bitext_hf.mining.index import _factory
+
+    index = faiss.downcast_index(_factory(dim, factory))
+    if isinstance(index, faiss.IndexPreTransform):
+        index = faiss.downcast_index(index.index)
+    kinds = ("IndexHNSW", "IndexNSG", "IndexNNDescent", "IndexRefine")
+    if isinstance(index, tuple(getattr(faiss, kind) for kind in kinds if hasattr(faiss, kind))):
+        raise UsageError(
+            f"index {factory!r} cannot be filled shard by shard on Ray (a graph or a refinement stage spans the whole "
+            "side); use an IVF, Flat, PQ or SQ factory such as 'IVF1024,Flat', or index 'auto'"
+        )
+
+
+# ----------------------------------------------------------------------------------------------------- tasks
+
+
+def _fill_shard(trained: np.ndarray, shard: np.ndarray, nprobe: int | None) -> np.ndarray:
+    """Ray task: the serialized trained index filled with one shard's rows (local ids 0..len(shard))."""
+    import faiss
+
+    from bitext_hf.mining.index import _fill
+
+    filled, _ = _fill(faiss.deserialize_index(trained), shard, nprobe, use_gpu=False)
+    return faiss.serialize_index(filled)
+
+
+def _padded_for_ivf(index, tile: np.ndarray) -> np.ndarray:
+    """``tile``, its rows repeated when it is too small for FAISS's list-by-list search, which sorts the (query,
+    probed cell) pairs into nlist + 1 buckets and needs more pairs than buckets. Each query's result depends on
+    that query alone, so the repeats change nothing and are dropped."""
+    from bitext_hf.mining.index import _ivf
+
+    ivf = _ivf(index)
+    if ivf is None:
+        return tile
+    needed = (ivf.nlist + 1) // max(1, ivf.nprobe) + 1
+    return tile if tile.shape[0] >= needed else np.resize(tile, (needed, tile.shape[1]))
+
+
+def _search_tile(filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, first: int, width: int):
+    """Ray task: the ``width`` candidates of each query of ``tile`` in one shard's filled index, with their
+    approximate and exact similarities; global indices (the shard starts at row ``first``), -1 / -inf where the
+    probed cells held fewer."""
+    import faiss
+
+    from bitext_hf.mining.index import _RERANK_ROWS, _candidate_sims, _search_filled
+
+    index = faiss.deserialize_index(filled)
+    approx, local = _search_filled(index, _padded_for_ivf(index, tile), width, use_gpu=False)
+    approx, local = approx[: tile.shape[0]], local[: tile.shape[0]].astype(np.int64)
+    exact = np.empty(local.shape, dtype=np.float32)
+    for start in range(0, tile.shape[0], _RERANK_ROWS):  # the single-process re-scoring's row blocks
+        rows = slice(start, start + _RERANK_ROWS)
+        exact[rows] = _candidate_sims(tile[rows], shard, local[rows])
+    found = local >= 0
+    approx = np.where(found, approx, -np.inf).astype(np.float32)
+    return approx, np.where(found, local + first, -1), exact, tile.shape[0], shard.shape[0]
+
+
+def _exact_tile(shard: np.ndarray, queries: np.ndarray, first: int, k: int):
+    """Ray task: exact top-k of ``queries`` among one shard (the single-process fallback's search), global indices."""
+    from bitext_hf.mining.knn import knn_search
+
+    sims, local = knn_search(queries, shard, k, normalize=False)
+    return sims, np.where(local >= 0, local + first, -1), queries.shape[0], shard.shape[0]
+
+
+# ----------------------------------------------------------------------------------------------------- driver
+
+
+def _merge_candidates(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], width: int):
+    """The ``width`` best candidates of each row over per-shard lists (approximate similarity, index, exact
+    similarity): decreasing approximate similarity, then increasing index."""
+    approx, indices, exact = (np.concatenate(column, axis=1) for column in zip(*parts))
+    order = np.lexsort((indices, -approx), axis=1)[:, :width]
+    return tuple(np.take_along_axis(column, order, axis=1) for column in (approx, indices, exact))
+
+
+class _Tasks:
+    """At most ``slots`` Ray tasks in flight; yields each finished one's key and result as they finish."""
+
+    def __init__(self, ray, slots: int, what: str) -> None:
+        self.ray, self.slots, self.what = ray, slots, what
+        self.pending: dict = {}  # ObjectRef -> key
+
+    def run(self, submissions: Iterator[tuple[object, Callable[[], object]]]) -> Iterator[tuple[object, object]]:
+        submissions = iter(submissions)
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(self.pending) < self.slots:
+                    nxt = next(submissions, None)
+                    if nxt is None:
+                        exhausted = True
+                        break
+                    key, submit = nxt
+                    self.pending[submit()] = key
+                if not self.pending:
+                    return
+                done, _ = self.ray.wait(list(self.pending), num_returns=1)
+                key = self.pending.pop(done[0])
+                yield key, self.ray.get(done[0])
+        except self.ray.exceptions.RayError as error:
+            for ref in self.pending:
+                with contextlib.suppress(Exception):
+                    self.ray.cancel(ref, force=True)
+            raise _ray_failure(error, self.what) from None
+
+
+def _search_direction(ray, queries, database, k, spec, trained_ref, options) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbour lists (n, min(k, m)) of ``queries`` among ``database`` through the trained index, tile by shard."""
+    from bitext_hf.mining.index import _best_candidates, _candidates
+
+    slots, tile_rows, shard_rows, retries, on_task = options
+    n, m = queries.shape[0], database.shape[0]
+    width, k = _candidates(spec, k, database), min(k, m)
+    tiles, shards = _ranges(n, tile_rows, slots), _ranges(m, shard_rows, 1)
+    what = f"searching {n} x {m} ({spec}) in {len(tiles)} tiles x {len(shards)} shards of Ray tasks"
+    fill = ray.remote(_fill_shard).options(num_cpus=1, max_retries=retries)
+    search = ray.remote(_search_tile).options(num_cpus=1, max_retries=retries)
+    shard_refs: dict[int, tuple] = {}  # shard -> (its rows, its filled index): while tiles still need it
+    tile_refs: dict[int, object] = {}
+    left = {s: len(tiles) for s in range(len(shards))}
+
+    def rows(side, start: int, stop: int) -> np.ndarray:
+        return np.ascontiguousarray(side[start:stop], dtype=np.float32)  # a shard folder is read here
+
+    def prepare(s: int) -> None:
+        a, b = shards[s]
+        rows_ref = ray.put(rows(database, a, b))
+        shard_refs[s] = (rows_ref, fill.remote(trained_ref, rows_ref, spec.nprobe))
+        if on_task is not None:
+            on_task("fill", 0, b - a)
+
+    def submissions():
+        # The next shard is filled while the tiles search the current one.
+        prepare(0)
+        for s in range(len(shards)):
+            if s + 1 < len(shards):
+                prepare(s + 1)
+            for t, (a, b) in enumerate(tiles):
+                if t not in tile_refs:
+                    tile_refs[t] = ray.put(rows(queries, a, b))
+                rows_ref, filled_ref = shard_refs[s]
+                yield (
+                    (s, t),
+                    lambda r=rows_ref, f=filled_ref, q=tile_refs[t], c0=shards[s][0]: search.remote(
+                        f, r, q, c0, width
+                    ),
+                )
+
+    merged: dict[int, tuple] = {}
+    for (s, t), (approx, indices, exact, tile_n, shard_n) in _Tasks(ray, slots, what).run(submissions()):
+        if on_task is not None:
+            on_task("search", tile_n, shard_n)
+        # The merge is by (similarity, index) alone, so shards may finish in any order.
+        parts = [(approx, indices, exact)] if t not in merged else [merged[t], (approx, indices, exact)]
+        merged[t] = _merge_candidates(parts, width)
+        left[s] -= 1
+        if not left[s]:
+            del shard_refs[s]  # the object store may free this shard's rows and index
+    tile_refs.clear()
+    sims = np.empty((n, k), dtype=np.float32)
+    found = np.empty((n, k), dtype=np.int64)
+    for t, (a, b) in enumerate(tiles):
+        _, indices, exact = merged.pop(t)
+        sims[a:b], found[a:b] = _best_candidates(exact, indices, k)
+    missing = np.flatnonzero((found < 0).any(axis=1))
+    if missing.size:
+        logger.debug("%d queries found fewer than %d neighbours in their cells: searched exactly", missing.size, k)
+        sims[missing], found[missing] = _exact_fallback(ray, queries[missing], database, k, shards, options)
+    return sims, found
+
+
+def _exact_fallback(ray, queries: np.ndarray, database, k: int, shards, options):
+    """Exact top-k of ``queries`` among the whole database, tile by shard, merged by similarity then index."""
+    slots, tile_rows, _, retries, on_task = options
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    tiles = _ranges(queries.shape[0], tile_rows, 1)
+    task = ray.remote(_exact_tile).options(num_cpus=1, max_retries=retries)
+    what = f"searching {queries.shape[0]} queries exactly in {len(shards)} shards of Ray tasks"
+
+    def submissions():
+        for a, b in shards:
+            shard_ref = ray.put(np.ascontiguousarray(database[a:b], dtype=np.float32))
+            for t, (q0, q1) in enumerate(tiles):
+                yield t, lambda s=shard_ref, q0=q0, q1=q1, c0=a: task.remote(s, queries[q0:q1], c0, k)
+
+    merged: dict[int, tuple] = {}
+    for t, (sims, indices, tile_n, shard_n) in _Tasks(ray, slots, what).run(submissions()):
+        if on_task is not None:
+            on_task("exact", tile_n, shard_n)
+        lists = ([sims], [indices]) if t not in merged else ([merged[t][0], sims], [merged[t][1], indices])
+        merged[t] = _merge_forward(*lists, k)
+    return np.concatenate([merged[t][0] for t in range(len(tiles))]), np.concatenate(
+        [merged[t][1] for t in range(len(tiles))]
+    )
+
+
+def knn_ray_index(
+    src,
+    tgt,
+    k: int = 4,
+    *,
+    index="auto",
+    nprobe: int | None = None,
+    seed: int = 0,
+    address: str | None = None,
+    workers: int | None = None,
+    tile_rows: int = DEFAULT_TILE_ROWS,
+    shard_rows: int = DEFAULT_SHARD_ROWS,
+    retries: int = DEFAULT_RETRIES,
+    on_task: TaskHook | None = None,
+):
+    """:func:`bitext_hf.mining.index.search_neighbours_checked` (checked inputs: arrays from ``check_pair`` or
+    :class:`~bitext_hf.mining.shards.ShardedEmbeddings`) with the index filled shard by shard and searched tile by
+    shard in parallel Ray tasks; see the module docstring. An index that resolves to exact search goes to
+    :func:`bitext_hf.mining.distributed.knn_ray`.
+
+    Args:
+        index, nprobe, seed: as in ``search_neighbours`` (``device="cpu"``: FAISS runs on the tasks' CPUs).
+        address, workers, retries: see :func:`bitext_hf.mining.distributed.ray_session` and ``knn_ray``.
+        tile_rows: query rows a search task takes at most (at least one tile per worker when there are enough).
+        shard_rows: database rows one shard's index holds at most.
+        on_task: called in the driver with (``"fill"`` | ``"search"`` | ``"exact"``, query rows, database rows) of
+            each task (a search task reports the rows it received): progress, or a check of what each task held.
+
+    Returns:
+        A :class:`~bitext_hf.mining.knn.BidirectionalKNN`, as the single-process index path returns it.
+
+    Raises:
+        UsageError: an index that cannot work for this corpus or cannot be split into shards, k or sizes out of
+            range (before Ray starts). BitextError: workers kept dying.
+    """
+    import faiss
+
+    from bitext_hf.mining.index import IndexSpec, _train, resolve_index
+    from bitext_hf.mining.knn import BidirectionalKNN, check_k
+
+    n, m, dim = src.shape[0], tgt.shape[0], src.shape[1]
+    check_k(k, n, m)
+    _check_rows("tile_rows", tile_rows)
+    _check_rows("shard_rows", shard_rows)
+    spec = index if isinstance(index, IndexSpec) else resolve_index(index, n, m, dim, nprobe=nprobe)
+    if spec.exact:
+        return knn_ray(src, tgt, k, address=address, workers=workers, retries=retries)
+    _check_shardable(spec.factory, dim)
+    start = time.perf_counter()
+    trained = _train(spec, src, tgt, seed, use_gpu=False)  # the single-process training: same sample and seeds
+    train_s = time.perf_counter() - start
+    with ray_session(address, workers) as slots:
+        ray = import_ray()
+        trained_ref = ray.put(faiss.serialize_index(trained))
+        options = (slots, int(tile_rows), int(shard_rows), retries, on_task)
+        forward = _search_direction(ray, src, tgt, k, spec, trained_ref, options)
+        backward = _search_direction(ray, tgt, src, k, spec, trained_ref, options)
+    logger.info(
+        "index %s on Ray: %d x %d, d=%d, trained in %.1fs, both directions in %.1fs",
+        spec,
+        n,
+        m,
+        dim,
+        train_s,
+        time.perf_counter() - start,
+    )
+    return BidirectionalKNN(forward[0], forward[1], backward[0], backward[1])
+
+
+def mine_ray_index(
+    src_embeddings,
+    tgt_embeddings,
+    *,
+    index="auto",
+    nprobe: int | None = None,
+    seed: int = 0,
+    address: str | None = None,
+    workers: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+    tile_rows: int = DEFAULT_TILE_ROWS,
+    shard_rows: int = DEFAULT_SHARD_ROWS,
+    k: int = 4,
+    margin: str = "ratio",
+    mode: str | None = None,
+    threshold: float | None = None,
+):
+    """:func:`bitext_hf.mining.mine` with an index, searched in parallel Ray tasks (:func:`knn_ray_index`): the
+    same pairs and scores as one process with the same index, nprobe and seed. Either side may be
+    :class:`~bitext_hf.mining.shards.ShardedEmbeddings`."""
+    from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
+
+    mode = mode or DEFAULT_MODE
+    check_settings(margin, mode, threshold)
+    src, tgt = _checked_sides(src_embeddings, tgt_embeddings)
+    knn = knn_ray_index(
+        src,
+        tgt,
+        k,
+        index=index,
+        nprobe=nprobe,
+        seed=seed,
+        address=address,
+        workers=workers,
+        tile_rows=tile_rows,
+        shard_rows=shard_rows,
+        retries=retries,
+    )
+    return retrieve(knn, margin=margin, mode=mode, threshold=threshold)

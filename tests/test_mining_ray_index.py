@@ -1,0 +1,151 @@
+"""Approximate mining on Ray (bitext_hf.mining.distributed_index): the same neighbour lists, pairs and scores as the
+single-process index path with the same index, nprobe and seed, with tiles and shards smaller than either side (no
+task holds a whole side), from arrays and from shard folders; an index that cannot be split is one line.
+
+One local Ray instance with 2 CPUs serves the whole module (starting one costs seconds); skipped without Ray."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bitext_hf.errors import UsageError
+from bitext_hf.mining import check_embeddings, mine
+from bitext_hf.mining import index as index_module
+from bitext_hf.mining.index import choose_index, resolve_index, search_neighbours
+from bitext_hf.mining.shards import open_shards, write_shards
+
+ray = pytest.importorskip("ray")
+
+from bitext_hf.mining.distributed_index import knn_ray_index, mine_ray_index  # noqa: E402
+
+FIELDS = ("forward_sims", "forward_indices", "backward_sims", "backward_indices")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
+    )
+    yield
+    ray.shutdown()
+
+
+def _planted(n: int, m: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` targets of which the first ``min(n, m)`` are noisy copies of shuffled sources: pairs to find."""
+    rng = np.random.default_rng(seed)
+    src = rng.standard_normal((n, dim)).astype(np.float32)
+    tgt = rng.standard_normal((m, dim)).astype(np.float32)
+    planted = min(n, m)
+    tgt[:planted] = src[rng.permutation(n)[:planted]] + 0.3 * rng.standard_normal((planted, dim)).astype(np.float32)
+    return check_embeddings(src), check_embeddings(tgt)
+
+
+def _assert_same(one, split) -> None:
+    for field in FIELDS:
+        np.testing.assert_array_equal(getattr(split, field), getattr(one, field), err_msg=field)
+
+
+class _Rows:
+    """The on_task hook of a test: the rows each task held, by what it did."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, int, int]] = []
+
+    def __call__(self, kind: str, queries: int, database: int) -> None:
+        self.tasks.append((kind, queries, database))
+
+    def of(self, kind: str) -> list[tuple[int, int]]:
+        return [(q, d) for what, q, d in self.tasks if what == kind]
+
+
+@pytest.mark.parametrize(("factory", "nprobe"), [("IVF16,Flat", 3), ("IVF16,SQ8", 2)])
+def test_ray_index_equals_one_process_and_no_task_holds_a_side(factory, nprobe):
+    src, tgt = _planted(3000, 2600, 32)
+    one = search_neighbours(src, tgt, 4, index=factory, nprobe=nprobe, seed=3, device="cpu")
+    rows = _Rows()
+    split = knn_ray_index(
+        src, tgt, 4, index=factory, nprobe=nprobe, seed=3, workers=2, tile_rows=700, shard_rows=900, on_task=rows
+    )
+    _assert_same(one, split)
+    searches = rows.of("search")
+    # Forward: 5 tiles of 3000 sources x 3 shards of 2600 targets; backward: 4 tiles x 4 shards.
+    assert len(searches) == 5 * 3 + 4 * 4 and len(rows.of("fill")) == 3 + 4 and not rows.of("exact")
+    assert max(q for q, _ in searches) <= 700 and max(d for _, d in searches) <= 900
+    # The planted pairs are found: the search is not trivially empty.
+    assert (split.forward_indices[:, 0] >= 0).all() and np.isfinite(split.forward_sims).all()
+
+
+def test_ray_mining_gives_the_same_pairs_and_scores():
+    src, tgt = _planted(3000, 3000, 32, seed=1)
+    one = mine(src, tgt, index="IVF16,Flat", nprobe=4, device="cpu", threshold=1.05)
+    split = mine_ray_index(
+        src, tgt, index="IVF16,Flat", nprobe=4, threshold=1.05, workers=2, tile_rows=1000, shard_rows=1000
+    )
+    assert len(one) > 2000  # most planted pairs pass the threshold
+    for field in ("src_indices", "tgt_indices", "scores", "cosines"):
+        np.testing.assert_array_equal(getattr(split, field), getattr(one, field), err_msg=field)
+
+
+def test_shard_folders_are_searched_as_arrays(tmp_path):
+    src, tgt = _planted(1200, 1000, 32, seed=2)
+    folders = []
+    for name, side in (("src", src), ("tgt", tgt)):
+        texts = [str(row) for row in range(side.shape[0])]
+        write_shards(
+            tmp_path / name,
+            texts,
+            lambda batch, side=side: side[[int(text) for text in batch]],
+            encoder="planted",
+            shard_size=300,
+        )
+        folders.append(open_shards(tmp_path / name))
+    one = search_neighbours(src, tgt, 4, index="IVF8,Flat", nprobe=2, device="cpu")
+    split = knn_ray_index(*folders, 4, index="IVF8,Flat", nprobe=2, workers=2, tile_rows=500, shard_rows=400)
+    _assert_same(one, split)
+
+
+def test_auto_resolves_as_one_process(monkeypatch):
+    src, tgt = _planted(3000, 3000, 32, seed=4)
+    assert choose_index(3000, 3000, 32).exact  # small corpora: auto is the exact engine, on Ray too
+    _assert_same(search_neighbours(src, tgt, 4, index="auto"), knn_ray_index(src, tgt, 4, index="auto", workers=2))
+    # With the exact budget at zero, auto picks IVF-Flat at this size, in the driver of both paths alike.
+    monkeypatch.setattr(index_module, "EXACT_MAX_MACS", 0)
+    spec = resolve_index("auto", 3000, 3000, 32)
+    assert spec.factory.startswith("IVF") and spec.factory.endswith(",Flat")
+    one = search_neighbours(src, tgt, 4, index="auto", device="cpu")
+    _assert_same(one, knn_ray_index(src, tgt, 4, index="auto", workers=2, tile_rows=1000, shard_rows=1000))
+
+
+def test_queries_in_nearly_empty_cells_fall_back_to_exact_search_as_one_process():
+    src, tgt = _planted(500, 400, 16, seed=5)
+    one = search_neighbours(src, tgt, 4, index="IVF128,Flat", nprobe=1, device="cpu")
+    rows = _Rows()
+    split = knn_ray_index(
+        src, tgt, 4, index="IVF128,Flat", nprobe=1, workers=2, tile_rows=150, shard_rows=150, on_task=rows
+    )
+    assert rows.of("exact")  # some queries probed cells with fewer than 4 vectors
+    assert max(d for _, d in rows.of("exact")) <= 150
+    _assert_same(one, split)
+
+
+@pytest.mark.parametrize(
+    ("factory", "words"),
+    [("IVF16,Nonsense", "not a FAISS factory string"), ("HNSW32", "shard by shard"), ("IVF16,Flat,RFlat", "shard")],
+)
+def test_an_index_that_cannot_work_is_one_line(factory, words):
+    src, tgt = _planted(300, 300, 32)
+    with pytest.raises(UsageError) as error:
+        knn_ray_index(src, tgt, 4, index=factory, workers=2)
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("option", "value"), [("tile_rows", 0), ("shard_rows", 1.5)])
+def test_tile_and_shard_sizes_are_checked(option, value):
+    src, tgt = _planted(300, 300, 32)
+    with pytest.raises(UsageError, match=option):
+        knn_ray_index(src, tgt, 4, index="IVF4,Flat", workers=2, **{option: value})
