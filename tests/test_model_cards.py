@@ -193,3 +193,14 @@ def test_push_names_the_repository_in_the_uploaded_card_only(tmp_path, monkeypat
     upload_module.upload(folder, "org/wolof-student", token="x", commit_message="m", selection=selection)
     assert 'SentenceTransformer("org/wolof-student"' in seen["card"] and REPO_ID_PLACEHOLDER not in seen["card"]
     assert (folder / "README.md").read_text(encoding="utf-8") == card  # the user's folder is left as it was
+
+
+def test_a_local_base_encoder_is_named_by_its_folder_not_its_path(tmp_path):
+    from bitext_hf.hub.card_facts import describe_encoder
+
+    base = tmp_path / "work" / "mlm-encoder"
+    base.mkdir(parents=True)
+    assert describe_encoder(str(base)) == "a local encoder (`mlm-encoder`)"
+    assert str(tmp_path) not in describe_encoder(str(base))
+    assert describe_encoder("FacebookAI/xlm-roberta-base") == "FacebookAI/xlm-roberta-base"
+    assert describe_encoder("random") == "a randomly initialized XLM-R-like encoder"

@@ -29,6 +29,7 @@ __all__ = [
     "Comparison",
     "DataDescription",
     "describe_data",
+    "describe_encoder",
     "fill_repo_id",
     "hub_model_id",
     "is_smoke_run",
@@ -78,6 +79,16 @@ def hub_model_id(name: str | None) -> str | None:
     initialization or the offline default: the card's ``base_model``."""
     if not name or name.lower() in _NOT_MODELS or Path(name).exists() or not _HUB_ID.match(name):
         return None
+    return name
+
+
+def describe_encoder(name: str) -> str:
+    """The base encoder as a card's reader should see it: a Hub id as it is, ``random`` in words, and a local folder
+    by its last part only (the full path says nothing on the Hub and tells where the trainer's files were)."""
+    if name == "random":
+        return "a randomly initialized XLM-R-like encoder"
+    if hub_model_id(name) is None and (Path(name).exists() or "/" in name or "\\" in name):
+        return f"a local encoder (`{Path(name).name or name}`)"
     return name
 
 

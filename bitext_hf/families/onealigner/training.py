@@ -212,6 +212,7 @@ def model_card(
     from bitext_hf.hub.card_facts import (
         DEFAULT_LICENSE,
         Comparison,
+        describe_encoder,
         hub_model_id,
         is_smoke_run,
         language_codes,
@@ -262,7 +263,7 @@ def model_card(
         alpha=config.alpha,
         softmax_temperature=config.softmax_temperature,
         loss_type=config.loss_type,
-        encoder="a randomly initialized XLM-R-like encoder" if encoder == "random" else encoder,
+        encoder=describe_encoder(encoder),
         train_examples=f"{int(data_stats['train_examples']):,}",
         training_data=data.markdown,
         evaluation_data=evaluation,
