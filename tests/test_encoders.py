@@ -193,7 +193,7 @@ def test_unreachable_hub_is_asked_once_and_briefly(fresh_hub_cache, monkeypatch)
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     monkeypatch.setattr("huggingface_hub.get_hf_file_metadata", hanging_head)
-    monkeypatch.setattr("bitext_hf.encoders._PROBE_SECONDS", 0.2)
+    monkeypatch.setattr("bitext_hf.encoders.sources._PROBE_SECONDS", 0.2)
     start = time.perf_counter()
     with pytest.raises(EncoderLoadError, match=r"cannot be reached \(no answer within 0\.4 s\)"):
         load_encoder(UNCACHED)

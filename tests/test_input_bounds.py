@@ -270,7 +270,7 @@ def test_deeply_nested_gold_cell_is_a_data_error(tmp_path):
 
 
 def test_deeply_nested_manifest_and_model_config(tmp_path):
-    from bitext_hf.encoders import _read_json
+    from bitext_hf.encoders.sources import _read_json
     from bitext_hf.mining.shards import read_manifest
 
     path = tmp_path / "manifest.json"
