@@ -139,6 +139,17 @@ def tiny_parallel_corpus_by_language() -> dict[str, list[tuple[str, str]]]:
     return {lang: [(row[0], row[column]) for row in _PARALLEL_ROWS] for lang, column in _LANGUAGE_COLUMNS.items()}
 
 
+@pytest.fixture
+def tiny_pair_specs(tmp_path, tiny_parallel_corpus_by_language) -> dict[str, str]:
+    """``{"fr": "fr=<tmp>/fr.tsv", ...}``: the tiny corpus as English<TAB>xx files, one ``xx=path`` spec per language."""
+    specs = {}
+    for language, pairs in tiny_parallel_corpus_by_language.items():
+        path = tmp_path / f"{language}.tsv"
+        path.write_text("".join(f"{english}\t{translation}\n" for english, translation in pairs), encoding="utf-8")
+        specs[language] = f"{language}={path}"
+    return specs
+
+
 @pytest.fixture(scope="session")
 def tiny_parallel_corpus(tiny_parallel_corpus_by_language) -> list[tuple[str, str]]:
     """60 (English, translation) pairs: 20 French, then 20 German, then 20 Spanish."""

@@ -27,13 +27,8 @@ def recipe():
 
 
 @pytest.fixture
-def corpus_files(tmp_path, tiny_parallel_corpus_by_language):
-    specs = []
-    for language, pairs in tiny_parallel_corpus_by_language.items():
-        path = tmp_path / f"{language}.tsv"
-        path.write_text("".join(f"{english}\t{translation}\n" for english, translation in pairs), encoding="utf-8")
-        specs.append(f"{language}={path}")
-    return specs
+def corpus_files(tiny_pair_specs):
+    return list(tiny_pair_specs.values())
 
 
 def tiny_args(recipe, corpus_files, output_dir, *extra):

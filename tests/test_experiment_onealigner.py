@@ -23,13 +23,8 @@ def experiment(monkeypatch):
 
 
 @pytest.fixture
-def pair_specs(tmp_path, tiny_parallel_corpus_by_language):
-    specs = []
-    for language, pairs in tiny_parallel_corpus_by_language.items():
-        path = tmp_path / f"{language}.tsv"
-        path.write_text("".join(f"{english}\t{translation}\n" for english, translation in pairs), encoding="utf-8")
-        specs.append(f"{language}={path}")
-    return specs
+def pair_specs(tiny_pair_specs):
+    return list(tiny_pair_specs.values())
 
 
 def test_help_explains_every_option():
