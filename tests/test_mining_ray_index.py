@@ -6,6 +6,9 @@ One local Ray instance with 2 CPUs serves the whole module (starting one costs s
 
 from __future__ import annotations
 
+import contextlib
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -17,6 +20,7 @@ from bitext_hf.mining.shards import open_shards, write_shards
 
 ray = pytest.importorskip("ray")
 
+from bitext_hf.mining import distributed_index  # noqa: E402
 from bitext_hf.mining.distributed_index import knn_ray_index, mine_ray_index  # noqa: E402
 
 FIELDS = ("forward_sims", "forward_indices", "backward_sims", "backward_indices")
@@ -76,8 +80,81 @@ def test_ray_index_equals_one_process_and_no_task_holds_a_side(factory, nprobe):
     # Forward: 5 tiles of 3000 sources x 3 shards of 2600 targets; backward: 4 tiles x 4 shards.
     assert len(searches) == 5 * 3 + 4 * 4 and len(rows.of("fill")) == 3 + 4 and not rows.of("exact")
     assert max(q for q, _ in searches) <= 700 and max(d for _, d in searches) <= 900
+    # Each tile is assigned to its lists once, for all shards: 5 + 4 tiles.
+    assert len(rows.of("assign")) == 5 + 4 and max(q for q, _ in rows.of("assign")) <= 700
     # The planted pairs are found: the search is not trivially empty.
     assert (split.forward_indices[:, 0] >= 0).all() and np.isfinite(split.forward_sims).all()
+
+
+class _Ref:
+    def __init__(self, value) -> None:
+        self.value = value
+
+
+class _Function:
+    def __init__(self, function) -> None:
+        self.function = function
+
+    def options(self, **_) -> _Function:
+        return self
+
+    def remote(self, *args) -> _Ref:
+        return _Ref(self.function(*(arg.value if isinstance(arg, _Ref) else arg for arg in args)))
+
+
+class _InProcessRay:
+    """The Ray calls the module makes, each task run at once in this process, where FAISS's calls can be counted."""
+
+    exceptions = ray.exceptions
+
+    def put(self, value) -> _Ref:
+        return _Ref(value)
+
+    def remote(self, function) -> _Function:
+        return _Function(function)
+
+    def wait(self, refs: list, num_returns: int) -> tuple[list, list]:
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref: _Ref):
+        return ref.value
+
+    def cancel(self, ref: _Ref, force: bool) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("factory", "nprobe"), [("IVF16,Flat", 3), ("IVF16,SQ8", 2), ("OPQ8,IVF16,PQ8", 3)])
+def test_each_tile_is_assigned_to_its_lists_once_for_all_shards(monkeypatch, factory, nprobe):
+    """Every search of a FAISS index from Python is counted (FAISS's own C++ search assigns the queries to their
+    lists first, and the list-by-list scan assigns them through the quantizer's Python search): one per tile, the
+    assignment, and none in the search tasks of its shards."""
+    import faiss
+
+    src, tgt = _planted(3000, 2600, 32)
+    one = search_neighbours(src, tgt, 4, index=factory, nprobe=nprobe, seed=3, device="cpu")
+    searched: Counter = Counter()
+
+    def counted(search, name):
+        def wrapper(self, *args, **kwargs):
+            searched[name] += 1
+            return search(self, *args, **kwargs)
+
+        return wrapper
+
+    for name in dir(faiss):
+        kind = getattr(faiss, name)
+        if isinstance(kind, type) and issubclass(kind, faiss.Index) and "search" in vars(kind):
+            monkeypatch.setattr(kind, "search", counted(vars(kind)["search"], name))
+    monkeypatch.setattr(distributed_index, "import_ray", _InProcessRay)
+    monkeypatch.setattr(distributed_index, "ray_session", lambda address, workers: contextlib.nullcontext(2))
+    rows = _Rows()
+    split = knn_ray_index(
+        src, tgt, 4, index=factory, nprobe=nprobe, seed=3, tile_rows=700, shard_rows=900, on_task=rows
+    )
+    _assert_same(one, split)
+    # Forward: 5 tiles x 3 shards; backward: 4 tiles x 4 shards.
+    assert len(rows.of("search")) == 5 * 3 + 4 * 4 and len(rows.of("assign")) == 5 + 4 and not rows.of("exact")
+    assert sum(searched.values()) == 5 + 4, searched
 
 
 def test_ray_mining_gives_the_same_pairs_and_scores():

@@ -9,9 +9,14 @@ How (each direction in turn: sources among the targets, then targets among the s
    ``faiss.serialize_index`` and put in Ray's object store.
 2. The database side is cut into shards of rows; one task per shard fills a copy of the trained index with that
    shard (the shard's own rows only) and returns it serialized.
-3. The query side is cut into tiles; one task per (tile, shard) searches the tile in that shard's filled index for
-   as many candidates as the single-process search asks for, and scores them exactly against the shard's rows
-   (``index._candidate_sims``, the single-process re-scoring).
+3. The query side is cut into tiles. For an index with inverted lists, one task per tile assigns it to its
+   ``nprobe`` lists (the coarse quantizer's search, after the pre-transform if any: OPQ, PCA), once for all shards,
+   since every shard's index holds the same trained centroids; the lists (and, for codes of residuals, the
+   centroid similarities) go to the object store. Then one task per (tile, shard) searches the tile in that
+   shard's filled index with those lists (FAISS's ``search_preassigned``, or the single-process list-by-list scan
+   given them) for as many candidates as the single-process search asks for, and scores them exactly against the
+   shard's rows (``index._candidate_sims``, the single-process re-scoring). Flat, PQ and SQ indexes without lists
+   have nothing to assign: their search task scans its whole shard.
 4. The driver merges the per-shard candidate lists of each tile by decreasing approximate similarity, then
    increasing index (the order :func:`bitext_hf.mining.distributed.knn_ray` merges by), keeps as many as the
    single-process search keeps, and takes the k best by exact similarity (``index._best_candidates``).
@@ -19,21 +24,26 @@ How (each direction in turn: sources among the targets, then targets among the s
    shard, and merged the same way: the single-process fallback.
 
 Why this design, and not merging the filled partial indexes (``merge_from``) into one: a merged index is the whole
-side in one process, the ceiling this module removes. Why it equals one process: every search this module
-supports is a scan of the vectors the query reaches (all of them for Flat/PQ/SQ; those of the ``nprobe`` cells the
-shared trained centroids pick for IVF), and which cells a query probes depends only on the centroids; so the
-candidates of the whole side are the union of the candidates of its shards, and the best ones of the union are the
-best ones of the per-shard bests. Graph indexes (HNSW, NSG) and refinement stages are refused: a graph built over a
-shard is not part of the graph over the side. The equality holds to the bit as long as FAISS computes one query
-vector product the same way in a smaller block; it can differ in the last bit between its BLAS and its
-one-query-at-a-time kernels, which matters only where two candidates tie to that bit at the k-th place. Exact ties
-of approximate similarities (repeated vectors) are ordered by index here and by FAISS's heap there.
+side in one process, the ceiling this module removes. Why it equals one process: every search this module supports
+is a scan of the vectors the query reaches (all of them for Flat/PQ/SQ; those of the ``nprobe`` cells the shared
+trained centroids pick for IVF), and which cells a query probes depends only on the centroids; so the candidates of
+the whole side are the union of the candidates of its shards, and the best ones of the union are the best ones of
+the per-shard bests. A tile's lists are found by the same quantizer call on the same (padded) rows as each shard's
+search would have made, so assigning it once changes no list. Graph indexes (HNSW, NSG) and refinement stages are
+refused: a graph built over a shard is not part of the graph over the side. The equality holds to the bit as long as
+FAISS computes one query vector product the same way in a smaller block; it can differ in the last bit between its
+BLAS and its one-query-at-a-time kernels, which matters only where two candidates tie to that bit at the k-th place.
+Exact ties of approximate similarities (repeated vectors) are ordered by index here and by FAISS's heap there.
 
 What it costs: a filled shard is deserialized again by each of its tile tasks (one copy of the shard per task, plus
-the rows for exact re-scoring); each query tile is put in the object store once and read by every shard's tasks
-(Ray spills the object store to disk beyond its memory); the driver holds the training sample, the merged candidate
-lists (n x candidates) and the result. A task holds one tile and one shard: ``tile_rows`` + ``shard_rows`` rows.
-FAISS runs on the CPU in the tasks (one thread each, as Ray's one-CPU tasks set it).
+the rows for exact re-scoring); each query tile is put in the object store once and read by every shard's tasks,
+and so are its lists (``nprobe`` int32 ids a query, plus as many float32 similarities for codes of residuals), which
+stay there with the tile until the direction ends (Ray spills the object store to disk beyond its memory). A tile
+is assigned once (tile rows x nlist products), not once per shard; each search task still applies the
+pre-transform to its tile (a smaller product) and scans only its shard's probed lists. The driver holds the
+training sample, the merged candidate lists (n x candidates) and the result. A search task holds one tile and one
+shard: ``tile_rows`` + ``shard_rows`` rows; an assignment task one tile and the trained index. FAISS runs on the
+CPU in the tasks (one thread each, as Ray's one-CPU tasks set it).
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ from bitext_hf.mining.distributed import (
     knn_ray,
     ray_session,
 )
+from bitext_hf.mining.index import _list_by_list, _pretransformed, _scanned_list_by_list
 
 __all__ = ["DEFAULT_SHARD_ROWS", "DEFAULT_TILE_ROWS", "knn_ray_index", "mine_ray_index"]
 
@@ -91,7 +102,8 @@ def _check_shardable(factory: str, dim: int) -> None:
 
     from bitext_hf.mining.index import _factory
 
-    index = faiss.downcast_index(_factory(dim, factory))
+    built = _factory(dim, factory)
+    index = faiss.downcast_index(built)  # a view: `built` owns it (and the index inside a pre-transform)
     if isinstance(index, faiss.IndexPreTransform):
         index = faiss.downcast_index(index.index)
     kinds = ("IndexHNSW", "IndexNSG", "IndexNNDescent", "IndexRefine")
@@ -128,16 +140,48 @@ def _padded_for_ivf(index, tile: np.ndarray) -> np.ndarray:
     return tile if tile.shape[0] >= needed else np.resize(tile, (needed, tile.shape[1]))
 
 
-def _search_tile(filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, first: int, width: int):
+def _assign_tile(trained: np.ndarray, tile: np.ndarray, nprobe: int | None):
+    """Ray task: the ``nprobe`` lists each query of ``tile`` probes (int32 list ids) and their centroid similarities
+    (None where the list-by-list scan does not use them): the coarse quantizer's search that FAISS would otherwise
+    run again in every shard's search task. The tile is padded as the search pads it, so the quantizer computes
+    each row in a batch of the same size (FAISS switches kernels with the batch size)."""
+    import faiss
+
+    index = faiss.deserialize_index(trained)  # owns the IVF part and its quantizer: alive while they are used
+    if nprobe is not None:
+        faiss.ParameterSpace().set_index_parameter(index, "nprobe", int(nprobe))
+    ivf, queries = _pretransformed(index, _padded_for_ivf(index, tile))
+    sims, lists = ivf.quantizer.search(queries, ivf.nprobe)
+    rows = tile.shape[0]
+    return (None if _scanned_list_by_list(ivf) else sims[:rows]), lists[:rows].astype(np.int32)
+
+
+def _search_preassigned(index, queries: np.ndarray, k: int, assignment) -> tuple[np.ndarray, np.ndarray]:
+    """``index._search_filled`` on the CPU with each query's lists given (``assignment``, of the first rows of
+    ``queries``; the padding rows repeat them as ``np.resize`` repeats the rows)."""
+    sims, lists = assignment
+    lists = np.resize(lists, (queries.shape[0], lists.shape[1]))
+    ivf, transformed = _pretransformed(index, queries)
+    if _scanned_list_by_list(ivf):
+        return _list_by_list(ivf, transformed, k, lists)
+    sims = np.resize(sims, lists.shape)
+    return ivf.search_preassigned(transformed, k, lists.astype(np.int64), sims)
+
+
+def _search_tile(filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, assignment, first: int, width: int):
     """Ray task: the ``width`` candidates of each query of ``tile`` in one shard's filled index, with their
     approximate and exact similarities; global indices (the shard starts at row ``first``), -1 / -inf where the
-    probed cells held fewer."""
+    probed cells held fewer. ``assignment``: the tile's lists from :func:`_assign_tile` (an IVF index), or None."""
     import faiss
 
     from bitext_hf.mining.index import _RERANK_ROWS, _candidate_sims, _search_filled
 
     index = faiss.deserialize_index(filled)
-    approx, local = _search_filled(index, _padded_for_ivf(index, tile), width, use_gpu=False)
+    queries = _padded_for_ivf(index, tile)
+    if assignment is None:
+        approx, local = _search_filled(index, queries, width, use_gpu=False)
+    else:
+        approx, local = _search_preassigned(index, queries, width, assignment)
     approx, local = approx[: tile.shape[0]], local[: tile.shape[0]].astype(np.int64)
     exact = np.empty(local.shape, dtype=np.float32)
     for start in range(0, tile.shape[0], _RERANK_ROWS):  # the single-process re-scoring's row blocks
@@ -198,8 +242,11 @@ class _Tasks:
             raise _ray_failure(error, self.what) from None
 
 
-def _search_direction(ray, queries, database, k, spec, trained_ref, options) -> tuple[np.ndarray, np.ndarray]:
-    """Neighbour lists (n, min(k, m)) of ``queries`` among ``database`` through the trained index, tile by shard."""
+def _search_direction(
+    ray, queries, database, k, spec, trained_ref, options, preassign: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbour lists (n, min(k, m)) of ``queries`` among ``database`` through the trained index, tile by shard;
+    ``preassign``: the index has inverted lists, and each tile is assigned to them once, for all shards."""
     from bitext_hf.mining.index import _best_candidates, _candidates
 
     slots, tile_rows, shard_rows, retries, on_task = options
@@ -208,9 +255,10 @@ def _search_direction(ray, queries, database, k, spec, trained_ref, options) -> 
     tiles, shards = _ranges(n, tile_rows, slots), _ranges(m, shard_rows, 1)
     what = f"searching {n} x {m} ({spec}) in {len(tiles)} tiles x {len(shards)} shards of Ray tasks"
     fill = ray.remote(_fill_shard).options(num_cpus=1, max_retries=retries)
+    assign = ray.remote(_assign_tile).options(num_cpus=1, max_retries=retries)
     search = ray.remote(_search_tile).options(num_cpus=1, max_retries=retries)
     shard_refs: dict[int, tuple] = {}  # shard -> (its rows, its filled index): while tiles still need it
-    tile_refs: dict[int, object] = {}
+    tile_refs: dict[int, tuple] = {}  # tile -> (its rows, its lists or None)
     left = {s: len(tiles) for s in range(len(shards))}
 
     def rows(side, start: int, stop: int) -> np.ndarray:
@@ -223,20 +271,32 @@ def _search_direction(ray, queries, database, k, spec, trained_ref, options) -> 
         if on_task is not None:
             on_task("fill", 0, b - a)
 
+    def put_tile(t: int) -> None:
+        # The lists are found by a task of its own, not by the tile's first search task: that task would return
+        # them as a second object every later shard's search waits on (and re-runs for, if it fails), and would
+        # run longer than its fellows. One more task per tile, which reads only the trained index, not a shard.
+        # Ray starts the tile's search tasks once its lists are stored; waiting, they hold no CPU.
+        a, b = tiles[t]
+        tile_ref = ray.put(rows(queries, a, b))
+        tile_refs[t] = (tile_ref, assign.remote(trained_ref, tile_ref, spec.nprobe) if preassign else None)
+        if preassign and on_task is not None:
+            on_task("assign", b - a, 0)
+
     def submissions():
         # The next shard is filled while the tiles search the current one.
         prepare(0)
         for s in range(len(shards)):
             if s + 1 < len(shards):
                 prepare(s + 1)
-            for t, (a, b) in enumerate(tiles):
+            for t in range(len(tiles)):
                 if t not in tile_refs:
-                    tile_refs[t] = ray.put(rows(queries, a, b))
+                    put_tile(t)
                 rows_ref, filled_ref = shard_refs[s]
+                tile_ref, lists_ref = tile_refs[t]
                 yield (
                     (s, t),
-                    lambda r=rows_ref, f=filled_ref, q=tile_refs[t], c0=shards[s][0]: search.remote(
-                        f, r, q, c0, width
+                    lambda r=rows_ref, f=filled_ref, q=tile_ref, a=lists_ref, c0=shards[s][0]: search.remote(
+                        f, r, q, a, c0, width
                     ),
                 )
 
@@ -313,8 +373,9 @@ def knn_ray_index(
         address, workers, retries: see :func:`bitext_hf.mining.distributed.ray_session` and ``knn_ray``.
         tile_rows: query rows a search task takes at most (at least one tile per worker when there are enough).
         shard_rows: database rows one shard's index holds at most.
-        on_task: called in the driver with (``"fill"`` | ``"search"`` | ``"exact"``, query rows, database rows) of
-            each task (a search task reports the rows it received): progress, or a check of what each task held.
+        on_task: called in the driver with (``"fill"`` | ``"assign"`` | ``"search"`` | ``"exact"``, query rows,
+            database rows) of each task (a search task reports the rows it received; fill and assign tasks are
+            reported as they are submitted): progress, or a check of what each task held.
 
     Returns:
         A :class:`~bitext_hf.mining.knn.BidirectionalKNN`, as the single-process index path returns it.
@@ -325,7 +386,7 @@ def knn_ray_index(
     """
     import faiss
 
-    from bitext_hf.mining.index import IndexSpec, _train, resolve_index
+    from bitext_hf.mining.index import IndexSpec, _ivf, _train, resolve_index
     from bitext_hf.mining.knn import BidirectionalKNN, check_k
 
     n, m, dim = src.shape[0], tgt.shape[0], src.shape[1]
@@ -338,13 +399,14 @@ def knn_ray_index(
     _check_shardable(spec.factory, dim)
     start = time.perf_counter()
     trained = _train(spec, src, tgt, seed, use_gpu=False)  # the single-process training: same sample and seeds
+    preassign = _ivf(trained) is not None  # Flat, PQ, SQ: no lists to assign, each task scans its whole shard
     train_s = time.perf_counter() - start
     with ray_session(address, workers) as slots:
         ray = import_ray()
         trained_ref = ray.put(faiss.serialize_index(trained))
         options = (slots, int(tile_rows), int(shard_rows), retries, on_task)
-        forward = _search_direction(ray, src, tgt, k, spec, trained_ref, options)
-        backward = _search_direction(ray, tgt, src, k, spec, trained_ref, options)
+        forward = _search_direction(ray, src, tgt, k, spec, trained_ref, options, preassign)
+        backward = _search_direction(ray, tgt, src, k, spec, trained_ref, options, preassign)
     logger.info(
         "index %s on Ray: %d x %d, d=%d, trained in %.1fs, both directions in %.1fs",
         spec,

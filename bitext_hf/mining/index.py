@@ -199,10 +199,11 @@ def resolve_index(index: str, n_src: int, n_tgt: int, dim: int, *, nprobe: int |
         spec = choose_index(n_src, n_tgt, dim)
         if spec.exact or nprobe is None:
             return spec
-        return IndexSpec(spec.factory, min(nprobe, _ivf(_factory(dim, spec.factory)).nlist))
+        return IndexSpec(spec.factory, min(nprobe, _nlist(dim, spec.factory)))
     if index == "exact":
         return IndexSpec("exact")
-    ivf = _ivf(_factory(dim, index))
+    built = _factory(dim, index)
+    ivf = _ivf(built)  # a view into `built`, which must outlive it (FAISS frees the parts with the whole)
     if ivf is None:
         return IndexSpec(index)
     if ivf.nlist > n_src + n_tgt:
@@ -213,8 +214,15 @@ def resolve_index(index: str, n_src: int, n_tgt: int, dim: int, *, nprobe: int |
     return IndexSpec(index, min(nprobe or AUTO_NPROBE, ivf.nlist))
 
 
+def _nlist(dim: int, factory: str) -> int:
+    """The inverted lists of an IVF factory string."""
+    built = _factory(dim, factory)
+    return int(_ivf(built).nlist)  # read while `built`, which owns the IVF part, is alive
+
+
 def _ivf(index: Any) -> Any:
-    """The IVF part of an index (inside pre-transforms), or None."""
+    """The IVF part of an index (inside pre-transforms), or None. A view owned by ``index``: keep ``index`` alive
+    while it is used."""
     import faiss
 
     try:
@@ -324,22 +332,37 @@ def _fill(trained: Any, database: np.ndarray, nprobe: int | None, use_gpu: bool)
 def _search_filled(index: Any, queries: np.ndarray, k: int, use_gpu: bool) -> tuple[np.ndarray, np.ndarray]:
     """(approximate similarities, candidate indices), each (n, k), of ``queries`` in a filled index; -1 where fewer
     than k were found."""
-    import faiss
 
     if use_gpu:
         return index.search(queries, k)
+    inner, transformed = _pretransformed(index, queries)
+    if _scanned_list_by_list(inner):
+        return _list_by_list(inner, transformed, k)
+    return index.search(queries, k)
+
+
+def _pretransformed(index: Any, queries: np.ndarray) -> tuple[Any, np.ndarray]:
+    """The index inside ``index``'s pre-transforms (e.g. OPQ) and ``queries`` as it sees them: rotated as the index
+    rotates its vectors."""
+    import faiss
+
     inner, transformed = faiss.downcast_index(index), queries
-    if isinstance(inner, faiss.IndexPreTransform):  # e.g. OPQ: rotate the queries as the index rotates vectors
+    if isinstance(inner, faiss.IndexPreTransform):
         for position in range(inner.chain.size()):
             transformed = faiss.downcast_VectorTransform(inner.chain.at(position)).apply(transformed)
         inner = faiss.downcast_index(inner.index)
-    # Codes of residuals (IVF-PQ, IVF-SQ by default) are searched by FAISS itself: big_batch_search's blocks
-    # subtract the centroid from the queries, which is right for L2 but not for inner products.
-    if type(inner) is faiss.IndexIVFFlat or (
-        type(inner) in (faiss.IndexIVFPQ, faiss.IndexIVFScalarQuantizer) and not inner.by_residual
-    ):
-        return _list_by_list(inner, np.ascontiguousarray(transformed, dtype=np.float32), k)
-    return index.search(queries, k)
+    return inner, np.ascontiguousarray(transformed, dtype=np.float32)
+
+
+def _scanned_list_by_list(index: Any) -> bool:
+    """Whether a CPU search scans ``index`` one inverted list at a time (:func:`_list_by_list`). Codes of residuals
+    (IVF-PQ, IVF-SQ by default) are searched by FAISS itself: big_batch_search's blocks subtract the centroid from
+    the queries, which is right for L2 but not for inner products."""
+    import faiss
+
+    return type(index) is faiss.IndexIVFFlat or (
+        type(index) in (faiss.IndexIVFPQ, faiss.IndexIVFScalarQuantizer) and not index.by_residual
+    )
 
 
 def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, nprobe: int | None, use_gpu: bool):
@@ -349,7 +372,9 @@ def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, npr
     return _search_filled(index, queries, k, use_gpu)[1]
 
 
-def _list_by_list(index: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _list_by_list(
+    index: Any, queries: np.ndarray, k: int, lists: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Search of a whole-corpus query batch in an IVF index, one inverted list at a time: the queries that probe a
     list against its vectors as one matrix product (FAISS's ``big_batch_search``), far faster than one query at a
     time for mining's batches.
@@ -357,13 +382,19 @@ def _list_by_list(index: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray, 
     The loop of ``faiss.contrib.big_batch_search.big_batch_search`` written out over its own classes (about ten
     lines), because no setting of that function is silent on stdout, where it would corrupt pairs written there:
     ``verbose=0`` prints a progress line per list (``BigBatchSearcher.report``), ``verbose>0`` prints its timings
-    (``tic``/``toc``); redirecting ``sys.stdout`` around the call would silence other threads' output too."""
+    (``tic``/``toc``); redirecting ``sys.stdout`` around the call would silence other threads' output too.
+
+    ``lists``: the lists each query probes (n, nprobe), when they are known already (Ray's tile tasks assign a
+    tile once for all shards); otherwise the quantizer finds them here."""
     from faiss.contrib.big_batch_search import BigBatchSearcher, BlockComputer
 
     searcher = BigBatchSearcher(index, queries, k, verbose=0)
     computer = BlockComputer(index, method="knn_function")
     searcher.decode_func, searcher.by_residual = computer.decode_func, computer.by_residual
-    searcher.coarse_quantization()
+    if lists is None:
+        searcher.coarse_quantization()
+    else:  # what coarse_quantization stores, and all the scan reads of it; a writable copy (sorted in place)
+        searcher.q_assign = np.array(lists, dtype=np.int32)
     searcher.reorder_assign()
     for cell in range(index.nlist):
         query_ids, cell_queries, cell_ids, cell_vectors = searcher.prepare_bucket(cell)
