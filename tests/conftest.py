@@ -163,3 +163,25 @@ def tiny_tokenizer():
 
     sentences = [sentence for row in _PARALLEL_ROWS for sentence in row]
     return train_tokenizer(sentences, vocab_size=300, model_max_length=64)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, tiny_tokenizer):
+    """A random 2-layer, 32-wide XLM-R encoder saved with the tiny tokenizer (a Hugging Face model folder)."""
+    import torch
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=tiny_tokenizer.pad_token_id,
+    )
+    path = tmp_path_factory.mktemp("tiny-xlmr")
+    XLMRobertaModel(config).eval().save_pretrained(path)
+    tiny_tokenizer.save_pretrained(path)
+    return path

@@ -172,6 +172,8 @@ def test_mine_writes_the_sidecar_that_push_puts_in_the_dataset_card(capsys, fake
         "student",
         "--tgt-model",
         "teacher",
+        "--quantize",  # the fakes compute in float32; "auto" would name bfloat16 on a CPU that has it
+        "none",
         "--k",
         "2",
         "--mode",

@@ -35,26 +35,6 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory, tiny_tokenizer):
-    from transformers import XLMRobertaConfig, XLMRobertaModel
-
-    torch.manual_seed(0)
-    config = XLMRobertaConfig(
-        vocab_size=len(tiny_tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        pad_token_id=tiny_tokenizer.pad_token_id,
-    )
-    path = tmp_path_factory.mktemp("tiny-xlmr")
-    XLMRobertaModel(config).eval().save_pretrained(path)
-    tiny_tokenizer.save_pretrained(path)
-    return path
-
-
 def manual_embeddings(path, tokenizer, sentences, pooling, layer=None):
     from transformers import AutoModel
 
@@ -71,7 +51,7 @@ def manual_embeddings(path, tokenizer, sentences, pooling, layer=None):
 
 @pytest.mark.parametrize("pooling", ["mean", "max", "cls"])
 def test_hf_encoder_pooling_matches_unpadded_computation(tiny_model_dir, tiny_tokenizer, pooling):
-    encoder = HFEncoder(tiny_model_dir, pooling=pooling, device="cpu")
+    encoder = HFEncoder(tiny_model_dir, pooling=pooling, device="cpu", quantize="none")
     expected = manual_embeddings(tiny_model_dir, tiny_tokenizer, SENTENCES, pooling)
     for batch_size in (1, 3):  # padding and length sorting must not change anything, nor the order
         np.testing.assert_allclose(encoder.encode(SENTENCES, batch_size=batch_size), expected, atol=1e-5)
@@ -79,7 +59,7 @@ def test_hf_encoder_pooling_matches_unpadded_computation(tiny_model_dir, tiny_to
 
 
 def test_hf_encoder_hidden_layer(tiny_model_dir, tiny_tokenizer):
-    encoder = HFEncoder(tiny_model_dir, layer=1, device="cpu")
+    encoder = HFEncoder(tiny_model_dir, layer=1, device="cpu", quantize="none")
     expected = manual_embeddings(tiny_model_dir, tiny_tokenizer, SENTENCES, "mean", layer=1)
     np.testing.assert_allclose(encoder.encode(SENTENCES), expected, atol=1e-5)
 
@@ -102,7 +82,7 @@ def test_sentence_transformer_adapter_and_dispatch(tiny_model_dir, tmp_path):
     model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")])
     st_dir = tmp_path / "st"
     model.save(str(st_dir))
-    adapter = load_encoder(st_dir)
+    adapter = load_encoder(st_dir, quantize="none")
     assert isinstance(adapter, SentenceTransformerEncoder) and adapter.dim == 32
     expected = l2_normalize(model.encode(SENTENCES, convert_to_numpy=True))
     np.testing.assert_allclose(adapter.encode(SENTENCES), expected, atol=1e-5)

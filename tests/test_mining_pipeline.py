@@ -143,6 +143,7 @@ def test_the_sidecar_record_comes_from_the_config_and_round_trips(corpus):
         tgt_model="teacher",
         src_lang="en",
         tgt_lang="de",
+        quantize="none",  # the fakes compute in float32; "auto" would name bfloat16 on a CPU that has it
         no_cache=True,
         quiet=True,
         command="bitext-hf mine ...",

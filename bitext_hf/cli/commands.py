@@ -99,13 +99,14 @@ def _encode_shards(args) -> int:
     # its durable copy, so entries per shard would only hold every shard twice on disk. A sharded run does not
     # write an entry either: that would hold the whole text in memory, which shards exist to avoid.
     cache = embedder(args).cache
-    cached = cache.load(cache.key(texts, args.model, args.pooling), len(texts)) if cache is not None else None
+    key = cache.key(texts, args.model, args.pooling, args.quantize, args.backend) if cache is not None else None
+    cached = cache.load(key, len(texts)) if cache is not None else None
 
     def encode(batch: list[str]) -> np.ndarray:  # the encoder is loaded at the first shard left to encode
         return embedder(args).encoder(args.model).encode(batch, batch_size=args.batch_size, show_progress=False)
 
     settings = dict(
-        encoder=encoder_identity(args.model, args.pooling),
+        encoder=encoder_identity(args.model, args.pooling, args.quantize, args.backend),
         shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
         dtype=args.dtype,
         resume=args.resume,
@@ -117,7 +118,9 @@ def _encode_shards(args) -> int:
     elif args.distributed:
         from bitext_hf.mining.distributed import encode_shards_ray, encoder_loader
 
-        loader = encoder_loader(args.model, pooling=args.pooling, batch_size=args.batch_size)
+        loader = encoder_loader(
+            args.model, pooling=args.pooling, batch_size=args.batch_size, quantize=args.quantize, backend=args.backend
+        )
         manifest, encoded = encode_shards_ray(
             args.out, texts, loader, address=args.ray_address, workers=args.workers, **settings
         )

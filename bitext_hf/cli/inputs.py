@@ -43,6 +43,8 @@ def embedder(args):
         args._embedder = Embedder(
             model=args.model,
             pooling=args.pooling,
+            quantize=getattr(args, "quantize", None),
+            backend=getattr(args, "backend", None),
             batch_size=args.batch_size,
             cache_dir=getattr(args, "cache_dir", None),
             no_cache=getattr(args, "no_cache", True),

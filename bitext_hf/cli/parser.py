@@ -129,6 +129,22 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         help="pooling for Hugging Face models (default mean); sentence-transformers models and USE pool their own way",
     )
     group.add_argument(
+        "--quantize",
+        choices=("auto", "none", "bf16", "int8"),
+        default=None,
+        help="CPU arithmetic of Hugging Face and sentence-transformers models: none (float32), bf16, int8 (dynamic); "
+        "default auto: bf16 where the CPU computes it natively (AMX, AVX512-BF16), else float32. USE runs in float32. "
+        "Speed and xsim of each: benchmarks/README.md, 'Encoder backends'",
+    )
+    group.add_argument(
+        "--backend",
+        choices=("torch", "onnx", "openvino"),
+        default=None,
+        help="how Hugging Face and sentence-transformers models run: torch (default); onnx or openvino: converted when "
+        "they load and run by ONNX Runtime (float32, --quantize int8; pip install 'bitext-hf[onnx]') or OpenVINO "
+        "(float32, --quantize bf16; pip install 'bitext-hf[openvino]') on the CPU",
+    )
+    group.add_argument(
         "--batch-size", type=_positive_int, default=128, help="sentences per encoder batch (default 128)"
     )
     group.add_argument(

@@ -21,6 +21,22 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from bitext_hf.encoders.exported import (
+    BACKENDS,
+    SAMPLE_SENTENCES,
+    check_backend,
+    check_exportable,
+    converted,
+    exported_quantize,
+)
+from bitext_hf.encoders.precision import (
+    QUANTIZE_CHOICES,
+    check_quantize,
+    compute_context,
+    prepare,
+    quantize_int8,
+    resolve_quantize,
+)
 from bitext_hf.encoders.sources import (
     DEFAULT_ENCODER,
     _load,
@@ -33,7 +49,9 @@ from bitext_hf.io.logs import settle_imported_libraries
 from bitext_hf.threads import check_threads, default_threads, limit_threads
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_ENCODER",
+    "QUANTIZE_CHOICES",
     "USE_LANGUAGES",
     "Encoder",
     "EncoderLoadError",
@@ -146,6 +164,12 @@ class HFEncoder:
         threads (int, optional): CPU threads while encoding (:func:`bitext_hf.threads.limit_threads`). By default a
             model loaded here encodes on the count in force (a ``limit_threads`` around the call, else the CPUs this
             process may use), and a given model on whatever its caller set (a training run keeps its own setting).
+        quantize (str, defaults to "auto"): the CPU arithmetic, "none" (float32), "bf16" or "int8"; "auto" is
+            "bf16" for a model loaded here on a CPU with native bfloat16, else "none"
+            (:mod:`bitext_hf.encoders.precision`). A given model is never modified.
+        backend (str, defaults to "torch"): "onnx" or "openvino" convert a model loaded here when it loads and run it
+            with ONNX Runtime (float32 or int8) or OpenVINO (float32 or bf16) on the CPU
+            (:mod:`bitext_hf.encoders.exported`).
     """
 
     def __init__(
@@ -159,7 +183,11 @@ class HFEncoder:
         device: str | None = None,
         trust_remote_code: bool = False,
         threads: int | None = None,
+        quantize: str | None = None,
+        backend: str | None = None,
     ) -> None:
+        check_quantize(quantize)
+        self.backend = check_backend(backend)
         if pooling not in ("mean", "max", "cls", "model"):
             raise ValueError(f"unknown pooling {pooling!r}; choose 'mean', 'max', 'cls' or 'model'")
         if pooling == "model" and layer is not None:
@@ -199,8 +227,15 @@ class HFEncoder:
                 ),
             )
         self.device = torch.device(device or default_device)
-        self.model = model.to(self.device)
+        self._owned = source is not None
         self.tokenizer = tokenizer
+        self._runner = None
+        if self.backend != "torch":
+            check_exportable(self._owned, self.device.type, self.backend)
+            self.quantize, self.model = exported_quantize(self.backend, quantize), model.to(self.device)
+        else:
+            self.quantize = resolve_quantize(quantize, device_type=self.device.type, owned=self._owned)
+            self.model = prepare(model.to(self.device), self.quantize, owned=self._owned)
         config = model.config
         # Longer inputs than the position table would fail inside the model: truncate to it instead. The bitext_hf
         # families say how many tokens they take (`max_tokens`): a wrapper's config, such as a contrastive aligner's,
@@ -213,8 +248,24 @@ class HFEncoder:
             self.dim = int(config.embedding_dim)
         else:
             self.dim = int(getattr(config, "hidden_size", 0) or config.d_model)
+        if self.backend != "torch":
+            batch = self.tokenizer(SAMPLE_SENTENCES, padding=True, return_tensors="pt", return_token_type_ids=False)
+            sample = (batch["input_ids"], batch["attention_mask"])
+            module = _PooledModule(self._embed, self.model)
+            threads = self.threads or default_threads()
+            self._runner = converted(self.backend, module, sample, quantize=self.quantize, threads=threads)
+
+    def _embed(self, model, inputs):
+        """The pooled sentence embeddings of one tokenized batch (torch), in the model's dtype."""
+        if self.pooling == "model":
+            return model(**inputs).sentence_embedding
+        if self.layer is not None:
+            hidden = model(**inputs, output_hidden_states=True).hidden_states[self.layer]
+            return self._pool(hidden, inputs["attention_mask"])
+        return self._pool(model(**inputs)[0], inputs["attention_mask"])
 
     def _pool(self, hidden, mask):
+        hidden = hidden.float()  # bfloat16 sums over hundreds of tokens lose digits: pool in float32
         if self.pooling == "cls":
             return hidden[:, 0]
         mask = mask.unsqueeze(-1).to(hidden.dtype)
@@ -241,33 +292,31 @@ class HFEncoder:
             )
         output = np.zeros((len(sentences), self.dim), dtype=np.float32)
         batches = _length_sorted_batches(lengths, batch_size)
-        was_training = self.model.training
-        self.model.eval()
-        with _thread_limit(self), torch.inference_mode():
+        # A caller's model is quantized afresh at each call: it may have been trained since the last one.
+        model = quantize_int8(self.model, inplace=False) if self.quantize == "int8" and not self._owned else self.model
+        was_training = model.training
+        model.eval()
+        with _thread_limit(self), torch.inference_mode(), compute_context(self.quantize, owned=self._owned):
             for rows in _progress(batches, show_progress, len(batches), "Encoding"):
                 inputs = self.tokenizer(
                     [sentences[i] for i in rows],
                     padding=True,
                     truncation=True,
                     max_length=self.max_length,
-                    return_tensors="pt",
+                    return_tensors="np" if self._runner is not None else "pt",
                     return_token_type_ids=False,
-                ).to(self.device)
-                if self.pooling == "model":
-                    pooled = self.model(**inputs).sentence_embedding
-                elif self.layer is not None:
-                    hidden = self.model(**inputs, output_hidden_states=True).hidden_states[self.layer]
-                    pooled = self._pool(hidden, inputs["attention_mask"])
+                )
+                if self._runner is not None:
+                    output[rows] = self._runner(inputs["input_ids"], inputs["attention_mask"])
                 else:
-                    pooled = self._pool(self.model(**inputs)[0], inputs["attention_mask"])
-                output[rows] = pooled.float().cpu().numpy()
-        self.model.train(was_training)
+                    output[rows] = self._embed(model, inputs.to(self.device)).float().cpu().numpy()
+        model.train(was_training)
         return l2_normalize(output)
 
 
 class SentenceTransformerEncoder:
     """A ``SentenceTransformer`` (loaded, or a local path / cached hub id) behind the encoder protocol; ``threads``
-    as :class:`HFEncoder`'s."""
+    and ``quantize`` as :class:`HFEncoder`'s."""
 
     def __init__(
         self,
@@ -276,7 +325,11 @@ class SentenceTransformerEncoder:
         device: str | None = None,
         trust_remote_code: bool = False,
         threads: int | None = None,
+        quantize: str | None = None,
+        backend: str | None = None,
     ) -> None:
+        check_quantize(quantize)
+        self.backend = check_backend(backend)
         loads_by_name = isinstance(model_or_path, (str, os.PathLike, _ModelSource))
         self.threads = check_threads(threads)
         self._limits_threads = loads_by_name or self.threads is not None
@@ -294,17 +347,60 @@ class SentenceTransformerEncoder:
                     trust_remote_code=trust_remote_code,
                 ),
             )
-        self.model = model_or_path
+        self._owned = loads_by_name
+        self._runner = None
+        if self.backend != "torch":
+            check_exportable(self._owned, model_or_path.device.type, self.backend)
+            self.quantize, self.model = exported_quantize(self.backend, quantize), model_or_path
+            module = _PooledModule(lambda model, inputs: model(inputs)["sentence_embedding"], self.model)
+            sample, threads = self._tokenized(SAMPLE_SENTENCES, "pt"), self.threads or default_threads()
+            self._runner = converted(self.backend, module, sample, quantize=self.quantize, threads=threads)
+        else:
+            self.quantize = resolve_quantize(quantize, device_type=model_or_path.device.type, owned=self._owned)
+            self.model = prepare(model_or_path, self.quantize, owned=self._owned)
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
 
     def encode(self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         sentences = _check_sentences(sentences)
-        with _thread_limit(self):
-            embeddings = self.model.encode(
+        if self._runner is not None:
+            return self._encode_converted(sentences, batch_size, show_progress)
+        # A caller's model is quantized afresh at each call: it may have been trained since the last one.
+        model = quantize_int8(self.model, inplace=False) if self.quantize == "int8" and not self._owned else self.model
+        with _thread_limit(self), compute_context(self.quantize, owned=self._owned):
+            embeddings = model.encode(
                 sentences, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
             )
-        return l2_normalize(embeddings)
+        return l2_normalize(np.asarray(embeddings, dtype=np.float32))
+
+    def _tokenized(self, sentences: list[str], kind: str):
+        """(input_ids, attention_mask) as the model tokenizes (its own max length, lower-casing and so on)."""
+        features = self.model.tokenize(sentences)
+        ids, mask = features["input_ids"], features["attention_mask"]
+        return (ids, mask) if kind == "pt" else (ids.numpy(), mask.numpy())
+
+    def _encode_converted(self, sentences: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
+        # Length-sorted batches, as sentence-transformers sorts them (by characters).
+        batches = _length_sorted_batches([len(sentence) for sentence in sentences], batch_size)
+        output = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        for rows in _progress(batches, show_progress, len(batches), "Encoding"):
+            output[rows] = self._runner(*self._tokenized([sentences[i] for i in rows], "np"))
+        return l2_normalize(output)
+
+
+def _PooledModule(embed, model):
+    """A torch module ``(input_ids, attention_mask) -> embed(model, inputs)``: what the ONNX backend exports."""
+    import torch
+
+    class PooledModule(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            return embed(self.model, {"input_ids": input_ids, "attention_mask": attention_mask}).float()
+
+    return PooledModule()
 
 
 def _thread_limit(encoder: HFEncoder | SentenceTransformerEncoder):
@@ -314,7 +410,13 @@ def _thread_limit(encoder: HFEncoder | SentenceTransformerEncoder):
 
 
 def load_encoder(
-    spec: str | os.PathLike | None = None, *, pooling: str | None = None, threads: int | None = None, **kwargs
+    spec: str | os.PathLike | None = None,
+    *,
+    pooling: str | None = None,
+    threads: int | None = None,
+    quantize: str | None = None,
+    backend: str | None = None,
+    **kwargs,
 ) -> Encoder:
     """An encoder from a short spec.
 
@@ -337,22 +439,36 @@ def load_encoder(
     ``threads`` caps the CPU threads of every kind while it encodes (:func:`bitext_hf.threads.limit_threads`); by
     default, the count in force: a ``limit_threads`` around it, else the CPUs this process may use (affinity, cgroup
     quota). A count below 1 is a ``UsageError``.
+
+    ``quantize`` ("auto", "none", "bf16", "int8"; :mod:`bitext_hf.encoders.precision`) is the CPU arithmetic of a
+    Hugging Face or sentence-transformers model; "auto" (the default) is bfloat16 on a CPU that computes it natively,
+    else float32. The USE encoder runs in float32 only: "bf16" or "int8" for it raise ``EncoderLoadError``.
+
+    ``backend`` ("torch", the default, "onnx" or "openvino") runs a Hugging Face or sentence-transformers model in
+    torch, or converts it at load time and runs it with ONNX Runtime (float32, or int8 with ``quantize="int8"``) or
+    OpenVINO (float32, or bfloat16: "auto" is bfloat16 where the CPU computes it natively).
     """
     threads = check_threads(threads)
+    quantize = check_quantize(quantize)
+    backend = check_backend(backend)
 
     def without_pooling(kind: str) -> None:
         if pooling is not None:
             raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: a {kind} pools by itself; drop pooling={pooling!r}")
 
     def hf_encoder(source: _ModelSource) -> HFEncoder:
-        return HFEncoder(source, **({"pooling": pooling} if pooling is not None else {}), threads=threads, **kwargs)
+        pooled = {"pooling": pooling} if pooling is not None else {}
+        return HFEncoder(source, **pooled, threads=threads, quantize=quantize, backend=backend, **kwargs)
 
     if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
         without_pooling("USE encoder")
+        if quantize not in ("auto", "none") or backend != "torch":
+            asked = f"quantize={quantize!r}" if quantize not in ("auto", "none") else f"backend={backend!r}"
+            raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: the USE encoder runs in float32 numpy; drop {asked}")
         return USEEncoder(threads=threads, **kwargs)
     # Resolved once here (local checks, cache, at most one hub request), then handed to the adapter as is.
     source = _resolve_model(spec, trust_remote_code=bool(kwargs.get("trust_remote_code", False)))
     if source.is_sentence_transformer:
         without_pooling("sentence-transformers model")
-        return SentenceTransformerEncoder(source, threads=threads, **kwargs)
+        return SentenceTransformerEncoder(source, threads=threads, quantize=quantize, backend=backend, **kwargs)
     return hf_encoder(source)

@@ -470,17 +470,25 @@ def mine_ray(
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
 
 
-def _load_encode(loader: Callable[..., Any], spec: str | None, pooling: str | None, batch_size: int):
-    encoder = loader(spec, pooling=pooling)
+def _load_encode(loader: Callable[..., Any], spec: str | None, pooling: str | None, batch_size: int, runtime: dict):
+    encoder = loader(spec, pooling=pooling, **{name: value for name, value in runtime.items() if value is not None})
     return lambda texts: encoder.encode(texts, batch_size=batch_size, show_progress=False)
 
 
-def encoder_loader(spec: str | None, *, pooling: str | None = None, batch_size: int = 128):
+def encoder_loader(
+    spec: str | None,
+    *,
+    pooling: str | None = None,
+    batch_size: int = 128,
+    quantize: str | None = None,
+    backend: str | None = None,
+):
     """A picklable ``load_encoder`` for :func:`encode_shards_ray`: ``bitext_hf.encoders.load_encoder(spec,
-    pooling=...)`` in each worker, encoding ``batch_size`` sentences a batch. The loader function is taken here, in
+    pooling=..., quantize=..., backend=...)`` in each worker (the last two only when given), encoding ``batch_size`` sentences a batch. The loader function is taken here, in
     the driver, so that a replaced one (a test's fake) is the one the workers run."""
     import functools
 
     from bitext_hf import encoders
 
-    return functools.partial(_load_encode, encoders.load_encoder, spec, pooling, batch_size)
+    runtime = {"quantize": quantize, "backend": backend}
+    return functools.partial(_load_encode, encoders.load_encoder, spec, pooling, batch_size, runtime)

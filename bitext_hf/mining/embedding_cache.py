@@ -67,12 +67,24 @@ def default_cache_dir() -> Path:
     return Path(base) / "bitext-hf" / "embeddings"
 
 
-def encoder_identity(spec: str | os.PathLike | None, pooling: str | None = None) -> str:
-    """How manifests and sidecars name an encoder: its spec (the default's name for None) and pooling."""
+def encoder_identity(
+    spec: str | os.PathLike | None,
+    pooling: str | None = None,
+    quantize: str | None = None,
+    backend: str | None = None,
+) -> str:
+    """How manifests and sidecars name an encoder: its spec (the default's name for None), pooling, and the
+    precision and backend it computes in when that is not torch float32 (``quantize`` and ``backend`` as
+    ``load_encoder`` takes them, resolved here: "auto" may mean bfloat16 on one machine and float32 on another)."""
     from bitext_hf.encoders import DEFAULT_ENCODER
+    from bitext_hf.encoders.precision import runtime_label
 
     name = DEFAULT_ENCODER if spec is None or str(spec) in ("default", "use") else os.fspath(spec)
-    return f"{name} ({pooling} pooling)" if pooling else name
+    details = [f"{pooling} pooling"] if pooling else []
+    runtime = runtime_label(spec, quantize, backend)
+    if runtime:
+        details.append(runtime)
+    return f"{name} ({', '.join(details)})" if details else name
 
 
 def _folder_fingerprint(path: str) -> list:
@@ -89,14 +101,20 @@ def _folder_fingerprint(path: str) -> list:
 
 
 def entry_key(
-    texts: Sequence[str], spec: str | os.PathLike | None, pooling: str | None = None, *, context: str | None = None
+    texts: Sequence[str],
+    spec: str | os.PathLike | None,
+    pooling: str | None = None,
+    *,
+    context: str | None = None,
+    quantize: str | None = None,
+    backend: str | None = None,
 ) -> str:
     """The key of the entry holding the embeddings of ``texts`` by the encoder ``spec`` (see the module docstring).
 
     ``context`` names anything else the vectors depend on (the LASER3 teacher cache keys its curriculum stage with it);
     left out, the key is the one the CLI has always used.
     """
-    identity: dict = {"encoder": encoder_identity(spec, pooling)}
+    identity: dict = {"encoder": encoder_identity(spec, pooling, quantize, backend)}
     if spec is not None and os.path.isdir(spec):
         identity["folder"] = os.path.realpath(spec)
         identity["files"] = _folder_fingerprint(os.fspath(spec))
@@ -206,8 +224,15 @@ class EmbeddingCache:
         self._reported: set[str] = set()  # keys of entries dropped with a warning
         self._write_failed = False
 
-    def key(self, texts: Sequence[str], spec: str | os.PathLike | None, pooling: str | None = None) -> str:
-        return entry_key(texts, spec, pooling)
+    def key(
+        self,
+        texts: Sequence[str],
+        spec: str | os.PathLike | None,
+        pooling: str | None = None,
+        quantize: str | None = None,
+        backend: str | None = None,
+    ) -> str:
+        return entry_key(texts, spec, pooling, quantize=quantize, backend=backend)
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.npy"

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.encoders.exported import BACKENDS
+from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining.filters import DEFAULT_LID_MIN_PROB, FilterSettings, filter_mined, filter_sides
 from bitext_hf.mining.index import RecallReport
@@ -78,6 +80,9 @@ class MiningConfig:
         keep_duplicates (bool, defaults to False): mine duplicate lines separately (default: once, at the first).
         model, src_model, tgt_model (str, optional): the encoder of both sides, or of one side.
         pooling (str, optional): "mean", "max" or "cls" for Hugging Face models.
+        quantize (str, optional): "auto" (the default), "none", "bf16" or "int8": the CPU arithmetic of Hugging Face
+            and sentence-transformers encoders (:func:`bitext_hf.encoders.load_encoder`).
+        backend (str, optional): "torch" (the default) or "onnx" (ONNX Runtime; :func:`bitext_hf.encoders.load_encoder`).
         batch_size (int, defaults to 128), max_line_chars (int, defaults to 10000): sentences per encoder batch;
             the longest line accepted.
         cache_dir (str, optional), no_cache (bool, defaults to False): the encoding cache.
@@ -117,6 +122,8 @@ class MiningConfig:
     src_model: str | None = None
     tgt_model: str | None = None
     pooling: str | None = None
+    quantize: str | None = None
+    backend: str | None = None
     batch_size: int = 128
     max_line_chars: int = 10_000
     cache_dir: str | None = None
@@ -165,6 +172,8 @@ class MiningConfig:
         for name, value, allowed in (
             ("format", self.format, FORMATS),
             ("pooling", self.pooling, POOLINGS),
+            ("quantize", self.quantize, QUANTIZE_CHOICES),
+            ("backend", self.backend, BACKENDS),
             ("distributed", self.distributed, ("ray",)),
         ):
             if value is not None and value not in allowed:
@@ -225,10 +234,10 @@ class MiningConfig:
             return read_manifest(os.path.join(path, MANIFEST)).encoder
         if is_npy(path):
             return None
-        from bitext_hf.encoders import DEFAULT_ENCODER
+        from bitext_hf.mining.embedding_cache import encoder_identity
 
-        name = getattr(self, f"{side}_model") or self.model or DEFAULT_ENCODER
-        return f"{name} ({self.pooling} pooling)" if self.pooling else name
+        model = getattr(self, f"{side}_model") or self.model
+        return encoder_identity(model, self.pooling, self.quantize, self.backend)
 
     def _index_description(self, src_rows: int, tgt_rows: int, dim: int) -> str:
         if self.src_docs and self.index == "auto":  # resolved per document pair, by its sizes
@@ -348,6 +357,8 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
     embedder = Embedder(
         model=config.model,
         pooling=config.pooling,
+        quantize=config.quantize,
+        backend=config.backend,
         batch_size=config.batch_size,
         cache_dir=config.cache_dir,
         no_cache=config.no_cache,

@@ -78,6 +78,8 @@ class Embedder:
 
     model: str | None = None
     pooling: str | None = None
+    quantize: str | None = None
+    backend: str | None = None
     batch_size: int = 128
     cache_dir: str | None = None
     no_cache: bool = False
@@ -96,8 +98,15 @@ class Embedder:
             from bitext_hf import encoders
 
             load = self.load_encoder or encoders.load_encoder
-            self._encoders[spec] = load(spec, pooling=self.pooling)
+            # These options only when asked: a replaced loader (a test's fake) need not know them.
+            options = {name: value for name, value in self.runtime.items() if value is not None}
+            self._encoders[spec] = load(spec, pooling=self.pooling, **options)
         return self._encoders[spec]
+
+    @property
+    def runtime(self) -> dict:
+        """What the encoders compute in: ``quantize`` and ``backend`` as ``load_encoder`` takes them."""
+        return {"quantize": self.quantize, "backend": self.backend}
 
     @property
     def cache(self):
@@ -115,7 +124,7 @@ class Embedder:
         """Embed ``texts`` with the encoder ``spec`` (default ``model``); ``what`` names them in the logs."""
         spec = spec if spec is not None else self.model
         cache = self.cache
-        key = cache.key(texts, spec, self.pooling) if cache is not None else None
+        key = cache.key(texts, spec, self.pooling, **self.runtime) if cache is not None else None
         if cache is not None and (cached := cache.load(key, len(texts))) is not None:
             logger.info("%d %s sentences: embeddings from the cache (%s)", len(texts), what, cache.path(key))
             return cached
@@ -123,7 +132,7 @@ class Embedder:
             from bitext_hf.mining.distributed import encode_ray, encoder_loader
 
             logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
-            loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size)
+            loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size, **self.runtime)
             embeddings = encode_ray(texts, loader, address=self.ray_address, workers=self.workers, what=what)
         else:
             logger.info("encoding %d %s sentences", len(texts), what)

@@ -1,0 +1,152 @@
+"""``backend="onnx"`` and ``backend="openvino"``: an encoder's torch module converted when it is loaded, and run by
+ONNX Runtime or OpenVINO on the CPU.
+
+The graph is made in memory from the model as loaded (pooling inside the graph), handed to the runtime, and
+forgotten with the process: nothing is cached on disk, so a graph can never outlive the weights it was made from (a
+retrained model in the same folder), and no file is read back that someone else could have put there. It costs a
+conversion at each load (seconds for a small model; benchmarks/README.md, "Encoder backends").
+
+- ONNX Runtime: ``torch.onnx.export`` (the tracer), float32, or dynamic int8 (``onnxruntime.quantization``).
+- OpenVINO: ``openvino.convert_model`` on the module, float32 or bfloat16 (its CPU plugin's inference precision;
+  bfloat16 only pays on CPUs that compute it natively, as for torch).
+
+Why not sentence-transformers' backends (optimum's exporters): optimum's ONNX exporter supports transformers < 4.58
+only, and both refuse custom architectures (a Laser3 student, a MuSR encoder), while tracing takes any module.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import tempfile
+import warnings
+
+import numpy as np
+
+from bitext_hf.errors import EncoderLoadError, UsageError
+
+BACKENDS = ("torch", "onnx", "openvino")
+INSTALL = {"onnx": "pip install 'bitext-hf[onnx]'", "openvino": "pip install 'bitext-hf[openvino]'"}
+# The ONNX operator set of the exported graph: one that every supported ONNX Runtime runs on the CPU.
+OPSET = 17
+INPUTS = ("input_ids", "attention_mask")
+# Two sentences of unequal length: the graph is traced with padding in it.
+SAMPLE_SENTENCES = ["a short one", "a somewhat longer sentence than the first one"]
+
+
+def check_backend(backend: str | None) -> str:
+    backend = backend or "torch"
+    if backend not in BACKENDS:
+        raise UsageError(f"backend={backend!r}: choose one of {', '.join(BACKENDS)}")
+    return backend
+
+
+def exported_quantize(backend: str, quantize: str | None) -> str:
+    """What ``quantize`` means for a converted graph: ONNX Runtime runs "none" or "int8" ("auto": "none"; it has no
+    bfloat16 kernels on the CPU for these graphs), OpenVINO "none" or "bf16" ("auto": bf16 where the CPU has it)."""
+    from bitext_hf.encoders.precision import check_quantize, native_bf16
+
+    quantize = check_quantize(quantize)
+    allowed = {"onnx": ("none", "int8"), "openvino": ("none", "bf16")}[backend]
+    if quantize == "auto":
+        return "bf16" if backend == "openvino" and native_bf16() else "none"
+    if quantize not in allowed:
+        raise UsageError(f"backend={backend!r} runs quantize={' or '.join(map(repr, allowed))}, not {quantize!r}")
+    return quantize
+
+
+def check_exportable(owned: bool, device_type: str, backend: str) -> None:
+    if not owned:
+        raise UsageError(
+            f"backend={backend!r} converts a model loaded by name; a given model runs with backend='torch'"
+        )
+    if device_type != "cpu":
+        raise UsageError(f"backend={backend!r} runs on the CPU; this model is on {device_type}")
+
+
+def converted(backend: str, module, sample, *, quantize: str, threads: int):
+    """``module(input_ids, attention_mask) -> (batch, dim)`` as a callable on int64 numpy arrays, run by
+    ``backend``. ``sample``: (input_ids, attention_mask) torch tensors to trace with."""
+    return (OnnxRunner if backend == "onnx" else OpenVinoRunner)(module, sample, quantize=quantize, threads=threads)
+
+
+class OnnxRunner:
+    """The module exported by torch's tracer and run by ONNX Runtime (``quantize``: "none" or "int8")."""
+
+    def __init__(self, module, sample, *, quantize: str, threads: int) -> None:
+        try:
+            import onnxruntime
+        except ImportError:
+            raise EncoderLoadError(f"backend 'onnx' needs ONNX Runtime: {INSTALL['onnx']}") from None
+        import torch
+
+        axes = {name: {0: "batch", 1: "tokens"} for name in INPUTS}
+        graph = io.BytesIO()
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the tracer's warnings are about the model's own Python branches
+            torch.onnx.export(
+                module.eval(),
+                tuple(sample),
+                graph,
+                input_names=list(INPUTS),
+                output_names=["embedding"],
+                dynamic_axes={**axes, "embedding": {0: "batch"}},
+                opset_version=OPSET,
+                dynamo=False,  # the tracer: it exports the module as it runs, custom code included
+            )
+        data = _int8(graph.getvalue()) if quantize == "int8" else graph.getvalue()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        options.log_severity_level = 3  # errors only: its notes on unused initializers are noise here
+        self.session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": input_ids.astype(np.int64), "attention_mask": attention_mask.astype(np.int64)}
+        return np.asarray(self.session.run(None, feed)[0], dtype=np.float32)
+
+
+class OpenVinoRunner:
+    """The module converted by ``openvino.convert_model`` and compiled for the CPU (``quantize``: "none" or "bf16",
+    OpenVINO's inference precision)."""
+
+    def __init__(self, module, sample, *, quantize: str, threads: int) -> None:
+        try:
+            import openvino
+        except ImportError:
+            raise EncoderLoadError(f"backend 'openvino' needs OpenVINO: {INSTALL['openvino']}") from None
+        import torch
+
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the tracer's warnings are about the model's own Python branches
+            graph = openvino.convert_model(module.eval(), example_input=dict(zip(INPUTS, sample, strict=True)))
+        config = {
+            "INFERENCE_NUM_THREADS": int(threads),
+            "INFERENCE_PRECISION_HINT": "bf16" if quantize == "bf16" else "f32",
+            "PERFORMANCE_HINT": "LATENCY",  # one batch at a time, all threads on it
+        }
+        self.compiled = openvino.Core().compile_model(graph, "CPU", config)
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": input_ids.astype(np.int64), "attention_mask": attention_mask.astype(np.int64)}
+        return np.asarray(self.compiled(feed)[0], dtype=np.float32)
+
+
+def _int8(graph: bytes) -> bytes:
+    """The graph with dynamic int8 matrix products. ``quantize_dynamic`` reads and writes files only: a private
+    temporary folder, removed at once."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory(prefix="bitext-hf-onnx-") as folder:
+        source, target = os.path.join(folder, "model.onnx"), os.path.join(folder, "model.int8.onnx")
+        with open(source, "wb") as handle:
+            handle.write(graph)
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # it suggests a pre-processing step on the root logger, at warning level
+        try:
+            quantize_dynamic(source, target, weight_type=QuantType.QInt8)
+        finally:
+            root.setLevel(level)
+        with open(target, "rb") as handle:
+            return handle.read()

@@ -1,0 +1,117 @@
+"""The arithmetic an encoder runs in on the CPU: float32, bfloat16, or int8 weights (``quantize=``).
+
+- ``"none"``: float32, the model as trained.
+- ``"bf16"``: bfloat16 weights and activations. On CPUs with native bfloat16 (AMX or AVX512-BF16, which oneDNN
+  uses through torch) this is the fastest path; elsewhere it is emulated and slower than float32.
+- ``"int8"``: dynamic int8 quantization of every ``nn.Linear`` (weights int8, activations quantized per batch),
+  for CPUs without native bfloat16.
+- ``"auto"`` (the default): ``"bf16"`` for a model loaded here by name, on a CPU with native bfloat16, and
+  ``"none"`` otherwise: a model handed over by its caller (in the middle of training, say) and CUDA runs are left
+  as they are. benchmarks/README.md ("Encoder backends") has what each choice costs and changes in xsim.
+
+A model loaded by name is converted in place (it is ours). A model handed over is never modified: bfloat16 runs
+under ``torch.autocast`` and int8 on a quantized copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+
+from bitext_hf.errors import UsageError
+
+QUANTIZE_CHOICES = ("auto", "none", "bf16", "int8")
+
+
+@functools.cache
+def native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (oneDNN's own test: AVX512-BF16 or AMX)."""
+    import torch
+
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without oneDNN, or without this check
+        return False
+
+
+def check_quantize(quantize: str | None) -> str:
+    """``quantize`` as one of QUANTIZE_CHOICES (None is "auto"); anything else is a ``UsageError``."""
+    quantize = "auto" if quantize is None else str(quantize)
+    if quantize not in QUANTIZE_CHOICES:
+        raise UsageError(f"quantize={quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)}")
+    return quantize
+
+
+def resolve_quantize(quantize: str | None, *, device_type: str, owned: bool) -> str:
+    """What ``quantize`` means for a model on ``device_type``: "none", "bf16" or "int8". ``owned``: the model was
+    loaded here (by name), so it may be converted. Reduced precision is a CPU choice; on CUDA it is refused rather
+    than silently ignored (CUDA runs are tested in float32 only)."""
+    quantize = check_quantize(quantize)
+    if quantize == "auto":
+        return "bf16" if owned and device_type == "cpu" and native_bf16() else "none"
+    if quantize != "none" and device_type != "cpu":
+        raise UsageError(f"quantize={quantize!r} is a CPU option; on {device_type} use quantize='none'")
+    return quantize
+
+
+def quantize_int8(model, *, inplace: bool):
+    """``model`` with dynamic int8 ``nn.Linear`` layers (a quantized copy unless ``inplace``).
+
+    torch's eager dynamic quantization is written by hand nowhere here: it is torch's own, deprecated in favour of
+    torchao, which is not a dependency; its deprecation warning is said once in the docs, not on every load.
+    """
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=inplace)
+
+
+def prepare(model, mode: str, *, owned: bool):
+    """The model to keep for ``mode``: converted in place when ``owned``; a caller's model as it is (it runs under
+    :func:`compute_context`, or quantized afresh at each call, since it may be trained between calls)."""
+    import torch
+
+    if not owned or mode == "none":
+        return model
+    return model.to(torch.bfloat16) if mode == "bf16" else quantize_int8(model, inplace=True)
+
+
+def compute_context(mode: str, *, owned: bool):
+    """What each forward pass runs under: autocast for a caller's model in bfloat16 (its weights stay float32)."""
+    import torch
+
+    if mode == "bf16" and not owned:
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def effective_quantize(spec, quantize: str | None) -> str:
+    """What ``load_encoder(spec, quantize=quantize)`` will compute in ("none", "bf16" or "int8"), without loading
+    it: the embedding cache and the manifests name it, so that vectors of one precision are never served for
+    another. The embedded USE encoder computes in float32 whatever is asked ("none")."""
+    from bitext_hf.encoders.sources import DEFAULT_ENCODER
+
+    quantize = check_quantize(quantize)
+    if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER) or quantize == "none":
+        return "none"
+    import torch
+
+    device_type = "cuda" if torch.cuda.is_available() else "cpu"  # the adapters' default device
+    return resolve_quantize(quantize, device_type=device_type, owned=True)
+
+
+def runtime_label(spec, quantize: str | None, backend: str | None = None) -> str:
+    """How caches and manifests name what ``load_encoder(spec, quantize=..., backend=...)`` computes in: "" for
+    torch float32 (the names and cache keys of float32 runs are those of earlier releases), else "bf16", "int8",
+    "onnx", "onnx int8", "openvino" or "openvino bf16"."""
+    from bitext_hf.encoders.exported import check_backend, exported_quantize
+    from bitext_hf.encoders.sources import DEFAULT_ENCODER
+
+    backend = check_backend(backend)
+    if backend != "torch" and not (spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER)):
+        precision = exported_quantize(backend, quantize)
+        return backend if precision == "none" else f"{backend} {precision}"
+    precision = effective_quantize(spec, quantize)
+    return "" if precision == "none" else precision

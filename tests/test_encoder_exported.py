@@ -1,0 +1,143 @@
+"""``backend="onnx"`` and ``backend="openvino"``: the model converted at load time gives the torch float32
+embeddings (Hugging Face and sentence-transformers folders, each pooling, a hidden layer, a custom architecture
+with its own pooling), reduced precision stays close, and what a backend cannot do is refused in one line."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from bitext_hf.encoders import EncoderLoadError, HFEncoder, load_encoder
+from bitext_hf.errors import UsageError
+from bitext_hf.mining.embedding_cache import encoder_identity, entry_key
+
+SENTENCES = ["A short one.", "A considerably longer sentence with many more words in it.", "Mid length.", "x"]
+RUNTIME = {"onnx": "onnxruntime", "openvino": "openvino"}
+# The reduced precision each backend offers.
+REDUCED = {"onnx": "int8", "openvino": "bf16"}
+
+
+def installed(backend: str):
+    missing = importlib.util.find_spec(RUNTIME[backend]) is None
+    return pytest.param(backend, marks=pytest.mark.skipif(missing, reason=f"{RUNTIME[backend]} is not installed"))
+
+
+BACKENDS = [installed("onnx"), installed("openvino")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("pooling", "layer"), [("mean", None), ("cls", None), ("max", None), ("mean", 1)])
+def test_float32_gives_the_torch_embeddings(tiny_model_dir, backend, pooling, layer):
+    options = {"pooling": pooling, "layer": layer, "device": "cpu"}
+    reference = HFEncoder(tiny_model_dir, quantize="none", **options).encode(SENTENCES, batch_size=3)
+    encoder = HFEncoder(tiny_model_dir, backend=backend, quantize="none", **options)
+    assert encoder.backend == backend and encoder.quantize == "none"
+    np.testing.assert_allclose(encoder.encode(SENTENCES, batch_size=3), reference, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reduced_precision_stays_close(tiny_model_dir, backend):
+    reference = HFEncoder(tiny_model_dir, quantize="none").encode(SENTENCES)
+    encoder = HFEncoder(tiny_model_dir, backend=backend, quantize=REDUCED[backend])
+    embeddings = encoder.encode(SENTENCES)
+    assert encoder.quantize == REDUCED[backend] and embeddings.dtype == np.float32
+    assert not np.allclose(embeddings, reference, atol=1e-6)  # the arithmetic did change
+    assert (embeddings * reference).sum(axis=1).min() > 0.98
+
+
+@pytest.mark.parametrize(
+    ("backend", "has_bf16", "expected"),
+    [("onnx", True, "none"), ("openvino", True, "bf16"), ("openvino", False, "none")],
+)
+def test_auto_is_the_fastest_precision_each_backend_has_here(monkeypatch, backend, has_bf16, expected):
+    from bitext_hf.encoders import exported, precision
+
+    monkeypatch.setattr(precision, "native_bf16", lambda: has_bf16)
+    assert exported.exported_quantize(backend, "auto") == expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_custom_architecture_with_its_own_pooling_converts(tmp_path, tiny_tokenizer, backend):
+    """A Laser3 student (model code of this package, pooling and projection inside the model): optimum's exporters
+    refuse such architectures; tracing the module does not."""
+    import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
+    from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
+
+    torch.manual_seed(0)
+    config = Laser3StudentConfig(
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        projection_dim=16,
+        pad_token_id=tiny_tokenizer.pad_token_id,
+    )
+    Laser3Student(config).eval().save_pretrained(tmp_path / "student")
+    tiny_tokenizer.save_pretrained(tmp_path / "student")
+    reference = HFEncoder(tmp_path / "student", pooling="model", quantize="none").encode(SENTENCES)
+    encoder = HFEncoder(tmp_path / "student", pooling="model", backend=backend, quantize="none")
+    assert encoder.dim == 16
+    np.testing.assert_allclose(encoder.encode(SENTENCES), reference, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sentence_transformers_folder_runs_its_own_modules_in_the_graph(tiny_model_dir, tmp_path, backend):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
+
+    torch.manual_seed(0)
+    transformer = Transformer(str(tiny_model_dir), max_seq_length=64)
+    modules = [transformer, Pooling(32, "mean"), Dense(32, 8), Normalize()]  # pooling and a projection, as Laser3's
+    SentenceTransformer(modules=modules).save(str(tmp_path / "st"))
+    reference = load_encoder(tmp_path / "st", quantize="none").encode(SENTENCES)
+    encoder = load_encoder(tmp_path / "st", backend=backend, quantize="none")
+    assert encoder.dim == 8
+    np.testing.assert_allclose(encoder.encode(SENTENCES, batch_size=3), reference, atol=1e-5)
+
+
+def test_what_a_backend_cannot_do_is_refused_in_one_line(tiny_model_dir, tiny_tokenizer, monkeypatch):
+    with pytest.raises(UsageError, match="backend='onnx' runs quantize='none' or 'int8', not 'bf16'"):
+        HFEncoder(tiny_model_dir, backend="onnx", quantize="bf16")
+    with pytest.raises(UsageError, match="backend='openvino' runs quantize='none' or 'bf16', not 'int8'"):
+        HFEncoder(tiny_model_dir, backend="openvino", quantize="int8")
+    from transformers import AutoModel
+
+    with pytest.raises(UsageError, match="converts a model loaded by name"):
+        HFEncoder(AutoModel.from_pretrained(tiny_model_dir), tokenizer=tiny_tokenizer, backend="onnx")
+    with pytest.raises(UsageError, match="backend='tensorrt': choose one of torch, onnx, openvino"):
+        load_encoder(tiny_model_dir, backend="tensorrt")
+    with pytest.raises(EncoderLoadError, match="drop backend='onnx'"):
+        load_encoder(backend="onnx")  # the embedded USE encoder is numpy
+    for backend, module in RUNTIME.items():
+        monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+        with pytest.raises(EncoderLoadError, match=rf"pip install 'bitext-hf\[{backend}\]'"):
+            HFEncoder(tiny_model_dir, backend=backend, quantize="none")
+
+
+def test_the_backend_names_the_cache_entry_and_the_encoder(tiny_model_dir):
+    texts = ["one", "two"]
+    runtimes = [("torch", "none"), ("torch", "int8"), ("onnx", "none"), ("onnx", "int8"), ("openvino", "bf16")]
+    keys = {entry_key(texts, str(tiny_model_dir), quantize=q, backend=b) for b, q in runtimes}
+    assert len(keys) == len(runtimes)
+    assert encoder_identity(str(tiny_model_dir), None, "int8", "onnx") == f"{tiny_model_dir} (onnx int8)"
+    assert (
+        encoder_identity(str(tiny_model_dir), "cls", "none", "openvino") == f"{tiny_model_dir} (cls pooling, openvino)"
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cli_encode_with_a_backend_names_it_in_the_manifest(tiny_model_dir, tmp_path, backend):
+    from bitext_hf.cli import main
+    from bitext_hf.mining.shards import MANIFEST, read_manifest
+
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    out = tmp_path / "shards"
+    command = ["encode", "--input", str(tmp_path / "in.txt"), "--out", str(out), "--model", str(tiny_model_dir)]
+    assert main([*command, "--backend", backend, "--quantize", REDUCED[backend], "-q", "--no-cache"]) == 0
+    assert read_manifest(str(out / MANIFEST)).encoder == f"{tiny_model_dir} ({backend} {REDUCED[backend]})"
