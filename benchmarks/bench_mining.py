@@ -52,9 +52,11 @@ def _rss_mb(field: str) -> float:
 
 
 def child(method: str, n: int, dim: int, k: int, out: str) -> None:
-    import faiss
+    # bitext_hf first, for both methods: it points FAISS's bundled OpenBLAS at the CPU's kernels before FAISS loads
+    # it (bitext_hf.blas_kernels); imported first, FAISS would run its generic ones on CPUs its OpenBLAS predates.
+    from bitext_hf.mining import BidirectionalKNN, mine, retrieve  # isort: skip
 
-    from bitext_hf.mining import BidirectionalKNN, mine, retrieve
+    import faiss
 
     x, y = make_embeddings(n, dim)
     # Warm up outside the timing: library imports, thread pools, and loading the compiled numba kernel (cached on
@@ -118,12 +120,17 @@ def main() -> None:
         child(args.child, args.sizes[0], args.dim, args.k, args.out)
         return
 
-    import faiss
+    from importlib.metadata import version
+
     import torch
 
+    import bitext_hf  # noqa: F401  (sets FAISS's OpenBLAS kernels; the children inherit them)
+
+    kernels = os.environ.get("OPENBLAS_CORETYPE") or "its own choice"
     print(
         f"# d={args.dim}, k={args.k}, margin=ratio, mode=max; {os.cpu_count()} cores, torch {torch.__version__} "
-        f"({torch.get_num_threads()} threads), faiss {faiss.__version__}, load average {os.getloadavg()[0]:.1f}"
+        f"({torch.get_num_threads()} threads), faiss {version('faiss-cpu')} (OpenBLAS kernels: {kernels}), "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     header = (
         "| N = M | (a) FAISS x2 wall s | (b) one-pass wall s | wall (b)/(a) | (a) CPU s | (b) CPU s | CPU (b)/(a) "

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import warnings
 
+from bitext_hf.blas_kernels import choose_openblas_kernels
+
 __version__ = "0.1.0"
+
+choose_openblas_kernels()  # before FAISS loads its OpenBLAS (bitext_hf.blas_kernels says why)
 
 __all__ = ["__version__"]
 
