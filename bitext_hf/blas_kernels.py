@@ -34,9 +34,9 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
 
 def openblas_core_type(flags: frozenset[str]) -> str | None:
     """The OpenBLAS kernel family for a CPU with these flags, or None to leave OpenBLAS's own choice."""
-    if SKYLAKEX_FLAGS <= flags:
+    if flags >= SKYLAKEX_FLAGS:
         return "SkylakeX"
-    if HASWELL_FLAGS <= flags:
+    if flags >= HASWELL_FLAGS:
         return "Haswell"
     return None
 
