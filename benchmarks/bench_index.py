@@ -6,7 +6,7 @@ translations of sources, the rest distractors), each method runs in a fresh proc
 
 - ``exact``: the exact one-pass engine (the reference; ``mine``'s own steps);
 - ``faiss-two-searches``: the LASER / sentence-transformers baseline, ``faiss.knn`` in each direction (exact);
-- ``auto``: ``mine(..., index="auto")`` (exact up to N x M x d = 2e12, then an index chosen from N, M and d);
+- ``auto``: ``mine(..., index="auto")`` (exact up to N x M = EXACT_MAX_PAIRS, then an index chosen from N, M and d);
 - ``ivf`` and ``opq-pq``: the two indexes "auto" picks for medium and large corpora (``IVF<n>,Flat`` and
   ``OPQ64,IVF<n>,PQ64``, n and nprobe by auto's rule), built at any size, so the curve has every method at every N;
 - any FAISS factory string (e.g. ``IVF1024,Flat``) with ``--nprobe``.

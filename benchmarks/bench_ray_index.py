@@ -209,7 +209,7 @@ def exact_recall(src, tgt, forward: np.ndarray, queries: int, block: int = 13107
 
 
 def resolve(args, n: int, dim: int):
-    """The IndexSpec searched: "ivf" is auto's IVF-Flat rule at any size (auto is exact below 2e12 MACs)."""
+    """The IndexSpec searched: "ivf" is auto's IVF-Flat rule at any size (auto is exact up to EXACT_MAX_PAIRS)."""
     from bitext_hf.mining.index import auto_ivf_flat, resolve_index
 
     if args.index == "ivf":

@@ -12,7 +12,7 @@ from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining import check_recall, choose_index, mine, mine_documents, recall_at_k, score_pairs
 from bitext_hf.mining.index import (
     AUTO_NPROBE,
-    EXACT_MAX_MACS,
+    EXACT_MAX_PAIRS,
     check_index,
     resolve_index,
     search_neighbours,
@@ -34,11 +34,14 @@ def planted(n: int, dim: int = 32, seed: int = 0) -> tuple[np.ndarray, np.ndarra
 # ----------------------------------------------------------------------------------------------- the auto choice
 
 
-def test_auto_is_exact_while_the_similarity_matrix_is_cheap():
+def test_auto_is_exact_while_the_corpus_has_few_pairs_whatever_the_dimension():
     assert choose_index(1000, 1000, 768).exact
-    side = int(np.sqrt(EXACT_MAX_MACS / 768))
-    assert choose_index(side, side, 768).exact
-    assert not choose_index(side + 1000, side + 1000, 768).exact
+    side = int(np.sqrt(EXACT_MAX_PAIRS))
+    for dim in (64, 256, 768, 1024):  # where an index pays depends on N x M only
+        assert choose_index(side, side, dim).exact
+        assert not choose_index(side + 1000, side + 1000, dim).exact
+    assert choose_index(EXACT_MAX_PAIRS // 1000, 1000, 768).exact  # pairs, not the larger side, decide
+    assert not choose_index(EXACT_MAX_PAIRS // 1000 + 1, 1000, 768).exact
 
 
 def test_auto_picks_ivf_flat_with_lists_growing_with_size_then_opq_pq():

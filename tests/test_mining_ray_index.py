@@ -191,7 +191,7 @@ def test_auto_resolves_as_one_process(monkeypatch):
     assert choose_index(3000, 3000, 32).exact  # small corpora: auto is the exact engine, on Ray too
     _assert_same(search_neighbours(src, tgt, 4, index="auto"), knn_ray_index(src, tgt, 4, index="auto", workers=2))
     # With the exact budget at zero, auto picks IVF-Flat at this size, in the driver of both paths alike.
-    monkeypatch.setattr(index_module, "EXACT_MAX_MACS", 0)
+    monkeypatch.setattr(index_module, "EXACT_MAX_PAIRS", 0)
     spec = resolve_index("auto", 3000, 3000, 32)
     assert spec.factory.startswith("IVF") and spec.factory.endswith(",Flat")
     one = search_neighbours(src, tgt, 4, index="auto", device="cpu")

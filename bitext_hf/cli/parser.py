@@ -439,7 +439,8 @@ def _add_index(parser: argparse.ArgumentParser) -> None:
         default="exact",
         metavar="exact|auto|FACTORY",
         help="exact (default): every similarity, one pass for both directions; auto: exact while the corpus is "
-        "small (N x M x dim <= 2e12, about 50k x 50k at 768), then IVF<n>,Flat (inverted lists of exact vectors, "
+        "small (N x M <= 6.4e9 sentence pairs, 80k x 80k, where an index starts to pay on a busy machine), then "
+        "IVF<n>,Flat (inverted lists of exact vectors, "
         "n ~ 4 sqrt(N) lists, nprobe 64), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS "
         "factory string, e.g. IVF1024,Flat. An index is trained once on a seeded sample of both sides and built "
         "over each side; scores are always exact cosines of the candidates found, so an index can only miss pairs",

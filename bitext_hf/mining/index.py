@@ -43,7 +43,7 @@ from bitext_hf.mining.knn import (
 )
 
 __all__ = [
-    "EXACT_MAX_MACS",
+    "EXACT_MAX_PAIRS",
     "FLAT_MAX_BYTES",
     "IndexSpec",
     "RecallReport",
@@ -60,10 +60,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# "auto" stays exact while the similarity matrix costs at most this many multiply-adds (N * M * d): 2e12 is about
-# 50k x 50k at d = 768, a minute on one core; below it an index's fixed costs (training, filling) eat its gain
-# (measured in benchmarks/README.md, "approximate search").
-EXACT_MAX_MACS = 2e12
+# "auto" stays exact while the corpus has at most this many sentence pairs (N * M), whatever the dimension: the
+# exact product and an IVF index's training and list scans all grow with d, so where the index starts to pay
+# depends on N and M only. The bound sits at the crossover of the costliest condition measured (two threads on a
+# busy machine, where FAISS's waiting threads spin), so that "auto" never takes more CPU time than exact search
+# (benchmarks/README.md, "Where an index pays").
+EXACT_MAX_PAIRS = 80_000 * 80_000
 # IVF-Flat keeps a float32 copy of each side; beyond this many bytes for the larger side, "auto" compresses with
 # OPQ/PQ (64 bytes a vector) as stopes does for CCMatrix/NLLB (8 GiB: 2.8M sentences at d = 768).
 FLAT_MAX_BYTES = 8 << 30
@@ -119,14 +121,14 @@ def _pow2(value: float) -> int:
 def choose_index(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
     """What ``index="auto"`` searches with for ``n_src`` x ``n_tgt`` sentences of dimension ``dim``.
 
-    - exact (the one-pass engine) while ``n_src * n_tgt * dim <= EXACT_MAX_MACS``;
+    - exact (the one-pass engine) while ``n_src * n_tgt <= EXACT_MAX_PAIRS``;
     - "IVF<n>,Flat" (exact vectors in inverted lists) while the larger side's float32 vectors fit FLAT_MAX_BYTES;
     - then "OPQ64,IVF<n>,PQ64" (64-byte codes; OPQ64_<d'> when d is not a multiple of 64).
 
     The number of lists n is a power of two near AUTO_LISTS_PER_ROOT * sqrt(size of the larger side), capped so that
     each list gets TRAIN_POINTS_PER_LIST training points; nprobe is AUTO_NPROBE (at most n).
     """
-    if n_src * n_tgt * dim <= EXACT_MAX_MACS:
+    if n_src * n_tgt <= EXACT_MAX_PAIRS:
         return IndexSpec("exact")
     if max(n_src, n_tgt) * dim * 4 <= FLAT_MAX_BYTES or dim < 64:
         return auto_ivf_flat(n_src, n_tgt)
