@@ -21,6 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "bitext_hf"
 # each other.
 LAYERS = {
     "errors": 0,
+    "blas_kernels": 0,  # sets FAISS's OpenBLAS kernels at `import bitext_hf`; imports nothing of ours
     "io": 1,
     "threads": 1,  # caps the thread pools; imports only errors
     "data": 2,
