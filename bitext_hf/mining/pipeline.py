@@ -5,7 +5,7 @@ options into the config and calls it; Python users get the same job, the same fi
 >>> result = run_mining(MiningConfig("corpus.en", "corpus.de", out="pairs.tsv", threshold=1.05))
 >>> len(result.pairs), result.record.index
 
-The job, in order: every option checked (the config, when it is made); the output path and every input checked,
+The job, in order: every option checked (the config, :mod:`bitext_hf.mining.config`, when it is made); the output path and every input checked,
 and the inputs protected from every file the job writes; every input read and checked (sentences, embeddings,
 document ids, gold pairs, that the sentences fit the output format, k and the index against the corpus sizes);
 the single-side filters run (:mod:`bitext_hf.mining.filters`: length, duplicates, language); only then the encoders
@@ -21,27 +21,22 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bitext_hf.encoders.exported import BACKENDS
-from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.mining.filters import DEFAULT_LID_MIN_PROB, FilterSettings, filter_mined, filter_sides
+from bitext_hf.mining.config import DEMO_DIR, MiningConfig  # DEMO_DIR re-exported: the CLI takes it here
+from bitext_hf.mining.filters import filter_mined, filter_sides
 from bitext_hf.mining.index import RecallReport
 from bitext_hf.mining.knn import check_embeddings, check_k
-from bitext_hf.mining.output import FORMATS
-from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings
+from bitext_hf.mining.retrieval import MinedPairs
 from bitext_hf.mining.sidecar import MiningRecord
 from bitext_hf.mining.sides import (
     Embedder,
     Side,
     check_inputs_and_output,
     display,
-    is_embeddings,
-    is_npy,
     read_docs,
     read_gold,
     read_side,
@@ -51,204 +46,6 @@ from bitext_hf.threads import limit_threads
 __all__ = ["DEMO_DIR", "GoldScores", "MiningConfig", "MiningResult", "run_mining"]
 
 logger = logging.getLogger("bitext_hf")
-
-DEMO_DIR = Path(__file__).parent.parent / "demo"
-POOLINGS = ("mean", "max", "cls")
-
-
-def _positive_or_none(value: Any, name: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
-
-
-@dataclasses.dataclass
-class MiningConfig:
-    """Everything one mining run needs; the fields are ``bitext-hf mine``'s options (``--src-docs`` is
-    ``src_docs``), and messages name them as the command line spells them. Checked when made (``UsageError``).
-
-    Args:
-        src, tgt (str): sentences (text, one a line; compressed or ``-`` for stdin) or embeddings (.npy, or a folder
-            of shards from ``bitext-hf encode``).
-        src_text, tgt_text (str, optional): with an embeddings side, the text file of its sentences.
-        out (str, optional): the pairs file (.tsv, .csv, .jsonl, .parquet or ``format``; ``-`` for stdout), written
-            with its sidecar ``<out>.meta.json``; None writes nothing (the pairs are in the result).
-        format (str, optional): the output format whatever the extension.
-        k (int, defaults to 4), margin (str, defaults to "ratio"), mode (str, defaults to "max"),
-        threshold (float, optional): as :func:`bitext_hf.mining.mine`.
-        src_docs, tgt_docs (str, optional): the document id of each line: mine inside aligned documents.
-        gold (str, optional): gold pairs ``src_line<TAB>tgt_line`` (0-based) to score the pairs against.
-        keep_duplicates (bool, defaults to False): mine duplicate lines separately (default: once, at the first).
-        model, src_model, tgt_model (str, optional): the encoder of both sides, or of one side.
-        pooling (str, optional): "mean", "max" or "cls" for Hugging Face models.
-        quantize (str, optional): "auto" (the default), "none", "bf16" or "int8": the CPU arithmetic of Hugging Face
-            and sentence-transformers encoders (:func:`bitext_hf.encoders.load_encoder`).
-        backend (str, optional): "torch" (the default) or "onnx" (ONNX Runtime; :func:`bitext_hf.encoders.load_encoder`).
-        batch_size (int, defaults to 128), max_line_chars (int, defaults to 10000): sentences per encoder batch;
-            the longest line accepted.
-        cache_dir (str, optional), no_cache (bool, defaults to False): the encoding cache.
-        index (str, defaults to "exact"), nprobe (int, optional): the neighbour search (see
-            :mod:`bitext_hf.mining.index`); check_recall (int, optional): recall@k of an approximate index on that
-            many sampled sources.
-        distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes and
-            searches in Ray tasks.
-        quiet (bool, defaults to False): no progress bars.
-        threads (int, optional): CPU threads of the encoders and the search (:func:`bitext_hf.threads.limit_threads`,
-            restored after the run); defaults to the count in force, else the CPUs this process may use.
-        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card, and the
-            languages ``lid`` checks.
-        lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the filters, all off by
-            default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is in the result and the
-            sidecar.
-        threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result,
-            for :func:`bitext_hf.hub.figures.threshold_report` (``mine --threshold-report`` writes it beside ``out``).
-        command (str, optional): the command that reproduces the run, recorded in the sidecar.
-    """
-
-    src: str | None
-    tgt: str | None
-    src_text: str | None = None
-    tgt_text: str | None = None
-    out: str | None = None
-    format: str | None = None
-    k: int = 4
-    margin: str = "ratio"
-    mode: str | None = DEFAULT_MODE
-    threshold: float | None = None
-    src_docs: str | None = None
-    tgt_docs: str | None = None
-    gold: str | None = None
-    keep_duplicates: bool = False
-    model: str | None = None
-    src_model: str | None = None
-    tgt_model: str | None = None
-    pooling: str | None = None
-    quantize: str | None = None
-    backend: str | None = None
-    batch_size: int = 128
-    max_line_chars: int = 10_000
-    cache_dir: str | None = None
-    no_cache: bool = False
-    index: str = "exact"
-    nprobe: int | None = None
-    check_recall: int | None = None
-    distributed: str | None = None
-    ray_address: str | None = None
-    workers: int | None = None
-    quiet: bool = False
-    threads: int | None = None
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-    lid: bool = False
-    lid_min_prob: float = DEFAULT_LID_MIN_PROB
-    min_chars: float | None = None
-    max_chars: float | None = None
-    max_length_ratio: float | None = None
-    dedup: bool = False
-    drop_same_text: bool = False
-    threshold_report: bool = False
-    command: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.src or not self.tgt:
-            raise UsageError("give --src and --tgt (text or .npy files), or --demo")
-        if bool(self.src_docs) != bool(self.tgt_docs):
-            raise UsageError("document-level mining needs both --src-docs and --tgt-docs")
-        for side, model in (("src", self.src_model), ("tgt", self.tgt_model)):
-            if model is not None and is_embeddings(getattr(self, side)):
-                raise UsageError(f"--{side}-model has nothing to encode: --{side} holds embeddings (.npy or shards)")
-        self.index = self.index or "exact"
-        if self.distributed and self.src_docs:
-            raise UsageError("--distributed ray mines whole corpora (no --src-docs)")
-        if self.distributed and self.check_recall:
-            raise UsageError("--check-recall searches in one process: leave it out with --distributed ray")
-        if not self.distributed and (self.ray_address or self.workers):
-            raise UsageError("--ray-address and --workers go with --distributed ray")
-        # What the command line's parser refuses before a config is made; Python callers get the same checks.
-        self.mode = self.mode or DEFAULT_MODE
-        check_settings(self.margin, self.mode, self.threshold)
-        _positive_or_none(self.k, "k")
-        for name in ("batch_size", "max_line_chars", "nprobe", "check_recall", "workers", "threads"):
-            _positive_or_none(getattr(self, name), name)
-        for name, value, allowed in (
-            ("format", self.format, FORMATS),
-            ("pooling", self.pooling, POOLINGS),
-            ("quantize", self.quantize, QUANTIZE_CHOICES),
-            ("backend", self.backend, BACKENDS),
-            ("distributed", self.distributed, ("ray",)),
-        ):
-            if value is not None and value not in allowed:
-                raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
-        if not isinstance(self.index, str):
-            raise UsageError(f"index must be 'exact', 'auto' or a FAISS factory string, got {self.index!r}")
-        if self.dedup and self.keep_duplicates:
-            raise UsageError("--dedup drops duplicate lines and --keep-duplicates mines them: choose one")
-        _ = self.filters  # checked when the config is made, as every other option
-
-    @property
-    def filters(self) -> FilterSettings:
-        """The filters of this run (see :mod:`bitext_hf.mining.filters`)."""
-        return FilterSettings(
-            **{field.name: getattr(self, field.name) for field in dataclasses.fields(FilterSettings)}
-        )
-
-    @classmethod
-    def demo(cls, **options: Any) -> MiningConfig:
-        """The bundled English-German demo (``bitext_hf/demo/README.md``) scored against its gold pairs."""
-        options.setdefault("gold", str(DEMO_DIR / "gold.tsv"))
-        return cls(str(DEMO_DIR / "en.txt"), str(DEMO_DIR / "de.txt"), **options)
-
-    @property
-    def inputs(self) -> list[str | None]:
-        """Every file the run reads (None for an input not given)."""
-        return [self.src, self.tgt, self.src_text, self.tgt_text, self.src_docs, self.tgt_docs, self.gold]
-
-    def record(self, src_rows: int, tgt_rows: int, dim: int) -> MiningRecord:
-        """The sidecar's record of this run over ``src_rows`` x ``tgt_rows`` embeddings of dimension ``dim``."""
-        src_model, tgt_model = self._side_encoder("src"), self._side_encoder("tgt")
-        same = src_model == tgt_model
-        return MiningRecord(
-            encoder=src_model if same else None,
-            src_model=None if same else src_model,
-            tgt_model=None if same else tgt_model,
-            margin=self.margin,
-            mode=self.mode,
-            k=self.k,
-            threshold=self.threshold,
-            # What an approximate run searched with: its pairs are not the exact engine's (see check_recall).
-            index=self._index_description(src_rows, tgt_rows, dim),
-            src=display(self.src),
-            tgt=display(self.tgt),
-            src_lang=self.src_lang,
-            tgt_lang=self.tgt_lang,
-            src_sentences=int(src_rows),
-            tgt_sentences=int(tgt_rows),
-            command=self.command,
-        )
-
-    def _side_encoder(self, side: str) -> str | None:
-        """The encoder that embedded a side: the manifest's for shards, None for a .npy side (not known here)."""
-        path = getattr(self, side)
-        if os.path.isdir(path):
-            from bitext_hf.mining.shards import MANIFEST, read_manifest
-
-            return read_manifest(os.path.join(path, MANIFEST)).encoder
-        if is_npy(path):
-            return None
-        from bitext_hf.mining.embedding_cache import encoder_identity
-
-        model = getattr(self, f"{side}_model") or self.model
-        return encoder_identity(model, self.pooling, self.quantize, self.backend)
-
-    def _index_description(self, src_rows: int, tgt_rows: int, dim: int) -> str:
-        if self.src_docs and self.index == "auto":  # resolved per document pair, by its sizes
-            return "auto (chosen per document pair)"
-        return str(self._index_spec(src_rows, tgt_rows, dim))
-
-    def _index_spec(self, src_rows: int, tgt_rows: int, dim: int):
-        """The search that index / nprobe resolve to for this corpus (exact, or the factory string and nprobe)."""
-        from bitext_hf.mining.index import resolve_index
-
-        return resolve_index(self.index, src_rows, tgt_rows, dim, nprobe=self.nprobe)
 
 
 @dataclasses.dataclass(frozen=True)
