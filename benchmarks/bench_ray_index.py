@@ -19,7 +19,9 @@ Outside the timing: the share of the planted pairs mined and recall@4 of the for
 sources against exact search (``faiss.knn`` over the targets, block by block).
 
 The plan: the same index, tile and shard sizes at ``--plan_n`` a side; the per-task seconds measured here times the
-task counts there, the driver's merge seconds per search task (serial), and the memory each part holds.
+task counts there; the driver's serial work: its CPU seconds per task of its submit-and-wait loop (measured on
+empty tasks after the run) times the task counts there, plus the rest of its CPU time (rows read and put,
+candidates fetched, retrieval) scaled by the rows; and the memory each part holds.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_ray_index.py --n 1000000 --dim 256 --workers 1 2
     OMP_NUM_THREADS=1 python benchmarks/bench_ray_index.py --n 20000 --dim 64 --index ivf --tile_rows 5000 \
@@ -244,6 +246,19 @@ def list_bytes_per_query_probe(spec, dim: int) -> int:
     return 4 if _scanned_list_by_list(ivf) else 8
 
 
+def driver_seconds_per_task(ray, workers: int, count: int = 3000) -> float:
+    """The driver's CPU seconds per task of the library's own submit-and-wait loop (``_Tasks``), on tasks that do
+    nothing and return as a search task does (two objects, the driver fetching the small one): the part of the
+    driver's work that grows with the number of tasks, not with the rows."""
+    from bitext_hf.mining.distributed_index import _Tasks
+
+    nothing = ray.remote(lambda: (None, (0, 0))).options(num_cpus=1, num_returns=2)
+    list(_Tasks(ray, workers, "warm-up").run((i, lambda: nothing.remote()[1]) for i in range(100)))
+    cpu0 = time.process_time()
+    list(_Tasks(ray, workers, "measure").run((i, lambda: nothing.remote()[1]) for i in range(count)))
+    return (time.process_time() - cpu0) / count
+
+
 def child(args, workers: int, out: Path) -> None:
     import faiss
     import ray
@@ -289,6 +304,7 @@ def child(args, workers: int, out: Path) -> None:
     measured = monitor.finish()
     driver_peak_rss = _rss_mb("VmHWM")
     seconds = task_seconds(ray, since_us)
+    submit_s = driver_seconds_per_task(ray, workers)
     ray.shutdown()
     load_after = os.getloadavg()[0]
     half = args.n // 2
@@ -316,6 +332,7 @@ def child(args, workers: int, out: Path) -> None:
         "wall_s": wall,
         "train_s": trained.train_s,
         "driver_cpu_s": driver_cpu,
+        "driver_s_per_task": submit_s,
         "driver_peak_rss_mb": driver_peak_rss,
         "tasks": dict(tasks),
         "task_mean_s": {name: float(np.mean(values)) for name, values in seconds.items()},
@@ -359,15 +376,20 @@ def print_plan(result: dict, args) -> None:
     assign_s = result["task_mean_s"].get("_assign_tile", 0.0)  # none without inverted lists, or before they existed
     fills, assigns, searches = 2 * shards, (2 * tiles if assign_s else 0), 2 * tiles * shards
     task_s = fills * fill_s + assigns * assign_s + searches * search_s
-    # The driver's own work besides training (reading rows from the shards, putting them in the object store,
-    # merging each task's candidates, retrieval), per search task: serial.
-    merge_s = max(0.0, result["driver_cpu_s"] - train_s) / max(1, result["tasks"].get("search", 1))
+    # The driver's own work besides training, serial: submitting and waiting for each task (measured apart, per
+    # task) and the rest (reading rows from the shards and putting them in the object store, fetching each tile's
+    # candidates once, retrieval), which grows with the rows.
+    per_task = result.get("driver_s_per_task", 0.0)
+    measured_tasks = sum(result["tasks"].values())
+    rows_s = max(0.0, result["driver_cpu_s"] - train_s - per_task * measured_tasks) * n / result["n"]
+    driver_s = rows_s + per_task * (fills + assigns + searches)
     filled = shard * result["filled_bytes_per_row"] + result["filled_fixed_bytes"]
     tile_b, shard_b = tile * d * 4, shard * d * 4
     worker_b = tile_b + shard_b + 2 * filled + tile * width * 20  # the filled index read, and deserialized
     lists_b = n * result.get("nprobe", 0) * result.get("list_bytes_per_probe", 0)  # every tile's lists stay too
-    store_b = n * d * 4 + lists_b + 2 * (shard_b + filled) + max(args.plan_workers) * tile * width * 20
-    driver_b = n * width * 16 + 2 * n * K * 12
+    candidates_b = n * width * 16  # every tile's candidates so far (approximate and exact similarity, index)
+    store_b = n * d * 4 + lists_b + candidates_b + 2 * (shard_b + filled)
+    driver_b = tile * width * 16 + 2 * n * K * 12
     print(
         f"\n### {n:,} x {n:,} plan (from the {result['workers']}-worker run: {result['index']}, d={d}, tiles of "
         f"{tile:,.0f} rows, shards of {shard:,.0f})\n"
@@ -377,20 +399,22 @@ def print_plan(result: dict, args) -> None:
         f"assignment tasks (one a tile) x {assign_s:.2f} s + {searches:,} search tasks (tile x shard) x "
         f"{search_s:.2f} s = **{task_s:,.0f} task-seconds ({task_s / 3600:,.0f} h)**, plus "
         f"training in the driver ({train_s:.0f} s measured; the same index trains on the same sample size) and the "
-        f"driver's own work (rows read and put, candidates merged), serial: {merge_s * 1e3:.1f} ms a search task, {searches * merge_s / 3600:,.1f} h in all."
+        f"driver's own work, serial: {per_task * 1e3:.2f} ms to submit and collect a task (measured on empty tasks) "
+        f"and {rows_s / 3600:,.1f} h for the rows (read, put, candidates fetched once a tile, retrieval; the run's "
+        f"other driver CPU, scaled by the rows), {driver_s / 3600:,.1f} h in all."
     )
     for workers in args.plan_workers:
-        wall = train_s + max(task_s / workers, searches * merge_s)
+        wall = train_s + max(task_s / workers, driver_s)
         print(f"- {workers} workers: about {wall / 3600:,.1f} h wall (tasks {task_s / workers / 3600:,.1f} h each)")
     print(
         f"\nMemory: each worker about {_gb(worker_b)} (a tile {_gb(tile_b)}, a shard's rows {_gb(shard_b)}, its filled "
         f"index {_gb(filled)} twice: the object store's copy and the deserialized one; above its imports, "
         f"{result['worker_start_private_mb']:,.0f} MB private here; measured peak here "
         f"{max((p[0] for p in result['worker_peaks_mb']), default=0):,.0f} MB RSS); the object store about "
-        f"{_gb(store_b)} per direction (every tile of the query side, and its lists, {_gb(lists_b)} in all, stay until "
-        f"the direction ends, plus two shards "
-        f"and their indexes, plus results in flight: spilled to disk beyond its memory); the driver about "
-        f"{_gb(driver_b)} (merged candidates and both neighbour lists). With auto's rule at this size the index "
+        f"{_gb(store_b)} per direction (every tile of the query side, its lists, {_gb(lists_b)} in all, and its "
+        f"candidates so far, {_gb(candidates_b)}, stay until the direction ends, plus two shards and their indexes: "
+        f"spilled to disk beyond its memory); the driver about {_gb(driver_b)} (one tile's candidates and both "
+        f"neighbour lists). With auto's rule at this size the index "
         f"would differ (more lists, PQ beyond 8 GiB a side): a tile's assignment task costs more with more lists "
         f"(once per tile, not per shard); these figures hold for the index measured."
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -92,20 +93,22 @@ class _Ref:
 
 
 class _Function:
-    def __init__(self, function) -> None:
-        self.function = function
+    def __init__(self, function, returns: int = 1) -> None:
+        self.function, self.returns = function, returns
 
-    def options(self, **_) -> _Function:
-        return self
+    def options(self, num_returns: int = 1, **_) -> _Function:
+        return _Function(self.function, num_returns)
 
-    def remote(self, *args) -> _Ref:
-        return _Ref(self.function(*(arg.value if isinstance(arg, _Ref) else arg for arg in args)))
+    def remote(self, *args) -> _Ref | tuple[_Ref, ...]:
+        value = self.function(*(arg.value if isinstance(arg, _Ref) else arg for arg in args))
+        return _Ref(value) if self.returns == 1 else tuple(_Ref(part) for part in value)
 
 
 class _InProcessRay:
     """The Ray calls the module makes, each task run at once in this process, where FAISS's calls can be counted."""
 
     exceptions = ray.exceptions
+    fetched: ClassVar[list] = []  # what the driver fetched, in order (a test sets its own list)
 
     def put(self, value) -> _Ref:
         return _Ref(value)
@@ -117,6 +120,7 @@ class _InProcessRay:
         return refs[:num_returns], refs[num_returns:]
 
     def get(self, ref: _Ref):
+        self.fetched.append(ref.value)
         return ref.value
 
     def cancel(self, ref: _Ref, force: bool) -> None:
@@ -155,6 +159,25 @@ def test_each_tile_is_assigned_to_its_lists_once_for_all_shards(monkeypatch, fac
     # Forward: 5 tiles x 3 shards; backward: 4 tiles x 4 shards.
     assert len(rows.of("search")) == 5 * 3 + 4 * 4 and len(rows.of("assign")) == 5 + 4 and not rows.of("exact")
     assert sum(searched.values()) == 5 + 4, searched
+
+
+def test_candidates_stay_in_the_object_store_until_their_tile_is_done(monkeypatch):
+    """Each search task merges its shard's candidates into the tile's (the previous task's output): the driver
+    fetches a tile's candidates once, not once a (tile, shard) task, and gets only row counts from search tasks."""
+    src, tgt = _planted(3000, 2600, 32)
+    one = search_neighbours(src, tgt, 4, index="IVF16,Flat", nprobe=3, seed=3, device="cpu")
+    fetched: list = []
+    monkeypatch.setattr(_InProcessRay, "fetched", fetched)
+    monkeypatch.setattr(distributed_index, "import_ray", _InProcessRay)
+    monkeypatch.setattr(distributed_index, "ray_session", lambda address, workers: contextlib.nullcontext(2))
+    split = knn_ray_index(src, tgt, 4, index="IVF16,Flat", nprobe=3, seed=3, tile_rows=700, shard_rows=900)
+    _assert_same(one, split)
+    candidates = [value for value in fetched if isinstance(value, tuple) and len(value) == 3]
+    counts = [value for value in fetched if isinstance(value, tuple) and len(value) == 2]
+    # Forward: 5 tiles x 3 shards; backward: 4 tiles x 4 shards.
+    assert len(candidates) == 5 + 4
+    assert len(counts) == 5 * 3 + 4 * 4 and sum(rows for rows, _ in counts) == 3000 * 3 + 2600 * 4
+    assert sum(block[0].shape[0] for block in candidates) == 3000 + 2600
 
 
 def test_ray_mining_gives_the_same_pairs_and_scores():

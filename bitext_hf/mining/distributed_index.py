@@ -17,9 +17,11 @@ How (each direction in turn: sources among the targets, then targets among the s
    given them) for as many candidates as the single-process search asks for, and scores them exactly against the
    shard's rows (``index._candidate_sims``, the single-process re-scoring). Flat, PQ and SQ indexes without lists
    have nothing to assign: their search task scans its whole shard.
-4. The driver merges the per-shard candidate lists of each tile by decreasing approximate similarity, then
-   increasing index (the order :func:`bitext_hf.mining.distributed.knn_ray` merges by), keeps as many as the
-   single-process search keeps, and takes the k best by exact similarity (``index._best_candidates``).
+4. Each search task merges its shard's candidates into the tile's candidates over the earlier shards (the previous
+   search task's output, an argument Ray waits for) by decreasing approximate similarity, then increasing index
+   (the order :func:`bitext_hf.mining.distributed.knn_ray` merges by), keeping as many as the single-process
+   search keeps. The driver fetches each tile's candidates once, after its last shard, and takes the k best by
+   exact similarity (``index._best_candidates``).
 5. Queries left with fewer than k candidates (their probed cells were nearly empty) are searched exactly, tile by
    shard, and merged the same way: the single-process fallback.
 
@@ -40,9 +42,12 @@ the rows for exact re-scoring); each query tile is put in the object store once 
 and so are its lists (``nprobe`` int32 ids a query, plus as many float32 similarities for codes of residuals), which
 stay there with the tile until the direction ends (Ray spills the object store to disk beyond its memory). A tile
 is assigned once (tile rows x nlist products), not once per shard; each search task still applies the
-pre-transform to its tile (a smaller product) and scans only its shard's probed lists. The driver holds the
-training sample, the merged candidate lists (n x candidates) and the result. A search task holds one tile and one
-shard: ``tile_rows`` + ``shard_rows`` rows; an assignment task one tile and the trained index. FAISS runs on the
+pre-transform to its tile (a smaller product) and scans only its shard's probed lists. The candidates pass from
+task to task in the object store, so the driver handles none per search task: it reads and puts the rows, submits
+the tasks, and fetches each tile's candidates once at the end (n x candidates in all, as one process holds them).
+It holds the training sample, one tile's candidates at a time and the result. A search task holds one tile, one
+shard and the tile's candidates: ``tile_rows`` + ``shard_rows`` rows; an assignment task one tile and the trained
+index. FAISS runs on the
 CPU in the tasks (one thread each, as Ray's one-CPU tasks set it).
 """
 
@@ -168,10 +173,15 @@ def _search_preassigned(index, queries: np.ndarray, k: int, assignment) -> tuple
     return ivf.search_preassigned(transformed, k, lists.astype(np.int64), sims)
 
 
-def _search_tile(filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, assignment, first: int, width: int):
-    """Ray task: the ``width`` candidates of each query of ``tile`` in one shard's filled index, with their
-    approximate and exact similarities; global indices (the shard starts at row ``first``), -1 / -inf where the
-    probed cells held fewer. ``assignment``: the tile's lists from :func:`_assign_tile` (an IVF index), or None."""
+def _search_tile(
+    filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, assignment, first: int, width: int, previous
+):
+    """Ray task (two returns): the ``width`` best candidates of each query of ``tile`` over the shards searched so
+    far, with their approximate and exact similarities, global indices, -1 / -inf where the probed cells held
+    fewer; and (tile rows, shard rows) for the driver's progress. This shard's candidates (it starts at row
+    ``first``) are merged into ``previous``, the tile's candidates over the earlier shards (None for the first), so
+    the candidates stay in the object store, tile by tile, instead of passing through the driver once a shard.
+    ``assignment``: the tile's lists from :func:`_assign_tile` (an IVF index), or None."""
     import faiss
 
     from bitext_hf.mining.index import _RERANK_ROWS, _candidate_sims, _search_filled
@@ -188,8 +198,9 @@ def _search_tile(filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, assign
         rows = slice(start, start + _RERANK_ROWS)
         exact[rows] = _candidate_sims(tile[rows], shard, local[rows])
     found = local >= 0
-    approx = np.where(found, approx, -np.inf).astype(np.float32)
-    return approx, np.where(found, local + first, -1), exact, tile.shape[0], shard.shape[0]
+    candidates = (np.where(found, approx, -np.inf).astype(np.float32), np.where(found, local + first, -1), exact)
+    merged = candidates if previous is None else _merge_candidates([previous, candidates], width)
+    return merged, (tile.shape[0], shard.shape[0])
 
 
 def _exact_tile(shard: np.ndarray, queries: np.ndarray, first: int, k: int):
@@ -256,9 +267,10 @@ def _search_direction(
     what = f"searching {n} x {m} ({spec}) in {len(tiles)} tiles x {len(shards)} shards of Ray tasks"
     fill = ray.remote(_fill_shard).options(num_cpus=1, max_retries=retries)
     assign = ray.remote(_assign_tile).options(num_cpus=1, max_retries=retries)
-    search = ray.remote(_search_tile).options(num_cpus=1, max_retries=retries)
+    search = ray.remote(_search_tile).options(num_cpus=1, max_retries=retries, num_returns=2)
     shard_refs: dict[int, tuple] = {}  # shard -> (its rows, its filled index): while tiles still need it
     tile_refs: dict[int, tuple] = {}  # tile -> (its rows, its lists or None)
+    merged_refs: dict[int, object] = {}  # tile -> its candidates over the shards submitted so far
     left = {s: len(tiles) for s in range(len(shards))}
 
     def rows(side, start: int, stop: int) -> np.ndarray:
@@ -291,22 +303,22 @@ def _search_direction(
             for t in range(len(tiles)):
                 if t not in tile_refs:
                     put_tile(t)
-                rows_ref, filled_ref = shard_refs[s]
-                tile_ref, lists_ref = tile_refs[t]
-                yield (
-                    (s, t),
-                    lambda r=rows_ref, f=filled_ref, q=tile_ref, a=lists_ref, c0=shards[s][0]: search.remote(
-                        f, r, q, a, c0, width
-                    ),
-                )
+                yield (s, t), lambda s=s, t=t: submit_search(s, t)
 
-    merged: dict[int, tuple] = {}
-    for (s, t), (approx, indices, exact, tile_n, shard_n) in _Tasks(ray, slots, what).run(submissions()):
+    def submit_search(s: int, t: int):
+        # Task (t, s) takes task (t, s - 1)'s candidates as an argument: Ray starts it once they are stored, and
+        # they never leave the object store until the tile's last shard (the driver only counts rows).
+        rows_ref, filled_ref = shard_refs[s]
+        tile_ref, lists_ref = tile_refs[t]
+        merged_ref, counts_ref = search.remote(
+            filled_ref, rows_ref, tile_ref, lists_ref, shards[s][0], width, merged_refs.get(t)
+        )
+        merged_refs[t] = merged_ref
+        return counts_ref
+
+    for (s, _), (tile_n, shard_n) in _Tasks(ray, slots, what).run(submissions()):
         if on_task is not None:
             on_task("search", tile_n, shard_n)
-        # The merge is by (similarity, index) alone, so shards may finish in any order.
-        parts = [(approx, indices, exact)] if t not in merged else [merged[t], (approx, indices, exact)]
-        merged[t] = _merge_candidates(parts, width)
         left[s] -= 1
         if not left[s]:
             del shard_refs[s]  # the object store may free this shard's rows and index
@@ -314,7 +326,7 @@ def _search_direction(
     sims = np.empty((n, k), dtype=np.float32)
     found = np.empty((n, k), dtype=np.int64)
     for t, (a, b) in enumerate(tiles):
-        _, indices, exact = merged.pop(t)
+        _, indices, exact = ray.get(merged_refs.pop(t))
         sims[a:b], found[a:b] = _best_candidates(exact, indices, k)
     missing = np.flatnonzero((found < 0).any(axis=1))
     if missing.size:
