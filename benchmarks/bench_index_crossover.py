@@ -1,7 +1,7 @@
 """Where an IVF index becomes cheaper than the exact engine (issue 23): the place for ``--index auto``'s threshold.
 
 ``index="auto"`` stays exact while N x M is at most ``EXACT_MAX_PAIRS``, then builds ``auto_ivf_flat(N, M)``
-(``IVF<n>,Flat``, nprobe ``AUTO_NPROBE``). This measures both at every size of a grid, so that the threshold can sit
+(``IVF<n>,Flat``, nprobe ``auto_nprobe(n)``). This measures both at every size of a grid, so that the threshold can sit
 where the index starts to cost less CPU time than the exact one-pass engine:
 
 - **exact**: ``mine(..., index="exact")``, the one-pass engine;
@@ -27,7 +27,9 @@ between the two sizes that bracket it; outside the grid, extrapolated from the t
 also as N x N sentence pairs, the unit of ``EXACT_MAX_PAIRS``.
 
 Results are kept in ``--workdir``, one JSON (and the pairs) per run: an interrupted grid resumes where it stopped,
-and ``--reuse`` prints the table of what is kept without running anything. ``--plot PNG`` draws the CPU ratio
+and ``--reuse`` prints the table of what is kept without running anything. ``--nprobe P ...`` adds runs of the same
+IVF index scanning P lists instead of auto's (method ``ivf-p<P>``): what another nprobe buys and costs. A kept result
+names the nprobe it ran with (the table's index column), which auto's rule may have changed since. ``--plot PNG`` draws the CPU ratio
 ivf / exact against N, one line per (d, threads, load), with a line at 1.
 
     python benchmarks/bench_index_crossover.py --dims 256 512 768 --sizes 5000 10000 20000 40000 80000 \\
@@ -66,9 +68,13 @@ def _case_name(method: str, dim: int, n: int, k: int, threads: str, load: str, b
 
 
 def _index_spec(method: str, n: int):
+    """exact; auto's IVF ("ivf"); or auto's IVF scanning another number of lists ("ivf-p<nprobe>", ``--nprobe``)."""
     from bitext_hf.mining.index import IndexSpec, auto_ivf_flat
 
-    return IndexSpec("exact") if method == "exact" else auto_ivf_flat(n, n)
+    if method == "exact":
+        return IndexSpec("exact")
+    spec = auto_ivf_flat(n, n)
+    return IndexSpec(spec.factory, int(method.removeprefix("ivf-p"))) if method.startswith("ivf-p") else spec
 
 
 def child(method: str, dim: int, n: int, k: int, threads: str, out: Path) -> None:
@@ -202,6 +208,13 @@ def main() -> None:
     parser.add_argument("--load", nargs="+", choices=("quiet", "busy"), default=["quiet"])
     parser.add_argument("--busy_procs", type=int, default=4, help="CPU-burning processes beside each busy run")
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument(
+        "--nprobe",
+        type=int,
+        nargs="+",
+        default=[],
+        help="also run auto's IVF scanning this many lists (method ivf-p<nprobe>; not part of the crossover)",
+    )
     parser.add_argument("--thresholds", type=float, nargs="+", default=[1.2], help="margin thresholds for 'kept'")
     parser.add_argument("--workdir", default="outputs/bench_index_crossover", help="results kept here (resumed)")
     parser.add_argument("--reuse", action="store_true", help="print the kept results only (missing ones skipped)")
@@ -224,7 +237,7 @@ def run(args) -> None:
     import faiss
     import torch
 
-    from bitext_hf.mining.index import AUTO_NPROBE, EXACT_MAX_PAIRS
+    from bitext_hf.mining.index import AUTO_NPROBE, AUTO_PROBED_SHARE, EXACT_MAX_PAIRS
     from bitext_hf.threads import usable_cpus
 
     print(
@@ -232,7 +245,7 @@ def run(args) -> None:
         f"{args.threads} (default = usable_cpus() = {usable_cpus()}), load {args.load}"
         + (f" ({args.busy_procs} busy processes)" if "busy" in args.load else "")
         + f"; {os.cpu_count()} cores, torch {torch.__version__}, faiss {faiss.__version__}; ivf = auto_ivf_flat(N, N), "
-        f"nprobe {AUTO_NPROBE}; EXACT_MAX_PAIRS {EXACT_MAX_PAIRS:.1e}; load average {os.getloadavg()[0]:.2f}"
+        f"nprobe {AUTO_NPROBE} and at least {AUTO_PROBED_SHARE:.4f} of the lists; EXACT_MAX_PAIRS {EXACT_MAX_PAIRS:.1e}; load average {os.getloadavg()[0]:.2f}"
     )
     header = (
         "| d | threads | load | N = M | N x N x d | method | index | wall s | CPU s | cores busy | CPU ivf/exact "
@@ -246,7 +259,8 @@ def run(args) -> None:
     for dim, threads, load in _conditions(args):
         curve = curves.setdefault((dim, threads, load), [])
         for n in args.sizes:
-            results = {method: run_case(method, dim, n, threads, load, args) for method in METHODS}
+            methods = [*METHODS, *(f"ivf-p{nprobe}" for nprobe in args.nprobe)]
+            results = {method: run_case(method, dim, n, threads, load, args) for method in methods}
             exact = results["exact"]
             if exact is not None and results["ivf"] is not None:
                 curve.append((n, results["ivf"]["cpu_s"] / exact["cpu_s"]))

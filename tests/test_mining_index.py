@@ -12,7 +12,9 @@ from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining import check_recall, choose_index, mine, mine_documents, recall_at_k, score_pairs
 from bitext_hf.mining.index import (
     AUTO_NPROBE,
+    AUTO_PROBED_SHARE,
     EXACT_MAX_PAIRS,
+    auto_nprobe,
     check_index,
     resolve_index,
     search_neighbours,
@@ -46,7 +48,7 @@ def test_auto_is_exact_while_the_corpus_has_few_pairs_whatever_the_dimension():
 
 def test_auto_picks_ivf_flat_with_lists_growing_with_size_then_opq_pq():
     mid, large = choose_index(200_000, 200_000, 768), choose_index(800_000, 800_000, 768)
-    assert mid.factory.startswith("IVF") and mid.factory.endswith(",Flat") and mid.nprobe == AUTO_NPROBE
+    assert mid.factory == "IVF2048,Flat" and mid.nprobe == 96  # 3/64 of its lists: 99.5% kept there, 64 kept 98.8%
     nlist = lambda spec: int(spec.factory.split("IVF")[1].split(",")[0])  # noqa: E731
     assert nlist(large) > nlist(mid) and nlist(mid) & (nlist(mid) - 1) == 0  # grows; a power of two
     huge = choose_index(5_000_000, 5_000_000, 768)  # 15 GB of float32 a side: compressed
@@ -54,6 +56,20 @@ def test_auto_picks_ivf_flat_with_lists_growing_with_size_then_opq_pq():
     assert choose_index(10_000_000, 10_000_000, 300).factory.startswith("OPQ64_256,IVF")  # 300 is not a multiple of 64
     for spec in (mid, large, huge, choose_index(10_000_000, 10_000_000, 300)):
         check_index(spec.factory, 768 if "OPQ64_" not in spec.factory else 300)  # valid FAISS strings
+
+
+def test_auto_nprobe_scans_64_lists_and_at_least_a_fixed_share():
+    assert [auto_nprobe(nlist) for nlist in (16, 64, 512, 1024, 2048, 4096)] == [16, 64, 64, 64, 96, 192]
+    assert AUTO_NPROBE == 64 and AUTO_PROBED_SHARE == 3 / 64
+    # Above auto's exact bound no index scans a larger share of its lists than the one at the bound.
+    at_bound = choose_index(80_001, 80_001, 768)
+    bound_share = at_bound.nprobe / int(at_bound.factory.split("IVF")[1].split(",")[0])
+    for side in (100_000, 200_000, 1_000_000, 5_000_000):
+        spec = choose_index(side, side, 768)
+        assert spec.nprobe / int(spec.factory.split("IVF")[1].split(",")[0]) <= bound_share
+    # A factory without nprobe scans what auto would scan in as many lists; an explicit one is kept (capped).
+    assert resolve_index("IVF4096,Flat", 300_000, 300_000, 64).nprobe == 192
+    assert resolve_index("IVF4096,Flat", 300_000, 300_000, 64, nprobe=7).nprobe == 7
 
 
 def test_auto_with_an_explicit_nprobe_keeps_it():

@@ -441,7 +441,7 @@ def _add_index(parser: argparse.ArgumentParser) -> None:
         help="exact (default): every similarity, one pass for both directions; auto: exact while the corpus is "
         "small (N x M <= 6.4e9 sentence pairs, 80k x 80k, where an index starts to pay on a busy machine), then "
         "IVF<n>,Flat (inverted lists of exact vectors, "
-        "n ~ 4 sqrt(N) lists, nprobe 64), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS "
+        "n ~ 4 sqrt(N) lists, nprobe: 64 of them and at least 3/64), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS "
         "factory string, e.g. IVF1024,Flat. An index is trained once on a seeded sample of both sides and built "
         "over each side; scores are always exact cosines of the candidates found, so an index can only miss pairs",
     )

@@ -48,6 +48,7 @@ __all__ = [
     "IndexSpec",
     "RecallReport",
     "auto_ivf_flat",
+    "auto_nprobe",
     "auto_opq_pq",
     "check_index",
     "check_recall",
@@ -71,10 +72,14 @@ EXACT_MAX_PAIRS = 80_000 * 80_000
 FLAT_MAX_BYTES = 8 << 30
 # Inverted lists: about AUTO_LISTS_PER_ROOT * sqrt(n) (a power of two), which balances the centroid products of a
 # query (nlist) against its list scans (nprobe * n / nlist); stopes' 4k lists at ~100k and 262k at 500M are
-# ~12 sqrt(n). k-means trains on TRAIN_POINTS_PER_LIST points a list (FAISS warns below 39). AUTO_NPROBE is the
-# smallest that keeps ~99% of the exact pairs above a margin threshold (benchmarks/README.md, "Approximate search").
+# ~12 sqrt(n). k-means trains on TRAIN_POINTS_PER_LIST points a list (FAISS warns below 39).
 AUTO_LISTS_PER_ROOT = 4
+# A query scans AUTO_NPROBE lists, and at least AUTO_PROBED_SHARE of them: a fixed number of lists is a shrinking
+# share of a growing index, and the pairs it keeps shrink with it (98.8% of the exact pairs above margin 1.2 at
+# 200k x 200k with 64 of 2,048 lists, 99.5% with 96). The share is the one that meets 99% there; it never scans a
+# larger share than 64 of the 1,024 lists at auto's exact bound (benchmarks/README.md, "Where an index pays").
 AUTO_NPROBE = 64
+AUTO_PROBED_SHARE = 3 / 64
 TRAIN_POINTS_PER_LIST = 40
 # Alternations of rotation and codebooks when training an OPQ rotation (FAISS's default is 50).
 OPQ_ITERATIONS = 10
@@ -126,13 +131,19 @@ def choose_index(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
     - then "OPQ64,IVF<n>,PQ64" (64-byte codes; OPQ64_<d'> when d is not a multiple of 64).
 
     The number of lists n is a power of two near AUTO_LISTS_PER_ROOT * sqrt(size of the larger side), capped so that
-    each list gets TRAIN_POINTS_PER_LIST training points; nprobe is AUTO_NPROBE (at most n).
+    each list gets TRAIN_POINTS_PER_LIST training points; nprobe is :func:`auto_nprobe` of n.
     """
     if n_src * n_tgt <= EXACT_MAX_PAIRS:
         return IndexSpec("exact")
     if max(n_src, n_tgt) * dim * 4 <= FLAT_MAX_BYTES or dim < 64:
         return auto_ivf_flat(n_src, n_tgt)
     return auto_opq_pq(n_src, n_tgt, dim)
+
+
+def auto_nprobe(nlist: int) -> int:
+    """The lists a query scans in an index of ``nlist`` lists when the user does not say: AUTO_NPROBE, and at least
+    AUTO_PROBED_SHARE of them (at most all)."""
+    return min(nlist, max(AUTO_NPROBE, round(nlist * AUTO_PROBED_SHARE)))
 
 
 def _auto_nlist(n_src: int, n_tgt: int) -> int:
@@ -143,7 +154,7 @@ def _auto_nlist(n_src: int, n_tgt: int) -> int:
 def auto_ivf_flat(n_src: int, n_tgt: int) -> IndexSpec:
     """The IVF-Flat index and nprobe that "auto" chooses for this many sentences (whatever their dimension)."""
     nlist = _auto_nlist(n_src, n_tgt)
-    return IndexSpec(f"IVF{nlist},Flat", min(AUTO_NPROBE, nlist))
+    return IndexSpec(f"IVF{nlist},Flat", auto_nprobe(nlist))
 
 
 def auto_opq_pq(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
@@ -151,7 +162,7 @@ def auto_opq_pq(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
     outputs a multiple of 64 dimensions)."""
     nlist = _auto_nlist(n_src, n_tgt)
     opq = "OPQ64" if dim % 64 == 0 else f"OPQ64_{dim - dim % 64}"
-    return IndexSpec(f"{opq},IVF{nlist},PQ64", min(AUTO_NPROBE, nlist))
+    return IndexSpec(f"{opq},IVF{nlist},PQ64", auto_nprobe(nlist))
 
 
 def _factory(dim: int, factory: str) -> Any:
@@ -194,7 +205,8 @@ def resolve_index(index: str, n_src: int, n_tgt: int, dim: int, *, nprobe: int |
     """The search that ``index`` and ``nprobe`` mean for this corpus (checked with :func:`check_index`).
 
     "auto" is :func:`choose_index` (an explicit ``nprobe`` replaces its choice); a factory string with inverted lists
-    scans ``nprobe`` cells (default: FAISS's 1 would miss most neighbours, so AUTO_NPROBE), capped at its lists.
+    scans ``nprobe`` cells (default: FAISS's 1 would miss most neighbours, so :func:`auto_nprobe` of its lists),
+    capped at its lists.
     """
     check_index(index, dim, nprobe)
     if index == "auto":
@@ -213,7 +225,7 @@ def resolve_index(index: str, n_src: int, n_tgt: int, dim: int, *, nprobe: int |
             f"index {index!r} has {ivf.nlist} lists but there are only {n_src + n_tgt} sentences to train them on; "
             "use fewer lists or index 'auto'"
         )
-    return IndexSpec(index, min(nprobe or AUTO_NPROBE, ivf.nlist))
+    return IndexSpec(index, min(nprobe, ivf.nlist) if nprobe else auto_nprobe(ivf.nlist))
 
 
 def _nlist(dim: int, factory: str) -> int:
