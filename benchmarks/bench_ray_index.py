@@ -23,7 +23,7 @@ task counts there; the driver's serial work: its CPU seconds per task of its sub
 empty tasks after the run) times the task counts there, plus the rest of its CPU time (rows read and put,
 candidates fetched, retrieval) scaled by the rows; and the memory each part holds.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_ray_index.py --n 1000000 --dim 256 --workers 1 2
+    OMP_NUM_THREADS=1 python benchmarks/bench_ray_index.py --n 1000000 --dim 256 --nprobe 64 --workers 1 2
     OMP_NUM_THREADS=1 python benchmarks/bench_ray_index.py --n 20000 --dim 64 --index ivf --tile_rows 5000 \
         --shard_rows 5000 --workers 1 2
 """
