@@ -192,8 +192,8 @@ def paired_summary(rounds: list[dict], method: str, versus: list[str]) -> str:
     round, and the rounds it was at least as fast."""
     ratios = []
     for records in rounds:
-        rivals = [records[m]["wall"] for m in versus if m in records and "error" not in records[m]]
-        if rivals and "error" not in records.get(method, {"error": 1}):
+        rivals = [records[m]["wall"] for m in versus if "wall" in records.get(m, {})]
+        if rivals and "wall" in records.get(method, {}):
             ratios.append(min(rivals) / records[method]["wall"])
     if not ratios:
         return "-"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -30,10 +31,16 @@ def minilm_folder(work: str | os.PathLike, name: str = "all-MiniLM-L6-v2") -> Pa
     folder = Path(work) / name
     if (folder / "config.json").is_file():
         return folder
+    if folder.exists() or folder.is_symlink():
+        raise ValueError(f"{folder} exists but holds no unpacked model (no config.json): remove it or pick another")
     with zipfile.ZipFile(archive) as handle:
         for member in handle.infolist():
             is_link = (member.external_attr >> 16) & 0o170000 == 0o120000
             if is_link or member.filename.startswith(("/", "\\")) or ".." in Path(member.filename).parts:
                 raise ValueError(f"{archive}: member {member.filename!r} would leave {folder}")
-        handle.extractall(folder)
+        # Unpacked beside the folder and renamed when whole: an interrupted unpack is never reused as the model.
+        partial = folder.with_name(folder.name + ".part")
+        shutil.rmtree(partial, ignore_errors=True)
+        handle.extractall(partial)
+    os.replace(partial, folder)
     return folder

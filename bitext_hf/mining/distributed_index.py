@@ -173,6 +173,14 @@ def _search_preassigned(index, queries: np.ndarray, k: int, assignment) -> tuple
     return ivf.search_preassigned(transformed, k, lists.astype(np.int64), sims)
 
 
+def _merge_candidates(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], width: int):
+    """The ``width`` best candidates of each row over per-shard lists (approximate similarity, index, exact
+    similarity): decreasing approximate similarity, then increasing index."""
+    approx, indices, exact = (np.concatenate(column, axis=1) for column in zip(*parts))
+    order = np.lexsort((indices, -approx), axis=1)[:, :width]
+    return tuple(np.take_along_axis(column, order, axis=1) for column in (approx, indices, exact))
+
+
 def _search_tile(
     filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, assignment, first: int, width: int, previous
 ):
@@ -212,14 +220,6 @@ def _exact_tile(shard: np.ndarray, queries: np.ndarray, first: int, k: int):
 
 
 # ----------------------------------------------------------------------------------------------------- driver
-
-
-def _merge_candidates(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], width: int):
-    """The ``width`` best candidates of each row over per-shard lists (approximate similarity, index, exact
-    similarity): decreasing approximate similarity, then increasing index."""
-    approx, indices, exact = (np.concatenate(column, axis=1) for column in zip(*parts))
-    order = np.lexsort((indices, -approx), axis=1)[:, :width]
-    return tuple(np.take_along_axis(column, order, axis=1) for column in (approx, indices, exact))
 
 
 class _Tasks:

@@ -75,9 +75,9 @@ FLAT_MAX_BYTES = 8 << 30
 # ~12 sqrt(n). k-means trains on TRAIN_POINTS_PER_LIST points a list (FAISS warns below 39).
 AUTO_LISTS_PER_ROOT = 4
 # A query scans AUTO_NPROBE lists, and at least AUTO_PROBED_SHARE of them: a fixed number of lists is a shrinking
-# share of a growing index, and the pairs it keeps shrink with it (98.8% of the exact pairs above margin 1.2 at
-# 200k x 200k with 64 of 2,048 lists, 99.5% with 96). The share is the one that meets 99% there; it never scans a
-# larger share than 64 of the 1,024 lists at auto's exact bound (benchmarks/README.md, "Where an index pays").
+# share of a growing index, and the pairs it keeps shrink with it. The share is the smallest measured that keeps 99%
+# of the exact pairs above margin 1.2 at 200k x 200k, and no larger than AUTO_NPROBE's share of the lists at auto's
+# exact bound, where the crossover was measured (benchmarks/README.md, "Where an index pays").
 AUTO_NPROBE = 64
 AUTO_PROBED_SHARE = 3 / 64
 TRAIN_POINTS_PER_LIST = 40
