@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+import bitext_hf.encoders as encoders_module
 from bitext_hf.encoders import (
     Encoder,
     EncoderLoadError,
@@ -93,6 +94,33 @@ def test_sentence_transformer_adapter_and_dispatch(tiny_model_dir, tmp_path):
         load_encoder(st_dir, pooling="max")
     with pytest.raises(EncoderLoadError, match="pools by itself"):
         load_encoder("default", pooling="cls")
+
+
+def test_sentence_transformer_batches_follow_token_counts_not_characters(tiny_model_dir, tmp_path, monkeypatch):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    transformer = Transformer(str(tiny_model_dir), max_seq_length=64)
+    model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")])
+    model.save(str(tmp_path / "st"))
+    adapter = load_encoder(tmp_path / "st", quantize="none")
+    # Few characters in many tokens, and many characters in few: sorting by characters would pair them wrongly.
+    sentences = [
+        "x 1 2 3 4 5 6 7 8 9",
+        "A short one. A short one.",
+        "7 6 5 4 3 2 1 0 9 8",
+        "Mid length text here. Mid.",
+    ]
+    tokens = [len(ids) for ids in transformer.tokenizer(sentences)["input_ids"]]
+    most_tokens = {sentences[i] for i in np.argsort([-count for count in tokens], kind="stable")[:2]}
+    assert most_tokens != set(sorted(sentences, key=len)[2:]), "the two lengths must order these sentences apart"
+    monkeypatch.setattr(encoders_module, "_COUNT_CHUNK", 3)  # tokens counted in two chunks
+    batches = []
+    encode = adapter.model.encode
+    monkeypatch.setattr(adapter.model, "encode", lambda batch, **kw: batches.append(set(batch)) or encode(batch, **kw))
+    embeddings = adapter.encode(sentences, batch_size=2)
+    assert batches == [most_tokens, set(sentences) - most_tokens]
+    np.testing.assert_allclose(embeddings, l2_normalize(model.encode(sentences)), atol=1e-5)
 
 
 def test_use_default_encoder_is_normalized_and_keeps_order():

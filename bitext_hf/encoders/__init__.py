@@ -64,6 +64,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+# Sentences tokenized at a time to count their tokens (for length-sorted batches): bounded memory, and each call
+# still long enough for the tokenizer's own parallelism.
+_COUNT_CHUNK = 16384
 
 USE_LANGUAGES = frozenset(
     {"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-TW"}
@@ -94,6 +97,16 @@ def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.n
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     order = np.argsort(-np.asarray(lengths), kind="stable")
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def _token_counts(tokenizer, sentences: Sequence[str], limit: int) -> list[int]:
+    """Tokens per sentence, special tokens included, at most ``limit``; counted a chunk at a time, so that a long
+    input never holds every sentence's token ids at once."""
+    counts: list[int] = []
+    for start in range(0, len(sentences), _COUNT_CHUNK):
+        chunk = list(sentences[start : start + _COUNT_CHUNK])
+        counts += map(len, tokenizer(chunk, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"])
+    return counts
 
 
 def _progress(iterable, show: bool, total: int, desc: str):
@@ -279,12 +292,7 @@ class HFEncoder:
         sentences = _check_sentences(sentences)
         # Cut one token past the limit: enough to count the sentences that are truncated (said once below), and
         # the tokenizer then has no overlong sequence to warn about sentence by sentence.
-        lengths = [
-            len(ids)
-            for ids in self.tokenizer(
-                sentences, add_special_tokens=True, truncation=True, max_length=self.max_length + 1
-            )["input_ids"]
-        ]
+        lengths = _token_counts(self.tokenizer, sentences, self.max_length + 1)
         too_long = sum(length > self.max_length for length in lengths)
         if too_long:
             logger.warning(
@@ -363,29 +371,40 @@ class SentenceTransformerEncoder:
 
     def encode(self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         sentences = _check_sentences(sentences)
+        # Batches sorted by tokens, not by characters as sentence-transformers sorts them: on real text the token
+        # count of a sentence is a loose function of its length in characters, and padding to the longest of a
+        # batch sorted by characters costs compute (benchmarks/README.md, "Encoder backends").
+        batches = _length_sorted_batches(self._token_counts(sentences), batch_size)
+        output = np.zeros((len(sentences), self.dim), dtype=np.float32)
         if self._runner is not None:
-            return self._encode_converted(sentences, batch_size, show_progress)
+            for rows in _progress(batches, show_progress, len(batches), "Encoding"):
+                output[rows] = self._runner(*self._tokenized([sentences[i] for i in rows], "np"))
+            return l2_normalize(output)
         # A caller's model is quantized afresh at each call: it may have been trained since the last one.
         model = quantize_int8(self.model, inplace=False) if self.quantize == "int8" and not self._owned else self.model
         with _thread_limit(self), compute_context(self.quantize, owned=self._owned):
-            embeddings = model.encode(
-                sentences, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
-            )
-        return l2_normalize(np.asarray(embeddings, dtype=np.float32))
+            for rows in _progress(batches, show_progress, len(batches), "Encoding"):
+                output[rows] = model.encode(
+                    [sentences[i] for i in rows], batch_size=len(rows), show_progress_bar=False, convert_to_numpy=True
+                )
+        return l2_normalize(output)
+
+    def _token_counts(self, sentences: list[str]) -> list[int]:
+        """Tokens per sentence as the model's text tokenizer cuts them (at most its ``max_seq_length``); characters
+        where its first module has no text tokenizer. Only the batches' order depends on them, never a vector."""
+        first = self.model[0]
+        tokenizer, limit = getattr(first, "tokenizer", None), getattr(first, "max_seq_length", None)
+        if not callable(tokenizer) or not isinstance(limit, int):
+            return [len(sentence) for sentence in sentences]
+        return _token_counts(tokenizer, sentences, limit)
 
     def _tokenized(self, sentences: list[str], kind: str):
         """(input_ids, attention_mask) as the model tokenizes (its own max length, lower-casing and so on)."""
-        features = self.model.tokenize(sentences)
+        # sentence-transformers 6 renamed tokenize to preprocess (tokenize warns); 5 has tokenize only.
+        preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
+        features = preprocess(sentences)
         ids, mask = features["input_ids"], features["attention_mask"]
         return (ids, mask) if kind == "pt" else (ids.numpy(), mask.numpy())
-
-    def _encode_converted(self, sentences: list[str], batch_size: int, show_progress: bool) -> np.ndarray:
-        # Length-sorted batches, as sentence-transformers sorts them (by characters).
-        batches = _length_sorted_batches([len(sentence) for sentence in sentences], batch_size)
-        output = np.zeros((len(sentences), self.dim), dtype=np.float32)
-        for rows in _progress(batches, show_progress, len(batches), "Encoding"):
-            output[rows] = self._runner(*self._tokenized([sentences[i] for i in rows], "np"))
-        return l2_normalize(output)
 
 
 def _PooledModule(embed, model):
