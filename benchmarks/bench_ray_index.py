@@ -377,8 +377,9 @@ def print_plan(result: dict, args) -> None:
     fills, assigns, searches = 2 * shards, (2 * tiles if assign_s else 0), 2 * tiles * shards
     task_s = fills * fill_s + assigns * assign_s + searches * search_s
     # The driver's own work besides training, serial: submitting and waiting for each task (measured apart, per
-    # task) and the rest (reading rows from the shards and putting them in the object store, fetching each tile's
-    # candidates once, retrieval), which grows with the rows.
+    # task) and the rest (putting each tile's and shard's name and row norms in the object store, the tasks reading
+    # the rows from the shard folders themselves; fetching each tile's candidates once; retrieval), which grows with
+    # the rows.
     per_task = result.get("driver_s_per_task", 0.0)
     measured_tasks = sum(result["tasks"].values())
     rows_s = max(0.0, result["driver_cpu_s"] - train_s - per_task * measured_tasks) * n / result["n"]
@@ -388,7 +389,8 @@ def print_plan(result: dict, args) -> None:
     worker_b = tile_b + shard_b + 2 * filled + tile * width * 20  # the filled index read, and deserialized
     lists_b = n * result.get("nprobe", 0) * result.get("list_bytes_per_probe", 0)  # every tile's lists stay too
     candidates_b = n * width * 16  # every tile's candidates so far (approximate and exact similarity, index)
-    store_b = n * d * 4 + lists_b + candidates_b + 2 * (shard_b + filled)
+    names_b = n * 8  # each tile's name holds its rows' float64 norms; the rows stay in the shard folders
+    store_b = names_b + lists_b + candidates_b + 2 * filled
     driver_b = tile * width * 16 + 2 * n * K * 12
     print(
         f"\n### {n:,} x {n:,} plan (from the {result['workers']}-worker run: {result['index']}, d={d}, tiles of "
@@ -400,7 +402,7 @@ def print_plan(result: dict, args) -> None:
         f"{search_s:.2f} s = **{task_s:,.0f} task-seconds ({task_s / 3600:,.0f} h)**, plus "
         f"training in the driver ({train_s:.0f} s measured; the same index trains on the same sample size) and the "
         f"driver's own work, serial: {per_task * 1e3:.2f} ms to submit and collect a task (measured on empty tasks) "
-        f"and {rows_s / 3600:,.1f} h for the rows (read, put, candidates fetched once a tile, retrieval; the run's "
+        f"and {rows_s / 3600:,.1f} h for the rows (names put, candidates fetched once a tile, retrieval; the run's "
         f"other driver CPU, scaled by the rows), {driver_s / 3600:,.1f} h in all."
     )
     for workers in args.plan_workers:
@@ -411,9 +413,10 @@ def print_plan(result: dict, args) -> None:
         f"index {_gb(filled)} twice: the object store's copy and the deserialized one; above its imports, "
         f"{result['worker_start_private_mb']:,.0f} MB private here; measured peak here "
         f"{max((p[0] for p in result['worker_peaks_mb']), default=0):,.0f} MB RSS); the object store about "
-        f"{_gb(store_b)} per direction (every tile of the query side, its lists, {_gb(lists_b)} in all, and its "
-        f"candidates so far, {_gb(candidates_b)}, stay until the direction ends, plus two shards and their indexes: "
-        f"spilled to disk beyond its memory); the driver about {_gb(driver_b)} (one tile's candidates and both "
+        f"{_gb(store_b)} per direction (every tile's name with its rows' norms, {_gb(names_b)}, its lists, "
+        f"{_gb(lists_b)}, and its candidates so far, {_gb(candidates_b)}, stay until the direction ends, plus two "
+        f"shards' filled indexes; the rows themselves are read by the tasks from the shard folders, which every "
+        f"worker must reach at the same path); the driver about {_gb(driver_b)} (one tile's candidates and both "
         f"neighbour lists). With auto's rule at this size the index "
         f"would differ (more lists, PQ beyond 8 GiB a side): a tile's assignment task costs more with more lists "
         f"(once per tile, not per shard); these figures hold for the index measured."

@@ -17,7 +17,7 @@ from bitext_hf.errors import UsageError
 from bitext_hf.mining import check_embeddings, mine
 from bitext_hf.mining import index as index_module
 from bitext_hf.mining.index import choose_index, resolve_index, search_neighbours
-from bitext_hf.mining.shards import open_shards, write_shards
+from bitext_hf.mining.shards import RowRange, open_shards, write_shards
 
 ray = pytest.importorskip("ray")
 
@@ -191,10 +191,9 @@ def test_ray_mining_gives_the_same_pairs_and_scores():
         np.testing.assert_array_equal(getattr(split, field), getattr(one, field), err_msg=field)
 
 
-def test_shard_folders_are_searched_as_arrays(tmp_path):
-    src, tgt = _planted(1200, 1000, 32, seed=2)
+def _shard_folders(tmp_path, *sides) -> list:
     folders = []
-    for name, side in (("src", src), ("tgt", tgt)):
+    for name, side in zip(("src", "tgt"), sides, strict=True):
         texts = [str(row) for row in range(side.shape[0])]
         write_shards(
             tmp_path / name,
@@ -204,9 +203,40 @@ def test_shard_folders_are_searched_as_arrays(tmp_path):
             shard_size=300,
         )
         folders.append(open_shards(tmp_path / name))
+    return folders
+
+
+def test_shard_folders_are_searched_as_arrays(tmp_path):
+    src, tgt = _planted(1200, 1000, 32, seed=2)
+    folders = _shard_folders(tmp_path, src, tgt)
     one = search_neighbours(src, tgt, 4, index="IVF8,Flat", nprobe=2, device="cpu")
     split = knn_ray_index(*folders, 4, index="IVF8,Flat", nprobe=2, workers=2, tile_rows=500, shard_rows=400)
     _assert_same(one, split)
+
+
+def test_tasks_read_shard_folders_themselves_and_the_driver_puts_no_rows(tmp_path, monkeypatch):
+    """Of shard folders, the driver puts only rows' names (folder, shards, norms) in the object store, never the
+    rows: each task reads its own, and the result is the same as from the arrays."""
+    src, tgt = _planted(1200, 1000, 32, seed=2)
+    folders = _shard_folders(tmp_path, src, tgt)
+    one = search_neighbours(src, tgt, 4, index="IVF8,Flat", nprobe=2, device="cpu")
+    put: list = []
+    monkeypatch.setattr(_InProcessRay, "put", lambda self, value: put.append(value) or _Ref(value))
+    monkeypatch.setattr(distributed_index, "import_ray", _InProcessRay)
+    monkeypatch.setattr(distributed_index, "ray_session", lambda address, workers: contextlib.nullcontext(2))
+    split = knn_ray_index(*folders, 4, index="IVF8,Flat", nprobe=2, tile_rows=500, shard_rows=400)
+    _assert_same(one, split)
+    named = [value for value in put if isinstance(value, RowRange)]
+    # Forward: 3 tiles of 1200 sources and 3 shards of 1000 targets (one spans two 300-row files); backward: 2 + 3.
+    rows_put = [value for value in put if isinstance(value, np.ndarray) and value.dtype == np.float32]
+    assert len(named) == 3 + 3 + 2 + 3 and not rows_put
+    assert sum(value.count for value in named) == 2 * (1200 + 1000)
+    # Each names the rows the arrays would have held.
+    assert any(len(value.shards) == 2 for value in named)
+    for value in named:
+        side = src if value.folder == str(tmp_path / "src") else tgt
+        first = 300 * int(value.shards[0][0].split("-")[1].split(".")[0]) + value.offset
+        np.testing.assert_array_equal(value.read(), side[first : first + value.count])
 
 
 def test_auto_resolves_as_one_process(monkeypatch):

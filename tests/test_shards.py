@@ -65,6 +65,25 @@ def test_manifest_round_trip_and_rows(tmp_path):
     assert shards[np.arange(23)] is shards  # all rows in order: still read by slices
 
 
+@pytest.mark.parametrize("unit", [False, True])
+def test_a_row_range_reads_what_a_slice_reads(tmp_path, unit):
+    """What a distributed task reads by itself: the same rows, normalized the same way, across shard boundaries."""
+    encode = _encode if unit else (lambda texts: 3 * _encode(texts))
+    write_shards(tmp_path / "emb", TEXTS, encode, encoder="fake", shard_size=5)
+    shards = open_shards(tmp_path / "emb")
+    for start, stop in ((0, 23), (3, 12), (5, 10), (9, 10), (20, 23), (4, 21)):
+        named = shards.row_range(start, stop)
+        assert named.count == stop - start and len(named.shards) == (stop - 1) // 5 - start // 5 + 1
+        assert named.normalize is not unit  # rows of 3 x unit length are divided by their norms, as a slice's
+        np.testing.assert_array_equal(named.read(), shards[start:stop])
+    assert shards[np.array([0, 7, 22])].row_range(0, 3) is None  # a selection is read by the driver
+    named = shards.row_range(3, 12)
+    path = tmp_path / "emb" / "shard-00001.npy"
+    path.write_bytes(path.read_bytes()[:-8])  # changed since it was opened
+    with pytest.raises(DataValidationError, match=r"shard-00001\.npy: missing or of another size where this task"):
+        named.read()
+
+
 # ----------------------------------------------------------------------------------------------------- resume
 
 

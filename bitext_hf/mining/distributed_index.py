@@ -38,17 +38,19 @@ BLAS and its one-query-at-a-time kernels, which matters only where two candidate
 Exact ties of approximate similarities (repeated vectors) are ordered by index here and by FAISS's heap there.
 
 What it costs: a filled shard is deserialized again by each of its tile tasks (one copy of the shard per task, plus
-the rows for exact re-scoring); each query tile is put in the object store once and read by every shard's tasks,
-and so are its lists (``nprobe`` int32 ids a query, plus as many float32 similarities for codes of residuals), which
+the rows for exact re-scoring); each query tile is put in the object store once and read by every shard's tasks
+(of a shard folder, only its name: each task reads its rows from the folder, which must then be at the same path
+on every worker's machine, so that the rows never pass through the driver or its node's object store), and so are
+its lists (``nprobe`` int32 ids a query, plus as many float32 similarities for codes of residuals), which
 stay there with the tile until the direction ends (Ray spills the object store to disk beyond its memory). A tile
 is assigned once (tile rows x nlist products), not once per shard; each search task still applies the
 pre-transform to its tile (a smaller product) and scans only its shard's probed lists. The candidates pass from
-task to task in the object store, so the driver handles none per search task: it reads and puts the rows, submits
-the tasks, and fetches each tile's candidates once at the end (n x candidates in all, as one process holds them).
-It holds the training sample, one tile's candidates at a time and the result. A search task holds one tile, one
-shard and the tile's candidates: ``tile_rows`` + ``shard_rows`` rows; an assignment task one tile and the trained
-index. FAISS runs on the
-CPU in the tasks (one thread each, as Ray's one-CPU tasks set it).
+task to task in the object store, so the driver handles none per search task: it puts the rows of arrays (names of
+shard folders' rows), submits the tasks, and fetches each tile's candidates once at the end (n x candidates in all,
+as one process holds them). It holds the training sample, one tile's candidates at a time and the result. A search
+task holds one tile, one shard and the tile's candidates: ``tile_rows`` + ``shard_rows`` rows; an assignment task
+one tile and the trained index. FAISS runs on the CPU in the tasks (one thread each, as Ray's one-CPU tasks set
+it).
 """
 
 from __future__ import annotations
@@ -122,13 +124,30 @@ def _check_shardable(factory: str, dim: int) -> None:
 # ----------------------------------------------------------------------------------------------------- tasks
 
 
-def _fill_shard(trained: np.ndarray, shard: np.ndarray, nprobe: int | None) -> np.ndarray:
+def _rows_for_tasks(side, start: int, stop: int):
+    """What the tasks get for rows ``start`` to ``stop`` of a side: of a shard folder, a ``RowRange`` (each task
+    reads the rows from the folder itself, so they never pass through the driver or the object store); of an
+    array, the rows."""
+    from bitext_hf.mining.shards import ShardedEmbeddings
+
+    named = side.row_range(start, stop) if isinstance(side, ShardedEmbeddings) else None
+    return named if named is not None else np.ascontiguousarray(side[start:stop], dtype=np.float32)
+
+
+def _read(rows) -> np.ndarray:
+    """In a task: the rows it was given, or read from a ``RowRange``."""
+    from bitext_hf.mining.shards import RowRange
+
+    return rows.read() if isinstance(rows, RowRange) else rows
+
+
+def _fill_shard(trained: np.ndarray, shard, nprobe: int | None) -> np.ndarray:
     """Ray task: the serialized trained index filled with one shard's rows (local ids 0..len(shard))."""
     import faiss
 
     from bitext_hf.mining.index import _fill
 
-    filled, _ = _fill(faiss.deserialize_index(trained), shard, nprobe, use_gpu=False)
+    filled, _ = _fill(faiss.deserialize_index(trained), _read(shard), nprobe, use_gpu=False)
     return faiss.serialize_index(filled)
 
 
@@ -145,13 +164,14 @@ def _padded_for_ivf(index, tile: np.ndarray) -> np.ndarray:
     return tile if tile.shape[0] >= needed else np.resize(tile, (needed, tile.shape[1]))
 
 
-def _assign_tile(trained: np.ndarray, tile: np.ndarray, nprobe: int | None):
+def _assign_tile(trained: np.ndarray, tile, nprobe: int | None):
     """Ray task: the ``nprobe`` lists each query of ``tile`` probes (int32 list ids) and their centroid similarities
     (None where the list-by-list scan does not use them): the coarse quantizer's search that FAISS would otherwise
     run again in every shard's search task. The tile is padded as the search pads it, so the quantizer computes
     each row in a batch of the same size (FAISS switches kernels with the batch size)."""
     import faiss
 
+    tile = _read(tile)
     index = faiss.deserialize_index(trained)  # owns the IVF part and its quantizer: alive while they are used
     if nprobe is not None:
         faiss.ParameterSpace().set_index_parameter(index, "nprobe", int(nprobe))
@@ -181,9 +201,7 @@ def _merge_candidates(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], wi
     return tuple(np.take_along_axis(column, order, axis=1) for column in (approx, indices, exact))
 
 
-def _search_tile(
-    filled: np.ndarray, shard: np.ndarray, tile: np.ndarray, assignment, first: int, width: int, previous
-):
+def _search_tile(filled: np.ndarray, shard, tile, assignment, first: int, width: int, previous):
     """Ray task (two returns): the ``width`` best candidates of each query of ``tile`` over the shards searched so
     far, with their approximate and exact similarities, global indices, -1 / -inf where the probed cells held
     fewer; and (tile rows, shard rows) for the driver's progress. This shard's candidates (it starts at row
@@ -194,6 +212,7 @@ def _search_tile(
 
     from bitext_hf.mining.index import _RERANK_ROWS, _candidate_sims, _search_filled
 
+    shard, tile = _read(shard), _read(tile)
     index = faiss.deserialize_index(filled)
     queries = _padded_for_ivf(index, tile)
     if assignment is None:
@@ -211,10 +230,11 @@ def _search_tile(
     return merged, (tile.shape[0], shard.shape[0])
 
 
-def _exact_tile(shard: np.ndarray, queries: np.ndarray, first: int, k: int):
+def _exact_tile(shard, queries: np.ndarray, first: int, k: int):
     """Ray task: exact top-k of ``queries`` among one shard (the single-process fallback's search), global indices."""
     from bitext_hf.mining.knn import knn_search
 
+    shard = _read(shard)
     sims, local = knn_search(queries, shard, k, normalize=False)
     return sims, np.where(local >= 0, local + first, -1), queries.shape[0], shard.shape[0]
 
@@ -273,12 +293,9 @@ def _search_direction(
     merged_refs: dict[int, object] = {}  # tile -> its candidates over the shards submitted so far
     left = {s: len(tiles) for s in range(len(shards))}
 
-    def rows(side, start: int, stop: int) -> np.ndarray:
-        return np.ascontiguousarray(side[start:stop], dtype=np.float32)  # a shard folder is read here
-
     def prepare(s: int) -> None:
         a, b = shards[s]
-        rows_ref = ray.put(rows(database, a, b))
+        rows_ref = ray.put(_rows_for_tasks(database, a, b))
         shard_refs[s] = (rows_ref, fill.remote(trained_ref, rows_ref, spec.nprobe))
         if on_task is not None:
             on_task("fill", 0, b - a)
@@ -289,7 +306,7 @@ def _search_direction(
         # run longer than its fellows. One more task per tile, which reads only the trained index, not a shard.
         # Ray starts the tile's search tasks once its lists are stored; waiting, they hold no CPU.
         a, b = tiles[t]
-        tile_ref = ray.put(rows(queries, a, b))
+        tile_ref = ray.put(_rows_for_tasks(queries, a, b))
         tile_refs[t] = (tile_ref, assign.remote(trained_ref, tile_ref, spec.nprobe) if preassign else None)
         if preassign and on_task is not None:
             on_task("assign", b - a, 0)
@@ -345,7 +362,7 @@ def _exact_fallback(ray, queries: np.ndarray, database, k: int, shards, options)
 
     def submissions():
         for a, b in shards:
-            shard_ref = ray.put(np.ascontiguousarray(database[a:b], dtype=np.float32))
+            shard_ref = ray.put(_rows_for_tasks(database, a, b))
             for t, (q0, q1) in enumerate(tiles):
                 yield t, lambda s=shard_ref, q0=q0, q1=q1, c0=a: task.remote(s, queries[q0:q1], c0, k)
 
