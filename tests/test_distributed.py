@@ -20,10 +20,19 @@ from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, r
 from bitext_hf.cli import EXIT_OK, EXIT_USAGE
 from bitext_hf.errors import BitextError, EncoderLoadError
 from bitext_hf.mining import bidirectional_knn, check_embeddings
-from bitext_hf.mining.shards import MANIFEST, PROGRESS, mine_shards, open_shards, read_manifest, write_shards
+from bitext_hf.mining.shards import (
+    MANIFEST,
+    PROGRESS,
+    RowRange,
+    mine_shards,
+    open_shards,
+    read_manifest,
+    write_shards,
+)
 
 ray = pytest.importorskip("ray")
 
+from bitext_hf.mining import distributed  # noqa: E402
 from bitext_hf.mining.distributed import encode_shards_ray, knn_ray, mine_ray  # noqa: E402
 
 TEXTS = [f"sentence {i}" for i in range(23)]
@@ -87,6 +96,32 @@ def test_ray_search_equals_one_process_bit_for_bit(caplog, block_elements, backe
         np.testing.assert_array_equal(pairs.src_indices, expected.src_indices)
         np.testing.assert_array_equal(pairs.tgt_indices, expected.tgt_indices)
         np.testing.assert_array_equal(pairs.scores, expected.scores)
+
+
+def test_target_runs_of_a_shard_folder_reach_their_tasks_by_name(tmp_path, monkeypatch):
+    """Each task reads its run of a target shard folder itself: the driver passes the run's name, not its rows."""
+    rng = np.random.default_rng(1)
+    x = check_embeddings(rng.standard_normal((300, 16)).astype(np.float32))
+    y = check_embeddings(rng.standard_normal((250, 16)).astype(np.float32))
+    write_shards(
+        tmp_path / "tgt",
+        [str(i) for i in range(250)],
+        lambda rows: y[[int(i) for i in rows]],
+        encoder="t",
+        shard_size=60,
+    )
+    passed = []
+    rows_for_tasks = distributed._rows_for_tasks
+    monkeypatch.setattr(
+        distributed, "_rows_for_tasks", lambda *args: passed.append(rows_for_tasks(*args)) or passed[-1]
+    )
+    split = knn_ray(x, open_shards(tmp_path / "tgt"), 4, workers=2, block_elements=4096 * 3, backend="fused")
+    one = bidirectional_knn(x, y, 4, block_elements=4096 * 3, backend="fused")
+    for field in ("forward_sims", "forward_indices", "backward_sims", "backward_indices"):
+        np.testing.assert_array_equal(getattr(split, field), getattr(one, field), err_msg=field)
+    # 84 blocks of 3 columns in 6 runs, each a name spanning one or more of the 5 files.
+    assert len(passed) == 6 and all(isinstance(run, RowRange) for run in passed)
+    assert sum(run.count for run in passed) == 250 and max(len(run.shards) for run in passed) >= 2
 
 
 def _threads_after_a_search_task():

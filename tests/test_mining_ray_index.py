@@ -21,7 +21,7 @@ from bitext_hf.mining.shards import RowRange, open_shards, write_shards
 
 ray = pytest.importorskip("ray")
 
-from bitext_hf.mining import distributed_index  # noqa: E402
+from bitext_hf.mining import distributed, distributed_index  # noqa: E402
 from bitext_hf.mining.distributed_index import knn_ray_index, mine_ray_index  # noqa: E402
 
 FIELDS = ("forward_sims", "forward_indices", "backward_sims", "backward_indices")
@@ -119,9 +119,14 @@ class _InProcessRay:
     def wait(self, refs: list, num_returns: int) -> tuple[list, list]:
         return refs[:num_returns], refs[num_returns:]
 
-    def get(self, ref: _Ref):
+    def get(self, ref: _Ref | list[_Ref]):
+        if isinstance(ref, list):
+            return [self.get(one) for one in ref]
         self.fetched.append(ref.value)
         return ref.value
+
+    def nodes(self) -> list[dict]:
+        return [{"NodeID": "a" * 56, "Alive": True}]
 
     def cancel(self, ref: _Ref, force: bool) -> None:
         pass
@@ -237,6 +242,29 @@ def test_tasks_read_shard_folders_themselves_and_the_driver_puts_no_rows(tmp_pat
         side = src if value.folder == str(tmp_path / "src") else tgt
         first = 300 * int(value.shards[0][0].split("-")[1].split(".")[0]) + value.offset
         np.testing.assert_array_equal(value.read(), side[first : first + value.count])
+
+
+class _NodeWithoutTheFolders(_InProcessRay):
+    """A cluster with a node that does not see the shard folders (no shared file system)."""
+
+    def remote(self, function) -> _Function:
+        if function is distributed._folder_digests:
+            return _Function(lambda folders: dict.fromkeys(folders))
+        return _Function(function)
+
+
+def test_without_a_shared_file_system_the_driver_passes_the_rows(tmp_path, monkeypatch):
+    src, tgt = _planted(1200, 1000, 32, seed=2)
+    folders = _shard_folders(tmp_path, src, tgt)
+    one = search_neighbours(src, tgt, 4, index="IVF8,Flat", nprobe=2, device="cpu")
+    put: list = []
+    monkeypatch.setattr(_InProcessRay, "put", lambda self, value: put.append(value) or _Ref(value))
+    monkeypatch.setattr(distributed_index, "import_ray", _NodeWithoutTheFolders)
+    monkeypatch.setattr(distributed_index, "ray_session", lambda address, workers: contextlib.nullcontext(2))
+    split = knn_ray_index(*folders, 4, index="IVF8,Flat", nprobe=2, tile_rows=500, shard_rows=400)
+    _assert_same(one, split)
+    rows_put = [value for value in put if isinstance(value, np.ndarray) and value.dtype == np.float32]
+    assert not [value for value in put if isinstance(value, RowRange)] and len(rows_put) == 3 + 3 + 2 + 3
 
 
 def test_auto_resolves_as_one_process(monkeypatch):

@@ -19,8 +19,10 @@ increasing target index, the order the fused CPU engine keeps. Every similarity 
 shapes as in one process, so :func:`mine_ray` returns the same pairs and the same scores, bit for bit, on CPU (the
 torch/GPU engine orders exact ties as ``torch.topk`` does, which is not specified).
 
-Both sides travel through Ray's object store: the sources once (shared by every task on a machine), the targets one
-run per task, with only as many runs in flight as tasks run at a time (a shard folder is read one run at a time).
+The sources travel through Ray's object store once (shared by every task on a machine); the targets one run per
+task, with only as many runs in flight as tasks run at a time. Of a shard folder that every node sees at the same
+path (one machine, or a shared file system; a probe task on each node checks), a task gets only its run's name
+(``RowRange``) and reads the rows itself; otherwise the driver reads each run and passes the rows.
 A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error is one line
 and nothing is presented as complete (shards: no manifest; pairs: written only after mining).
 """
@@ -316,12 +318,71 @@ def _block_geometry(n: int, m: int, block_elements: int) -> tuple[int, int]:
     return max(1, min(n, block_elements // block_cols)), block_cols
 
 
+def _folder_digests(folders: list[str]) -> dict[str, str | None]:
+    """Ray task: the SHA-256 of each shard folder's manifest as this node sees it (None where it sees none)."""
+    import hashlib
+
+    from bitext_hf.mining.shards import MANIFEST
+
+    digests: dict[str, str | None] = {}
+    for folder in folders:
+        try:
+            with open(os.path.join(folder, MANIFEST), "rb") as handle:
+                digests[folder] = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            digests[folder] = None
+    return digests
+
+
+def _tasks_read_folders(ray, *sides) -> bool:
+    """Whether the tasks may read their rows from the sides' shard folders themselves: every node of the cluster
+    sees each folder at the driver's path with the driver's manifest (one probe task pinned to each node). Else
+    the driver reads the rows and passes them, as for arrays: a cluster without a shared file system still works."""
+    from bitext_hf.mining.shards import ShardedEmbeddings
+
+    folders = sorted({side.folder for side in sides if isinstance(side, ShardedEmbeddings)})
+    if not folders:
+        return False
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    expected = _folder_digests(folders)
+    probe = ray.remote(_folder_digests)
+    nodes = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
+    pinned = (NodeAffinitySchedulingStrategy(node, soft=False) for node in nodes)
+    seen = ray.get([probe.options(num_cpus=0, scheduling_strategy=node).remote(folders) for node in pinned])
+    shared = all(digests == expected for digests in seen)
+    logger.info(
+        "shard folders %s: %s",
+        ", ".join(folders),
+        "read by the tasks (every node sees them)" if shared else "read by the driver (not every node sees them)",
+    )
+    return shared
+
+
+def _rows_for_tasks(side, start: int, stop: int, by_name: bool):
+    """What the tasks get for rows ``start`` to ``stop`` of a side: of a shard folder every node sees
+    (``by_name``), a ``RowRange`` (each task reads the rows from the folder itself, so they never pass through the
+    driver or the object store); else the rows."""
+    from bitext_hf.mining.shards import ShardedEmbeddings
+
+    named = side.row_range(start, stop) if by_name and isinstance(side, ShardedEmbeddings) else None
+    return named if named is not None else np.ascontiguousarray(side[start:stop], dtype=np.float32)
+
+
+def _read_rows(rows) -> np.ndarray:
+    """In a task: the rows it was given, or read from a ``RowRange``."""
+    from bitext_hf.mining.shards import RowRange
+
+    return rows.read() if isinstance(rows, RowRange) else rows
+
+
 def _search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, block_cols: int, backend: str):
     """Ray task: forward top-k of every source among one run of target columns and backward top-k of those targets
     among all sources, with the single-process block geometry (the engine's own block loops, so every block and
     every similarity is the one a single process computes). Target indices in the forward lists are global."""
     from bitext_hf.mining.knn import _fused_blocks, _fused_kernel, _resolve_device, _torch_blocks
 
+    tgt_run = _read_rows(tgt_run)
     device = _resolve_device(None)
     fused = backend == "fused" or (backend == "auto" and device.type == "cpu" and _fused_kernel() is not None)
     run = _fused_blocks if fused else _torch_blocks  # both on the task's one torch thread (Ray's one-CPU tasks)
@@ -403,13 +464,15 @@ def knn_ray(
         runs = _column_runs(n_blocks, max(slots, math.ceil(n_blocks / max(1, max_run_blocks))))
         task = ray.remote(_search_run).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
         src_ref = ray.put(np.ascontiguousarray(src[0:n]))  # sources once, shared by every task on a machine
+        by_name = _tasks_read_folders(ray, tgt)
         pending: dict = {}  # ObjectRef -> first target of its run
         queue = deque((first * block_cols, min(m, end * block_cols)) for first, end in runs)
         try:
             while queue or pending:
                 while queue and len(pending) < slots:
-                    c0, c1 = queue.popleft()  # a shard folder is read here, one run at a time
-                    ref = task.remote(src_ref, tgt[c0:c1], c0, k_fwd, k_bwd, block_rows, block_cols, backend)
+                    c0, c1 = queue.popleft()
+                    run = _rows_for_tasks(tgt, c0, c1, by_name)
+                    ref = task.remote(src_ref, run, c0, k_fwd, k_bwd, block_rows, block_cols, backend)
                     pending[ref] = c0
                 done, _ = ray.wait(list(pending), num_returns=1)
                 c0 = pending.pop(done[0])

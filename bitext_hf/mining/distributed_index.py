@@ -39,9 +39,8 @@ Exact ties of approximate similarities (repeated vectors) are ordered by index h
 
 What it costs: a filled shard is deserialized again by each of its tile tasks (one copy of the shard per task, plus
 the rows for exact re-scoring); each query tile is put in the object store once and read by every shard's tasks
-(of a shard folder, only its name: each task reads its rows from the folder, which must then be at the same path
-on every worker's machine, so that the rows never pass through the driver or its node's object store), and so are
-its lists (``nprobe`` int32 ids a query, plus as many float32 similarities for codes of residuals), which
+(of a shard folder that every node sees at the same path, only its name: each task reads its rows from the folder,
+so that they never pass through the driver or its node's object store), and so are its lists (``nprobe`` int32 ids a query, plus as many float32 similarities for codes of residuals), which
 stay there with the tile until the direction ends (Ray spills the object store to disk beyond its memory). A tile
 is assigned once (tile rows x nlist products), not once per shard; each search task still applies the
 pre-transform to its tile (a smaller product) and scans only its shard's probed lists. The candidates pass from
@@ -70,6 +69,9 @@ from bitext_hf.mining.distributed import (
     _checked_sides,
     _merge_forward,
     _ray_failure,
+    _read_rows,
+    _rows_for_tasks,
+    _tasks_read_folders,
     import_ray,
     knn_ray,
     ray_session,
@@ -124,30 +126,13 @@ def _check_shardable(factory: str, dim: int) -> None:
 # ----------------------------------------------------------------------------------------------------- tasks
 
 
-def _rows_for_tasks(side, start: int, stop: int):
-    """What the tasks get for rows ``start`` to ``stop`` of a side: of a shard folder, a ``RowRange`` (each task
-    reads the rows from the folder itself, so they never pass through the driver or the object store); of an
-    array, the rows."""
-    from bitext_hf.mining.shards import ShardedEmbeddings
-
-    named = side.row_range(start, stop) if isinstance(side, ShardedEmbeddings) else None
-    return named if named is not None else np.ascontiguousarray(side[start:stop], dtype=np.float32)
-
-
-def _read(rows) -> np.ndarray:
-    """In a task: the rows it was given, or read from a ``RowRange``."""
-    from bitext_hf.mining.shards import RowRange
-
-    return rows.read() if isinstance(rows, RowRange) else rows
-
-
 def _fill_shard(trained: np.ndarray, shard, nprobe: int | None) -> np.ndarray:
     """Ray task: the serialized trained index filled with one shard's rows (local ids 0..len(shard))."""
     import faiss
 
     from bitext_hf.mining.index import _fill
 
-    filled, _ = _fill(faiss.deserialize_index(trained), _read(shard), nprobe, use_gpu=False)
+    filled, _ = _fill(faiss.deserialize_index(trained), _read_rows(shard), nprobe, use_gpu=False)
     return faiss.serialize_index(filled)
 
 
@@ -171,7 +156,7 @@ def _assign_tile(trained: np.ndarray, tile, nprobe: int | None):
     each row in a batch of the same size (FAISS switches kernels with the batch size)."""
     import faiss
 
-    tile = _read(tile)
+    tile = _read_rows(tile)
     index = faiss.deserialize_index(trained)  # owns the IVF part and its quantizer: alive while they are used
     if nprobe is not None:
         faiss.ParameterSpace().set_index_parameter(index, "nprobe", int(nprobe))
@@ -212,7 +197,7 @@ def _search_tile(filled: np.ndarray, shard, tile, assignment, first: int, width:
 
     from bitext_hf.mining.index import _RERANK_ROWS, _candidate_sims, _search_filled
 
-    shard, tile = _read(shard), _read(tile)
+    shard, tile = _read_rows(shard), _read_rows(tile)
     index = faiss.deserialize_index(filled)
     queries = _padded_for_ivf(index, tile)
     if assignment is None:
@@ -234,7 +219,7 @@ def _exact_tile(shard, queries: np.ndarray, first: int, k: int):
     """Ray task: exact top-k of ``queries`` among one shard (the single-process fallback's search), global indices."""
     from bitext_hf.mining.knn import knn_search
 
-    shard = _read(shard)
+    shard = _read_rows(shard)
     sims, local = knn_search(queries, shard, k, normalize=False)
     return sims, np.where(local >= 0, local + first, -1), queries.shape[0], shard.shape[0]
 
@@ -280,7 +265,7 @@ def _search_direction(
     ``preassign``: the index has inverted lists, and each tile is assigned to them once, for all shards."""
     from bitext_hf.mining.index import _best_candidates, _candidates
 
-    slots, tile_rows, shard_rows, retries, on_task = options
+    slots, tile_rows, shard_rows, retries, on_task, by_name = options
     n, m = queries.shape[0], database.shape[0]
     width, k = _candidates(spec, k, database), min(k, m)
     tiles, shards = _ranges(n, tile_rows, slots), _ranges(m, shard_rows, 1)
@@ -295,7 +280,7 @@ def _search_direction(
 
     def prepare(s: int) -> None:
         a, b = shards[s]
-        rows_ref = ray.put(_rows_for_tasks(database, a, b))
+        rows_ref = ray.put(_rows_for_tasks(database, a, b, by_name))
         shard_refs[s] = (rows_ref, fill.remote(trained_ref, rows_ref, spec.nprobe))
         if on_task is not None:
             on_task("fill", 0, b - a)
@@ -306,7 +291,7 @@ def _search_direction(
         # run longer than its fellows. One more task per tile, which reads only the trained index, not a shard.
         # Ray starts the tile's search tasks once its lists are stored; waiting, they hold no CPU.
         a, b = tiles[t]
-        tile_ref = ray.put(_rows_for_tasks(queries, a, b))
+        tile_ref = ray.put(_rows_for_tasks(queries, a, b, by_name))
         tile_refs[t] = (tile_ref, assign.remote(trained_ref, tile_ref, spec.nprobe) if preassign else None)
         if preassign and on_task is not None:
             on_task("assign", b - a, 0)
@@ -354,7 +339,7 @@ def _search_direction(
 
 def _exact_fallback(ray, queries: np.ndarray, database, k: int, shards, options):
     """Exact top-k of ``queries`` among the whole database, tile by shard, merged by similarity then index."""
-    slots, tile_rows, _, retries, on_task = options
+    slots, tile_rows, _, retries, on_task, by_name = options
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     tiles = _ranges(queries.shape[0], tile_rows, 1)
     task = ray.remote(_exact_tile).options(num_cpus=1, max_retries=retries)
@@ -362,7 +347,7 @@ def _exact_fallback(ray, queries: np.ndarray, database, k: int, shards, options)
 
     def submissions():
         for a, b in shards:
-            shard_ref = ray.put(_rows_for_tasks(database, a, b))
+            shard_ref = ray.put(_rows_for_tasks(database, a, b, by_name))
             for t, (q0, q1) in enumerate(tiles):
                 yield t, lambda s=shard_ref, q0=q0, q1=q1, c0=a: task.remote(s, queries[q0:q1], c0, k)
 
@@ -433,7 +418,8 @@ def knn_ray_index(
     with ray_session(address, workers) as slots:
         ray = import_ray()
         trained_ref = ray.put(faiss.serialize_index(trained))
-        options = (slots, int(tile_rows), int(shard_rows), retries, on_task)
+        by_name = _tasks_read_folders(ray, src, tgt)
+        options = (slots, int(tile_rows), int(shard_rows), retries, on_task, by_name)
         forward = _search_direction(ray, src, tgt, k, spec, trained_ref, options, preassign)
         backward = _search_direction(ray, tgt, src, k, spec, trained_ref, options, preassign)
     logger.info(
