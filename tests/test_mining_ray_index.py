@@ -219,31 +219,6 @@ def test_shard_folders_are_searched_as_arrays(tmp_path):
     _assert_same(one, split)
 
 
-def test_tasks_read_shard_folders_themselves_and_the_driver_puts_no_rows(tmp_path, monkeypatch):
-    """Of shard folders, the driver puts only rows' names (folder, shards, norms) in the object store, never the
-    rows: each task reads its own, and the result is the same as from the arrays."""
-    src, tgt = _planted(1200, 1000, 32, seed=2)
-    folders = _shard_folders(tmp_path, src, tgt)
-    one = search_neighbours(src, tgt, 4, index="IVF8,Flat", nprobe=2, device="cpu")
-    put: list = []
-    monkeypatch.setattr(_InProcessRay, "put", lambda self, value: put.append(value) or _Ref(value))
-    monkeypatch.setattr(distributed_index, "import_ray", _InProcessRay)
-    monkeypatch.setattr(distributed_index, "ray_session", lambda address, workers: contextlib.nullcontext(2))
-    split = knn_ray_index(*folders, 4, index="IVF8,Flat", nprobe=2, tile_rows=500, shard_rows=400)
-    _assert_same(one, split)
-    named = [value for value in put if isinstance(value, RowRange)]
-    # Forward: 3 tiles of 1200 sources and 3 shards of 1000 targets (one spans two 300-row files); backward: 2 + 3.
-    rows_put = [value for value in put if isinstance(value, np.ndarray) and value.dtype == np.float32]
-    assert len(named) == 3 + 3 + 2 + 3 and not rows_put
-    assert sum(value.count for value in named) == 2 * (1200 + 1000)
-    # Each names the rows the arrays would have held.
-    assert any(len(value.shards) == 2 for value in named)
-    for value in named:
-        side = src if value.folder == str(tmp_path / "src") else tgt
-        first = 300 * int(value.shards[0][0].split("-")[1].split(".")[0]) + value.offset
-        np.testing.assert_array_equal(value.read(), side[first : first + value.count])
-
-
 class _NodeWithoutTheFolders(_InProcessRay):
     """A cluster with a node that does not see the shard folders (no shared file system)."""
 
@@ -253,18 +228,40 @@ class _NodeWithoutTheFolders(_InProcessRay):
         return _Function(function)
 
 
-def test_without_a_shared_file_system_the_driver_passes_the_rows(tmp_path, monkeypatch):
+def _put_searching_folders(tmp_path, monkeypatch, cluster: type[_InProcessRay]):
+    """(the sides, what the driver put in the object store, split by kind) of an in-process search of two shard
+    folders, checked equal to one process on the arrays."""
     src, tgt = _planted(1200, 1000, 32, seed=2)
     folders = _shard_folders(tmp_path, src, tgt)
     one = search_neighbours(src, tgt, 4, index="IVF8,Flat", nprobe=2, device="cpu")
     put: list = []
     monkeypatch.setattr(_InProcessRay, "put", lambda self, value: put.append(value) or _Ref(value))
-    monkeypatch.setattr(distributed_index, "import_ray", _NodeWithoutTheFolders)
+    monkeypatch.setattr(distributed_index, "import_ray", cluster)
     monkeypatch.setattr(distributed_index, "ray_session", lambda address, workers: contextlib.nullcontext(2))
-    split = knn_ray_index(*folders, 4, index="IVF8,Flat", nprobe=2, tile_rows=500, shard_rows=400)
-    _assert_same(one, split)
-    rows_put = [value for value in put if isinstance(value, np.ndarray) and value.dtype == np.float32]
-    assert not [value for value in put if isinstance(value, RowRange)] and len(rows_put) == 3 + 3 + 2 + 3
+    _assert_same(one, knn_ray_index(*folders, 4, index="IVF8,Flat", nprobe=2, tile_rows=500, shard_rows=400))
+    named = [value for value in put if isinstance(value, RowRange)]
+    rows = [value for value in put if isinstance(value, np.ndarray) and value.dtype == np.float32]
+    return (src, tgt), named, rows
+
+
+def test_tasks_read_shard_folders_themselves_and_the_driver_puts_no_rows(tmp_path, monkeypatch):
+    """Of shard folders every node sees, the driver puts only rows' names (folder, shards, norms) in the object
+    store, never the rows: each task reads its own, and the result is the same as from the arrays."""
+    (src, tgt), named, rows = _put_searching_folders(tmp_path, monkeypatch, _InProcessRay)
+    # Forward: 3 tiles of 1200 sources and 3 shards of 1000 targets (one spans two 300-row files); backward: 2 + 3.
+    assert len(named) == 3 + 3 + 2 + 3 and not rows
+    assert sum(value.count for value in named) == 2 * (1200 + 1000)
+    # Each names the rows the arrays would have held.
+    assert any(len(value.shards) == 2 for value in named)
+    for value in named:
+        side = src if value.folder == str(tmp_path / "src") else tgt
+        first = 300 * int(value.shards[0][0].split("-")[1].split(".")[0]) + value.offset
+        np.testing.assert_array_equal(value.read(), side[first : first + value.count])
+
+
+def test_without_a_shared_file_system_the_driver_passes_the_rows(tmp_path, monkeypatch):
+    _, named, rows = _put_searching_folders(tmp_path, monkeypatch, _NodeWithoutTheFolders)
+    assert not named and len(rows) == 3 + 3 + 2 + 3
 
 
 def test_auto_resolves_as_one_process(monkeypatch):
