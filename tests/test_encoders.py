@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -121,6 +122,25 @@ def test_sentence_transformer_batches_follow_token_counts_not_characters(tiny_mo
     embeddings = adapter.encode(sentences, batch_size=2)
     assert batches == [most_tokens, set(sentences) - most_tokens]
     np.testing.assert_allclose(embeddings, l2_normalize(model.encode(sentences)), atol=1e-5)
+
+
+@pytest.mark.parametrize("first_module", ["no tokenizer", "a processor that does not take text", "no max length"])
+def test_sentence_transformer_batches_by_characters_where_tokens_cannot_be_counted(first_module):
+    """Counting only orders the batches: a first module whose tokens cannot be counted falls back to characters."""
+
+    def processor(texts, **kwargs):
+        raise TypeError("expected images")
+
+    module = SimpleNamespace(tokenizer=processor, max_seq_length=16)
+    if first_module == "no tokenizer":
+        module = SimpleNamespace(max_seq_length=16)
+    elif first_module == "no max length":
+        module = SimpleNamespace(
+            tokenizer=lambda texts, **kwargs: {"input_ids": [[1]] * len(texts)}, max_seq_length=None
+        )
+    adapter = SimpleNamespace(model=[module])
+    sentences = ["abc", "a", "abcdef"]
+    assert SentenceTransformerEncoder._token_counts(adapter, sentences) == [3, 1, 6]
 
 
 def test_use_default_encoder_is_normalized_and_keeps_order():

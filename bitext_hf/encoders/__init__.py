@@ -391,12 +391,14 @@ class SentenceTransformerEncoder:
 
     def _token_counts(self, sentences: list[str]) -> list[int]:
         """Tokens per sentence as the model's text tokenizer cuts them (at most its ``max_seq_length``); characters
-        where its first module has no text tokenizer. Only the batches' order depends on them, never a vector."""
+        where its first module has no text tokenizer, or one that does not count text (a multimodal processor). Only
+        the batches' order depends on them, never a vector, so characters are a safe fallback."""
         first = self.model[0]
         tokenizer, limit = getattr(first, "tokenizer", None), getattr(first, "max_seq_length", None)
-        if not callable(tokenizer) or not isinstance(limit, int):
-            return [len(sentence) for sentence in sentences]
-        return _token_counts(tokenizer, sentences, limit)
+        if callable(tokenizer) and isinstance(limit, int):
+            with contextlib.suppress(TypeError, ValueError, KeyError):
+                return _token_counts(tokenizer, sentences, limit)
+        return [len(sentence) for sentence in sentences]
 
     def _tokenized(self, sentences: list[str], kind: str):
         """(input_ids, attention_mask) as the model tokenizes (its own max length, lower-casing and so on)."""
