@@ -13,7 +13,8 @@ the memory-mapped shards, normalized exactly as :func:`bitext_hf.mining.check_em
 array. :func:`mine_shards` therefore returns the same pairs and scores as :func:`bitext_hf.mining.mine` on the
 concatenation, holding only a block of each side and the top-k lists in memory.
 
-The encoding cache (:class:`EmbeddingCache`) lives in ``embedding_cache.py``.
+The encoding cache (:class:`EmbeddingCache`) lives in ``embedding_cache.py``; rows named for a distributed task to
+read itself (:class:`RowRange`, from ``ShardedEmbeddings.row_range``) in ``shard_rows.py``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import IO
 
 import numpy as np
@@ -45,6 +46,7 @@ from bitext_hf.mining.shard_manifest import (
     text_sha256,
     write_manifest,
 )
+from bitext_hf.mining.shard_rows import RowRange, as_checked
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -420,7 +422,7 @@ class ShardedEmbeddings:
         return rows if self._rows is None else self._rows[rows]
 
     def _convert(self, block: np.ndarray, norms: np.ndarray) -> np.ndarray:
-        return _as_checked(block, norms, self._normalize)
+        return as_checked(block, norms, self._normalize)
 
     def row_range(self, start: int, stop: int) -> RowRange | None:
         """Rows ``start`` to ``stop`` as a :class:`RowRange` to read elsewhere (None for a selection of rows)."""
@@ -461,55 +463,6 @@ class ShardedEmbeddings:
             selected = shard_of == shard
             block[selected] = self._arrays[shard][rows[selected] - self._starts[shard]]
         return self._convert(block, self._norms[rows])
-
-
-def _as_checked(block: np.ndarray, norms: np.ndarray, normalize: bool) -> np.ndarray:
-    if not normalize:
-        return np.ascontiguousarray(block, dtype=np.float32)
-    # As check_embeddings: divided in float64, rounded once to float32.
-    return (block.astype(np.float64) / norms[:, None]).astype(np.float32)
-
-
-@dataclass(frozen=True, eq=False)
-class RowRange:
-    """Rows of a shard folder named, not held: ``read()`` returns them as ``ShardedEmbeddings`` would (the same
-    float32 rows, normalized the same way), reading only the shards they lie in, memory-mapped.
-
-    What a distributed task receives instead of the rows themselves (a few bytes a row for the norms, against
-    ``4 x dimension`` through the object store): the folder must be at the same path where the task runs (one
-    machine, or a shared file system) and unchanged since it was opened; each shard's size, shape and dtype are
-    checked against the manifest again where it is read."""
-
-    folder: str
-    shards: tuple[tuple[str, int], ...]  # (file name, bytes) of each shard the rows lie in, in order
-    offset: int  # the first row within the first of them
-    count: int
-    dimension: int
-    dtype: str
-    norms: np.ndarray
-    normalize: bool
-
-    def read(self) -> np.ndarray:
-        from bitext_hf.data.embeddings import read_embeddings
-
-        pieces, position = [], self.offset
-        for name, size in self.shards:
-            path = os.path.join(self.folder, name)
-            if not os.path.isfile(path) or os.path.getsize(path) != size:
-                raise DataValidationError(
-                    f"{path}: missing or of another size where this task runs; the folder must be reachable at "
-                    "the same path from every worker (a shared file system) and unchanged while mining"
-                )
-            array = read_embeddings(path)
-            if array.shape[1] != self.dimension or array.dtype != np.dtype(self.dtype):
-                raise DataValidationError(f"{path}: not the shard its manifest recorded (shape or dtype)")
-            wanted = self.count - sum(piece.shape[0] for piece in pieces)
-            pieces.append(array[position : position + wanted])
-            position = 0
-        block = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
-        if block.shape[0] != self.count:
-            raise DataValidationError(f"{self.folder}: its shards hold fewer rows than its manifest records")
-        return _as_checked(block, self.norms, self.normalize)
 
 
 def open_shards(folder: str | os.PathLike, *, verify: bool = True) -> ShardedEmbeddings:

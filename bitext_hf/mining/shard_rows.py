@@ -1,0 +1,64 @@
+"""Rows of a shard folder named rather than held (:class:`RowRange`), and the conversion every reader of a shard
+folder applies to the rows it reads (:func:`as_checked`); :class:`bitext_hf.mining.shards.ShardedEmbeddings` makes
+both."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from bitext_hf.errors import DataValidationError
+
+__all__ = ["RowRange", "as_checked"]
+
+
+def as_checked(block: np.ndarray, norms: np.ndarray, normalize: bool) -> np.ndarray:
+    """Rows of a shard as float32, divided by their ``norms`` where the folder is ``normalize``d."""
+    if not normalize:
+        return np.ascontiguousarray(block, dtype=np.float32)
+    # As check_embeddings: divided in float64, rounded once to float32.
+    return (block.astype(np.float64) / norms[:, None]).astype(np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class RowRange:
+    """Rows of a shard folder named, not held: ``read()`` returns them as ``ShardedEmbeddings`` would (the same
+    float32 rows, normalized the same way), reading only the shards they lie in, memory-mapped.
+
+    What a distributed task receives instead of the rows themselves (a few bytes a row for the norms, against
+    ``4 x dimension`` through the object store): the folder must be at the same path where the task runs (one
+    machine, or a shared file system) and unchanged since it was opened; each shard's size, shape and dtype are
+    checked against the manifest again where it is read."""
+
+    folder: str
+    shards: tuple[tuple[str, int], ...]  # (file name, bytes) of each shard the rows lie in, in order
+    offset: int  # the first row within the first of them
+    count: int
+    dimension: int
+    dtype: str
+    norms: np.ndarray
+    normalize: bool
+
+    def read(self) -> np.ndarray:
+        from bitext_hf.data.embeddings import read_embeddings
+
+        pieces, position = [], self.offset
+        for name, size in self.shards:
+            path = os.path.join(self.folder, name)
+            if not os.path.isfile(path) or os.path.getsize(path) != size:
+                raise DataValidationError(
+                    f"{path}: missing or of another size where this task runs; the folder must be reachable at "
+                    "the same path from every worker (a shared file system) and unchanged while mining"
+                )
+            array = read_embeddings(path)
+            if array.shape[1] != self.dimension or array.dtype != np.dtype(self.dtype):
+                raise DataValidationError(f"{path}: not the shard its manifest recorded (shape or dtype)")
+            wanted = self.count - sum(piece.shape[0] for piece in pieces)
+            pieces.append(array[position : position + wanted])
+            position = 0
+        block = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        if block.shape[0] != self.count:
+            raise DataValidationError(f"{self.folder}: its shards hold fewer rows than its manifest records")
+        return as_checked(block, self.norms, self.normalize)
