@@ -371,7 +371,7 @@ def _rows_for_tasks(side, start: int, stop: int, by_name: bool):
 
 def _read_rows(rows) -> np.ndarray:
     """In a task: the rows it was given, or read from a ``RowRange``."""
-    from bitext_hf.mining.shards import RowRange
+    from bitext_hf.mining.shard_rows import RowRange
 
     return rows.read() if isinstance(rows, RowRange) else rows
 

@@ -40,9 +40,9 @@ Exact ties of approximate similarities (repeated vectors) are ordered by index h
 What it costs: a filled shard is deserialized again by each of its tile tasks (one copy of the shard per task, plus
 the rows for exact re-scoring); each query tile is put in the object store once and read by every shard's tasks
 (of a shard folder that every node sees at the same path, only its name: each task reads its rows from the folder,
-so that they never pass through the driver or its node's object store), and so are its lists (``nprobe`` int32 ids a query, plus as many float32 similarities for codes of residuals), which
-stay there with the tile until the direction ends (Ray spills the object store to disk beyond its memory). A tile
-is assigned once (tile rows x nlist products), not once per shard; each search task still applies the
+so that they never pass through the driver or its node's object store), and so are its lists (``nprobe`` int32 ids
+a query, plus as many float32 similarities for codes of residuals), which stay there with the tile until the
+direction ends (Ray spills the object store to disk beyond its memory). A tile is assigned once (tile rows x nlist products), not once per shard; each search task still applies the
 pre-transform to its tile (a smaller product) and scans only its shard's probed lists. The candidates pass from
 task to task in the object store, so the driver handles none per search task: it puts the rows of arrays (names of
 shard folders' rows), submits the tasks, and fetches each tile's candidates once at the end (n x candidates in all,

@@ -5,13 +5,14 @@ both."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from bitext_hf.errors import DataValidationError
 
-__all__ = ["RowRange", "as_checked"]
+__all__ = ["RowRange", "as_checked", "rows_across"]
 
 
 def as_checked(block: np.ndarray, norms: np.ndarray, normalize: bool) -> np.ndarray:
@@ -20,6 +21,22 @@ def as_checked(block: np.ndarray, norms: np.ndarray, normalize: bool) -> np.ndar
         return np.ascontiguousarray(block, dtype=np.float32)
     # As check_embeddings: divided in float64, rounded once to float32.
     return (block.astype(np.float64) / norms[:, None]).astype(np.float32)
+
+
+def rows_across(arrays: Sequence[np.ndarray], offset: int, count: int) -> np.ndarray:
+    """Rows ``offset`` to ``offset + count`` of the concatenation of ``arrays`` (consecutive shards): a view where
+    they lie in one shard, a copy of the pieces where they span several."""
+    pieces = []
+    for array in arrays:
+        if count <= 0:
+            break
+        piece = array[offset : offset + count]
+        if piece.shape[0]:
+            pieces.append(piece)
+        offset, count = max(0, offset - array.shape[0]), count - piece.shape[0]
+    if len(pieces) <= 1:
+        return pieces[0] if pieces else arrays[0][:0]
+    return np.concatenate(pieces)
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,7 +61,7 @@ class RowRange:
     def read(self) -> np.ndarray:
         from bitext_hf.data.embeddings import read_embeddings
 
-        pieces, position = [], self.offset
+        arrays = []
         for name, size in self.shards:
             path = os.path.join(self.folder, name)
             if not os.path.isfile(path) or os.path.getsize(path) != size:
@@ -52,13 +69,10 @@ class RowRange:
                     f"{path}: missing or of another size where this task runs; the folder must be reachable at "
                     "the same path from every worker (a shared file system) and unchanged while mining"
                 )
-            array = read_embeddings(path)
-            if array.shape[1] != self.dimension or array.dtype != np.dtype(self.dtype):
+            arrays.append(read_embeddings(path))
+            if arrays[-1].shape[1] != self.dimension or arrays[-1].dtype != np.dtype(self.dtype):
                 raise DataValidationError(f"{path}: not the shard its manifest recorded (shape or dtype)")
-            wanted = self.count - sum(piece.shape[0] for piece in pieces)
-            pieces.append(array[position : position + wanted])
-            position = 0
-        block = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        block = rows_across(arrays, self.offset, self.count)
         if block.shape[0] != self.count:
             raise DataValidationError(f"{self.folder}: its shards hold fewer rows than its manifest records")
         return as_checked(block, self.norms, self.normalize)

@@ -46,7 +46,7 @@ from bitext_hf.mining.shard_manifest import (
     text_sha256,
     write_manifest,
 )
-from bitext_hf.mining.shard_rows import RowRange, as_checked
+from bitext_hf.mining.shard_rows import RowRange, as_checked, rows_across
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -447,13 +447,7 @@ class ShardedEmbeddings:
         if start >= stop:
             return np.empty((0, self.shape[1]), dtype=np.float32)
         shard = int(np.searchsorted(self._starts, start, side="right")) - 1
-        pieces, position = [], start
-        while position < stop:
-            end = min(stop, int(self._starts[shard + 1]))
-            offset = int(self._starts[shard])
-            pieces.append(self._arrays[shard][position - offset : end - offset])
-            position, shard = end, shard + 1
-        block = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        block = rows_across(self._arrays[shard:], start - int(self._starts[shard]), stop - start)
         return self._convert(block, self._norms[start:stop])
 
     def _gather(self, rows: np.ndarray) -> np.ndarray:
