@@ -20,40 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
+from hostile_support import MARKER, MakesMarker, snapshot
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ENCODER, EXIT_OK, EXIT_USAGE
 
 pytestmark = pytest.mark.timeout(300)  # a regression that blocks (a FIFO, a pipe) fails instead of hanging the suite
-
-MARKER = "EXECUTED"  # what hostile code would create in the case's folder; no case may make it appear
-
-
-class _MakesMarker:
-    """Unpickling runs ``os.mkdir(folder/EXECUTED)``: a payload that proves code ran if the folder appears."""
-
-    def __init__(self, folder: Path) -> None:
-        self.target = str(folder / MARKER)
-
-    def __reduce__(self):
-        return (os.mkdir, (self.target,))
-
-
-def _snapshot(root: Path) -> dict[str, tuple[str, bytes | str | None]]:
-    """Every entry under ``root``, links not followed: (kind, content) with a link's target path, a file's bytes."""
-    entries = {}
-    for folder, folders, files in os.walk(root):
-        for name in folders + files:
-            path = os.path.join(folder, name)
-            relative = os.path.relpath(path, root)
-            if os.path.islink(path):
-                entries[relative] = ("link", os.readlink(path))
-            elif os.path.isfile(path):
-                entries[relative] = ("file", Path(path).read_bytes())
-            elif os.path.isdir(path):
-                entries[relative] = ("dir", None)
-            else:
-                entries[relative] = ("special", None)
-    return entries
 
 
 def _corpus(tmp: Path) -> tuple[str, str]:
@@ -97,7 +68,7 @@ def _model_folder(tmp: Path, *, auto_map: bool = False, pickle_weights: bool = F
         config.update(model_type="evil", auto_map={"AutoModel": "modeling_evil.EvilModel"})
     (folder / "config.json").write_text(json.dumps(config))
     if pickle_weights:
-        (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_MakesMarker(tmp)))
+        (folder / "pytorch_model.bin").write_bytes(pickle.dumps(MakesMarker(tmp)))
     return str(folder)
 
 
@@ -176,7 +147,7 @@ def _out_through_linked_folder(tmp: Path) -> list[str]:
 
 def _npy_pickle(tmp: Path) -> list[str]:
     payload = np.empty(5, dtype=object)
-    payload[:] = [_MakesMarker(tmp)] * 5
+    payload[:] = [MakesMarker(tmp)] * 5
     src = _npy(tmp / "src.npy", payload, allow_pickle=True)
     return ["mine", "--src", src, "--tgt", write_lines(tmp / "tgt.txt", TARGETS)]
 
@@ -550,12 +521,12 @@ def test_hostile_case(name, capsys, tmp_path, monkeypatch):
     argv = case.setup(tmp_path)
     encoded_by_setup = fakes.n_encoded if fakes is not None else 0
     capsys.readouterr()
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     try:
         code, _, err = run(capsys, *argv)
     except SystemExit as exit:  # argparse's own refusals
         code, err = exit.code, capsys.readouterr().err
-    after = _snapshot(tmp_path)
+    after = snapshot(tmp_path)
 
     assert code == case.code, err
     assert "Traceback" not in err

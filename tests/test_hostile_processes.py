@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_fakes import SOURCES, TARGETS, install_fake_encoders, run, write_lines
-from test_hostile import MARKER, _snapshot
+from hostile_support import MARKER, snapshot
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
@@ -89,7 +89,7 @@ def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, s
         argv, outputs = ["encode", "--input", src, "--out", str(tmp_path / "x.npy"), "--batch-size", "8"], ()
         ready = lambda: True  # noqa: E731
         delay = 0.5
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     process = _slow_cli(*argv, delay=delay, cache=cache)
     try:
         time.sleep(1.5)  # past the imports, into the encoding
@@ -102,7 +102,7 @@ def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, s
     assert "Traceback" not in err
     if status == EXIT_INTERRUPTED:
         assert len(err.strip().splitlines()) == 1 and "interrupted" in err
-    after = _snapshot(tmp_path)
+    after = snapshot(tmp_path)
     assert {path: after[path] for path in before} == before
     created = {path.split(os.sep)[0] for path in set(after) - set(before)} - {"cache"}
     assert created <= set(outputs), created
@@ -113,7 +113,7 @@ def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, s
         fresh = tmp_path / "fresh"
         fresh_code = _slow_cli(*argv[:4], f"{fresh}/", *argv[5:], cache=cache).wait(timeout=120)
         assert code == fresh_code == EXIT_OK
-        assert _snapshot(tmp_path / "emb") == _snapshot(fresh)
+        assert snapshot(tmp_path / "emb") == snapshot(fresh)
 
 
 def test_concurrent_runs_on_one_output_leave_one_whole_file(tmp_path):
@@ -142,7 +142,7 @@ def test_concurrent_encodings_into_one_shard_folder_end_whole_or_refused(tmp_pat
         assert "Traceback" not in err and (process.returncode == 0 or len(err.strip().splitlines()) == 1)
     fresh = tmp_path / "fresh"
     assert _slow_cli(*argv[:4], f"{fresh}/", *argv[5:], cache=str(tmp_path / "c")).wait(120) == 0
-    assert _snapshot(folder) == _snapshot(fresh)
+    assert snapshot(folder) == snapshot(fresh)
 
 
 @pytest.fixture
@@ -219,7 +219,7 @@ def test_a_signal_during_a_recipe_is_one_line_and_exports_nothing(
     for language, pairs in tiny_parallel_corpus_by_language.items():
         (data / f"en-{language}.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in pairs), encoding="utf-8")
     tiny_tokenizer.save_pretrained(data / "tokenizer")
-    before = _snapshot(data)
+    before = snapshot(data)
     run = tmp_path / "run"
     flags = [
         "--train_pairs",
@@ -275,6 +275,6 @@ def test_a_signal_during_a_recipe_is_one_line_and_exports_nothing(
         process.kill()
     assert process.returncode == EXIT_INTERRUPTED, err[-2000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "train_onealigner: interrupted"
-    assert _snapshot(data) == before
+    assert snapshot(data) == before
     exported = {"README.md", "model.safetensors", "config.json", "modules.json"} & {p.name for p in run.iterdir()}
     assert not exported and not [p for p in tmp_path.iterdir() if p.name.endswith(".staging")]
