@@ -47,3 +47,14 @@ def refusal_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]
+
+
+def left_as_before(folder: Path, before: dict, creates: tuple[str, ...] = ()) -> None:
+    """Every entry of ``before`` (a ``snapshot`` of ``folder``) is still there unchanged, nothing but ``creates``
+    appeared (no partial output, no temp file), and no hostile code ran."""
+    after = snapshot(folder)
+    for path, entry in before.items():
+        assert after.get(path) == entry, f"{path} changed"
+    created = sorted(set(after) - set(before))
+    assert created == sorted(creates), created
+    assert not (folder / MARKER).exists(), "hostile code ran"

@@ -121,6 +121,52 @@ def test_tsv_pairs_with_header_and_errors(tmp_path):
         read_tsv_pairs(write(tmp_path / "p3.tsv", "Hello\t \n"))
 
 
+def test_tsv_pairs_read_the_columns_a_header_names_anywhere_in_it(tmp_path):
+    # mine's own header: the sentences are in columns 3 and 4, not the score and the line numbers.
+    mined = write(tmp_path / "m.tsv", "score\tsrc_index\ttgt_index\tsrc\ttgt\n1.2\t0\t3\tHello\tHallo\n")
+    assert read_tsv_pairs(mined) == (["Hello"], ["Hallo"])
+    assert read_tsv_pairs(write(tmp_path / "r.tsv", "id\ttarget\tsource\n7\tJa\tYes\n")) == (["Yes"], ["Ja"])
+
+
+def test_read_pairs_reads_csv_jsonl_and_parquet_by_their_column_names(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bitext_hf.data.readers import read_pairs
+
+    csv_text = 'score,src_index,tgt_index,src,tgt\n1.0,0,0,"two\nlines, quoted",Zwei\n'
+    assert read_pairs(write(tmp_path / "p.csv", csv_text)) == (["two\nlines, quoted"], ["Zwei"])
+    rows = [{"sentence2": "Hallo", "sentence1": "Hello"}, {"sentence2": "Ja", "sentence1": "Yes"}]
+    jsonl = write(tmp_path / "p.jsonl.gz", gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    assert read_pairs(jsonl) == (["Hello", "Yes"], ["Hallo", "Ja"])
+    pq.write_table(pa.table({"en": ["Open"], "fr": ["Ouvrir"]}), tmp_path / "p.parquet")  # data gettext's two columns
+    assert read_pairs(tmp_path / "p.parquet") == (["Open"], ["Ouvrir"])
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        (
+            "a.csv",
+            "a,b,c\n1,2,3\n",
+            "a.csv: cannot tell the source and target columns among a, b, c; expected src/tgt",
+        ),
+        ("b.jsonl", '{"src": "x", "tgt": "y"}\n[1, 2]\n', "b.jsonl:2: expected a JSON object, got list"),
+        ("c.jsonl", '{"src": "x", "tgt": "y"}\n{"src": "x"\n', "c.jsonl:2: not valid JSON"),
+        ("d.jsonl", '{"src": "x", "tgt": 3}\n', "d.jsonl:1: target sentence (tgt) is int"),
+        ("e.csv", "src,tgt\nx\n", "e.csv:2: target sentence (tgt) is missing"),
+        ("f.parquet", "not parquet at all", "f.parquet: not a readable Parquet file"),
+        ("g.csv", "src,tgt\n", "g.csv: no sentence pairs"),
+    ],
+)
+def test_read_pairs_refuses_in_one_line_naming_the_file(tmp_path, name, data, message):
+    from bitext_hf.data.readers import read_pairs
+
+    with pytest.raises(DataValidationError) as raised:
+        read_pairs(write(tmp_path / name, data))
+    assert message in str(raised.value) and "\n" not in str(raised.value), raised.value
+
+
 def test_moses_files_must_align(tmp_path):
     src = write(tmp_path / "c.en", "Hello\nYes\n")
     assert read_moses(src, write(tmp_path / "c.de", "Hallo\nJa\n")) == (["Hello", "Yes"], ["Hallo", "Ja"])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bitext_hf.cli.inputs import check_inputs_and_output, display, embed, embedder, pair_texts
+from bitext_hf.cli.inputs import check_encoder_options, check_inputs_and_output, display, embed, embedder, pair_texts
 from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
 
 __all__ = ["cmd_encode", "cmd_mine", "cmd_score"]
@@ -62,6 +62,7 @@ def cmd_encode(args) -> int:
     from bitext_hf.io import atomic_output, protect_inputs
 
     started = time.perf_counter()
+    check_encoder_options(args)
     protect_inputs([args.input])  # no file this command writes, a shard behind a link included, may replace it
     _check_distributed(args)
     if _shard_output(args.out):
@@ -179,7 +180,7 @@ def cmd_mine(args) -> int:
     _show_pairs(args, pairs, result.src_texts, result.tgt_texts)
     print(
         f"mined {len(pairs)} pairs from {result.src_sentences} source x {result.tgt_sentences} target sentences "
-        f"(k={config.k}, margin={config.margin}, mode={config.mode}, threshold={config.threshold})",
+        f"(k={result.record.k}, margin={config.margin}, mode={config.mode}, threshold={config.threshold})",
         file=report,
     )
     if result.filter_counts is not None:
@@ -228,19 +229,24 @@ def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
 
 
 def _score_filters(args):
-    """The filters of ``score`` (every one off unless asked for), checked before anything is read."""
-    from bitext_hf.mining.filters import FilterSettings
+    """The filters of ``score`` (every one off unless asked for), checked before anything is read; an option that
+    cannot act (``--lid-min-prob``, ``--src-lang``, ``--tgt-lang`` without ``--lid``: score records no languages)
+    is refused."""
+    from bitext_hf.mining.config import filter_settings, refuse_lid_options_without_lid
 
-    return FilterSettings(**{field.name: getattr(args, field.name) for field in dataclasses.fields(FilterSettings)})
+    refuse_lid_options_without_lid(args.lid, args.lid_min_prob, args.src_lang, args.tgt_lang)
+    return filter_settings(args)
 
 
 def cmd_score(args) -> int:
     from bitext_hf.io import writes_in_place
     from bitext_hf.mining import MinedPairs, check_k, score_pairs, write_pairs
+    from bitext_hf.mining.config import used_k
     from bitext_hf.mining.filters import filter_aligned, format_counts
     from bitext_hf.mining.output import check_representable, output_format
     from bitext_hf.mining.sidecar import threshold_report_paths
 
+    check_encoder_options(args)
     filters = _score_filters(args)
     inputs = [args.pairs, args.src, args.tgt]
     check_inputs_and_output(args.out, inputs)
@@ -251,9 +257,9 @@ def cmd_score(args) -> int:
             check_inputs_and_output(str(path), inputs)
     fmt = output_format(args.out, args.format)
     sources, targets = pair_texts(args)
-    if not args.pairs:  # cells of a TSV pairs file cannot hold a tab or a line break; Moses lines can hold a tab
-        check_representable(sources, display(args.src), fmt)
-        check_representable(targets, display(args.tgt), fmt)
+    # Before encoding: a Moses line, or a CSV / JSON Lines / Parquet cell, may hold a tab that TSV output cannot.
+    check_representable(sources, display(args.pairs or args.src), fmt)
+    check_representable(targets, display(args.pairs or args.tgt), fmt)
     rows, counts = np.arange(len(sources)), {}
     if filters.active:  # before encoding: a rejected pair costs nothing
         rows = filter_aligned(sources, targets, filters, counts)
@@ -270,7 +276,7 @@ def cmd_score(args) -> int:
     write_pairs(pairs, args.out, src_texts=sources, tgt_texts=targets, format=fmt)
     report = _report_stream(args.out)
     print(
-        f"scored {len(rows)} pairs (k={args.k}, margin={args.margin}); wrote {len(pairs)} to {_shown(args.out)}"
+        f"scored {len(rows)} pairs (k={used_k(args.k, len(rows), len(rows))}, margin={args.margin}); wrote {len(pairs)} to {_shown(args.out)}"
         + (f" (threshold {args.threshold})" if args.threshold is not None else ""),
         file=report,
     )

@@ -13,15 +13,19 @@ import logging
 
 import numpy as np
 
-from bitext_hf.cli.inputs import check_inputs_and_output, embed, pair_texts
+from bitext_hf.cli.inputs import check_encoder_options, check_inputs_and_output, embed, pair_texts
 from bitext_hf.errors import EXIT_OK, UsageError
 
-__all__ = ["EVAL_KEYS", "cmd_eval"]
+__all__ = ["DEFAULT_K", "DEFAULT_MARGIN", "EVAL_KEYS", "cmd_eval"]
+
+DEFAULT_K, DEFAULT_MARGIN = 4, "ratio"  # the defaults `--help` shows for --k and --margin
 
 logger = logging.getLogger("bitext_hf")
 
 # The unit of every key of the results (shown in `bitext-hf eval --help` and the README).
 EVAL_KEYS = """results (JSON; printed, and written with --out):
+  model, k, margin  the encoder, and (with xsim or --bucc) the margin's k as used: --k capped at the corpus size
+              (the larger side; per subset under `subsets`, the largest at the top) and the margin
   xsim        {xsim, errors, n}: LASER's xsim, the percent (0-100) of sources whose best-margin candidate among
               their k nearest targets is not the gold target; errors of n sources
   xsim_text   the same, but a predicted target whose text equals the gold target's text counts as correct
@@ -43,6 +47,7 @@ EVAL_KEYS = """results (JSON; printed, and written with --out):
 def _evaluate(args, sources: list[str], targets: list[str], gold: list[tuple[int, int]], aligned: bool) -> dict:
     from bitext_hf.evaluation.metrics import functional as F
     from bitext_hf.mining import bidirectional_knn
+    from bitext_hf.mining.config import used_k
 
     results: dict[str, object] = {}
     gold_tgt = [j for _, j in gold]
@@ -52,6 +57,7 @@ def _evaluate(args, sources: list[str], targets: list[str], gold: list[tuple[int
     tgt_emb = embed(args, targets, "target")
     metrics = set(args.metrics)
     if "xsim" in metrics:
+        results["k"] = used_k(args.k, len(gold), len(targets))  # what the margin averaged, not a k above the data
         # One kNN for both the index-based and the text-based error counts.
         knn = bidirectional_knn(src_sel, tgt_emb, args.k)
         results["xsim"] = F.xsim_from_knn(knn, margin=args.margin, gold=gold_tgt)
@@ -76,6 +82,8 @@ def _average(per_subset: dict[str, dict]) -> dict:
 
     parts = list(per_subset.values())
     average: dict[str, object] = {}
+    if all("k" in part for part in parts):  # the largest neighbourhood a subset used (each subset reports its own)
+        average["k"] = max(part["k"] for part in parts)
     for key in ("xsim", "xsim_text"):
         if all(key in part for part in parts):
             average[key] = F.xsim_micro_average(part[key] for part in parts)
@@ -90,11 +98,15 @@ def _bucc(args) -> dict:
     from bitext_hf.data import read_bucc
     from bitext_hf.evaluation.metrics import functional as F
     from bitext_hf.mining import DEFAULT_MODE, mine
+    from bitext_hf.mining.config import used_k
 
     task = read_bucc(*args.bucc, max_chars=args.max_line_chars)
     train = read_bucc(*args.bucc_train, max_chars=args.max_line_chars) if args.bucc_train else None
 
+    used = []
+
     def candidates(t):
+        used.append(used_k(args.k, len(t.sources), len(t.targets)))
         src_emb, tgt_emb = embed(args, t.sources, "source"), embed(args, t.targets, "target")
         pairs = mine(src_emb, tgt_emb, k=args.k, margin=args.margin, mode=args.mode or DEFAULT_MODE)
         labels, n_gold = F.bucc_labels(zip(pairs.src_indices.tolist(), pairs.tgt_indices.tolist()), t.gold)
@@ -106,7 +118,25 @@ def _bucc(args) -> dict:
         kwargs = dict(zip(("train_scores", "train_labels", "n_gold_train"), candidates(train)))
     result = F.bucc_f1(test_scores, test_labels, n_gold_test=test_gold, **kwargs)
     result["threshold_from"] = "train" if train is not None else "test (oracle)"
+    result["k"] = max(used)  # the largest neighbourhood either split used
     return result
+
+
+def _refuse_options_that_cannot_act(args) -> None:
+    """Options given where they do nothing are refused (exit 2), not ignored; ``--metrics`` unset is all three."""
+    check_encoder_options(args)
+    if args.bucc:
+        if args.metrics is not None:
+            raise UsageError("--metrics chooses among xsim, accuracy and mteb; --bucc computes BUCC F1 only")
+    elif args.mode is not None:
+        raise UsageError("--mode picks the candidates of --bucc; xsim, accuracy and mteb search every target")
+    if args.metrics is None:
+        args.metrics = ["xsim", "accuracy", "mteb"]
+    elif "xsim" not in args.metrics and (args.k is not None or args.margin is not None):
+        raise UsageError("--k and --margin are xsim's; --metrics leaves xsim out (accuracy and mteb use plain cosine)")
+    # The parser leaves them unset (None) so that a value given where it cannot act is told from the default.
+    args.k = DEFAULT_K if args.k is None else args.k
+    args.margin = DEFAULT_MARGIN if args.margin is None else args.margin
 
 
 def cmd_eval(args) -> int:
@@ -122,11 +152,15 @@ def cmd_eval(args) -> int:
             raise UsageError(f"{option} is for --mteb data")
     if args.bucc_train and not args.bucc:
         raise UsageError("--bucc-train needs --bucc (the test split it picks the threshold for)")
+    _refuse_options_that_cannot_act(args)
     inputs = [args.pairs, args.src, args.tgt, args.mteb, *(args.bucc or ()), *(args.bucc_train or ())]
     check_inputs_and_output(args.out, inputs)
-    results: dict[str, object] = {"model": args.model or "use-multilingual-v3", "k": args.k, "margin": args.margin}
+    results: dict[str, object] = {"model": args.model or "use-multilingual-v3"}
+    if args.bucc or "xsim" in args.metrics:  # k and the margin are reported only where they were used
+        results.update(k=args.k, margin=args.margin)
     if args.bucc:
         results["bucc_f1"] = _bucc(args)
+        results["k"] = results["bucc_f1"].pop("k")
     else:
         if args.mteb:
             tasks = read_mteb(args.mteb, split=args.split, subset=args.subset, columns=args.columns)

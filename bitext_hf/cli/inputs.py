@@ -13,7 +13,7 @@ import numpy as np
 
 from bitext_hf.errors import UsageError
 
-__all__ = ["check_inputs_and_output", "display", "embed", "embedder", "pair_texts"]
+__all__ = ["check_encoder_options", "check_inputs_and_output", "display", "embed", "embedder", "pair_texts"]
 
 
 def display(path: str) -> str:
@@ -32,6 +32,14 @@ def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> No
 
 
 # ----------------------------------------------------------------------------------------------------- encoders
+
+
+def check_encoder_options(args) -> None:
+    """Encoder options that cannot act together, refused before anything is read (``mine`` checks its own in
+    :class:`~bitext_hf.mining.MiningConfig`)."""
+    from bitext_hf.mining.config import refuse_cache_dir_without_cache
+
+    refuse_cache_dir_without_cache(getattr(args, "cache_dir", None), getattr(args, "no_cache", False))
 
 
 def embedder(args):
@@ -63,13 +71,16 @@ def embed(args, texts: list[str], what: str, spec: str | None = None) -> np.ndar
 
 
 def pair_texts(args) -> tuple[list[str], list[str]]:
-    """Aligned sentences from ``--pairs FILE.tsv`` or the Moses-style ``--src`` / ``--tgt`` files."""
-    from bitext_hf.data import read_moses, read_tsv_pairs
+    """Aligned sentences from ``--pairs FILE`` (any pairs file the package writes: ``mine`` / ``score`` output or
+    ``data gettext``'s, in TSV, CSV, JSON Lines or Parquet; :func:`bitext_hf.data.readers.read_pairs`) or the
+    Moses-style ``--src`` / ``--tgt`` files."""
+    from bitext_hf.data import read_moses
+    from bitext_hf.data.readers import read_pairs
 
     if args.pairs:
         if args.src or args.tgt:
-            raise UsageError("give either --pairs FILE.tsv or --src/--tgt, not both")
-        return read_tsv_pairs(args.pairs, max_chars=args.max_line_chars)
+            raise UsageError("give either --pairs FILE or --src/--tgt, not both")
+        return read_pairs(args.pairs, max_chars=args.max_line_chars)
     if not (args.src and args.tgt):
         raise UsageError("give --pairs FILE.tsv, or --src and --tgt parallel files")
     return read_moses(args.src, args.tgt, max_chars=args.max_line_chars)

@@ -91,6 +91,8 @@ def _column_pair(text: str) -> tuple[str, str]:
     names = tuple(name.strip() for name in text.split(","))
     if len(names) != 2 or not all(names):
         raise argparse.ArgumentTypeError(f"give two column names as A,B, got {text!r}")
+    if names[0] == names[1]:  # a column scored against itself: xsim 0, accuracy 1, whatever the encoder
+        raise argparse.ArgumentTypeError(f"give two different columns, got {names[0]!r} twice")
     return names
 
 
@@ -377,8 +379,13 @@ def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
             else "Every filter runs before encoding; of duplicate pairs the first stays."
         ),
     )
-    group.add_argument("--src-lang", help="language of the source side (en, de, pt_BR...): what --lid checks")
-    group.add_argument("--tgt-lang", help="language of the target side: what --lid checks")
+    acts = (
+        "what --lid checks, and recorded in the sidecar of --out FILE for the dataset card (else refused)"
+        if mining
+        else "what --lid checks (refused without it)"
+    )
+    group.add_argument("--src-lang", help=f"language of the source side (en, de, pt_BR...): {acts}")
+    group.add_argument("--tgt-lang", help=f"language of the target side: {acts}")
     group.add_argument(
         "--lid",
         action="store_true",
@@ -391,7 +398,7 @@ def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
     group.add_argument(
         "--lid-min-prob",
         type=_probability,
-        default=0.5,
+        default=None,  # None: the filters' default; a value given without --lid is refused (it cannot act)
         metavar="P",
         help="with --lid, the least probability lid.176 must give the side's language (default 0.5)",
     )
@@ -473,7 +480,10 @@ def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
         "Neighbourhoods for the margin come from the whole corpus on both sides. Output columns as in `mine`,\n"
         "one row per input pair, in input order.\n\n" + EPILOG_EXIT,
     )
-    p.add_argument("--pairs", help="TSV file: source<TAB>target per line")
+    p.add_argument(
+        "--pairs",
+        help="pairs file: source<TAB>target per line (a header naming src/tgt, source/target or sentence1/sentence2 picks those columns), or the .tsv, .csv, .jsonl or .parquet output of `mine`, `score` or `data gettext`",
+    )
     p.add_argument("--src", help="source side of Moses-style parallel files")
     p.add_argument("--tgt", help="target side of Moses-style parallel files")
     _add_output(p, required=True)
@@ -495,7 +505,7 @@ def _add_eval(commands, fmt, shared: argparse.ArgumentParser) -> None:
         "  bitext-hf eval --bucc de-en.test.de de-en.test.en de-en.test.gold "
         "--bucc-train de-en.train.de de-en.train.en de-en.train.gold\n\n" + EVAL_KEYS + "\n" + EPILOG_EXIT,
     )
-    p.add_argument("--pairs", help="TSV file of aligned pairs")
+    p.add_argument("--pairs", help="aligned pairs, any file `score --pairs` reads (TSV, CSV, JSON Lines, Parquet)")
     p.add_argument("--src", help="aligned source file")
     p.add_argument("--tgt", help="aligned target file")
     p.add_argument("--mteb", help="MTEB bitext-mining data: .jsonl/.parquet/.csv file or a saved datasets folder")
@@ -518,18 +528,19 @@ def _add_eval(commands, fmt, shared: argparse.ArgumentParser) -> None:
         "--mode",
         choices=("forward", "backward", "intersect", "union", "max"),
         default=None,
-        help="BUCC candidates (default max)",
+        help="with --bucc: how the candidates are mined (default max)",
     )
     p.add_argument(
         "--metrics",
         nargs="+",
         choices=("xsim", "accuracy", "mteb"),
-        default=["xsim", "accuracy", "mteb"],
-        help="what to compute (default all three; see the keys below)",
+        default=None,  # None: all three; given with --bucc (which computes BUCC F1 only), it is refused
+        help="what to compute (default all three; see the keys below); not with --bucc",
     )
     p.add_argument("--out", help="also write the results as JSON here (never over an input)")
     _add_common(p)
-    p.set_defaults(func=_bounded_inputs(cmd_eval))
+    # Unset until cmd_eval resolves them (same defaults): given with --metrics but without xsim, they are refused.
+    p.set_defaults(func=_bounded_inputs(cmd_eval), k=None, margin=None)
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

@@ -122,6 +122,18 @@ def cmd_push(args) -> int:
     if args.model is not None:
         from bitext_hf.hub.model_files import select_model_files
 
+        # Options of a dataset upload do nothing to a model's: refused, as --include/--exclude are with --pairs.
+        given = [
+            option
+            for option, value in (("--meta", args.meta), ("--languages", args.languages), ("--license", args.license))
+            if value
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} describe{'s' if len(given) == 1 else ''} a --pairs dataset; --model uploads a "
+                "model, whose card is its folder's README.md"
+            )
+
         selection = select_model_files(args.model, include=args.include, exclude=args.exclude)
         if args.dry_run:
             _print_commit(selection.files, f"model repository {repo_id}")

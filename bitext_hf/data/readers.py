@@ -2,7 +2,9 @@
 (and line) of the problem, before any work is done on it.
 
 Formats: plain text (a sentence a line), TSV pairs, Moses-style parallel files (two aligned plain-text files), BUCC
-files (``id<TAB>sentence`` plus a gold file of ``src_id<TAB>tgt_id`` lines); the MTEB format is in ``mteb.py``,
+files (``id<TAB>sentence`` plus a gold file of ``src_id<TAB>tgt_id`` lines), and the pairs files the package itself
+writes (``mine`` / ``score`` and ``data gettext``: TSV, CSV, JSON Lines, Parquet; :func:`read_pairs`); the MTEB
+format is in ``mteb.py``,
 ``.npy`` embeddings in ``embeddings.py``. Every input may be ``-`` (stdin), a pipe or a compressed file
 (``bitext_hf.io.open_input``).
 """
@@ -10,6 +12,9 @@ files (``id<TAB>sentence`` plus a gold file of ``src_id<TAB>tgt_id`` lines); the
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
+import json
 import logging
 import os
 import re
@@ -18,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bitext_hf.errors import DataValidationError
-from bitext_hf.io import MAX_INPUT_BYTES_ENV, iter_input_chunks, max_input_bytes
+from bitext_hf.io import MAX_INPUT_BYTES_ENV, compression_of, iter_input_chunks, max_input_bytes, read_input_bytes
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
@@ -30,6 +35,7 @@ __all__ = [
     "read_bucc",
     "read_lines",
     "read_moses",
+    "read_pairs",
     "read_tsv_pairs",
     "split_lines",
 ]
@@ -135,34 +141,51 @@ def read_lines(
     return _decode_lines(path, max_chars=max_chars, allow_empty_lines=allow_empty_lines)
 
 
+# Column names that say which column holds each side, as pairs of (source, target): the package's own (``mine`` and
+# ``score`` write ``score src_index tgt_index src tgt``), then the usual names of pairs files and of MTEB.
+PAIR_COLUMNS = (("src", "tgt"), ("source", "target"), ("sentence1", "sentence2"))
+_EXPECTED_COLUMNS = " or ".join(f"{src}/{tgt}" for src, tgt in PAIR_COLUMNS)
+
+
+def _named_columns(names: Sequence[str]) -> tuple[int, int] | None:
+    """The positions of the source and target columns that ``names`` name, else None."""
+    folded = [str(name).strip().lower() for name in names]
+    for src, tgt in PAIR_COLUMNS:
+        if src in folded and tgt in folded:
+            return folded.index(src), folded.index(tgt)
+    return None
+
+
 def read_tsv_pairs(
     path: str | os.PathLike,
     *,
-    src_column: int = 0,
-    tgt_column: int = 1,
+    src_column: int | None = None,
+    tgt_column: int | None = None,
     max_chars: int = DEFAULT_MAX_LINE_CHARS,
     skip_header: bool | None = None,
 ) -> tuple[list[str], list[str]]:
     """Read tab-separated sentence pairs; returns aligned (sources, targets).
 
     Args:
-        skip_header (bool, optional): drop the first line; by default, a first line that reads ``src<TAB>tgt``,
-            ``source<TAB>target`` or ``sentence1<TAB>sentence2`` is taken as a header.
+        src_column, tgt_column (int, optional): the columns of each side; by default the ones a header names, else
+            0 and 1.
+        skip_header (bool, optional): drop the first line; by default, a first line that names a source and a
+            target column (``src``/``tgt``, ``source``/``target`` or ``sentence1``/``sentence2``, anywhere in the
+            line: ``mine``'s own ``score<TAB>src_index<TAB>tgt_index<TAB>src<TAB>tgt``) is taken as a header, and
+            its columns are read.
     """
     name = display_name(path)
     lines = _decode_lines(path, max_chars=max_chars, allow_empty_lines=False)
     first = 1
+    named = _named_columns(lines[0].split("\t"))
     if skip_header is None:
-        head = [cell.strip().lower() for cell in lines[0].split("\t")]
-        skip_header = len(head) >= 2 and (head[0], head[1]) in {
-            ("src", "tgt"),
-            ("source", "target"),
-            ("sentence1", "sentence2"),
-        }
+        skip_header = named is not None
     if skip_header:
         lines, first = lines[1:], 2
         if not lines:
             raise DataValidationError(f"{name}: only a header, no sentence pairs")
+    src_column = src_column if src_column is not None else (named[0] if skip_header and named else 0)
+    tgt_column = tgt_column if tgt_column is not None else (named[1] if skip_header and named else 1)
     sources, targets = [], []
     needed = max(src_column, tgt_column) + 1
     for number, line in enumerate(lines, start=first):
@@ -177,6 +200,109 @@ def read_tsv_pairs(
         sources.append(src)
         targets.append(tgt)
     return sources, targets
+
+
+def pairs_format(path: str | os.PathLike) -> str:
+    """The format of a pairs file by its extension (a compression suffix is looked through): ``csv``, ``jsonl``,
+    ``parquet``, else ``tsv`` (also stdin and pipes, whose name says nothing)."""
+    file = Path(os.fspath(path))
+    if compression_of(file):
+        file = file.with_suffix("")
+    return {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}.get(file.suffix.lower(), "tsv")
+
+
+def read_pairs(path: str | os.PathLike, *, max_chars: int = DEFAULT_MAX_LINE_CHARS) -> tuple[list[str], list[str]]:
+    """Read sentence pairs from any pairs file the package writes, by its extension: TSV (:func:`read_tsv_pairs`),
+    CSV, JSON Lines or Parquet, whose source and target columns are the ones named ``src``/``tgt`` (``mine``'s and
+    ``score``'s output), ``source``/``target`` or ``sentence1``/``sentence2``, or the only two columns there are
+    (``data gettext``'s ``en`` and ``xx``).
+
+    Raises:
+        DataValidationError: one line naming the file (and line or row): unreadable data, no such columns, an empty
+            or non-text sentence, a sentence longer than ``max_chars``.
+    """
+    fmt = pairs_format(path)
+    if fmt == "tsv":
+        return read_tsv_pairs(path, max_chars=max_chars)
+    name = display_name(path)
+    if fmt == "parquet":
+        columns, rows, first = _parquet_rows(path, name)
+    elif fmt == "csv":
+        columns, rows, first = _csv_rows(path, name)
+    else:
+        columns, rows, first = _jsonl_rows(path, name)
+    chosen = _named_columns(columns) or ((0, 1) if len(columns) == 2 else None)
+    if chosen is None:
+        raise DataValidationError(
+            f"{name}: cannot tell the source and target columns among {', '.join(map(str, columns)) or 'none'}; "
+            f"expected {_EXPECTED_COLUMNS}, or exactly two columns"
+        )
+    sources, targets = [], []
+    for number, row in enumerate(rows, start=first):
+        pair = []
+        for side, column in zip(("source", "target"), chosen):
+            text = row[column] if column < len(row) else None
+            if not isinstance(text, str) or not text.strip():
+                what = "missing" if text is None else ("empty" if isinstance(text, str) else type(text).__name__)
+                raise DataValidationError(f"{name}:{number}: {side} sentence ({columns[column]}) is {what}")
+            if len(text) > max_chars:
+                raise DataValidationError(
+                    f"{name}:{number}: {side} sentence of {len(text)} characters exceeds the limit of {max_chars} "
+                    "(raise it with --max-line-chars if this is intended)"
+                )
+            pair.append(text.strip())
+        sources.append(pair[0])
+        targets.append(pair[1])
+    if not sources:
+        raise DataValidationError(f"{name}: no sentence pairs")
+    return sources, targets
+
+
+def _csv_rows(path: str | os.PathLike, name: str) -> tuple[list[str], list[list[str]], int]:
+    """(header, rows, line of the first row); RFC 4180 quoting (the csv module), so a cell may hold a line break and
+    the number given for a row is its place in the file, counting the header as row 1."""
+    # newline="": line ends reach the csv module as they are, so that a quoted line break stays in its cell.
+    reader = csv.reader(io.StringIO(decode_text(path), newline=""))
+    try:
+        table = list(reader)
+    except csv.Error as error:
+        raise DataValidationError(f"{name}:{reader.line_num}: not valid CSV ({error})") from None
+    if not table:
+        raise DataValidationError(f"{name}: file is empty")
+    return table[0], table[1:], 2
+
+
+def _jsonl_rows(path: str | os.PathLike, name: str) -> tuple[list[str], list[list[object]], int]:
+    """(keys of the first object, each line's values under those keys, 1): one JSON object a line."""
+    columns: list[str] = []
+    rows = []
+    for number, line in enumerate(split_lines(decode_text(path)), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataValidationError(f"{name}:{number}: not valid JSON ({error.msg})") from None
+        if not isinstance(record, dict):
+            raise DataValidationError(f"{name}:{number}: expected a JSON object, got {type(record).__name__}")
+        if not columns:
+            columns = list(record)
+        rows.append([record.get(column) for column in columns])
+    return columns, rows, 1
+
+
+def _parquet_rows(path: str | os.PathLike, name: str) -> tuple[list[str], list[list[object]], int]:
+    """(column names, rows, 1); read from bytes within the input bound (``read_input_bytes``), not by pyarrow from
+    the path, so that a compressed file, a pipe and the bound behave as for every other input."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(read_input_bytes(path)))
+    except pa.ArrowException as error:
+        raise DataValidationError(f"{name}: not a readable Parquet file ({' '.join(str(error).split())})") from None
+    columns = table.column_names
+    return columns, [list(row.values()) for row in table.to_pylist()], 1
 
 
 def read_moses(

@@ -9,9 +9,13 @@ travel with the checkpoint); a ``CardFigure`` is path-like.
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +53,34 @@ class CardFigure:
         return str(self.path)
 
 
+def _writable_folder(path: Path) -> bool:
+    """Whether ``path`` is, or could be made as, a folder this process can write: its nearest existing ancestor is a
+    writable folder (what matplotlib tries when it makes its config and cache folders)."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+def _quiet_matplotlib_config() -> None:
+    """Before matplotlib is first imported: where its default config or cache folder cannot be written (an
+    unwritable or missing HOME), give it a fresh temporary one (MPLCONFIGDIR, removed at exit). Matplotlib would
+    make one itself, but with two warnings on stderr beside the package's own; a folder the user set is kept."""
+    if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR"):
+        return
+    home = Path(os.path.expanduser("~"))
+    folders = [
+        Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "matplotlib",
+        Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache") / "matplotlib",
+    ]
+    if all(_writable_folder(folder) for folder in folders):
+        return
+    folder = tempfile.mkdtemp(prefix="bitext-hf-matplotlib-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = folder
+
+
 def _figure(width: float = 6.4, height: float = 4.0):
+    _quiet_matplotlib_config()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -13,7 +13,7 @@ import numpy as np
 from bitext_hf.encoders.exported import BACKENDS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.filters import DEFAULT_LID_MIN_PROB, FilterSettings
+from bitext_hf.mining.filters import FilterSettings
 from bitext_hf.mining.output import FORMATS
 from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings
 from bitext_hf.mining.sidecar import MiningRecord
@@ -23,10 +23,55 @@ from bitext_hf.mining.sides import (
     is_npy,
 )
 
-__all__ = ["DEMO_DIR", "MiningConfig"]
+__all__ = [
+    "DEMO_DIR",
+    "MiningConfig",
+    "filter_settings",
+    "refuse_cache_dir_without_cache",
+    "refuse_lid_options_without_lid",
+    "used_k",
+]
 
 DEMO_DIR = Path(__file__).parent.parent / "demo"
 POOLINGS = ("mean", "max", "cls")
+
+
+def used_k(k: int, n_src: int, n_tgt: int) -> int:
+    """The k a run reports: the neighbours the margin averaged, ``k`` capped at the corpus (the larger side; a
+    sentence of the other side averages over at most that side's size), not a ``k`` no neighbourhood reached."""
+    return min(int(k), max(int(n_src), int(n_tgt)))
+
+
+def filter_settings(options: Any) -> FilterSettings:
+    """The :class:`FilterSettings` of ``options`` (a config or parsed arguments: an attribute per filter field); an
+    unset ``lid_min_prob`` (None) is left to the filters' default."""
+    values = {field.name: getattr(options, field.name) for field in dataclasses.fields(FilterSettings)}
+    if values.get("lid_min_prob", 0) is None:
+        del values["lid_min_prob"]
+    return FilterSettings(**values)
+
+
+def refuse_lid_options_without_lid(
+    lid: bool, lid_min_prob: float | None, src_lang, tgt_lang, *, recorded: bool = False, where: str = ""
+) -> None:
+    """``--lid-min-prob`` acts only with ``--lid``; ``--src-lang`` / ``--tgt-lang`` with ``--lid``, or where they
+    are ``recorded`` (``mine``'s sidecar; ``where`` names what records them). Else one line, exit 2."""
+    if lid:
+        return
+    if lid_min_prob is not None:
+        raise UsageError(f"--lid-min-prob {lid_min_prob:g} applies to --lid, which is not given")
+    if not recorded:
+        given = [option for option, value in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang)) if value]
+        if given:
+            raise UsageError(
+                f"{' and '.join(given)} {'act' if len(given) > 1 else 'acts'} only with --lid{where}, "
+                "which is not given"
+            )
+
+
+def refuse_cache_dir_without_cache(cache_dir: str | None, no_cache: bool) -> None:
+    if cache_dir is not None and no_cache:
+        raise UsageError(f"--cache-dir {cache_dir} names the encoding cache, which --no-cache turns off: choose one")
 
 
 def _positive_or_none(value: Any, name: str) -> None:
@@ -71,7 +116,7 @@ class MiningConfig:
             languages ``lid`` checks.
         lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the filters, all off by
             default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is in the result and the
-            sidecar.
+            sidecar. ``lid_min_prob`` None is the filters' default.
         threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result,
             for :func:`bitext_hf.hub.figures.threshold_report` (``mine --threshold-report`` writes it beside ``out``).
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
@@ -112,7 +157,7 @@ class MiningConfig:
     src_lang: str | None = None
     tgt_lang: str | None = None
     lid: bool = False
-    lid_min_prob: float = DEFAULT_LID_MIN_PROB
+    lid_min_prob: float | None = None
     min_chars: float | None = None
     max_chars: float | None = None
     max_length_ratio: float | None = None
@@ -155,14 +200,26 @@ class MiningConfig:
             raise UsageError(f"index must be 'exact', 'auto' or a FAISS factory string, got {self.index!r}")
         if self.dedup and self.keep_duplicates:
             raise UsageError("--dedup drops duplicate lines and --keep-duplicates mines them: choose one")
+        self._refuse_options_that_cannot_act()
         _ = self.filters  # checked when the config is made, as every other option
+
+    def _refuse_options_that_cannot_act(self) -> None:
+        """An option given where it can do nothing is a usage error, not silently ignored: the user meant it to act."""
+        from bitext_hf.io import writes_in_place
+
+        sidecar = bool(self.out) and not writes_in_place(self.out)
+        # The languages act through --lid, and are recorded in the sidecar (the dataset card's languages).
+        refuse_lid_options_without_lid(
+            self.lid, self.lid_min_prob, self.src_lang, self.tgt_lang, recorded=sidecar, where=" or --out FILE"
+        )
+        if self.format is not None and not self.out:
+            raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
+        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
 
     @property
     def filters(self) -> FilterSettings:
         """The filters of this run (see :mod:`bitext_hf.mining.filters`)."""
-        return FilterSettings(
-            **{field.name: getattr(self, field.name) for field in dataclasses.fields(FilterSettings)}
-        )
+        return filter_settings(self)
 
     @classmethod
     def demo(cls, **options: Any) -> MiningConfig:
@@ -185,7 +242,7 @@ class MiningConfig:
             tgt_model=None if same else tgt_model,
             margin=self.margin,
             mode=self.mode,
-            k=self.k,
+            k=used_k(self.k, src_rows, tgt_rows),  # what the margin averaged, not a k above the corpus
             threshold=self.threshold,
             # What an approximate run searched with: its pairs are not the exact engine's (see check_recall).
             index=self._index_description(src_rows, tgt_rows, dim),
@@ -217,7 +274,7 @@ class MiningConfig:
             return "auto (chosen per document pair)"
         return str(self._index_spec(src_rows, tgt_rows, dim))
 
-    def _index_spec(self, src_rows: int, tgt_rows: int, dim: int):
+    def _index_spec(self, src_rows: int, tgt_rows: int, dim: int | None):
         """The search that index / nprobe resolve to for this corpus (exact, or the factory string and nprobe)."""
         from bitext_hf.mining.index import resolve_index
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -171,9 +172,16 @@ def _factory(dim: int, factory: str) -> Any:
     return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
 
 
-def check_index(index: str, dim: int, nprobe: int | None = None) -> None:
+# What a factory string is checked against before the encoder's dimension is known (a text side, not yet encoded):
+# a multiple of most sub-quantizer and OPQ counts, so that only the string's syntax is judged; the encoded dimension
+# is checked when it is known. Messages never name it: it is not the data's dimension.
+STAND_IN_DIMENSION = 3840
+
+
+def check_index(index: str, dim: int | None, nprobe: int | None = None) -> None:
     """Refuse an index that cannot work, before any work: not "exact", "auto" or a FAISS factory string valid for
-    dimension ``dim``; nprobe that is not an integer >= 1, or given for an index without inverted lists.
+    dimension ``dim`` (None: not known yet, the string's syntax only); nprobe that is not an integer >= 1, or given for
+    an index without inverted lists.
 
     Raises:
         UsageError: one line naming the index and the reason.
@@ -189,26 +197,31 @@ def check_index(index: str, dim: int, nprobe: int | None = None) -> None:
             raise UsageError("nprobe applies to IVF indexes, not to index 'exact'")
         return
     try:
-        built = _factory(dim, index)
+        built = _factory(STAND_IN_DIMENSION if dim is None else dim, index)
     except RuntimeError as error:  # FAISS reports a bad string or dimension as RuntimeError with a C++ trace
         reason = str(error).strip().splitlines()
         detail = next((line.split("Error: ")[-1] for line in reason if "Error" in line), reason[0] if reason else "")
+        # "Error in <C++ signature> at index_factory.cpp:1228: could not parse ...": the reason follows the place.
+        detail = re.split(r"\.(?:cpp|h):\d+: ", detail)[-1]
+        what = "a FAISS factory string" if dim is None else f"a FAISS factory string for dimension {dim}"
         raise UsageError(
-            f"index {index!r} is not a FAISS factory string for dimension {dim}: {detail.strip() or 'refused'} "
+            f"index {index!r} is not {what}: {detail.strip() or 'refused'} "
             "(examples: 'IVF1024,Flat', 'OPQ64,IVF4096,PQ64', or 'exact' / 'auto')"
         ) from None
     if nprobe is not None and _ivf(built) is None:
         raise UsageError(f"nprobe applies to IVF indexes; {index!r} has no inverted lists")
 
 
-def resolve_index(index: str, n_src: int, n_tgt: int, dim: int, *, nprobe: int | None = None) -> IndexSpec:
-    """The search that ``index`` and ``nprobe`` mean for this corpus (checked with :func:`check_index`).
+def resolve_index(index: str, n_src: int, n_tgt: int, dim: int | None, *, nprobe: int | None = None) -> IndexSpec:
+    """The search that ``index`` and ``nprobe`` mean for this corpus (checked with :func:`check_index`; ``dim`` None:
+    not known yet, resolved for :data:`STAND_IN_DIMENSION`).
 
     "auto" is :func:`choose_index` (an explicit ``nprobe`` replaces its choice); a factory string with inverted lists
     scans ``nprobe`` cells (default: FAISS's 1 would miss most neighbours, so :func:`auto_nprobe` of its lists),
     capped at its lists.
     """
     check_index(index, dim, nprobe)
+    dim = STAND_IN_DIMENSION if dim is None else dim
     if index == "auto":
         spec = choose_index(n_src, n_tgt, dim)
         if spec.exact or nprobe is None:

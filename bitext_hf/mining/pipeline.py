@@ -263,7 +263,7 @@ def _check_index_options(config: MiningConfig, src: Side, tgt: Side, per_documen
             "per document would be trained on that document alone)"
         )
     known = next((side.embeddings.shape[1] for side in (src, tgt) if side.embeddings is not None), None)
-    config._index_spec(src.n_rows, tgt.n_rows, known or 3840)
+    config._index_spec(src.n_rows, tgt.n_rows, known)  # None: the syntax only, until encoded
 
 
 def _distributed_session(config: MiningConfig):

@@ -36,6 +36,7 @@ __all__ = [
     "bucc_f1",
     "bucc_labels",
     "bucc_optimal_threshold",
+    "check_labels",
     "mteb_bitext_mining",
     "xsim",
     "xsim_from_knn",
@@ -374,10 +375,7 @@ def _check_scored_labels(scores, labels, n_gold, split: str) -> tuple[np.ndarray
         raise DataValidationError(f"{split} split has no candidate pairs")
     if not np.isfinite(scores).all():
         raise DataValidationError(f"{split} split: scores contain NaN or inf")
-    # astype(bool) would read 2, -1 or NaN as "gold": accept only booleans and 0/1.
-    if raw_labels.dtype != bool and not np.isin(raw_labels, (0, 1)).all():
-        raise DataValidationError(f"{split} split: labels must be 0/1 or booleans")
-    labels = raw_labels.astype(bool)
+    labels = check_labels(raw_labels, f"{split} split: labels")
     positives = int(labels.sum())
     if n_gold is None:
         return scores, labels, positives
@@ -391,6 +389,26 @@ def _check_scored_labels(scores, labels, n_gold, split: str) -> tuple[np.ndarray
             "(duplicate candidates, or a gold count from another split?)"
         )
     return scores, labels, int(n_gold)
+
+
+def check_labels(labels, what: str = "labels") -> np.ndarray:
+    """Gold labels as booleans, after refusing any that is not a boolean or 0/1 (naming the values): astype(bool)
+    alone would read 2, -1 or NaN as "gold".
+
+    Raises:
+        DataValidationError (a ValueError): the first few values outside {0, 1}.
+    """
+    raw = np.asarray(labels).ravel()
+    if raw.dtype == bool:
+        return raw
+    if not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+        raise DataValidationError(f"{what} must be 0/1 or booleans, got dtype {raw.dtype}")
+    wrong = raw[~np.isin(raw, (0, 1))]
+    if wrong.size:
+        distinct = list(dict.fromkeys(wrong.tolist()))  # in the order met, each once
+        shown = ", ".join(f"{value:g}" for value in distinct[:5]) + (", ..." if len(distinct) > 5 else "")
+        raise DataValidationError(f"{what} must be 0/1 or booleans, got {shown}")
+    return raw.astype(bool)
 
 
 def bucc_f1(

@@ -6,7 +6,7 @@ import datasets
 import evaluate
 import numpy as np
 
-from bitext_hf.evaluation.metrics.functional import bucc_f1
+from bitext_hf.evaluation.metrics.functional import bucc_f1, check_labels
 
 _DESCRIPTION = """
 BUCC bitext-mining F1. Each input row is one scored candidate pair with its gold label and split ("train" or
@@ -19,7 +19,8 @@ test split itself (an oracle). Gold pairs that are not among the candidates coun
 _KWARGS_DESCRIPTION = """
 Args:
     scores (list of float): candidate pair scores (e.g. margin scores from `bitext_hf.mining`).
-    labels (list of int): 1 if the candidate is a gold pair, else 0.
+    labels (list of int or bool): 1 (True) if the candidate is a gold pair, else 0 (False); any other value is a
+        ValueError naming it.
     splits (list of str): "train" or "test" per candidate.
     n_gold_train (int, optional), n_gold_test (int, optional): number of gold pairs per split.
     threshold (float, optional): use this threshold instead of optimising one.
@@ -41,14 +42,16 @@ class BuccF1(evaluate.Metric):
             features=datasets.Features(
                 {
                     "scores": datasets.Value("float64"),
-                    "labels": datasets.Value("int32"),
+                    # float64, not int32: an int32 feature would truncate 0.5 to 0 before _compute could refuse it
+                    "labels": datasets.Value("float64"),
                     "splits": datasets.Value("string"),
                 }
             ),
         )
 
     def _compute(self, scores, labels, splits, n_gold_train=None, n_gold_test=None, threshold=None):
-        scores, labels, splits = np.asarray(scores), np.asarray(labels).astype(bool), np.asarray(splits)
+        # Every label is checked, of both splits, before anything is booleanized: astype(bool) reads 2 or -1 as gold.
+        scores, labels, splits = np.asarray(scores), check_labels(labels), np.asarray(splits)
         unknown = set(np.unique(splits).tolist()) - {"train", "test"}
         if unknown:
             raise ValueError(f"splits must be 'train' or 'test', got {sorted(unknown)}")
