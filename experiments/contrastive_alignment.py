@@ -339,8 +339,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"{option}: unknown {unknown[0]!r}; expected among {', '.join(known)}")
     aligner = args.aligner or ("eflomal" if eflomal_available() else "similarity")
     files = pair_files(args.pairs)
-    folder = prepare_run_folder(args.output_dir, args.overwrite)
-    task = ZeroShotTask(args, languages) if args.zero_shot else None
+    task = ZeroShotTask(args, languages) if args.zero_shot else None  # reads the catalogs: a check, done first
+    catalogs = [Path(catalog) for catalog in args.zero_shot_catalogs or ()]
+    folder = prepare_run_folder(
+        args.output_dir, args.overwrite, script=Path(__file__).stem, inputs=[*files.values(), *catalogs]
+    )
     exclude = frozenset(task.english) if task is not None else frozenset()
     sizes = prepare_pairs(folder, languages, files, args.train_pairs, args.held_out, exclude)
     recipe = load_recipe("align_contrastive")

@@ -398,7 +398,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.curve_steps > 0 and args.steps % args.curve_steps:
         raise UsageError(f"--curve_steps {args.curve_steps} must divide --steps {args.steps}")
     files = pair_files(args.pairs)
-    folder = prepare_run_folder(args.output_dir, args.overwrite)
+    folder = prepare_run_folder(
+        args.output_dir, args.overwrite, script=Path(__file__).stem, inputs=[*files.values(), args.tokenizer]
+    )
     sizes = prepare_data(
         folder,
         languages,

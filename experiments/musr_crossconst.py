@@ -227,6 +227,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     """Every T = 5 seed (stage 1, stage 2, USE), its two controls, the T = 1 seeds; from scratch; write the report."""
     from transformers import TrainingArguments
 
+    from bitext_hf.data import parse_spec
     from bitext_hf.errors import UsageError
     from bitext_hf.evaluation import run_over_seeds
     from bitext_hf.hub.figures import xsim_by_series
@@ -252,7 +253,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     control_steps = max(1, round(stage_steps["stage2_steps"] * args.control_cost_factor))
     steps = [flag for name, count in stage_steps.items() for flag in (f"--{name}", str(count))]
-    folder = prepare_run_folder(args.output_dir, args.overwrite, (FIGURE, CARD))
+    data_files = [Path(path) for spec in script_args.train_pairs for path in parse_spec(spec).paths]
+    inputs = [args.config, args.tokenizer, *data_files]
+    folder = prepare_run_folder(
+        args.output_dir, args.overwrite, (FIGURE, CARD), script=Path(__file__).stem, inputs=inputs
+    )
     minutes: dict[str, dict[str, float]] = {}
     vocabulary: list[Path] = [args.tokenizer] if args.tokenizer else []
     results_by_run: dict[str, dict[str, Any]] = {}

@@ -279,7 +279,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     if not args.learning_rate > 0:
         raise UsageError(f"--learning_rate must be > 0, got {args.learning_rate}")
     files = pair_files(args.pairs)
-    folder = prepare_run_folder(args.output_dir, args.overwrite, (CARD,))
+    folder = prepare_run_folder(
+        args.output_dir, args.overwrite, (CARD,), script=Path(__file__).stem, inputs=files.values()
+    )
     recipe = load_recipe("train_onealigner")
     started = time.perf_counter()
     sizes, texts = prepare_data(folder, train, unseen, single, files, args.eval_size)

@@ -4,6 +4,7 @@ folder that already holds results. The real runs are the scripts themselves (exp
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -278,12 +279,20 @@ def test_contrastive_alignment_end_to_end(experiments, pair_files, tmp_path):
     assert "## Objectives over seeds" in card and table.strip() in card
 
 
+def _earlier_run(experiments, output_dir: Path, script: str = "laser3_ablation") -> None:
+    """An earlier run's outputs in ``output_dir``, recorded as a run writes them."""
+    work = experiments.prepare_run_folder(output_dir, overwrite=False, script=script)
+    (work / "run-old").mkdir()
+    (work / "run-old" / "eval_results.json").write_text("{}", encoding="utf-8")
+    experiments.write_results(output_dir, {}, "| a |")
+
+
 def test_a_folder_with_results_is_refused_without_overwrite(experiments, tmp_path, monkeypatch, capsys):
     import laser3_ablation
 
     output_dir = tmp_path / "run"
-    (output_dir / "work" / "run-old").mkdir(parents=True)
-    (output_dir / "results.json").write_text("{}", encoding="utf-8")
+    _earlier_run(experiments, output_dir)
+    before = (output_dir / "results.json").read_bytes()
     # Refused before any work, with one line and the usage exit code.
     monkeypatch.setattr(sys, "argv", ["laser3_ablation.py", "--output_dir", str(output_dir), "--pairs", "fr=/nope"])
     with pytest.raises(SystemExit) as exit_info:
@@ -296,28 +305,69 @@ def test_a_folder_with_results_is_refused_without_overwrite(experiments, tmp_pat
         experiments.run_script(laser3_ablation.main, laser3_ablation.build_parser())
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and "--overwrite" in error and error.count("\n") == 1
-    assert (output_dir / "results.json").read_text(encoding="utf-8") == "{}"
-    assert (output_dir / "work" / "run-old").is_dir()
+    assert (output_dir / "results.json").read_bytes() == before
+    assert (output_dir / "work" / "run-old" / "eval_results.json").is_file()
 
     # --overwrite deletes the earlier run: nothing of it is reused.
-    work = experiments.prepare_run_folder(output_dir, overwrite=True)
+    work = experiments.prepare_run_folder(output_dir, overwrite=True, script="laser3_ablation")
     assert work == output_dir / "work" and not any(work.iterdir()) and not (output_dir / "results.json").exists()
 
 
-def test_overwrite_deletes_only_what_a_run_writes(experiments, tmp_path):
+def test_overwrite_deletes_only_what_the_earlier_run_recorded(experiments, tmp_path):
     from bitext_hf.errors import UsageError
 
     output_dir = tmp_path / "run"
-    output_dir.mkdir()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (output_dir / "work").symlink_to(elsewhere)
-    with pytest.raises(UsageError, match="not the folder a run writes"):
-        experiments.prepare_run_folder(output_dir, overwrite=True)
-    assert elsewhere.is_dir()
+    _earlier_run(experiments, output_dir)
+    notes = output_dir / "notes.txt"  # beside the outputs, never one of them: kept, and no obstacle
+    notes.write_text("mine", encoding="utf-8")
+    thesis = output_dir / "work" / "projects" / "thesis.txt"
+    thesis.parent.mkdir()
+    thesis.write_text("mine", encoding="utf-8")
+    with pytest.raises(UsageError, match="work/projects was not written by the earlier run"):
+        experiments.prepare_run_folder(output_dir, overwrite=True, script="laser3_ablation")
+    assert thesis.read_text(encoding="utf-8") == "mine" and (output_dir / "results.json").is_file()
+    thesis.rename(tmp_path / "thesis.txt")
+    thesis.parent.rmdir()
+    work = experiments.prepare_run_folder(output_dir, overwrite=True, script="laser3_ablation")
+    assert not any(work.iterdir()) and notes.read_text(encoding="utf-8") == "mine"
+    # The new run is recorded from its start: refused without --overwrite, and by another experiment's script.
+    with pytest.raises(UsageError, match="--overwrite"):
+        experiments.prepare_run_folder(output_dir, overwrite=False, script="laser3_ablation")
+    with pytest.raises(UsageError, match="records a run of 'laser3_ablation'"):
+        experiments.prepare_run_folder(output_dir, overwrite=True, script="musr_crossconst")
+
+
+def test_overwrite_refuses_results_it_has_no_record_of(experiments, tmp_path):
+    from bitext_hf.errors import UsageError
+
+    output_dir = tmp_path / "run"
+    (output_dir / "work" / "run-old").mkdir(parents=True)
+    (output_dir / "results.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(UsageError, match="no record"):
+        experiments.prepare_run_folder(output_dir, overwrite=True, script="laser3_ablation")
+    assert (output_dir / "results.json").read_text(encoding="utf-8") == "{}" and (output_dir / "work").is_dir()
     (tmp_path / "file").write_text("x", encoding="utf-8")
     with pytest.raises(UsageError, match="not a folder"):
-        experiments.prepare_run_folder(tmp_path / "file", overwrite=True)
+        experiments.prepare_run_folder(tmp_path / "file", overwrite=True, script="laser3_ablation")
+
+
+def test_a_stopped_run_lists_what_it_wrote(experiments, tmp_path, monkeypatch, capsys):
+    """run_script records the outputs of a run that fails, so that --overwrite can delete them."""
+    output_dir = tmp_path / "run"
+
+    def failing_main(args):
+        work = experiments.prepare_run_folder(output_dir, overwrite=False, script="laser3_ablation")
+        (work / "partial.bin").write_bytes(b"x")
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(sys, "argv", ["laser3_ablation.py"])
+    with pytest.raises(SystemExit):
+        experiments.run_script(failing_main, argparse.ArgumentParser())
+    capsys.readouterr()
+    manifest = json.loads((output_dir / experiments.MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["state"] == "listed" and manifest["outputs"]["work/partial.bin"] == "file"
+    experiments.prepare_run_folder(output_dir, overwrite=True, script="laser3_ablation")
+    assert not (output_dir / "work" / "partial.bin").exists()
 
 
 # What the experiments build on, checked fast: the MuSR figure, card and reference scoring, the fixed held-out draw.

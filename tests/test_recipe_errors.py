@@ -176,3 +176,25 @@ def test_bitext_hf_debug_shows_the_traceback(monkeypatch):
     monkeypatch.setenv("BITEXT_HF_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
         run_recipe(_fail_with(RuntimeError("boom")), TrainingArguments, args=["--output_dir", "unused"])
+
+
+DATA_FLAG = {"distill_wolof": "--bitexts"}  # the other recipes name their pairs --train_pairs
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["output_dir is the data file", "output_dir holds it"])
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_recipe_refuses_an_output_dir_that_holds_its_data(recipes, name, inside, tmp_path, capsys):
+    data = tmp_path / "data" / "fr.tsv"
+    data.parent.mkdir()
+    data.write_text("Hello.\tBonjour.\n", encoding="utf-8")
+    output_dir = data.parent if inside else data
+    recipe = recipes[name]
+    flags = ["--output_dir", str(output_dir), DATA_FLAG.get(name, "--train_pairs"), f"fr={data}", "--max_steps", "2"]
+    with pytest.raises(SystemExit) as exit_info:
+        model_arguments = getattr(recipe, MODEL_ARGUMENTS[name])
+        run_recipe(recipe.main, recipe.ScriptArguments, TrainingArguments, model_arguments, args=flags)
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    assert f"--output_dir {output_dir} {'holds' if inside else 'is'} {data}, an input" in lines[0]
+    assert data.read_text(encoding="utf-8") == "Hello.\tBonjour.\n" and os.listdir(data.parent) == ["fr.tsv"]

@@ -61,7 +61,11 @@ _SENTENCE_TRANSFORMERS_KEYS = {
 }
 _PROBE_SENTENCES = ("The cat sleeps on the sofa.", "Le chat dort.")
 _ST_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
-_ST_MODULE_FOLDER = re.compile(r"^\d+_[A-Za-z]+$")  # 1_Pooling, 2_Dense, 3_Normalize
+# The module folders this module writes (1_Pooling, 2_Dense, 3_Normalize) and the files it puts in them: what a
+# later export may delete of an earlier one, whose modules.json lists them. A folder of any other name is not ours.
+_ST_MODULE_FOLDER = re.compile(r"^(\d+)_(Pooling|Dense|Normalize)$")
+_ST_MODULE_FILES = ("config.json", "model.safetensors")
+_MODULES_JSON_MAX_BYTES = 2**20  # ours lists at most four modules
 
 
 class HubExportError(ValueError):
@@ -365,18 +369,78 @@ def _portable_tokenizer_class(folder: Path) -> None:
             path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def _earlier_export_modules(output_dir: Path) -> list[Path] | None:
+    """The module folders of an earlier export into ``output_dir``, read from its modules.json when that file is one
+    this module wrote (a regular file listing the Transformer at index 0, then Pooling / Dense / Normalize modules
+    numbered in order); None when there is no such file (none, or another program's). Only real folders are listed:
+    a link or a file of that name is not the export's."""
+    path = output_dir / "modules.json"
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > _MODULES_JSON_MAX_BYTES:
+        return None
+    try:
+        entries = json.loads(path.read_bytes())
+    except (ValueError, OSError):
+        return None
+    transformer = {"idx": 0, "name": "0", "path": "", "type": _ST_CLASS.format("Transformer")}
+    if not isinstance(entries, list) or not entries or entries[0] != transformer:
+        return None
+    folders = []
+    for index, entry in enumerate(entries[1:], 1):
+        match = _ST_MODULE_FOLDER.match(entry.get("path", "")) if isinstance(entry, dict) else None
+        if match is None or entry != {
+            "idx": index,
+            "name": str(index),
+            "path": entry["path"],
+            "type": _ST_CLASS.format(match.group(2)),
+        }:
+            return None
+        folder = output_dir / entry["path"]
+        if folder.is_dir() and not folder.is_symlink():  # a link or a file there now is not the export's: kept
+            folders.append(folder)
+    return folders
+
+
+def _holds_only_written_files(folder: Path) -> bool:
+    return all(item.name in _ST_MODULE_FILES and item.is_file() and not item.is_symlink() for item in folder.iterdir())
+
+
 def _move_into(staging: Path, output_dir: Path) -> None:
-    """Move the finished files into ``output_dir`` (which may hold other things, e.g. checkpoints)."""
+    """Move the finished files into ``output_dir`` (which may hold other things, e.g. checkpoints): files of the same
+    name are replaced; of an earlier export, the module folders and sentence-transformers files that this one does
+    not write are removed (they would confuse sentence-transformers), and nothing else. A folder in the way that no
+    earlier export wrote is refused before anything changes."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    # Module folders of an earlier export (1_Pooling, 2_Dense, ...) would confuse modules.json if left behind.
-    for stale in output_dir.iterdir():
-        if stale.is_dir() and _ST_MODULE_FOLDER.match(stale.name) and not (staging / stale.name).exists():
-            shutil.rmtree(stale)
+    earlier = _earlier_export_modules(output_dir)
+    ours = set(earlier or ())
     for item in staging.iterdir():
         target = output_dir / item.name
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        os.replace(item, target)
+        if target.is_symlink() and item.is_dir():
+            raise HubExportError(f"{target}: a link where the export writes a folder; move it away and export again")
+        if target.is_dir() and not target.is_symlink() and not (target in ours and _holds_only_written_files(target)):
+            raise HubExportError(
+                f"{target}: a folder where the export writes {'a folder' if item.is_dir() else 'a file'}, holding "
+                "files no earlier export wrote; move it away and export again"
+            )
+        if item.is_dir() and target.exists() and not target.is_dir():
+            raise HubExportError(f"{target}: a file where the export writes a folder; move it away and export again")
+    if earlier is not None:
+        for name in _ST_FILES:  # an earlier export with sentence-transformers files, this one without
+            stale = output_dir / name
+            if not (staging / name).exists() and stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+        for folder in earlier:
+            if not folder.is_dir():
+                continue
+            for name in _ST_MODULE_FILES:
+                written = folder / name
+                if written.is_file() and not written.is_symlink():
+                    written.unlink()
+            if any(folder.iterdir()):
+                logger.warning("%s: kept, it holds files that no export wrote", folder)
+            else:
+                folder.rmdir()
+    for item in staging.iterdir():
+        os.replace(item, output_dir / item.name)
 
 
 def save_for_hub(
@@ -394,8 +458,11 @@ def save_for_hub(
     Args:
         model: the trained model; saved with ``save_pretrained`` (safetensors).
         tokenizer: saved with ``save_pretrained`` next to it.
-        output_dir: the folder; created if missing. Files of an earlier export are replaced, other files (e.g.
-            training checkpoints) are kept. Everything is written to a temporary folder first and moved in at the
+        output_dir: the folder; created if missing. Files of an earlier export are replaced, and the
+            sentence-transformers files and module folders (``1_Pooling/``...) that its modules.json lists and this
+            export does not write are removed; everything else (training checkpoints, a ``1_Data/`` folder, a
+            module folder holding files no export wrote) is kept. A folder where the export writes a file or
+            folder of its own, unless an earlier export wrote it, is refused (``HubExportError``). Everything is written to a temporary folder first and moved in at the
             end, so a failure leaves no half-written export. Files and folders get the modes the umask allows.
         model_card: the README.md text, e.g. from :func:`bitext_hf.hub.render_model_card`.
         sentence_transformers: ``None`` for no sentence-transformers export, else a dict of:
@@ -456,10 +523,6 @@ def save_for_hub(
         for figure in figures:
             shutil.copyfile(figure, staging / Path(figure).name)
         _honour_umask(staging)
-        if output_dir.is_dir():
-            for name in _ST_FILES:  # an earlier export with sentence-transformers files, this one without
-                if options is None and (output_dir / name).exists():
-                    (output_dir / name).unlink()
         _move_into(staging, output_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -10,11 +10,13 @@ no dataclass has is an error naming the key and the file, so that a typo never s
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import difflib
 import logging
 import os
 import sys
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,9 +26,22 @@ from trl import TrlParser
 
 from bitext_hf.io.logs import library_logs
 
-__all__ = ["ConfigFileError", "arg_field", "load_yaml_config", "parse_args", "run_recipe", "run_reporting_errors"]
+__all__ = [
+    "READS_FILES",
+    "ConfigFileError",
+    "arg_field",
+    "check_output_dir",
+    "input_paths",
+    "load_yaml_config",
+    "parse_args",
+    "run_recipe",
+    "run_reporting_errors",
+]
 
 CONFIG_FLAG = "--config"
+# Metadata of a recipe argument whose values name files or folders the run reads (data specs, a tokenizer, an
+# encoder): --output_dir may not be, nor hold, one of them (check_output_dir).
+READS_FILES = "reads_files"
 
 
 class ConfigFileError(ValueError):
@@ -35,11 +50,55 @@ class ConfigFileError(ValueError):
     exit_code = 2  # a usage error, as bitext_hf.errors.UsageError
 
 
-def arg_field(default: Any, help: str) -> Any:
-    """A recipe argument: its default (a list default is copied per instance) and the ``--help`` text."""
+def arg_field(default: Any, help: str, *, reads_files: bool = False) -> Any:
+    """A recipe argument: its default (a list default is copied per instance) and the ``--help`` text;
+    ``reads_files``: its values name inputs of the run (data specs, paths), which :func:`check_output_dir` keeps
+    out of ``--output_dir``."""
+    metadata = {"help": help, READS_FILES: True} if reads_files else {"help": help}
     if isinstance(default, list):
-        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help})
-    return dataclasses.field(default=default, metadata={"help": help})
+        return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def input_paths(value: str) -> list[str]:
+    """The local files and folders an argument value names and that exist here: the files of a data spec
+    (``xx=pairs.tsv``, ``xx-yy=a.xx,a.yy``), or the value itself as a path (a tokenizer or encoder folder); none for
+    ``gettext``, ``hub:...`` or a Hub model id."""
+    if os.path.exists(value):
+        return [value]
+    _, separator, source = value.partition("=")
+    if not separator or source.strip() == "gettext" or source.strip().startswith("hub:"):
+        return []
+    return [path.strip() for path in source.split(",") if os.path.exists(path.strip())]
+
+
+def check_output_dir(parsed: Sequence[Any]) -> None:
+    """Refuse, before any data is read or model built, an ``--output_dir`` (of the parsed ``TrainingArguments``
+    among ``parsed``) that is, or holds, a file or folder the run reads (the fields marked ``reads_files``), or that
+    exists and is not a folder: the run would write its model and checkpoints over its inputs, or fail at its
+    first save. ``UsageError`` (exit 2)."""
+    from bitext_hf.errors import UsageError
+
+    output_dir = next((values.output_dir for values in parsed if getattr(values, "output_dir", None)), None)
+    if output_dir is None:
+        return
+    output_real = Path(os.path.realpath(output_dir))
+    for values in parsed:
+        for field in dataclasses.fields(values):
+            if not field.metadata.get(READS_FILES):
+                continue
+            given = getattr(values, field.name)
+            for value in given if isinstance(given, list) else [given]:
+                for path in input_paths(value) if isinstance(value, str) else []:
+                    real = Path(os.path.realpath(path))
+                    if real == output_real or output_real in real.parents:
+                        relation = "is" if real == output_real else "holds"
+                        raise UsageError(
+                            f"--output_dir {output_dir} {relation} {path}, an input (--{field.name} {value}): the run "
+                            "writes its model and checkpoints there; choose another folder"
+                        )
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise UsageError(f"--output_dir {output_dir}: exists and is not a folder")
 
 
 def load_yaml_config(path: str | os.PathLike) -> dict[str, Any]:
@@ -87,6 +146,15 @@ class _RecipeParser(TrlParser):
             default=argparse.SUPPRESS,
             help="YAML file with default values for any of the arguments below; command-line flags override it.",
         )
+
+    @staticmethod
+    def _parse_dataclass_field(parser: argparse.ArgumentParser, field: dataclasses.Field) -> None:
+        # HfArgumentParser passes a field's metadata to add_argument as keyword arguments: the package's own key
+        # (READS_FILES) is taken out of a copy first.
+        if READS_FILES in field.metadata:
+            field = copy.copy(field)
+            field.metadata = types.MappingProxyType({k: v for k, v in field.metadata.items() if k != READS_FILES})
+        TrlParser._parse_dataclass_field(parser, field)
 
     def parse_args_into_dataclasses(self, args: Any = None, return_remaining_strings: bool = False, **kwargs: Any):
         # look_for_args_file=False: a stray `<script>.args` file next to a recipe must not change its arguments.
@@ -185,6 +253,9 @@ def run_recipe(
     line naming what is missing and the offline command that runs here (its ``-gettext`` or ``-smoke``
     configuration): exit 2.
 
+    Before ``main`` runs, :func:`check_output_dir` refuses an ``--output_dir`` that is or holds one of the run's
+    inputs, or is not a folder (exit 2).
+
     The libraries' logs and progress bars stay hidden (:mod:`bitext_hf.io.logs`) unless ``--log_level`` is
     ``info`` or ``debug``; the Trainer's own progress bar and loss lines are the recipe's output and stay.
     """
@@ -205,6 +276,7 @@ def run_recipe(
         # Parsed before the libraries are quietened: TrainingArguments takes its default disable_tqdm from the
         # transformers logger's level, and the training progress bar must stay.
         parsed = parse_args(*dataclass_types, args=arguments)
+        check_output_dir(parsed)
         verbose = any(getattr(values, "log_level", None) in ("debug", "info") for values in parsed)
         with library_logs(verbose):
             return main(*parsed)

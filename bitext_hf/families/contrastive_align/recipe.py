@@ -51,7 +51,9 @@ RESULTS_FILE = "eval_results.json"
 class ScriptArguments:
     """Data, aligner, encoder and objective (training settings are ``TrainingArguments``, LoRA ``ModelArguments``)."""
 
-    train_pairs: list[str] = arg_field(["de=hub:Helsinki-NLP/opus-100:de-en:train"], "English-centred pair specs.")
+    train_pairs: list[str] = arg_field(
+        ["de=hub:Helsinki-NLP/opus-100:de-en:train"], "English-centred pair specs.", reads_files=True
+    )
     max_pairs: int = arg_field(0, "Read at most this many pairs per spec (0: all; the paper samples 1M).")
     held_out: int = arg_field(0, "Pairs held out per language for word / sentence retrieval (0: no evaluation).")
     held_out_seed: int | None = arg_field(
@@ -62,8 +64,12 @@ class ScriptArguments:
     aligner: str = arg_field("auto", "eflomal (pip install 'bitext-hf[align]'), similarity (fallback), or auto.")
     symmetrization: str = arg_field("grow-diag-final-and", "grow-diag-final-and (paper), intersect or union.")
     alignment_cache: str | None = arg_field(None, "Word-alignment cache folder (default <output_dir>/alignments).")
-    encoder: str = arg_field("google-bert/bert-base-multilingual-cased", "Encoder path or hub id, or 'random'.")
-    tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
+    encoder: str = arg_field(
+        "google-bert/bert-base-multilingual-cased", "Encoder path or hub id, or 'random'.", reads_files=True
+    )
+    tokenizer: str | None = arg_field(
+        None, "Tokenizer path; default: the encoder's, or one trained on the data.", reads_files=True
+    )
     max_seq_length: int = arg_field(96, "Tokens per sentence (paper: 96).")
     layer: int | None = arg_field(None, "Hidden state aligned by l2/weak/strong (default: the last).")
     projection_dim: int = arg_field(128, "Projector output width (paper: 128).")

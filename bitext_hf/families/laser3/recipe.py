@@ -27,7 +27,7 @@ from bitext_hf.hub import push_recipe_output
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.training import train_or_reuse_tokenizer
-from bitext_hf.training.args import arg_field
+from bitext_hf.training.args import READS_FILES, arg_field
 
 logger = logging.getLogger("distill_wolof")
 
@@ -40,15 +40,24 @@ class ScriptArguments:
 
     bitexts: list[str] = dataclasses.field(
         default_factory=lambda: ["wol=hub:allenai/nllb:eng_Latn-wol_Latn", "fuv=hub:allenai/nllb:eng_Latn-fuv_Latn"],
-        metadata={"help": "Training bitexts, xx=SOURCE: pairs.tsv (English<TAB>xx), a.xx,a.en, gettext, hub:..."},
+        metadata={
+            READS_FILES: True,
+            "help": "Training bitexts, xx=SOURCE: pairs.tsv (English<TAB>xx), a.xx,a.en, gettext, hub:...",
+        },
     )
     monolingual: list[str] = dataclasses.field(
-        default_factory=lambda: ["wol=hub:allenai/MADLAD-400:wo@clean"], metadata={"help": "MLM text, xx=SOURCE."}
+        default_factory=lambda: ["wol=hub:allenai/MADLAD-400:wo@clean"],
+        metadata={READS_FILES: True, "help": "MLM text, xx=SOURCE."},
     )
-    english: list[str] = dataclasses.field(default_factory=list, metadata={"help": "English text files (self task)."})
+    english: list[str] = dataclasses.field(
+        default_factory=list, metadata={READS_FILES: True, "help": "English text files (self task)."}
+    )
     eval_bitexts: list[str] = dataclasses.field(
         default_factory=lambda: ["wol=hub:facebook/flores:wol_Latn-eng_Latn@devtest"],
-        metadata={"help": "Held-out evaluation pairs, xx=SOURCE; empty: hold out --held_out training pairs instead."},
+        metadata={
+            READS_FILES: True,
+            "help": "Held-out evaluation pairs, xx=SOURCE; empty: hold out --held_out training pairs instead.",
+        },
     )
     held_out: int = arg_field(0, "With no eval_bitexts: pairs held out of each eval language's training data.")
     eval_languages: list[str] = dataclasses.field(
@@ -63,7 +72,7 @@ class ScriptArguments:
     max_pairs_per_language: int | None = arg_field(None, "Cap per bitext.")
     max_monolingual: int | None = arg_field(None, "Cap per monolingual corpus.")
     teacher: str = arg_field(
-        "default", "Teacher: 'default' (offline USE), a sentence-transformers folder, a HF model."
+        "default", "Teacher: 'default' (offline USE), a sentence-transformers folder, a HF model.", reads_files=True
     )
     teacher_batch_size: int = arg_field(64, "Teacher encoding batch size.")
     cache_dir: str | None = arg_field(None, "Teacher embedding cache (default: <output_dir>/teacher_cache).")
@@ -124,7 +133,7 @@ class StudentArguments:
     """The student and its vocabulary (defaults: the paper's student with an 8k vocabulary)."""
 
     tokenizer_name: str | None = arg_field(
-        None, "An existing student tokenizer; by default one is trained on the data."
+        None, "An existing student tokenizer; by default one is trained on the data.", reads_files=True
     )
     vocab_size: int = arg_field(8000, "Student vocabulary size when trained.")
     hidden_size: int = arg_field(1024, "Student width.")

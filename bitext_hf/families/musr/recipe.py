@@ -57,7 +57,9 @@ _MODEL_FIELDS = (
 class ScriptArguments:
     """Data, vocabulary, stages and evaluation (training settings are ``TrainingArguments``)."""
 
-    train_pairs: list[str] = arg_field(["fr=gettext", "de=gettext"], "Pair specs, each with English on one side.")
+    train_pairs: list[str] = arg_field(
+        ["fr=gettext", "de=gettext"], "Pair specs, each with English on one side.", reads_files=True
+    )
     temperature: float = arg_field(5.0, "Language sampling p_l ~ (n_l / sum n)^(1/T); 1: by size, larger: flatter.")
     train_examples: int = arg_field(1_000_000, "Pairs drawn (with replacement, by temperature) for each stage.")
     held_out: int = arg_field(1000, "English sentences shared by all languages held out, with their translations.")
@@ -72,7 +74,7 @@ class ScriptArguments:
         "target-as-input pass makes it, without the KL term. Stage 1 and the vocabulary are unchanged.",
     )
     tokenizer: str | None = arg_field(
-        None, "Tokenizer path; default: a Unigram vocabulary trained on the sampled text."
+        None, "Tokenizer path; default: a Unigram vocabulary trained on the sampled text.", reads_files=True
     )
     vocab_size: int = arg_field(32000, "Size of the trained shared vocabulary.")
     tokenizer_training_texts: int = arg_field(200_000, "Train the vocabulary on this many sampled sentences.")

@@ -62,21 +62,27 @@ _MODEL_FIELDS = (
 class ScriptArguments:
     """Data, encoder and OneAligner settings (training settings are ``TrainingArguments``, LoRA ``ModelArguments``)."""
 
-    train_pairs: list[str] = arg_field(["en-es=hub:Helsinki-NLP/opus-100:en-es:train"], "Training pair specs.")
+    train_pairs: list[str] = arg_field(
+        ["en-es=hub:Helsinki-NLP/opus-100:en-es:train"], "Training pair specs.", reads_files=True
+    )
     top_k_pairs: int = arg_field(0, "Keep only the k richest training pairs (most examples); 0 keeps all.")
     centre: str = arg_field("any", "Training pairs to keep: any, english (en-xx only) or non_english.")
     example_budget: int = arg_field(
         1_000_000, "Training examples sampled uniformly from the pooled pairs (paper: 1M)."
     )
     min_tokens: int = arg_field(5, "After sampling, drop examples with fewer tokens on either side (paper: 5).")
-    eval_pairs: list[str] = arg_field([], "Evaluation pair specs; their sentences leave training.")
+    eval_pairs: list[str] = arg_field([], "Evaluation pair specs; their sentences leave training.", reads_files=True)
     held_out: int = arg_field(0, "Pairs held out of each training pair as an extra evaluation set.")
     eval_size: int = arg_field(1000, "At most this many pairs per evaluation set (sampled; Tatoeba-like 1k).")
     eval_min_words: int = arg_field(0, "Evaluate on pairs with at least this many words on both sides.")
     eval_before_training: bool = arg_field(True, "Evaluate (with the ablation) before training too.")
     ablation: bool = arg_field(True, "Also report the Table 1 ablation (mean pool / BERTScore x norm on/off).")
-    encoder: str = arg_field("FacebookAI/xlm-roberta-base", "Encoder path or hub id, or 'random' (sizes below).")
-    tokenizer: str | None = arg_field(None, "Tokenizer path; default: the encoder's, or one trained on the data.")
+    encoder: str = arg_field(
+        "FacebookAI/xlm-roberta-base", "Encoder path or hub id, or 'random' (sizes below).", reads_files=True
+    )
+    tokenizer: str | None = arg_field(
+        None, "Tokenizer path; default: the encoder's, or one trained on the data.", reads_files=True
+    )
     layer: int | None = arg_field(
         None, "Hidden state L (0 = embeddings); default the paper's: 8 of 12 layers, 17 of 24, else 2/3."
     )
