@@ -400,7 +400,9 @@ def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
         type=_probability,
         default=None,  # None: the filters' default; a value given without --lid is refused (it cannot act)
         metavar="P",
-        help="with --lid, the least probability lid.176 must give the side's language (default 0.5)",
+        help="with --lid, the least probability lid.176 must give the side's language, as a fraction of the "
+        "probability of the language it finds most probable (default 0.05; 1: the side's language must be the most "
+        "probable)",
     )
     group.add_argument(
         "--min-chars", type=_non_negative, default=None, metavar="N", help="drop sentences shorter than N (see above)"
