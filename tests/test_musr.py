@@ -270,3 +270,22 @@ def test_gradients_reach_both_branches():
     model.zero_grad()
     loss_fn(model, batch())[0].backward()
     assert model.encoder.embeddings.word_embeddings.weight.grad[20:26].abs().sum() > 0  # English target tokens
+
+
+def test_the_translation_loss_is_the_same_under_transformers_4_57(tmp_path):
+    """transformers 4.x's config base class set `decoder_start_token_id` to None after MuSRConfig had set it, so a
+    checkpoint loaded there could not shift its labels (TypeError) and trained nothing."""
+    from remote_code_tf4 import run_without_bitext_hf
+
+    model = tiny_model()
+    model.save_pretrained(tmp_path / "model")
+    code = f"""
+        import json, torch
+        from transformers import AutoModel
+        model = AutoModel.from_pretrained({str(tmp_path / "model")!r}, trust_remote_code=True).eval()
+        source, target = torch.tensor({SOURCE.tolist()!r}), torch.tensor({TARGET.tolist()!r})
+        print(json.dumps([model.config.decoder_start_token_id, model(input_ids=source, labels=target).loss.item()]))
+        """
+    start, loss = run_without_bitext_hf(code, cwd=tmp_path, transformers_4=True)
+    assert start == 0
+    assert loss == pytest.approx(model(input_ids=SOURCE, labels=TARGET).loss.item(), rel=1e-5)

@@ -117,6 +117,17 @@ class ContrastiveAlignConfig(PretrainedConfig):
         """Width of the encoder's hidden states."""
         return int(self.encoder_config.hidden_size)
 
+    def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> PretrainedConfig:
+        """The wrapped encoder's config: it holds the vocabulary and the layers that read the text.
+
+        transformers looks for a text sub-config under its own names (`text_config`, `decoder`, ...), not under
+        `encoder_config`, and would return this wrapper, which has no `vocab_size` (resizing embeddings, generation
+        and the common model tests read it from here). There is no decoder, so both ends are the encoder.
+        (OneAligner's configuration has the same method: each family folder ships alone as remote code.)
+        """
+        del decoder, encoder
+        return self.encoder_config
+
 
 def _build_encoder_config(encoder_config: dict[str, Any] | PretrainedConfig | None) -> PretrainedConfig:
     """A config, a config dict (with `model_type`) or None -> the encoder's config.

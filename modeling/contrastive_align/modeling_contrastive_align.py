@@ -38,6 +38,7 @@ remote code (``AutoModel.from_pretrained(path)`` with ``trust_remote_code`` enab
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,6 +84,11 @@ class ContrastiveAlignOutput(ModelOutput):
         last_hidden_state (`torch.FloatTensor` of shape `(batch, length, hidden)`): hidden state `config.layer` of
             the (source) input; first after the loss so that sentence-transformers finds the token vectors.
         target_last_hidden_state (`torch.FloatTensor`, *optional*): the same for the target input.
+        hidden_states (`tuple[torch.FloatTensor]`, *optional*): the encoder's hidden states of the (source) input, the
+            embedding output first, when `output_hidden_states=True` (not mapped by a `linear` W).
+        attentions (`tuple[torch.FloatTensor]`, *optional*): the encoder's attention probabilities of the (source)
+            input, one `(batch, heads, length, length)` per layer, when `output_attentions=True` (and the encoder's
+            attention implementation computes them, e.g. `attn_implementation="eager"`).
     """
 
     loss: torch.FloatTensor | None = None
@@ -90,6 +96,8 @@ class ContrastiveAlignOutput(ModelOutput):
     regularization_loss: torch.FloatTensor | None = None
     last_hidden_state: torch.FloatTensor | None = None
     target_last_hidden_state: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -217,10 +225,9 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
     def resize_token_embeddings(
         self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
     ) -> nn.Embedding:
-        """Resize the encoder's vocabulary; its config (the one `config.encoder_config` holds) follows."""
-        embeddings = self.encoder.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
-        self.config.encoder_config = self.encoder.config
-        return embeddings
+        """`PreTrainedModel.resize_token_embeddings`: the encoder's embeddings; its config, the one `get_text_config`
+        returns, follows."""
+        return super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
 
     @classmethod
     def from_encoder(
@@ -253,16 +260,52 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
     # -- pieces ---------------------------------------------------------------------------------------------------
 
     def token_states(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, all_states: bool = False
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        *,
+        all_states: bool = False,
+        token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Hidden state `config.layer` `(batch, length, d)`, or every hidden state `(states, batch, length, d)`."""
-        want_all = all_states or self.config.layer != self.encoder.config.num_hidden_layers
+        return self._encode(input_ids, attention_mask, token_type_ids, all_states=all_states)[0]
+
+    def _encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        all_states: bool = False,
+        output_hidden_states: bool | list[int] = False,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None, tuple[torch.Tensor, ...] | None]:
+        """What `token_states` gives, and the encoder's hidden states and attention maps when asked for
+        (`output_hidden_states` may list the indices of the hidden states to keep, as transformers 5 allows).
+        OneAligner's model does much the same: each family folder ships alone as remote code."""
+        inner = all_states or self.config.layer != self.encoder.config.num_hidden_layers
+        chosen = list(output_hidden_states) if isinstance(output_hidden_states, (list, tuple)) else None
+        # The states this model uses are needed whatever the list says: inner ones are asked for with all of them.
+        request = chosen if chosen is not None and not inner else bool(output_hidden_states) or inner
+        # Only when given: some encoders (DistilBERT, ModernBERT) have no segments and no such argument.
+        segments = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         outputs = self.encoder(
-            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=want_all, return_dict=True
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            output_hidden_states=request,
+            output_attentions=output_attentions,
+            return_dict=True,
+            **segments,
         )
         if all_states:
-            return torch.stack(outputs.hidden_states)
-        return outputs.hidden_states[self.config.layer] if want_all else outputs.last_hidden_state
+            states = torch.stack(outputs.hidden_states)
+        else:
+            states = outputs.hidden_states[self.config.layer] if inner else outputs.last_hidden_state
+        hidden_states = outputs.hidden_states if output_hidden_states else None
+        if chosen and inner:
+            kept = {index % len(hidden_states) for index in chosen}
+            hidden_states = tuple(state if index in kept else None for index, state in enumerate(hidden_states))
+        return states, hidden_states, outputs.attentions if output_attentions else None
 
     def linear_map(self, language: str | int, state: int | None = None) -> torch.Tensor:
         """The `linear` objective's W `(d, d)` of a language (name or index) for hidden state `state` (default
@@ -332,21 +375,23 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
 
     def _alignment_loss(
         self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
+        source: torch.Tensor,
         target_input_ids: torch.Tensor,
         target_attention_mask: torch.Tensor,
+        target_token_type_ids: torch.Tensor | None,
         alignments: torch.Tensor,
         languages: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The objective's loss from the source batch's states (every hidden state, stacked, for `linear`; hidden
+        state `config.layer` otherwise) and the target batch, with the source and target states at `config.layer`."""
         examples, source_positions, target_positions = alignments.unbind(1)
         objective = self.config.objective
         if objective == "linear":
-            if languages is None:
-                raise ContrastiveAlignInputError("objective='linear' needs `languages` (each example's language).")
+            source_all = source
             with torch.no_grad():  # the encoder is frozen: no graph through it
-                source_all = self.token_states(input_ids, attention_mask, all_states=True)
-                target_all = self.token_states(target_input_ids, target_attention_mask, all_states=True)
+                target_all = self.token_states(
+                    target_input_ids, target_attention_mask, all_states=True, token_type_ids=target_token_type_ids
+                )
             source_links = source_all[:, examples, source_positions]
             target_links = target_all[:, examples, target_positions]
             link_languages = languages[examples]
@@ -362,8 +407,10 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             if examples.numel() == 0:
                 loss = self.linear_maps.weight.sum() * 0.0  # keeps the graph (and the Trainer) happy
             return loss, source_all[self.config.layer], target_all[self.config.layer]
-        source_states = self.token_states(input_ids, attention_mask)
-        target_states = self.token_states(target_input_ids, target_attention_mask)
+        source_states = source
+        target_states = self.token_states(
+            target_input_ids, target_attention_mask, token_type_ids=target_token_type_ids
+        )
         source_links = source_states[examples, source_positions]
         target_links = target_states[examples, target_positions]
         if examples.numel() == 0:
@@ -385,6 +432,10 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         alignments: torch.Tensor | None = None,
         languages: torch.Tensor | None = None,
         return_dict: bool | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        target_token_type_ids: torch.Tensor | None = None,
+        output_hidden_states: bool | list[int] | None = None,
+        output_attentions: bool | None = None,
         **kwargs: object,
     ) -> ContrastiveAlignOutput | tuple:
         """Encode, and with `target_input_ids` + `alignments` compute the objective's loss.
@@ -397,12 +448,25 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             languages: `(batch,)` index into `config.languages` of each target sentence (needed by `linear`).
                 Without a target batch, the inputs themselves are in these languages and, for `linear`, the
                 returned states are mapped by their W (index -1: English, no map).
+            token_type_ids, target_token_type_ids: segment ids for encoders that have them (BERT's tokenizers
+                return them), passed to the encoder.
+            output_hidden_states, output_attentions: also return the encoder's hidden states / attention maps of
+                the (source) input (defaults: the config's); `output_hidden_states` may list the indices to keep.
+            kwargs: ignored (what a Trainer or a tokenizer adds beyond these).
         """
         if input_ids is None:
             raise ContrastiveAlignInputError("forward needs input_ids.")
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         return_dict = self.config.return_dict if return_dict is None else return_dict
+        asked = {
+            "output_hidden_states": self.config.output_hidden_states
+            if output_hidden_states is None
+            else output_hidden_states,
+            "output_attentions": bool(
+                self.config.output_attentions if output_attentions is None else output_attentions
+            ),
+        }
         fields: dict[str, torch.Tensor | None] = {}
         if alignments is not None:
             if target_input_ids is None:
@@ -410,8 +474,15 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             if target_attention_mask is None:
                 target_attention_mask = torch.ones_like(target_input_ids)
             self._check_links(alignments, attention_mask, target_attention_mask)
+            linear = self.config.objective == "linear"
+            if linear and languages is None:
+                raise ContrastiveAlignInputError("objective='linear' needs `languages` (each example's language).")
+            with torch.no_grad() if linear else contextlib.nullcontext():  # linear: the encoder is frozen
+                source, hidden_states, attentions = self._encode(
+                    input_ids, attention_mask, token_type_ids, all_states=linear, **asked
+                )
             alignment_loss, states, target_states = self._alignment_loss(
-                input_ids, attention_mask, target_input_ids, target_attention_mask, alignments, languages
+                source, target_input_ids, target_attention_mask, target_token_type_ids, alignments, languages
             )
             loss = alignment_loss
             weight = float(self.config.regularization_weight)
@@ -421,13 +492,16 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
                 fields["regularization_loss"] = regularization
             fields.update(loss=loss, alignment_loss=alignment_loss, target_last_hidden_state=target_states)
         else:
-            states = self.token_states(input_ids, attention_mask)
+            states, hidden_states, attentions = self._encode(input_ids, attention_mask, token_type_ids, **asked)
             if target_input_ids is not None:
                 if target_attention_mask is None:
                     target_attention_mask = torch.ones_like(target_input_ids)
-                fields["target_last_hidden_state"] = self.token_states(target_input_ids, target_attention_mask)
+                fields["target_last_hidden_state"] = self.token_states(
+                    target_input_ids, target_attention_mask, token_type_ids=target_token_type_ids
+                )
             elif languages is not None and self.linear_maps is not None:
                 states = self._map_languages(states, languages)
+        fields.update(hidden_states=hidden_states, attentions=attentions)
         output = ContrastiveAlignOutput(last_hidden_state=states, **fields)
         return output if return_dict else output.to_tuple()
 

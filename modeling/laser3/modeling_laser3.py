@@ -94,6 +94,13 @@ class Laser3Embeddings(nn.Module):
 class Laser3SelfAttention(nn.Module):
     """Multi-head self-attention over `scaled_dot_product_attention` with a key-padding mask."""
 
+    # The fused kernel never materializes the attention probabilities, so `forward(output_attentions=True)` is refused
+    # rather than answered with nothing.
+    NO_ATTENTION_PROBABILITIES = (
+        "output_attentions=True: this model's attention is torch's fused scaled_dot_product_attention, which computes "
+        "no attention probabilities to return"
+    )
+
     def __init__(self, config: Laser3StudentConfig) -> None:
         super().__init__()
         self.num_heads = config.num_attention_heads
@@ -232,6 +239,7 @@ class Laser3Student(Laser3PreTrainedModel):
         return_mlm_logits: bool = False,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        output_attentions: bool | None = None,
         **kwargs,
     ) -> Laser3StudentOutput | tuple:
         """Encode a batch.
@@ -243,8 +251,12 @@ class Laser3Student(Laser3PreTrainedModel):
             labels: MLM targets `(batch, seq_len)`, -100 where no prediction is wanted.
             teacher_embeddings: `(batch, embedding_dim)` teacher vectors for the cosine distillation loss.
             return_mlm_logits: compute the MLM logits without labels.
+            output_hidden_states: also return every layer's hidden states; default: the config's.
+            output_attentions: refused when true (see `Laser3SelfAttention`); default: the config's.
         """
         del token_type_ids, kwargs
+        if self.config.output_attentions if output_attentions is None else output_attentions:
+            raise ValueError(Laser3SelfAttention.NO_ATTENTION_PROBABILITIES)
         if attention_mask is None:
             attention_mask = (input_ids != self.config.pad_token_id).long()
         output_hidden_states = (

@@ -26,7 +26,7 @@ class MuSRConfig(PretrainedConfig):
         vocab_size (`int`, defaults to 32000): size of the shared (source and English) vocabulary.
         hidden_size (`int`, defaults to 768): width d of the encoder, of the token embeddings and of the sentence
             embedding; the decoder is 2d wide.
-        num_encoder_layers (`int`, defaults to 12): encoder Transformer layers.
+        num_encoder_layers (`int`, defaults to 12): encoder Transformer layers (also read as `num_hidden_layers`).
         num_decoder_layers (`int`, defaults to 3): decoder Transformer layers (self-attention only).
         num_attention_heads (`int`, defaults to 12): heads of every attention layer; must divide `hidden_size`.
         encoder_ffn_dim (`int`, defaults to 3072): feed-forward width of the encoder layers.
@@ -50,6 +50,9 @@ class MuSRConfig(PretrainedConfig):
     """
 
     model_type = "musr"
+    # The name transformers (and its tests, PEFT, the Trainer's FLOP count...) reads a model's depth by: the encoder's,
+    # whose layers make the sentence embedding (the decoder only trains it).
+    attribute_map = {"num_hidden_layers": "num_encoder_layers"}  # noqa: RUF012  (the transformers class attribute)
 
     def __init__(
         self,
@@ -125,9 +128,10 @@ class MuSRConfig(PretrainedConfig):
         self.scale_embedding = scale_embedding
         self.label_smoothing = label_smoothing
         self.with_decoder = bool(with_decoder)
-        self.decoder_start_token_id = decoder_start_token_id
         kwargs["tie_word_embeddings"] = False
         super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id, **kwargs)
+        # After the base class: transformers 4.x's sets decoder_start_token_id (to None, unless passed in kwargs).
+        self.decoder_start_token_id = decoder_start_token_id
 
     @property
     def embedding_dim(self) -> int:

@@ -51,12 +51,18 @@ class MuSROutput(ModelOutput):
             final LayerNorm); the token embeddings sentence-transformers pools (max pooling).
         sentence_embedding (`torch.FloatTensor` of shape `(batch, hidden_size)`): max over `last_hidden_state`,
             padding masked.
+        hidden_states (`tuple[torch.FloatTensor]`, *optional*): the encoder's embedding output and every encoder
+            layer's output (before the final LayerNorm), when `output_hidden_states=True`.
+        decoder_hidden_states (`tuple[torch.FloatTensor]`, *optional*): the same for the decoder (width 2d), when
+            `output_hidden_states=True` and the decoder runs.
     """
 
     loss: torch.FloatTensor | None = None
     logits: torch.FloatTensor | None = None
     last_hidden_state: torch.FloatTensor | None = None
     sentence_embedding: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    decoder_hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
 def label_smoothed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
@@ -94,6 +100,13 @@ class MuSREmbeddings(nn.Module):
 
 class MuSRSelfAttention(nn.Module):
     """Multi-head self-attention over `scaled_dot_product_attention` with a boolean mask (True = may attend)."""
+
+    # The fused kernel never materializes the attention probabilities, so `forward(output_attentions=True)` is refused
+    # rather than answered with nothing.
+    NO_ATTENTION_PROBABILITIES = (
+        "output_attentions=True: this model's attention is torch's fused scaled_dot_product_attention, which computes "
+        "no attention probabilities to return"
+    )
 
     def __init__(self, width: int, num_heads: int, dropout: float) -> None:
         super().__init__()
@@ -151,11 +164,18 @@ class MuSREncoder(nn.Module):
         )
         self.final_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
-    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.LongTensor, attention_mask: torch.Tensor, all_hidden: list[torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """The encoder outputs; with a list `all_hidden`, the embedding output and each layer's output appended."""
         mask = attention_mask.bool()[:, None, None, :]
         hidden = self.embeddings(input_ids)
+        if all_hidden is not None:
+            all_hidden.append(hidden)
         for layer in self.layers:
             hidden = layer(hidden, mask)  # positional: gradient checkpointing passes only positional tensors
+            if all_hidden is not None:
+                all_hidden.append(hidden)
         return self.final_LayerNorm(hidden)
 
 
@@ -172,8 +192,13 @@ class MuSRDecoder(nn.Module):
         self.final_LayerNorm = nn.LayerNorm(config.decoder_width, eps=config.layer_norm_eps)
 
     def forward(
-        self, sentence_embedding: torch.Tensor, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None
+        self,
+        sentence_embedding: torch.Tensor,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None,
+        all_hidden: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
+        """The decoder states; with a list `all_hidden`, the input and each layer's output appended."""
         seq_len = input_ids.shape[1]
         tokens = self.embeddings(input_ids)
         context = sentence_embedding.to(tokens.dtype)[:, None, :].expand(-1, seq_len, -1)
@@ -184,8 +209,12 @@ class MuSRDecoder(nn.Module):
             # (NaN from the softmax); such rows carry no label.
             diagonal = torch.eye(seq_len, dtype=torch.bool, device=input_ids.device)[None, None]
             mask = (mask & attention_mask.bool()[:, None, None, :]) | diagonal
+        if all_hidden is not None:
+            all_hidden.append(hidden)
         for layer in self.layers:
             hidden = layer(hidden, mask)
+            if all_hidden is not None:
+                all_hidden.append(hidden)
         return self.final_LayerNorm(hidden)
 
 
@@ -389,10 +418,12 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         sentence_embedding: torch.Tensor,
         decoder_input_ids: torch.LongTensor,
         decoder_attention_mask: torch.Tensor | None = None,
+        all_hidden: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
-        """Next-token logits `(batch, target_len, vocab_size)` given the sentence embeddings and the target prefix."""
+        """Next-token logits `(batch, target_len, vocab_size)` given the sentence embeddings and the target prefix
+        (with a list `all_hidden`, the decoder's hidden states appended to it)."""
         self._check_decoder()
-        return self.lm_head(self.decoder(sentence_embedding, decoder_input_ids, decoder_attention_mask))
+        return self.lm_head(self.decoder(sentence_embedding, decoder_input_ids, decoder_attention_mask, all_hidden))
 
     def shift_right(self, labels: torch.LongTensor) -> torch.LongTensor:
         """Decoder inputs for `labels`: `decoder_start_token_id` then the labels but the last, -100 read as padding."""
@@ -409,6 +440,9 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         decoder_attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         return_dict: bool | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
         **kwargs,
     ) -> MuSROutput | tuple:
         """Encode `input_ids`; decode when `labels` or `decoder_input_ids` are given (see the class docstring).
@@ -419,12 +453,22 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
             decoder_input_ids: `(batch, target_len)` target prefix; defaults to `labels` shifted right.
             decoder_attention_mask: `(batch, target_len)`; defaults to `decoder_input_ids != pad_token_id`.
             labels: `(batch, target_len)` target ids, -100 where no prediction is wanted.
-            kwargs: ignored (e.g. `token_type_ids` from a tokenizer).
+            token_type_ids: accepted for tokenizer compatibility and ignored (the model has no segments).
+            output_hidden_states: also return the encoder's (and the decoder's) hidden states; default: the config's.
+            output_attentions: refused when true (see `MuSRSelfAttention`); default: the config's.
+            kwargs: ignored.
         """
-        del kwargs
+        del token_type_ids, kwargs
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
+        if self.config.output_attentions if output_attentions is None else output_attentions:
+            raise ValueError(MuSRSelfAttention.NO_ATTENTION_PROBABILITIES)
         attention_mask = self._attention_mask(input_ids, attention_mask)
-        last_hidden_state = self.encoder(input_ids, attention_mask)
+        hidden_states: list[torch.Tensor] | None = [] if output_hidden_states else None
+        decoder_hidden_states: list[torch.Tensor] | None = [] if output_hidden_states else None
+        last_hidden_state = self.encoder(input_ids, attention_mask, hidden_states)
         sentence_embedding = self.pool(last_hidden_state, attention_mask)
         loss = logits = None
         if labels is not None and decoder_input_ids is None:
@@ -433,11 +477,16 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
             if decoder_attention_mask is None:
                 decoder_attention_mask = (decoder_input_ids != self.config.pad_token_id).long()
                 decoder_attention_mask[:, 0] = 1  # the start token may equal the pad id
-            logits = self.decode(sentence_embedding, decoder_input_ids, decoder_attention_mask)
+            logits = self.decode(sentence_embedding, decoder_input_ids, decoder_attention_mask, decoder_hidden_states)
         if labels is not None:
             loss = label_smoothed_cross_entropy(logits, labels, self.config.label_smoothing)
         output = MuSROutput(
-            loss=loss, logits=logits, last_hidden_state=last_hidden_state, sentence_embedding=sentence_embedding
+            loss=loss,
+            logits=logits,
+            last_hidden_state=last_hidden_state,
+            sentence_embedding=sentence_embedding,
+            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
+            decoder_hidden_states=tuple(decoder_hidden_states) if decoder_hidden_states else None,
         )
         return output if return_dict else output.to_tuple()
 

@@ -206,6 +206,17 @@ class OneAlignerConfig(PretrainedConfig):
         """Width of the token vectors (the encoder's hidden size)."""
         return int(self.encoder_config.hidden_size)
 
+    def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> PretrainedConfig:
+        """The wrapped encoder's config: it holds the vocabulary and the layers that read the text.
+
+        transformers looks for a text sub-config under its own names (`text_config`, `decoder`, ...), not under
+        `encoder_config`, and would return this wrapper, which has no `vocab_size` (resizing embeddings, generation
+        and the common model tests read it from here). There is no decoder, so both ends are the encoder.
+        (ContrastiveAligned's configuration has the same method: each family folder ships alone as remote code.)
+        """
+        del decoder, encoder
+        return self.encoder_config
+
 
 def _build_encoder_config(encoder_config: dict[str, Any] | PretrainedConfig | None) -> PretrainedConfig:
     """Turn a config, a config dict or None into an encoder config, refusing encoders that are not XLM-R-like."""

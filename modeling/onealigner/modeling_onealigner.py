@@ -19,7 +19,9 @@ The model adds no parameters to the encoder (paper 4.2). For a batch of N source
   (``"row"``).
 
 ``OneAlignerOutput`` fields, in order: ``loss``, ``scores``, ``raw_scores``, ``last_hidden_state``,
-``target_last_hidden_state``, ``sentence_embedding``, ``target_sentence_embedding``. Called with source inputs
+``target_last_hidden_state``, ``sentence_embedding``, ``target_sentence_embedding``, and the source batch's
+``hidden_states`` / ``attentions`` (every hidden state and attention map of the encoder) when asked for with
+``output_hidden_states`` / ``output_attentions``, as transformers models return them. Called with source inputs
 only (as sentence-transformers does), the model returns the layer-L token states as ``last_hidden_state`` and their
 attention-mask mean as ``sentence_embedding``: a sentence-transformers ``Transformer -> Pooling(mean) ->
 Normalize`` stack built on it produces exactly ``bitext_hf.families.onealigner.encode``.
@@ -101,6 +103,12 @@ class OneAlignerOutput(ModelOutput):
         sentence_embedding (`torch.FloatTensor` of shape `(n_source, hidden)`): attention-mask mean of
             `last_hidden_state` (not L2-normalized).
         target_sentence_embedding (`torch.FloatTensor`, *optional*): the same for the targets.
+        hidden_states (`tuple[torch.FloatTensor]`, *optional*): the encoder's hidden states of the source batch, the
+            embedding output first, when `output_hidden_states=True` (`hidden_states[config.layer]` is
+            `last_hidden_state`).
+        attentions (`tuple[torch.FloatTensor]`, *optional*): the encoder's attention probabilities of the source
+            batch, one `(n_source, heads, length, length)` per layer, when `output_attentions=True` (and the encoder's
+            attention implementation computes them, e.g. `attn_implementation="eager"`).
     """
 
     loss: torch.FloatTensor | None = None
@@ -110,6 +118,8 @@ class OneAlignerOutput(ModelOutput):
     target_last_hidden_state: torch.FloatTensor | None = None
     sentence_embedding: torch.FloatTensor | None = None
     target_sentence_embedding: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 class OneAlignerFeatures(NamedTuple):
@@ -178,15 +188,14 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
     def resize_token_embeddings(
         self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
     ) -> nn.Embedding:
-        """Resize the encoder's vocabulary (its config, shared with `config.encoder_config`, follows, so the resized
-        model reloads) and the idf weights with it (new tokens get weight 1)."""
-        embeddings = self.encoder.resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        """`PreTrainedModel.resize_token_embeddings` (the encoder's embeddings; its config, which `get_text_config`
+        returns, follows, so the resized model reloads), and the idf weights with it (new tokens get weight 1)."""
+        embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
         if self.idf_weights is not None and self.idf_weights.shape[0] != embeddings.weight.shape[0]:
             kept = min(self.idf_weights.shape[0], embeddings.weight.shape[0])
             idf = self.idf_weights.new_ones(embeddings.weight.shape[0])
             idf[:kept] = self.idf_weights[:kept]
             self.idf_weights = idf
-        self.config.encoder_config = self.encoder.config
         return embeddings
 
     @classmethod
@@ -254,16 +263,48 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
 
     # -- tensor level --------------------------------------------------------------------------------------------
 
-    def token_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def token_states(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Token vectors of hidden state `config.layer`, `(batch, length, hidden)`."""
+        return self._encode(input_ids, attention_mask, token_type_ids)[0]
+
+    def _encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None = None,
+        output_hidden_states: bool | list[int] = False,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None, tuple[torch.Tensor, ...] | None]:
+        """Hidden state `config.layer`, and the encoder's hidden states and attention maps when asked for
+        (`output_hidden_states` may list the indices of the hidden states to keep, as transformers 5 allows).
+        ContrastiveAligned's model does much the same: each family folder ships alone as remote code."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        num_layers = self.encoder.config.num_hidden_layers
-        want_all = self.config.layer != num_layers
+        inner = self.config.layer != self.encoder.config.num_hidden_layers
+        chosen = list(output_hidden_states) if isinstance(output_hidden_states, (list, tuple)) else None
+        # Hidden state `layer` is needed whatever the list says: an inner one is asked for with all of them.
+        request = chosen if chosen is not None and not inner else bool(output_hidden_states) or inner
+        # Only when given: some encoders (DistilBERT, ModernBERT) have no segments and no such argument.
+        segments = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         outputs = self.encoder(
-            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=want_all, return_dict=True
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            output_hidden_states=request,
+            output_attentions=output_attentions,
+            return_dict=True,
+            **segments,
         )
-        return outputs.hidden_states[self.config.layer] if want_all else outputs.last_hidden_state
+        states = outputs.hidden_states[self.config.layer] if inner else outputs.last_hidden_state
+        hidden_states = outputs.hidden_states if output_hidden_states else None
+        if chosen and inner:
+            kept = {index % len(hidden_states) for index in chosen}
+            hidden_states = tuple(state if index in kept else None for index, state in enumerate(hidden_states))
+        return states, hidden_states, outputs.attentions if output_attentions else None
 
     def token_weights(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """BERTScore token weights `(batch, length)`: 0 for padding and excluded ids, else 1 or the idf weight.
@@ -333,6 +374,10 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         target_attention_mask: torch.Tensor | None = None,
         return_loss: bool | None = None,
         return_dict: bool | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        target_token_type_ids: torch.Tensor | None = None,
+        output_hidden_states: bool | list[int] | None = None,
+        output_attentions: bool | None = None,
     ) -> OneAlignerOutput | tuple:
         """Score a batch of sources against a batch of targets (see the module docstring).
 
@@ -341,13 +386,23 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             target_input_ids, target_attention_mask: target batch `(n_target, length)`; without them the model
                 only encodes the sources (the sentence-transformers path).
             return_loss: compute the contrastive loss; needs n_source == n_target, row i aligned with row i.
+            token_type_ids, target_token_type_ids: segment ids for encoders that have them (BERT's tokenizers
+                return them), passed to the encoder.
+            output_hidden_states, output_attentions: also return the encoder's hidden states / attention maps of
+                the source batch (defaults: the config's); `output_hidden_states` may list the indices to keep.
         """
         if input_ids is None:
             raise OneAlignerInputError("forward needs input_ids (the source batch).")
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         return_dict = self.config.return_dict if return_dict is None else return_dict
-        source_states = self.token_states(input_ids, attention_mask)
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
+        output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
+        source_states, hidden_states, attentions = self._encode(
+            input_ids, attention_mask, token_type_ids, output_hidden_states, bool(output_attentions)
+        )
         source = self._features(source_states, input_ids, attention_mask, None)
         fields: dict[str, torch.Tensor | None] = {}
         if target_input_ids is not None:
@@ -358,7 +413,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                     f"the loss needs aligned batches: {input_ids.shape[0]} sources vs {target_input_ids.shape[0]} "
                     "targets."
                 )
-            target_states = self.token_states(target_input_ids, target_attention_mask)
+            target_states = self.token_states(target_input_ids, target_attention_mask, target_token_type_ids)
             target = self._features(target_states, target_input_ids, target_attention_mask, None)
             raw_scores = self.similarity(source, target)
             scores = self.normalize(raw_scores)
@@ -377,6 +432,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                 fields["loss"] = loss
         elif return_loss:
             raise OneAlignerInputError("return_loss=True needs target_input_ids (the aligned target batch).")
+        fields.update(hidden_states=hidden_states, attentions=attentions)
         # Built in one call so that the tuple/key order is the field order (loss first).
         output = OneAlignerOutput(last_hidden_state=source_states, sentence_embedding=source.pooled, **fields)
         return output if return_dict else output.to_tuple()
