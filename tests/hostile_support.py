@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+_LARGE = 64 << 20  # bytes past which a file is compared by size, inode and mtime, not content
 MARKER = "EXECUTED"  # what hostile code would create in the case's folder; no case may make it appear
 
 
@@ -32,6 +33,9 @@ def snapshot(root: Path) -> dict[str, tuple[str, bytes | str | None]]:
             relative = os.path.relpath(path, root)
             if os.path.islink(path):
                 entries[relative] = ("link", os.readlink(path))
+            elif os.path.isfile(path) and os.path.getsize(path) > _LARGE:
+                status = os.stat(path)  # a huge (sparse) input is not read into memory: any write changes these
+                entries[relative] = ("file", f"{status.st_size} bytes, inode {status.st_ino}, {status.st_mtime_ns}")
             elif os.path.isfile(path):
                 entries[relative] = ("file", Path(path).read_bytes())
             elif os.path.isdir(path):

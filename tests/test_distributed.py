@@ -289,3 +289,12 @@ def test_unreachable_address_and_stray_options_are_one_line_exit_2(capsys, tmp_p
     assert code == EXIT_USAGE and "go with --distributed ray" in err
     code, _, err = run(capsys, "encode", "--input", src, "--out", str(tmp_path / "x.npy"), "--distributed", "ray")
     assert code == EXIT_USAGE and "writes a folder of shards" in err and not (tmp_path / "x.npy").exists()
+
+
+def test_a_ray_head_passes_the_address_check_at_once():
+    """The check that refuses servers that are not Ray (tests/test_hostile_runtime.py) lets a real head through: the
+    GCS of this module's Ray instance, in well under the 10 s it allows."""
+    address = ray.get_runtime_context().gcs_address
+    start = time.monotonic()
+    distributed.check_ray_address(address)
+    assert time.monotonic() - start < 2

@@ -29,6 +29,7 @@ from bitext_hf.errors import (
     error_notes,
 )
 from bitext_hf.io.logs import library_logs
+from bitext_hf.io.outputs import checked_stdout
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -58,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         # The command's own lines only; the libraries' logs and bars with -v (bitext_hf.io.logs).
-        with library_logs(verbose), _thread_limit(args):
+        # A failed write to stdout is an output error (exit 1) wherever the command prints (bitext_hf.io.outputs).
+        with library_logs(verbose), _thread_limit(args), checked_stdout():
             return args.func(args)
     except KeyboardInterrupt as interrupt:
         kept = error_notes(interrupt) or "no output file was written"

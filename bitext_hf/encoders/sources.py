@@ -6,15 +6,16 @@ the result to its adapter.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from bitext_hf.errors import EncoderLoadError
+from bitext_hf.io.small_files import MAX_CONFIG_BYTES, read_small_json
 
 logger = logging.getLogger("bitext_hf.encoders")
 T = TypeVar("T")
@@ -80,12 +81,12 @@ def _offline_setting() -> str | None:
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
+        return read_small_json(path, MAX_CONFIG_BYTES)  # bounded: a config of GBs is refused, not read
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise EncoderLoadError(f"{path}: cannot be read as JSON ({_first_line(error)})") from error
 
 
-def _check_config(config: Path, trust_remote_code: bool) -> None:
+def _check_config(config: Path, trust_remote_code: bool, tensors: dict) -> None:
     """A readable config.json whose model_type transformers knows, before torch is imported and weights are read.
 
     transformers would raise a ValueError for an unknown type (exit 3 in the CLI, as if the data were wrong) and, for
@@ -96,6 +97,7 @@ def _check_config(config: Path, trust_remote_code: bool) -> None:
     data = _read_json(config)
     if not isinstance(data, dict):
         raise EncoderLoadError(f"{config}: not a model configuration (a JSON object)")
+    _check_config_matches_weights(config, data, tensors)  # before transformers is imported: in a millisecond
     model_type = data.get("model_type")
     if model_type is None or ("auto_map" in data and trust_remote_code):
         return  # transformers has its own fallbacks for these; its error, if any, is reported by _load
@@ -131,19 +133,82 @@ def _check_tokenizer_code(folder: Path, trust_remote_code: bool) -> None:
         )
 
 
-def _check_safetensors(folder: Path) -> None:
-    """Read each safetensors header (cheap: the header only); a corrupt or truncated file is named before loading."""
+def _check_safetensors(folder: Path) -> dict[str, tuple[Path, tuple[int, ...]]]:
+    """Read each safetensors header (cheap: the header only); a corrupt or truncated file is named before loading.
+
+    Returns every tensor of the weights transformers would load (``model.safetensors`` when there is one, else
+    every shard) by name: its file and shape."""
     from safetensors import safe_open
 
-    for file in sorted(folder.glob("*.safetensors")):
+    files = sorted(folder.glob("*.safetensors"))
+    loaded = [folder / "model.safetensors"] if folder / "model.safetensors" in files else files
+    tensors: dict[str, tuple[Path, tuple[int, ...]]] = {}
+    for file in files:
         try:
-            with safe_open(str(file), framework="numpy"):
-                pass
+            with safe_open(str(file), framework="numpy") as weights:
+                names = weights.keys() if file in loaded else ()
+                tensors.update({name: (file, tuple(weights.get_slice(name).get_shape())) for name in names})
         except Exception as error:  # SafetensorError derives from Exception only; OSError for unreadable files
             raise EncoderLoadError(
                 f"{file}: not a valid safetensors file ({_first_line(error)}); it is corrupt or truncated: "
                 "copy or download it again"
             ) from error
+    return tensors
+
+
+# config.json's names for a model's depth and width, as transformers' configurations spell them. The width of the
+# token embeddings is embedding_size where there is one (ALBERT and ELECTRA factor it out of hidden_size).
+_DEPTH_KEYS = ("num_hidden_layers", "num_layers", "n_layers", "n_layer")
+_WIDTH_KEYS = ("embedding_size", "hidden_size", "d_model", "n_embd", "dim")
+# The numbered modules of a layer stack (BERT's encoder.layer.N, GPT-2's h.N, T5's block.N, LLaMA's layers.N) and
+# the token embeddings (BERT's word_embeddings, LLaMA's and BART's embed_tokens, GPT-2's wte, T5's shared).
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:layer|layers|h|block|blocks)\.(\d+)\.")
+_TOKEN_EMBEDDINGS = re.compile(r"(?:^|\.)(?:word_embeddings|embed_tokens|wte|shared)\.weight")
+
+
+def _claimed(config: dict, keys: Sequence[str]) -> tuple[str, float] | None:
+    """The first of ``keys`` that config.json sets to a number: (key, value)."""
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return key, value
+    return None
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def _check_config_matches_weights(config_path: Path, config: dict, tensors: dict) -> None:
+    """Refuse a config.json that describes another model than its weights hold, from the safetensors headers alone.
+
+    transformers builds the model the config describes before it reads a weight: a config claiming a million
+    layers, or a width the weights do not have, takes minutes and gigabytes before the mismatch (or the missing
+    layers, started at random) would show. Only what the config sets itself is compared, and only with weights
+    named as transformers' models name them: a layer count above the layers present, token embeddings whose
+    shape is not vocab_size x the width. A quantized checkpoint (``quantization_config``) packs its weights in
+    other shapes and is left to transformers."""
+    if not tensors or "quantization_config" in config:
+        return
+    depth = _claimed(config, _DEPTH_KEYS)
+    layers = {int(match[1]) for name in tensors for match in [_LAYER_INDEX.search(name)] if match}
+    if depth is not None and layers and depth[1] > max(layers) + 1:
+        files = ", ".join(sorted({str(file.name) for file, _ in tensors.values()}))
+        held = max(layers) + 1
+        raise EncoderLoadError(
+            f"{config_path}: {depth[0]} is {_number(depth[1])} but the weights ({files}) hold {held} "
+            f"layer{'s' if held > 1 else ''}; the config is not this checkpoint's"
+        )
+    width, vocab = _claimed(config, _WIDTH_KEYS), _claimed(config, ("vocab_size",))
+    for name, (file, shape) in tensors.items():
+        if not _TOKEN_EMBEDDINGS.search(name) or len(shape) != 2:
+            continue
+        for claim, size in ((vocab, shape[0]), (width, shape[1])):
+            if claim is not None and claim[1] != size:
+                raise EncoderLoadError(
+                    f"{config_path}: {claim[0]} is {_number(claim[1])} but {file.name} holds {name} of shape "
+                    f"{shape[0]} x {shape[1]}; the config is not this checkpoint's"
+                )
 
 
 def _check_folder(path: Path, trust_remote_code: bool) -> bool:
@@ -158,17 +223,19 @@ def _check_folder(path: Path, trust_remote_code: bool) -> bool:
         for module in modules:
             folder = path / str(module.get("path", ""))
             if str(module.get("type", "")).endswith("Transformer"):
-                _check_config(folder / "config.json", trust_remote_code)
+                tensors = _check_safetensors(folder)
+                _check_config(folder / "config.json", trust_remote_code, tensors)
                 _check_tokenizer_code(folder, trust_remote_code)
-            _check_safetensors(folder)
+            else:
+                _check_safetensors(folder)
         return True
     if not (path / "config.json").is_file():
         raise EncoderLoadError(
             f"{path}: neither a sentence-transformers folder (modules.json) nor a model (config.json)"
         )
-    _check_config(path / "config.json", trust_remote_code)
+    tensors = _check_safetensors(path)
+    _check_config(path / "config.json", trust_remote_code, tensors)
     _check_tokenizer_code(path, trust_remote_code)
-    _check_safetensors(path)
     return False
 
 

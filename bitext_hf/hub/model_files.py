@@ -34,6 +34,7 @@ from pathlib import Path
 
 from bitext_hf.errors import OutputWriteError, UsageError
 from bitext_hf.hub.upload import _IMAGE_LINK, check_checkpoint
+from bitext_hf.io.small_files import MAX_CONFIG_BYTES
 
 __all__ = [
     "MODEL_FILE_PATTERNS",
@@ -228,7 +229,11 @@ def _read_checked(root_fd: int, file: CheckedFile) -> bytes | None:
         status = os.fstat(handle.fileno())
         if not stat.S_ISREG(status.st_mode) or _identity(status) != file.identity:
             return None
-        return handle.read()
+        # A config, card or module of more than this is not read into memory: what it would tell (remote code,
+        # images, relative imports) is left out, as for a file that cannot be parsed.
+        if status.st_size > MAX_CONFIG_BYTES:
+            return None
+        return handle.read(MAX_CONFIG_BYTES)
 
 
 def _read_json(root_fd: int, file: CheckedFile | None) -> object:

@@ -11,7 +11,6 @@ what was and was not changed. Which files of a model folder go up, and how they 
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bitext_hf.errors import EXIT_ENCODER, BitextError, UsageError
+from bitext_hf.io.small_files import MAX_CONFIG_BYTES, read_small_json
 
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import FileSelection
@@ -63,7 +63,7 @@ def check_checkpoint(folder: str | os.PathLike) -> Path:
     if not config.is_file():
         raise UsageError(f"--model {folder}: not a saved model: no config.json (save it with save_for_hub first)")
     try:
-        if not isinstance(json.loads(config.read_text(encoding="utf-8")), dict):
+        if not isinstance(read_small_json(config, MAX_CONFIG_BYTES), dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
         raise UsageError(f"{config}: not a readable model config ({error})") from None

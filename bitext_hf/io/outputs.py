@@ -26,6 +26,7 @@ from bitext_hf.errors import OutputWriteError, UsageError
 __all__ = [
     "atomic_output",
     "check_output_path",
+    "checked_stdout",
     "non_regular_kind",
     "protect_inputs",
     "refuse_input",
@@ -225,16 +226,69 @@ def _errno_of_short_write(folder: str) -> int:
 
 
 def _write_error(path: StrPath, error: OSError, *, replaced: bool) -> OutputWriteError | None:
+    """The one-line error of a failed write, or None for an error that is not the storage's (re-raised as is).
+    Every failure of stdout but a reader that went away (EPIPE, a quiet stop in the CLI) is the output's."""
+    if isinstance(error, OutputWriteError):
+        return None  # already one line (a nested output's, or stdout's): passed on as it is
     code = error.errno
+    to_stdout = str(path) == "-" or _own_descriptor(os.fspath(path)) == 1
     if code is None and _SHORT_WRITE.fullmatch(str(error)):
         code = _errno_of_short_write(os.path.dirname(os.path.abspath(os.fspath(path))))
     reason = _WRITE_ERRNOS.get(code or -1)
+    if reason is None and to_stdout and code != errno.EPIPE:
+        reason = error.strerror or str(error) or type(error).__name__
     if reason is None:
         return None
     tail = "nothing was written" if replaced else "the output is incomplete"
-    wrapped = OutputWriteError(f"{_display(path)}: {reason}; {tail}")  # one line: no "[Errno N]" prefix
+    shown = "writing to stdout failed" if to_stdout else _display(path)
+    wrapped = OutputWriteError(f"{shown}: {reason}; {tail}")  # one line: no "[Errno N]" prefix
     wrapped.errno = code
     return wrapped
+
+
+class _CheckedStdout:
+    """``sys.stdout`` while a command runs: a failed write or flush (a full device, an I/O error) is an
+    :class:`OutputWriteError` saying so (exit 1), as with ``--out -``, not an ``OSError`` that the CLI could only
+    report as unexpected; a reader that went away stays a ``BrokenPipeError``. Everything else (``buffer``,
+    ``fileno``, ``isatty``) is the stream's own."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            raise _write_error("-", error, replaced=False) or error from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise _write_error("-", error, replaced=False) or error from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def checked_stdout() -> Iterator[None]:
+    """Within the block, a failed write to stdout is an ``OutputWriteError`` (see :class:`_CheckedStdout`); what is
+    still buffered is flushed at its end, so that a failure is reported by the command and not lost at exit. A
+    process started without a stdout (``>&-``: ``sys.stdout`` is None) keeps Python's way, printing nothing; only
+    ``--out -`` is refused then (:func:`atomic_output`)."""
+    original = sys.stdout
+    if original is None:
+        yield
+        return
+    checked = _CheckedStdout(original)
+    sys.stdout = checked
+    try:
+        yield
+        checked.flush()
+    finally:
+        if sys.stdout is checked:
+            sys.stdout = original
 
 
 def _own_descriptor(path: str) -> int | None:
@@ -259,6 +313,8 @@ def _direct_output(path: str, mode: str) -> Iterator[IO]:
     descriptor = _own_descriptor(path)
     try:
         if path == "-" or descriptor == 1:
+            if sys.stdout is None:  # started with descriptor 1 closed (`>&-`)
+                raise OutputWriteError("writing to stdout failed: stdout is closed; nothing was written")
             stream = sys.stdout.buffer if "b" in mode else sys.stdout
             yield stream
             stream.flush()

@@ -2,8 +2,9 @@
 
 Ray does the scheduling, the data transfer (its object store) and the retries of tasks whose worker died; nothing
 here is a scheduler or an RPC layer of its own. :func:`ray_session` starts a local Ray instance (``workers`` CPUs) or
-joins a cluster at an address, after a bounded TCP check of that address (Ray itself retries an unreachable address
-for minutes).
+joins a cluster at an address, after a bounded check that a Ray head answers there (Ray itself retries an unreachable
+address for minutes, and one that answers but is not Ray, an HTTP server for instance, for ever). A SIGTERM during a
+session shuts Ray down and then ends the process as it would have without Ray (Ray's own handlers exit 1 or abort).
 
 :func:`encode_shards_ray` writes the same shard folder as :func:`bitext_hf.mining.shards.write_shards` (it *is*
 ``write_shards``, fed by Ray tasks that encode its batches ahead, in parallel): same bytes, same manifest, the same
@@ -34,12 +35,15 @@ import itertools
 import logging
 import math
 import os
+import signal
 import socket
 import sys
+import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -62,8 +66,8 @@ __all__ = [
 
 logger = logging.getLogger("bitext_hf")
 
-# Seconds the TCP check of --ray-address waits: a cluster's head answers in milliseconds; Ray's own client would
-# retry an unreachable address for minutes.
+# Seconds the check of --ray-address waits in all (the TCP connection and Ray's answer): a cluster's head answers in
+# milliseconds; Ray's own client would retry an unreachable address for minutes.
 DEFAULT_CONNECT_TIMEOUT = 10.0
 # Times Ray runs a task again after its worker died (killed, out of memory, a machine lost).
 DEFAULT_RETRIES = 2
@@ -88,11 +92,16 @@ def import_ray():
 
 
 def check_ray_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
-    """Refuse (``UsageError``, exit 2) a Ray address whose host does not accept a TCP connection within ``timeout``
-    seconds: ``HOST:PORT`` (the head's GCS, port 6379 by default) or ``ray://HOST:PORT`` (Ray Client, 10001).
-    ``auto`` (the cluster this machine belongs to) is left to Ray, which answers at once when there is none."""
+    """Refuse (``UsageError``, exit 2) a Ray address where no Ray head answers within ``timeout`` seconds in all:
+    ``HOST:PORT`` (the head's GCS, port 6379 by default) or ``ray://HOST:PORT`` (Ray Client, 10001). ``auto`` (the
+    cluster this machine belongs to) is left to Ray, which answers at once when there is none.
+
+    First a TCP connection (a closed port or an unreachable host is named as such), then one call that only a Ray
+    head answers (:func:`_ray_head_answer`): a server of another kind on that port (HTTP, or one that accepts and
+    stays silent) would otherwise make ``ray.init`` retry for ever without a word."""
     if address == "auto":
         return
+    deadline = time.monotonic() + timeout
     client = address.startswith("ray://")
     parts = urlsplit(address if "://" in address else f"//{address}")
     try:
@@ -110,6 +119,50 @@ def check_ray_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) ->
             f"--ray-address {address}: no Ray cluster reachable at {host}:{port} ({reason}); "
             "start one with `ray start --head`, or leave out --ray-address for a local Ray instance"
         ) from None
+    refusal = _ray_head_answer(host, port, client, max(0.1, deadline - time.monotonic()))
+    if refusal is not None:
+        service = "a Ray Client server" if client else "a Ray cluster's head (GCS)"
+        raise UsageError(
+            f"--ray-address {address}: {host}:{port} answers but is not {service} ({refusal}); give the address "
+            "`ray start --head` printed, or leave out --ray-address for a local Ray instance"
+        )
+
+
+def _ray_head_answer(host: str, port: int, client: bool, timeout: float) -> str | None:
+    """None when a Ray head answers at ``host:port`` within ``timeout`` seconds, else why not (one line).
+
+    The call is one every Ray head serves and nothing else does, made with gRPC (what Ray speaks, installed with it)
+    under a deadline: the GCS's ``GetClusterId``, or Ray Client's ping (``ClusterInfo`` of type ``PING``, the call
+    Ray's own client connects with); an answer, or a refusal for want of Ray's auth token, is a Ray head. With TLS
+    on (``RAY_USE_TLS``) the call would need Ray's certificates, so the TCP check is all that is made."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return None
+    import grpc
+
+    # Ray's own channels ignore http_proxy unless this is set: a probe through a proxy would test another path.
+    proxy = int(os.environ.get("RAY_grpc_enable_http_proxy", "0").lower() in ("1", "true"))  # noqa: SIM112
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", proxy)]) as channel:
+        try:
+            if client:
+                from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
+
+                ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)
+                ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=timeout)
+            else:
+                from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+                stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+                stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout)
+        except grpc.RpcError as error:
+            if error.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                return None  # a head that wants Ray's token (token auth): Ray, which ray.init authenticates to
+            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return f"no Ray answer within {timeout:.0f} s"
+            # gRPC's details end with the cause ("...: Failed parsing HTTP/2 (...)"): that part says what answered.
+            cause = (error.details() or "").strip().splitlines()[:1]
+            return ": ".join([error.code().name.lower(), *(line.rsplit(": ", 1)[-1] for line in cause)])
+    return None
 
 
 @contextlib.contextmanager
@@ -127,6 +180,47 @@ def _stderr_to_devnull() -> Iterator[None]:
         os.close(saved)
 
 
+class _Terminated(BaseException):
+    """Raised by the SIGTERM handler of a Ray session: it unwinds the command (each output removes its temp file)
+    like a KeyboardInterrupt, and is no ``Exception``, so that no handler takes it for an error."""
+
+
+def _raise_terminated(signum: int, frame) -> None:
+    raise _Terminated
+
+
+def _end_as_without_ray(previous) -> NoReturn:
+    """Give SIGTERM back the handler it had before Ray and deliver it: by default the process dies of it, the
+    status a run without Ray ends with (-15 to its parent)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    signal.raise_signal(signal.SIGTERM)
+    raise KeyboardInterrupt  # SIGTERM is ignored or blocked here: the run is stopped all the same
+
+
+def _init_ray(ray, address: str | None, options: dict, sigterm_before) -> None:
+    """``ray.init`` with stderr silenced and its failures as one line (exit 2).
+
+    ``ray.init`` replaces the SIGTERM handler with one that exits 1 without a word (``SystemExit``, also while it
+    runs), and Ray's core worker with one that aborts (SIGABRT, a C++ stack on stderr): afterwards the handler the
+    process had is put back (ignored, or the application's own), and the default one is replaced by
+    :func:`_raise_terminated`, which :func:`ray_session` turns into a Ray shutdown and then the signal as before."""
+    try:
+        with _stderr_to_devnull():
+            ray.init(address=address, **options)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        where = f"--ray-address {address}" if address else "a local Ray instance"
+        raise UsageError(f"{where}: Ray could not start or connect ({str(error).splitlines()[0]})") from None
+    except SystemExit:  # Ray's SIGTERM handler, while ray.init ran
+        if threading.current_thread() is not threading.main_thread():
+            raise
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        _end_as_without_ray(sigterm_before)
+    if threading.current_thread() is threading.main_thread():  # the only thread that may set handlers
+        default = sigterm_before in (signal.SIG_DFL, None)
+        signal.signal(signal.SIGTERM, _raise_terminated if default else sigterm_before)
+
+
 @contextlib.contextmanager
 def ray_session(address: str | None = None, workers: int | None = None) -> Iterator[int]:
     """Ray for the duration of a ``with`` block; yields how many tasks run at a time (``workers``, else the CPUs of
@@ -134,30 +228,35 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
 
     A session that is already initialized (a caller's own ``ray.init``) is used as it is and left running. Otherwise
     ``address`` is checked (:func:`check_ray_address`) and joined, or, without one, a local instance is started with
-    ``workers`` CPUs (all of this machine's by default), no dashboard and quiet logs; it is shut down at the end.
+    ``workers`` CPUs (all of this machine's by default), no dashboard and quiet logs; it is shut down at the end,
+    also on a SIGTERM, after which the signal does what it would have done without Ray (by default: the process
+    dies of it).
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"--workers must be an integer >= 1, got {workers!r}")
     ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        if address is not None:
-            check_ray_address(address)
-        options: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False)
-        if address is None:
-            options.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
-        try:
-            with _stderr_to_devnull():
-                ray.init(address=address, **options)
-        except (ConnectionError, RuntimeError, ValueError) as error:
-            where = f"--ray-address {address}" if address else "a local Ray instance"
-            raise UsageError(f"{where}: Ray could not start or connect ({str(error).splitlines()[0]})") from None
-        started = True
+    if ray.is_initialized():
+        yield workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return
+    if address is not None:
+        check_ray_address(address)
+    options: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False)
+    if address is None:
+        options.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
+    sigterm_before = signal.getsignal(signal.SIGTERM)
+    _init_ray(ray, address, options, sigterm_before)
+    terminated = False
     try:
         yield workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    except _Terminated:
+        terminated = True
     finally:
-        if started:
-            ray.shutdown()
+        # The handler back first: a second SIGTERM while Ray shuts down does what it would do without Ray.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if sigterm_before is None else sigterm_before)
+        ray.shutdown()
+    if terminated:
+        _end_as_without_ray(sigterm_before)
 
 
 def _gpus_per_task(ray) -> int:
@@ -328,7 +427,7 @@ def _folder_digests(folders: list[str]) -> dict[str, str | None]:
     for folder in folders:
         try:
             with open(os.path.join(folder, MANIFEST), "rb") as handle:
-                digests[folder] = hashlib.sha256(handle.read()).hexdigest()
+                digests[folder] = hashlib.file_digest(handle, "sha256").hexdigest()  # streamed, whatever its size
         except OSError:
             digests[folder] = None
     return digests

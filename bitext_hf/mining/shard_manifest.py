@@ -12,10 +12,12 @@ from dataclasses import asdict, dataclass
 from bitext_hf.data.hashing import text_sha256
 from bitext_hf.errors import DataValidationError
 from bitext_hf.io import atomic_output
+from bitext_hf.io.small_files import SmallFileError, read_small_json
 
 __all__ = [
     "DTYPES",
     "MANIFEST",
+    "MAX_MANIFEST_BYTES",
     "PROGRESS",
     "SHARD_NAME",
     "Manifest",
@@ -32,6 +34,8 @@ DTYPES = ("float32", "float16")
 _FORMAT = "bitext-hf-embeddings"
 _VERSION = 1
 SHARD_NAME = re.compile(r"shard-\d{5,}\.npy")
+# About 200 bytes a shard: 64 MiB is some 300,000 shards, 300 billion rows at the default shard size.
+MAX_MANIFEST_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -71,14 +75,16 @@ def manifest_error(path: str, what: str) -> DataValidationError:
 
 
 def read_manifest(path: str | os.PathLike) -> Manifest:
-    """Parse ``manifest.json`` (or ``progress.json``); ``DataValidationError`` naming the file for anything else."""
+    """Parse ``manifest.json`` (or ``progress.json``); ``DataValidationError`` naming the file for anything else,
+    a file of more than :data:`MAX_MANIFEST_BYTES` included (refused before it is read)."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = read_small_json(path, MAX_MANIFEST_BYTES)
     except OSError as error:
         raise DataValidationError(f"{path}: cannot be read ({error.strerror})") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested past the limit
+    except SmallFileError as error:
+        raise manifest_error(path, str(error)) from None
+    except (ValueError, RecursionError) as error:  # RecursionError: nested past the limit
         raise manifest_error(path, f"not valid JSON ({error})") from None
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         raise manifest_error(path, f'no "format": "{_FORMAT}"')

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from bitext_hf.errors import DataValidationError
+from bitext_hf.io.small_files import read_small_json
 
 __all__ = [
+    "MAX_SIDECAR_BYTES",
     "METADATA_KEYS",
     "MiningRecord",
     "metadata_path",
@@ -76,6 +78,9 @@ class MiningRecord:
 
 
 METADATA_KEYS = tuple(field.name for field in dataclasses.fields(MiningRecord))
+# A sidecar is a few settings, counts and the command line, which Linux caps at 2 MiB (ARG_MAX); anything larger
+# is not one that mine wrote.
+MAX_SIDECAR_BYTES = 4 << 20
 
 
 def metadata_path(pairs_path: str | os.PathLike) -> Path:
@@ -107,9 +112,10 @@ def mining_metadata_json(metadata: Mapping[str, Any] | MiningRecord) -> str:
 
 
 def read_mining_metadata(path: str | os.PathLike) -> dict[str, Any]:
-    """The sidecar at ``path`` (its known keys); a data error naming the file when it is not a JSON object."""
+    """The sidecar at ``path`` (its known keys); a data error naming the file when it is not a JSON object or holds
+    more than :data:`MAX_SIDECAR_BYTES` (refused before it is read)."""
     try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        record = read_small_json(path, MAX_SIDECAR_BYTES)
     except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
         raise DataValidationError(f"{path}: not a readable mining metadata file ({error})") from None
     if not isinstance(record, dict):

@@ -1,0 +1,60 @@
+"""Files that are small by nature (a sidecar, a shard manifest, a model's config), read whole and bounded.
+
+:func:`read_small_file` measures the file before a byte is read and reads at most one byte past the bound, so a
+multi-GB (or sparse) file put where such a file belongs is refused at once instead of read into memory; it opens
+without blocking, so a FIFO there waits for no writer. The inputs of the commands are streamed and bounded by
+:mod:`bitext_hf.io.inputs` instead (``--max-input-bytes``): these files have bounds of their own, far smaller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+__all__ = ["MAX_CONFIG_BYTES", "SmallFileError", "read_small_file", "read_small_json"]
+
+# A model folder's JSON configs (config.json, tokenizer_config.json, modules.json) are kilobytes; the largest
+# tokenizer configs, listing every added token, stay under a few MB.
+MAX_CONFIG_BYTES = 64 << 20
+
+
+class SmallFileError(ValueError):
+    """A file that cannot be the small file expected: larger than its bound, or not a regular file. The message says
+    why (not the path: callers name it)."""
+
+
+def _mib(count: int) -> str:
+    return f"{count / (1 << 20):,.0f} MiB" if count >= 1 << 20 else f"{count:,} bytes"
+
+
+def read_small_file(path: str | os.PathLike, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them.
+
+    Raises:
+        SmallFileError: the file holds more (measured before reading, and again while reading: it may grow), or
+            it is not a regular file (a FIFO, a device).
+        OSError: it cannot be opened or read.
+    """
+    # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; a regular file ignores the flag.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise SmallFileError("not a regular file")
+        if status.st_size > max_bytes:
+            raise SmallFileError(f"{_mib(status.st_size)}, more than the {_mib(max_bytes)} such a file can hold")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise SmallFileError(f"more than the {_mib(max_bytes)} such a file can hold (it grew while being read)")
+    return data
+
+
+def read_small_json(path: str | os.PathLike, max_bytes: int) -> object:
+    """The JSON value of a small file (see :func:`read_small_file`; UTF-8, a BOM allowed as ``json`` allows it).
+
+    Raises:
+        SmallFileError, OSError: as :func:`read_small_file` says; ValueError: not JSON (or not UTF-8);
+        RecursionError: JSON nested past the interpreter's limit.
+    """
+    return json.loads(read_small_file(path, max_bytes))
