@@ -45,3 +45,37 @@ def write_catalogs(root: Path, applications: dict[str, list[tuple[str, ...]]] = 
                 catalog.append(polib.POEntry(msgid=row[0], msgstr=row[column]))
             catalog.save_as_mofile(str(folder / f"{application}.mo"))
     return root
+
+
+# Byte offsets of the .mo header's little-endian fields (polib writes little-endian): the number of strings and the
+# offsets of the table of original strings and of the table of translations.
+MO_COUNT, MO_ORIGINALS, MO_TRANSLATIONS = 8, 12, 16
+
+
+def mo_bytes(entries: list[tuple[str, str]], *, charset: str = "UTF-8") -> bytes:
+    """A ``.mo`` catalog of ``entries`` (msgid, msgstr) whose header declares ``charset``."""
+    import polib
+
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": f"text/plain; charset={charset}"}
+    for msgid, msgstr in entries:
+        catalog.append(polib.POEntry(msgid=msgid, msgstr=msgstr))
+    return catalog.to_binary()
+
+
+def with_field(data: bytes, offset: int, value: int) -> bytes:
+    """``data`` with the little-endian 32-bit field at ``offset`` set to ``value``: a lying .mo header or table."""
+    import struct
+
+    return data[:offset] + struct.pack("<I", value) + data[offset + 4 :]
+
+
+def po_text(entries: list[tuple[str, str]], *, charset: str = "UTF-8") -> str:
+    """A ``.po`` catalog written out by hand (the messages as given, escaped only for quotes and backslashes), so
+    that a test can put in what polib would never write: a raw NUL or line separator, a string left open."""
+
+    def quoted(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    header = f'msgid ""\nmsgstr "Content-Type: text/plain; charset={charset}\\n"\n'
+    return header + "".join(f"\nmsgid {quoted(msgid)}\nmsgstr {quoted(msgstr)}\n" for msgid, msgstr in entries)

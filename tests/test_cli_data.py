@@ -12,7 +12,14 @@ from gettext_catalogs import write_catalogs
 
 from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE, main
 from bitext_hf.data import load_pairs
-from bitext_hf.data.gettext import find_catalogs, gettext_languages, gettext_pairs, locale_roots
+from bitext_hf.data.gettext import (
+    collect_gettext_pairs,
+    find_catalogs,
+    gettext_languages,
+    gettext_pairs,
+    locale_roots,
+)
+from bitext_hf.errors import DataValidationError
 
 
 def write_catalog(path: Path, entries: list[tuple[str, str]]) -> None:
@@ -94,6 +101,7 @@ def test_bad_input_is_one_line_and_writes_nothing(capsys, root, tmp_path):
         (EXIT_DATA, ["--lang", "fr", "--out", str(out_file), "--catalogs", str(tmp_path / "none")], "no such folder"),
         (EXIT_USAGE, ["--lang", "de", "fr", "--out", str(out_file)], "{lang}"),
         (EXIT_USAGE, ["--lang", "wo", "--out", str(catalog)], "is the input"),
+        (EXIT_USAGE, ["--lang", "fr", "--out", str(catalog), "--format", "tsv"], "is a gettext catalog"),
         (EXIT_USAGE, ["--lang", "wo", "--out", str(tmp_path / "pairs.doc")], "output format"),
         (EXIT_USAGE, ["--lang", "wo"], "--out"),
         # Wolof has a pair until --min-words 3 drops it: no file for German either.
@@ -109,6 +117,31 @@ def test_bad_input_is_one_line_and_writes_nothing(capsys, root, tmp_path):
         main(["data", "gettext", "--lang", "../fr", "--out", str(out_file)])
     assert exit_info.value.code == EXIT_USAGE and "language folder name" in capsys.readouterr().err
     assert main(["data"]) == EXIT_USAGE
+
+
+def test_unreadable_catalog_is_skipped_among_this_machines_and_refused_under_catalogs(capsys, caplog, root, tmp_path):
+    broken = root / "fr" / "LC_MESSAGES" / "broken.mo"
+    broken.write_bytes(b"\xde\x12\x04\x95" + bytes(8))  # the magic number, then cut short
+    found = collect_gettext_pairs("fr", [root])
+    assert len(found.skipped_catalogs) == 1 and found.skipped_catalogs[0].startswith(f"{broken}: not a readable")
+    assert [record.getMessage() for record in caplog.records] == [f"skipping {found.skipped_catalogs[0]}"]
+    assert found.pairs == gettext_pairs("fr", [root]) and len(found.pairs) == 20
+    with pytest.raises(DataValidationError, match=r"broken\.mo: not a readable gettext catalog \(truncated"):
+        collect_gettext_pairs("fr", [root], strict_roots=[root])
+    code, _, err = run(capsys, "--lang", "fr", "--out", str(tmp_path / "pairs.tsv"), *hermetic(root))
+    assert code == EXIT_DATA and "broken.mo" in err and not (tmp_path / "pairs.tsv").exists()
+
+
+def test_report_counts_the_messages_left_out(capsys, root, tmp_path):
+    write_catalog(root / "fr" / "LC_MESSAGES" / "nul.mo", [("Print the page", "Imprimer\0la page")])
+    write_catalog(root / "fr" / "LC_MESSAGES" / "long.mo", [("Long " + "text " * 2000, "Long " + "texte " * 2000)])
+    out_file = tmp_path / "pairs.tsv"
+    code, out, _ = run(capsys, "--lang", "fr", "--out", str(out_file), *hermetic(root))
+    assert code == EXIT_OK and "\0" not in out_file.read_text(encoding="utf-8")
+    assert out.strip().splitlines()[-1] == (
+        f"wrote 20 English-fr pairs from 6 catalogs to {out_file}; left out: 1 message(s) holding a NUL or an "
+        "unpaired surrogate, 1 pair(s) longer than 10000 characters"
+    )
 
 
 def test_help_explains(capsys):

@@ -3,7 +3,7 @@
 ``--lang fr --out pairs.tsv`` writes what ``bitext_hf.data.gettext_pairs("fr")`` returns (and what the data spec
 ``fr=gettext`` loads): English<TAB>French lines, each English message and each translation once, the format that
 ``fr=pairs.tsv`` specs read. ``--list`` prints the languages found with their pair counts. Every language is read
-and checked before anything is written, and every file is written atomically, never over a catalog.
+and checked before anything is written, and every file is written atomically, never over a catalog (refused by name and by content, whether read or not).
 """
 
 from __future__ import annotations
@@ -13,8 +13,12 @@ import csv
 import json
 import re
 import sys
+from typing import TYPE_CHECKING
 
 from bitext_hf.errors import EXIT_OK, EXIT_USAGE, DataValidationError, UsageError
+
+if TYPE_CHECKING:
+    from bitext_hf.data.gettext import GettextPairs
 
 __all__ = ["EPILOG_GETTEXT", "add_data", "cmd_data_gettext"]
 
@@ -31,6 +35,12 @@ Catalogs are <root>/<lang>/LC_MESSAGES/*.mo and *.po under the system locale fol
 dropped, and each English message and each translation is kept once (the first catalog in path order wins), so
 the pairs are a 1:1 alignment usable as test data. The same pairs as bitext_hf.data.gettext_pairs(lang) and the
 data spec `lang=gettext`.
+
+A catalog that cannot be read (not a regular file, over 64 MiB or 200000 entries, truncated or inconsistent, an
+unknown charset, a string left open) is skipped with a warning naming it when it is one of this machine's, and is
+an error (exit 3) when it lies under a --catalogs folder. Messages holding a NUL character and pairs longer than a
+line the readers accept (10000 characters) are left out and counted in the report, so the output always reads back
+into `score` and `mine`. --out is never a catalog, by name (.mo, .po) or by content (exit 2).
 
 Output: .tsv (English<TAB>xx, no header), .csv and .parquet (columns en and xx), .jsonl ({"en": ..., "xx": ...});
 the format follows the extension, or --format; `-` is stdout (TSV unless --format).
@@ -101,7 +111,8 @@ def add_data(commands, fmt, shared: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="also search this folder of <lang>/LC_MESSAGES/*.mo|*.po catalogs (repeatable)",
+        help="also search this folder of <lang>/LC_MESSAGES/*.mo|*.po catalogs (repeatable); a catalog here that "
+        "cannot be read is an error (exit 3), not skipped",
     )
     p.add_argument(
         "--no-system-catalogs",
@@ -143,11 +154,40 @@ def _roots(args) -> list:
     return locale_roots(args.catalogs, system=not args.no_system_catalogs)
 
 
-def _pairs(lang: str, roots: list, args) -> list[tuple[str, str]]:
-    from bitext_hf.data.gettext import gettext_pairs
+def _pairs(lang: str, roots: list, args) -> GettextPairs:
+    """``lang``'s pairs: a catalog under a --catalogs folder that cannot be read is the user's bad data (exit 3),
+    one of this machine's is skipped with a warning."""
+    from bitext_hf.data.gettext import collect_gettext_pairs
 
-    pairs = gettext_pairs(lang, roots, min_words=args.min_words)
-    return pairs if args.max_pairs is None else pairs[: args.max_pairs]
+    found = collect_gettext_pairs(lang, roots, min_words=args.min_words, strict_roots=args.catalogs)
+    if args.max_pairs is not None:
+        found.pairs = found.pairs[: args.max_pairs]
+    return found
+
+
+def _left_out(found: list[GettextPairs]) -> str:
+    """What the pairs miss and why, for the report line ("" when nothing was left out)."""
+    from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
+
+    counts = (
+        (sum(len(item.skipped_catalogs) for item in found), "unreadable catalog(s), see the warnings"),
+        (sum(item.unusable_entries for item in found), "message(s) holding a NUL or an unpaired surrogate"),
+        (sum(item.too_long for item in found), f"pair(s) longer than {DEFAULT_MAX_LINE_CHARS} characters"),
+    )
+    parts = [f"{count} {what}" for count, what in counts if count]
+    return f"; left out: {', '.join(parts)}" if parts else ""
+
+
+def _refuse_catalog_output(out: str) -> None:
+    """``UsageError`` for an output named like a catalog or holding one (any catalog: the ones read are refused as
+    inputs too), so the pairs never replace a catalog, nor appear where catalogs are searched for."""
+    from bitext_hf.data.catalog_reader import is_catalog_file
+
+    if out != "-" and is_catalog_file(out):
+        raise UsageError(
+            f"--out {out}: is a gettext catalog (.mo / .po, by its name or its content); data gettext never writes "
+            "over a catalog: give a .tsv, .csv, .jsonl or .parquet path"
+        )
 
 
 def cmd_data_gettext(args) -> int:
@@ -172,10 +212,13 @@ def _list(args) -> int:
         )
     if not args.quiet:
         print(f"reading the catalogs of {len(languages)} language(s)...", file=sys.stderr)
-    rows = []
+    rows, read = [], []
     for lang in languages:
         catalogs = find_catalogs(lang, roots)
-        rows.append((lang, len(_pairs(lang, roots, args)) if catalogs else 0, len(catalogs)))
+        found = _pairs(lang, roots, args) if catalogs else None
+        if found is not None:
+            read.append(found)
+        rows.append((lang, len(found.pairs) if found else 0, len(catalogs)))
     rows.sort(key=lambda row: (-row[1], row[0]))
     listed = [row for row in rows if row[1] or args.lang]
     width = max(len(lang) for lang, _, _ in listed) if listed else 0
@@ -186,6 +229,7 @@ def _list(args) -> int:
         f"{sum(1 for row in rows if row[1])} language(s) with pairs, {sum(row[1] for row in rows)} pairs in all, "
         f"from {sum(row[2] for row in rows)} catalogs"
         + (f"; {empty} language(s) without a usable pair" if empty else "")
+        + _left_out(read)
     )
     return EXIT_OK
 
@@ -213,9 +257,11 @@ def _write(args) -> int:
     formats = {}
     for lang, out in outputs.items():
         check_output_path(out, inputs=every_catalog)
+        _refuse_catalog_output(out)
         formats[lang] = output_format(out, args.format)
-    pairs = {lang: _pairs(lang, roots, args) for lang in languages}
-    empty = [lang for lang, found in pairs.items() if not found]
+    found = {lang: _pairs(lang, roots, args) for lang in languages}
+    pairs = {lang: item.pairs for lang, item in found.items()}
+    empty = [lang for lang, kept in pairs.items() if not kept]
     if empty:
         raise DataValidationError(
             f"no usable pair in the {sum(len(catalogs[lang]) for lang in empty)} catalog(s) of {', '.join(empty)} "
@@ -230,7 +276,8 @@ def _write(args) -> int:
     where = "stdout" if args.out == "-" else (outputs[languages[0]] if len(languages) == 1 else args.out)
     print(
         f"wrote {total} English-{'/'.join(languages)} pairs from {len(every_catalog)} catalogs to {where}"
-        + (f" (at most {args.max_pairs} per language)" if args.max_pairs else ""),
+        + (f" (at most {args.max_pairs} per language)" if args.max_pairs else "")
+        + _left_out(list(found.values())),
         file=report,
     )
     return EXIT_OK

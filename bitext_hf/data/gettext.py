@@ -17,13 +17,17 @@ import site
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bitext_hf.data.readers import DataValidationError
+from bitext_hf.data.catalog_reader import CATALOG_SUFFIXES, read_catalog
+from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS, DataValidationError
 from bitext_hf.errors import UsageError
 
 __all__ = [
+    "GettextPairs",
     "clean_message",
+    "collect_gettext_pairs",
     "find_catalogs",
     "gettext_application_examples",
     "gettext_languages",
@@ -52,24 +56,11 @@ def clean_message(text: str) -> str:
 
 def read_gettext(path: str | os.PathLike, *, include_fuzzy: bool = False) -> list[tuple[str, str]]:
     """(English msgid, translation) pairs of a ``.po`` or ``.mo`` catalog: untranslated, obsolete and (by default)
-    fuzzy entries are skipped; plural entries give their singular form."""
-    import polib
-
-    path = Path(path)
-    if not path.is_file():
-        raise DataValidationError(f"{path}: no such catalog file")
-    try:
-        catalog = polib.mofile(str(path)) if path.suffix.lower() == ".mo" else polib.pofile(str(path))
-    except (OSError, ValueError, UnicodeDecodeError) as error:
-        raise DataValidationError(f"{path}: not a readable gettext catalog ({error})") from None
-    pairs = []
-    for entry in catalog:
-        if not entry.msgid or entry.obsolete or ("fuzzy" in entry.flags and not include_fuzzy):
-            continue
-        translation = entry.msgstr or (entry.msgstr_plural.get(0) if entry.msgstr_plural else "")
-        if translation:
-            pairs.append((entry.msgid, translation))
-    return pairs
+    fuzzy entries are skipped; plural entries give their singular form; entries holding a NUL character are left
+    out. A catalog that cannot be read (not a regular file, too large, truncated, corrupt, an unknown charset, a
+    string left open) raises ``DataValidationError`` naming it (see :func:`bitext_hf.data.catalog_reader.read_catalog`,
+    which also counts the entries left out)."""
+    return read_catalog(path, include_fuzzy=include_fuzzy).pairs
 
 
 def _python_locale_dirs() -> list[Path]:
@@ -91,7 +82,7 @@ def find_catalogs(lang: str, roots: Iterable[str | os.PathLike] | None = None) -
     for folder in folders:
         messages = folder / lang / "LC_MESSAGES"
         if messages.is_dir():
-            found.update(p for p in messages.iterdir() if p.suffix in (".mo", ".po"))
+            found.update(p for p in messages.iterdir() if p.suffix in CATALOG_SUFFIXES)
     return sorted(found)
 
 
@@ -114,26 +105,45 @@ def gettext_languages(roots: Iterable[str | os.PathLike] | None = None) -> list[
         for child in children:
             messages = child / "LC_MESSAGES"
             try:
-                if messages.is_dir() and any(path.suffix in (".mo", ".po") for path in messages.iterdir()):
+                if messages.is_dir() and any(path.suffix in CATALOG_SUFFIXES for path in messages.iterdir()):
                     languages.add(child.name)
             except OSError:
                 continue
     return sorted(languages)
 
 
-def gettext_pairs(
+@dataclass
+class GettextPairs:
+    """What :func:`collect_gettext_pairs` read: the pairs, the catalogs they come from, and what was left out."""
+
+    pairs: list[tuple[str, str]]
+    catalogs: list[Path]  # every catalog found, the skipped ones included
+    skipped_catalogs: list[str] = field(default_factory=list)  # one line each: the catalog and why
+    unusable_entries: int = 0  # translated entries holding a NUL character or an unpaired surrogate
+    too_long: int = 0  # pairs whose TSV line would be longer than the readers accept (DEFAULT_MAX_LINE_CHARS)
+
+
+def _under(path: Path, roots: Sequence[Path]) -> bool:
+    """Whether catalog ``path`` (``<root>/<lang>/LC_MESSAGES/<name>``) was found under one of ``roots``."""
+    root = os.path.abspath(path.parent.parent.parent)
+    return any(os.path.abspath(candidate) == root for candidate in roots)
+
+
+def collect_gettext_pairs(
     lang: str,
     roots: Iterable[str | os.PathLike] | None = None,
     *,
     min_chars: int = 1,
     min_words: int = 1,
-) -> list[tuple[str, str]]:
-    """All (English, ``lang``) pairs from the installed catalogs, cleaned and deduplicated.
+    strict_roots: Iterable[str | os.PathLike] = (),
+) -> GettextPairs:
+    """The pairs of :func:`gettext_pairs`, with what was read and left out.
 
-    Messages are made one-line and accelerator-free; pairs without letters, shorter than ``min_chars`` or
-    ``min_words`` (English side), or left untranslated (translation == English) are dropped. Each English message
-    and each translation appears at most once (the first catalog in path order wins), so the result is a 1:1 gold
-    alignment usable for retrieval evaluation.
+    A catalog that cannot be read is skipped with one warning naming it and why, unless it was found under one of
+    ``strict_roots`` (folders the user named: their catalogs are the user's data), where its
+    ``DataValidationError`` is raised. Entries holding a NUL character, and pairs longer than a line the readers
+    of pairs accept (:data:`bitext_hf.data.DEFAULT_MAX_LINE_CHARS`), are left out and counted, so that the pairs
+    always read back into ``score`` and ``mine``.
     """
     catalogs = find_catalogs(lang, roots)
     if not catalogs:
@@ -141,14 +151,20 @@ def gettext_pairs(
             f"no gettext catalogs found for language {lang!r} (looked for <root>/{lang}/LC_MESSAGES/*.mo); "
             "install translated packages or pass roots="
         )
-    seen_src, seen_tgt, pairs = set(), set(), []
+    strict = [Path(root) for root in strict_roots]
+    result = GettextPairs([], catalogs)
+    seen_src, seen_tgt = set(), set()
     for catalog in catalogs:
         try:
-            entries = read_gettext(catalog)
+            entries = read_catalog(catalog)
         except DataValidationError as error:
+            if _under(catalog, strict):
+                raise
             logger.warning("skipping %s", error)
+            result.skipped_catalogs.append(str(error))
             continue
-        for msgid, msgstr in entries:
+        result.unusable_entries += entries.unusable
+        for msgid, msgstr in entries.pairs:
             src, tgt = clean_message(msgid), clean_message(msgstr)
             src_words = _PLACEHOLDER.sub(" ", src)
             if (
@@ -161,10 +177,35 @@ def gettext_pairs(
                 or tgt in seen_tgt
             ):
                 continue
+            if len(src) + 1 + len(tgt) > DEFAULT_MAX_LINE_CHARS:
+                result.too_long += 1
+                continue
             seen_src.add(src)
             seen_tgt.add(tgt)
-            pairs.append((src, tgt))
-    return pairs
+            result.pairs.append((src, tgt))
+    return result
+
+
+def gettext_pairs(
+    lang: str,
+    roots: Iterable[str | os.PathLike] | None = None,
+    *,
+    min_chars: int = 1,
+    min_words: int = 1,
+    strict_roots: Iterable[str | os.PathLike] = (),
+) -> list[tuple[str, str]]:
+    """All (English, ``lang``) pairs from the installed catalogs, cleaned and deduplicated.
+
+    Messages are made one-line and accelerator-free; pairs without letters, shorter than ``min_chars`` or
+    ``min_words`` (English side), or left untranslated (translation == English) are dropped. Each English message
+    and each translation appears at most once (the first catalog in path order wins), so the result is a 1:1 gold
+    alignment usable for retrieval evaluation. Catalogs that cannot be read are skipped with a warning (raised,
+    under ``strict_roots``), and messages no text file of pairs can hold are left out: see
+    :func:`collect_gettext_pairs`, which also says what was left out.
+    """
+    return collect_gettext_pairs(
+        lang, roots, min_chars=min_chars, min_words=min_words, strict_roots=strict_roots
+    ).pairs
 
 
 def _word_count(text: str) -> int:

@@ -1,0 +1,251 @@
+"""Hostile catalogs and outputs for ``bitext-hf data gettext``, one table (issue 31, sections 1, 2, 4 and 7).
+
+Every case builds a catalog tree in a fresh folder (``locale/<lang>/LC_MESSAGES``, searched with ``--catalogs``, or
+``system/``, standing in for this machine's locale folders), runs one command and asserts the promises of
+tests/test_hostile.py: the documented exit code, one stderr line without a traceback (on failure), every file that
+was there before byte-identical, no output but the expected ones (no temp file either), no hang, nothing executed.
+The rule for a catalog that cannot be read: under a ``--catalogs`` folder it is the user's data, exit 3 naming it;
+among this machine's catalogs it is skipped with one warning naming it. What a success writes reads back into
+``score``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cli_fakes import install_fake_encoders, run
+from gettext_catalogs import MO_COUNT, MO_ORIGINALS, MO_TRANSLATIONS, mo_bytes, po_text, with_field
+from hostile_support import left_as_before, refusal_line, snapshot
+
+from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE, main
+from bitext_hf.data import read_tsv_pairs
+from bitext_hf.data.catalog_reader import MAX_CATALOG_BYTES, MAX_CATALOG_ENTRIES
+
+pytestmark = pytest.mark.timeout(60)  # a catalog that blocks (a FIFO) or loops (a count of 2**31) fails, not hangs
+
+GOOD = [("Open the file", "Ouvrir le fichier"), ("Close the window", "Fermer la fenêtre")]
+SYSTEM_LANGUAGE = "zz"  # no real catalog folder has it: the system cases see only their own catalogs
+
+
+def _messages(root: Path, lang: str = "fr") -> Path:
+    folder = root / lang / "LC_MESSAGES"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _locale(tmp: Path) -> Path:
+    """``locale/fr`` with one good catalog, ``locale/de`` with one that no French command reads."""
+    root = tmp / "locale"
+    (_messages(root) / "good.mo").write_bytes(mo_bytes(GOOD))
+    (_messages(root, "de") / "app.mo").write_bytes(mo_bytes([("Open the file", "Die Datei öffnen")]))
+    return root
+
+
+def _gettext(tmp: Path, *extra: str) -> list[str]:
+    return ["data", "gettext", "--lang", "fr", "--no-system-catalogs", "--catalogs", str(tmp / "locale"), *extra]
+
+
+def _write(path: Path, content: bytes | str) -> None:
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+def _catalog(name: str, content: bytes | str | Callable[[Path], None], *, system: bool = False):
+    """A setup: the good catalogs and ``name`` beside them (its bytes, or made by a function of its path), under
+    ``--catalogs`` or, with ``system``, among this machine's catalogs; the pairs go to pairs.tsv."""
+
+    def setup(tmp: Path) -> list[str]:
+        if system:
+            folder = _messages(tmp / "system", SYSTEM_LANGUAGE)
+            (folder / "good.mo").write_bytes(mo_bytes(GOOD))
+            argv = ["data", "gettext", "--lang", SYSTEM_LANGUAGE, "--out", str(tmp / "pairs.tsv")]
+        else:
+            folder = _messages(_locale(tmp))
+            argv = _gettext(tmp, "--out", str(tmp / "pairs.tsv"))
+        if callable(content):
+            content(folder / name)
+        else:
+            _write(folder / name, content)
+        return argv
+
+    return setup
+
+
+def _output(make: Callable[[Path], str], *extra: str):
+    """A setup: the good catalogs, and the output path ``make`` returns (after making whatever is there)."""
+
+    def setup(tmp: Path) -> list[str]:
+        _locale(tmp)
+        return _gettext(tmp, "--out", make(tmp), *extra)
+
+    return setup
+
+
+def _symlink_out(target: str) -> Callable[[Path], str]:
+    def make(tmp: Path) -> str:
+        os.symlink(tmp / "locale" / target, tmp / "pairs.tsv")
+        return str(tmp / "pairs.tsv")
+
+    return make
+
+
+def _po_holding_out(tmp: Path) -> str:
+    _write(tmp / "pairs.tsv", po_text(GOOD))  # someone's catalog under a pairs name
+    return str(tmp / "pairs.tsv")
+
+
+def _several_languages_into_catalogs(tmp: Path) -> list[str]:
+    _locale(tmp)
+    argv = _gettext(tmp, "--out", str(tmp / "{lang}.mo"), "--format", "tsv")
+    return [*argv[:4], "de", *argv[4:]]
+
+
+def _list_with_broken_catalog(tmp: Path) -> list[str]:
+    _write(_messages(_locale(tmp)) / "bad.mo", mo_bytes(GOOD)[:40])
+    return ["data", "gettext", "--list", "--no-system-catalogs", "--catalogs", str(tmp / "locale")]
+
+
+SAVE = ("Save the file", "Enregistrer le fichier")
+_MO = mo_bytes([SAVE])
+# polib's tables follow the 28-byte header: originals at 28, translations right after them.
+_MO_TRANSLATION_TABLE = 28 + 8 * 2
+UNTERMINATED_PO = po_text([]) + '\nmsgid "Save the file"\nmsgstr "Enregistrer le\n\nmsgid "Quit"\nmsgstr "Quitter"\n'
+TOO_MANY_PO = "".join(f'msgid "m{i}"\nmsgstr "n{i}"\n' for i in range(MAX_CATALOG_ENTRIES + 1))
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+def _dev_zero(path: Path) -> None:
+    os.symlink("/dev/zero", path)
+
+
+def _sparse_huge_mo(path: Path) -> None:
+    with open(path, "wb") as handle:
+        handle.write(_MO)
+        handle.truncate(MAX_CATALOG_BYTES + 1)  # sparse: no disk space, but a size no catalog may have
+
+
+@dataclass
+class Case:
+    """One hostile situation: ``setup`` builds it in a folder and returns the command line."""
+
+    setup: Callable[[Path], list[str]]
+    code: int
+    message: str = ""  # part of the one stderr line (failures), or of the one warning (successes)
+    pairs: int | None = None  # a success's pairs in pairs.tsv, which must read back into `score`
+    system: bool = False  # the catalogs are this machine's: DEFAULT_LOCALE_ROOTS points at the case's system/
+    keeps: tuple[str, str] = GOOD[0]  # a pair a success must write, exactly
+
+
+CASES: dict[str, Case] = {
+    # --out: never over a catalog, read or not, by name or by content (issue 31, section 1).
+    "out is another language's catalog": Case(
+        _output(lambda tmp: str(tmp / "locale" / "de" / "LC_MESSAGES" / "app.mo"), "--format", "tsv"),
+        EXIT_USAGE,
+        "is a gettext catalog",
+    ),
+    "out is a new name ending in .po": Case(
+        _output(lambda tmp: str(tmp / "pairs.po"), "--format", "tsv"), EXIT_USAGE, "is a gettext catalog"
+    ),
+    "out links to an input catalog": Case(_output(_symlink_out("fr/LC_MESSAGES/good.mo")), EXIT_USAGE, "is the input"),
+    "out links to a catalog not read": Case(
+        _output(_symlink_out("de/LC_MESSAGES/app.mo")), EXIT_USAGE, "is a gettext catalog"
+    ),
+    "out holds a .po under another name": Case(_output(_po_holding_out), EXIT_USAGE, "is a gettext catalog"),
+    "out pattern names catalogs": Case(_several_languages_into_catalogs, EXIT_USAGE, "is a gettext catalog"),
+    # Messages no file of pairs can hold are left out and counted; the rest reads back (section 2).
+    "NUL in a .mo msgstr": Case(
+        _catalog("bad.mo", mo_bytes([("Save the file", "Enregistrer\0le fichier")])), 0, pairs=2
+    ),
+    "NUL in a .po msgid": Case(
+        _catalog("bad.po", po_text([("Save\0the file", "Enregistrer le fichier")])), 0, pairs=2
+    ),
+    "NUL in a .po msgstr": Case(_catalog("bad.po", po_text([("Save the file", "Enregistrer\0")])), 0, pairs=2),
+    "tabs, newlines and CRs in messages": Case(
+        _catalog("odd.mo", mo_bytes([("Save\tthe\r\nfile\r", "Enregistrer\tle\nfichier\r\x0b\x1c")])),
+        0,
+        pairs=3,
+        keeps=SAVE,
+    ),
+    "a line separator inside a .po string": Case(
+        _catalog("odd.po", po_text([("Save the file", "Enregistrer\u2028le\x85fichier")])), 0, pairs=3, keeps=SAVE
+    ),
+    "a pair longer than a line may be": Case(
+        _catalog("long.mo", mo_bytes([("Save " + "very " * 1100, "Enregistrer " + "très " * 1100)])), 0, pairs=2
+    ),
+    # A catalog under --catalogs that cannot be read: exit 3 naming it, nothing written (sections 2 and 4).
+    "unterminated .po string": Case(_catalog("bad.po", UNTERMINATED_PO), EXIT_DATA, "bad.po:5: not a readable"),
+    "truncated .mo": Case(
+        _catalog("bad.mo", _MO[:40]), EXIT_DATA, "bad.mo: not a readable gettext catalog (truncated"
+    ),
+    ".mo table offset past the end": Case(
+        _catalog("bad.mo", with_field(_MO, MO_ORIGINALS, 10**6)), EXIT_DATA, "lies outside the file"
+    ),
+    ".mo string past the end": Case(
+        _catalog("bad.mo", with_field(_MO, _MO_TRANSLATION_TABLE + 8, 500)), EXIT_DATA, "runs past"
+    ),
+    ".mo count of 2**31": Case(_catalog("bad.mo", with_field(_MO, MO_COUNT, 2**31)), EXIT_DATA, "2147483648 entries"),
+    ".mo tables overlapping": Case(
+        _catalog("bad.mo", with_field(_MO, MO_TRANSLATIONS, 36)), EXIT_DATA, "tables overlap"
+    ),
+    ".mo in an unknown charset": Case(
+        _catalog("bad.mo", mo_bytes([SAVE], charset="x-no-such-charset")), EXIT_DATA, "charset 'x-no-such-charset'"
+    ),
+    ".mo in a codec that is not text": Case(
+        _catalog("bad.mo", mo_bytes([SAVE], charset="zlib")), EXIT_DATA, "not a text encoding"
+    ),
+    ".po in an unknown charset": Case(
+        _catalog("bad.po", po_text([SAVE], charset="x-no-such-charset")), EXIT_DATA, "charset 'x-no-such-charset'"
+    ),
+    ".mo with a wrong magic number": Case(_catalog("bad.mo", b"\x00\x01garbage" * 8), EXIT_DATA, "wrong magic number"),
+    ".po that is a FIFO": Case(_catalog("bad.po", _fifo), EXIT_DATA, "bad.po: not a readable gettext catalog (not a"),
+    ".po that is a folder": Case(_catalog("bad.po", _folder), EXIT_DATA, "it is a folder"),
+    ".mo that links to /dev/zero": Case(_catalog("bad.mo", _dev_zero), EXIT_DATA, "not a regular file"),
+    ".mo over the size bound": Case(_catalog("bad.mo", _sparse_huge_mo), EXIT_DATA, "more than the 64 MiB"),
+    ".po over the entry bound": Case(_catalog("bad.po", TOO_MANY_PO), EXIT_DATA, f"{MAX_CATALOG_ENTRIES + 1} entries"),
+    "--list with a truncated catalog": Case(_list_with_broken_catalog, EXIT_DATA, "bad.mo: not a readable"),
+    # One of this machine's catalogs that cannot be read: one warning naming it, the others' pairs written.
+    "system: truncated .mo": Case(_catalog("bad.mo", _MO[:40], system=True), 0, "bad.mo", pairs=2, system=True),
+    "system: .po that is a FIFO": Case(_catalog("bad.po", _fifo, system=True), 0, "bad.po", pairs=2, system=True),
+    "system: unterminated .po": Case(
+        _catalog("bad.po", UNTERMINATED_PO, system=True), 0, "bad.po:5", pairs=2, system=True
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hostile_gettext_case(name, capsys, caplog, tmp_path, monkeypatch):
+    case = CASES[name]
+    install_fake_encoders(monkeypatch)  # the read-back `score` of a success
+    if case.system:
+        monkeypatch.setattr("bitext_hf.data.gettext.DEFAULT_LOCALE_ROOTS", (str(tmp_path / "system"),))
+    argv = case.setup(tmp_path)
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    code, _, err = run(capsys, *argv)
+
+    assert code == case.code, err
+    assert "Traceback" not in err
+    if case.code != EXIT_OK:
+        line = refusal_line(err)
+        assert ": error: " in line and case.message in line, line
+    left_as_before(tmp_path, before, ("pairs.tsv",) if case.code == EXIT_OK else ())
+    if case.code == EXIT_OK:
+        # pytest's handler takes the log records that the command line prints as one stderr line each.
+        warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+        assert len(warnings) == (1 if case.message else 0) and case.message in "".join(warnings), warnings
+        sources, targets = read_tsv_pairs(tmp_path / "pairs.tsv")
+        assert len(sources) == case.pairs and not any("\0" in text for text in sources + targets)
+        assert case.keeps in zip(sources, targets)
+        scored = tmp_path / "scored.tsv"
+        assert main(["score", "--pairs", str(tmp_path / "pairs.tsv"), "--out", str(scored), "--k", "1", "-q"]) == 0
+        assert len(scored.read_text(encoding="utf-8").splitlines()) >= case.pairs
