@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_mining import _rss_mb, make_embeddings
+from bench_mining import make_embeddings, rss_mb
 
 
 def _case_name(method: str, n: int, dim: int, k: int, dtype: str = "float32") -> str:
@@ -48,7 +48,7 @@ def _case_name(method: str, n: int, dim: int, k: int, dtype: str = "float32") ->
     return f"{safe}-n{n}-d{dim}-k{k}" + ("" if dtype == "float32" else f"-{dtype}")
 
 
-def _resolve(method: str, n: int, dim: int, nprobe: int | None):
+def resolve_method(method: str, n: int, dim: int, nprobe: int | None):
     """(index option for ``search_neighbours``, nprobe): "ivf" and "opq-pq" are the indexes "auto" picks for
     medium and large corpora, built at every size (auto itself is exact below EXACT_MAX_MACS)."""
     from bitext_hf.mining.index import auto_ivf_flat, auto_opq_pq
@@ -59,7 +59,7 @@ def _resolve(method: str, n: int, dim: int, nprobe: int | None):
     return method, nprobe
 
 
-class _Timings(logging.Handler):
+class Timings(logging.Handler):
     """Training and search seconds from the index module's log line."""
 
     def __init__(self) -> None:
@@ -73,7 +73,7 @@ class _Timings(logging.Handler):
 
 
 def child(method, n, dim, k, nprobe, out: Path, recall_queries: int, dtype: str) -> None:
-    from bitext_hf.mining import _check_pair, mine
+    from bitext_hf.mining import check_pair, mine
     from bitext_hf.mining.index import recall_at_k, resolve_index, search_neighbours_checked
     from bitext_hf.mining.knn import BidirectionalKNN
     from bitext_hf.mining.retrieval import retrieve
@@ -82,32 +82,32 @@ def child(method, n, dim, k, nprobe, out: Path, recall_queries: int, dtype: str)
     if dtype == "float16":  # stored at half precision (as `encode --dtype float16` writes), read back as float32
         x, y = x.astype(np.float16), y.astype(np.float16)
     mine(x[:64], y[:64], k=k)  # warm-up outside the timing: imports, thread pools, the compiled numba kernel
-    timings = _Timings()
+    timings = Timings()
     logging.getLogger("bitext_hf.mining.index").addHandler(timings)
     logging.getLogger("bitext_hf.mining.index").setLevel(logging.INFO)
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak-RSS counter: the peak is the method's own
-    base = _rss_mb("VmRSS")
+    base = rss_mb("VmRSS")
     cpu0, wall0 = time.process_time(), time.perf_counter()
     # The steps of ``mine`` (the same work), keeping the neighbourhoods for recall@k without a second index.
     if method == "faiss-two-searches":  # the baseline of bench_mining: two exact FAISS searches
         import faiss
 
-        src, tgt = _check_pair(x, y, "source", "target")
+        src, tgt = check_pair(x, y, "source", "target")
         fwd = faiss.knn(src, tgt, k, metric=faiss.METRIC_INNER_PRODUCT)
         bwd = faiss.knn(tgt, src, k, metric=faiss.METRIC_INNER_PRODUCT)
         knn = BidirectionalKNN(fwd[0], fwd[1], bwd[0], bwd[1])
     else:
-        src, tgt = _check_pair(x, y, "source", "target")
-        index, probe = _resolve(method, n, dim, nprobe)
+        src, tgt = check_pair(x, y, "source", "target")
+        index, probe = resolve_method(method, n, dim, nprobe)
         knn = search_neighbours_checked(src, tgt, k, index=index, nprobe=probe)
     pairs = retrieve(knn, margin="ratio", mode="max")
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    peak = _rss_mb("VmHWM")
+    peak = rss_mb("VmHWM")
     np.savez(out.with_suffix(".npz"), src=pairs.src_indices, tgt=pairs.tgt_indices, scores=pairs.scores)
     result = {"wall_s": wall, "cpu_s": cpu, "peak_extra_mb": peak - base, "inputs_mb": base, "pairs": len(pairs)}
     result.update(timings.found, load=os.getloadavg()[0])
     if method not in ("exact", "faiss-two-searches"):
-        index, probe = _resolve(method, n, dim, nprobe)
+        index, probe = resolve_method(method, n, dim, nprobe)
         spec = resolve_index(index, n, n, dim, nprobe=probe)
         result["index"] = "exact" if spec.exact else f"{spec.factory} nprobe={spec.nprobe}"
         result["recall"] = recall_at_k(src, tgt, knn, queries=recall_queries, seed=1).recall
@@ -123,7 +123,7 @@ def planted_pairs(n: int, dim: int, seed: int = 0) -> set[tuple[int, int]]:
     return {(i, int(position[i])) for i in range(n // 2)}
 
 
-def _pairs(out: Path) -> tuple[set, dict | None]:
+def read_pairs_output(out: Path) -> tuple[set, dict | None]:
     """All pairs of a run, and {pair: score} (a threshold in every mode is a filter on the scores: ``retrieve``
     applies it after the mode). Runs saved without scores give None for the second."""
     if not out.with_suffix(".npz").exists():  # the first 200k exact run saved indices only
@@ -153,7 +153,7 @@ def run_case(method: str, n: int, args, dtype: str) -> tuple[dict, set, dict | N
         command += ["--k", str(args.k), "--workdir", args.workdir, "--recall-queries", str(args.recall_queries)]
         command += ["--dtype", dtype] + (["--nprobe", str(args.nprobe)] if args.nprobe is not None else [])
         subprocess.run(command, check=True)
-    return json.loads(out.with_suffix(".json").read_text()), *_pairs(out)
+    return json.loads(out.with_suffix(".json").read_text()), *read_pairs_output(out)
 
 
 def plot(args, path: str) -> None:
@@ -172,7 +172,7 @@ def plot(args, path: str) -> None:
             if out.with_suffix(".json").exists():
                 planted = planted if planted is not None else planted_pairs(n, args.dim)
                 cpu = json.loads(out.with_suffix(".json").read_text())["cpu_s"]
-                points[method].append((n, cpu, 100 * len(_pairs(out)[0] & planted) / len(planted)))
+                points[method].append((n, cpu, 100 * len(read_pairs_output(out)[0] & planted) / len(planted)))
     for number, (method, found) in enumerate(points.items()):
         style = {"marker": "osD^v"[number % 5], "linestyle": "-" if number % 2 == 0 else "--"}  # overlaps stay visible
         if found:

@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_index import _pairs, _Timings, above, share
+from bench_index import Timings, above, read_pairs_output, share
 from bench_mining import make_embeddings
 
 METHODS = ("exact", "ivf")
@@ -86,7 +86,7 @@ def child(method: str, dim: int, n: int, k: int, threads: str, out: Path) -> Non
     spec = _index_spec(method, n)
     with limit_threads(None if threads == "default" else int(threads)) as limit:
         mine(x[:64], y[:64], k=k, device="cpu")  # warm-up outside the timing: imports, thread pools, numba kernel
-        timings = _Timings()
+        timings = Timings()
         logging.getLogger("bitext_hf.mining.index").addHandler(timings)
         logging.getLogger("bitext_hf.mining.index").setLevel(logging.INFO)
         cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -276,11 +276,13 @@ def _print_rows(dim: int, threads: str, load: str, n: int, results: dict, args) 
     exact_pairs = exact_scored = None
     if exact is not None:
         name = _case_name("exact", dim, n, args.k, threads, load, args.busy_procs)
-        exact_pairs, exact_scored = _pairs(Path(args.workdir) / name)
+        exact_pairs, exact_scored = read_pairs_output(Path(args.workdir) / name)
     for method, result in results.items():
         if result is None:
             continue
-        pairs, scored = _pairs(Path(args.workdir) / _case_name(method, dim, n, args.k, threads, load, args.busy_procs))
+        pairs, scored = read_pairs_output(
+            Path(args.workdir) / _case_name(method, dim, n, args.k, threads, load, args.busy_procs)
+        )
         ratio = "-" if exact is None else f"{result['cpu_s'] / exact['cpu_s']:.3f}"
         kept = [share(above(scored, t), above(exact_scored, t)) for t in args.thresholds]
         train = f"{result['train_s']:.1f}" if "train_s" in result else "-"

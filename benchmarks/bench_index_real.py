@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_index import _resolve, _Timings, above, share
+from bench_index import Timings, above, resolve_method, share
 
 
 def embeddings(lang: str, workdir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -54,14 +54,14 @@ def main() -> None:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
 
-    from bitext_hf.mining import _check_pair
+    from bitext_hf.mining import check_pair
     from bitext_hf.mining.index import recall_at_k, search_neighbours_checked
     from bitext_hf.mining.retrieval import retrieve
 
     x, y, gold = embeddings(args.lang, workdir)
-    src, tgt = _check_pair(x, y, "source", "target")
+    src, tgt = check_pair(x, y, "source", "target")
     n, dim = src.shape
-    timings = _Timings()
+    timings = Timings()
     logging.getLogger("bitext_hf.mining.index").addHandler(timings)
     logging.getLogger("bitext_hf.mining.index").setLevel(logging.INFO)
     print(
@@ -76,7 +76,7 @@ def main() -> None:
     print(header + "\n" + "|---" * (header.count("|") - 1) + "|", flush=True)
     exact = None
     for method in ["exact", *args.methods]:
-        index, nprobe = _resolve(method, n, dim, None)
+        index, nprobe = resolve_method(method, n, dim, None)
         cpu = time.process_time()
         knn = search_neighbours_checked(src, tgt, 4, index=index, nprobe=nprobe)
         pairs = retrieve(knn, margin="ratio", mode="max")

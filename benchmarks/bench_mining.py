@@ -44,7 +44,7 @@ def make_embeddings(
     return x, (y[rng.permutation(n_tgt)] if shuffle else y)
 
 
-def _rss_mb(field: str) -> float:
+def rss_mb(field: str) -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
@@ -66,7 +66,7 @@ def child(method: str, n: int, dim: int, k: int, out: str) -> None:
 
     # Reset the peak-RSS counter so that the peak is the method's own, on top of the inputs.
     Path("/proc/self/clear_refs").write_text("5")
-    base = _rss_mb("VmRSS")
+    base = rss_mb("VmRSS")
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if method == "faiss-two-searches":
         fwd_sims, fwd_idx = faiss.knn(x, y, k, metric=faiss.METRIC_INNER_PRODUCT)
@@ -75,7 +75,7 @@ def child(method: str, n: int, dim: int, k: int, out: str) -> None:
     else:
         pairs = mine(x, y, k=k, margin="ratio", mode="max")
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    peak = _rss_mb("VmHWM")
+    peak = rss_mb("VmHWM")
     np.save(out, np.stack([pairs.src_indices, pairs.tgt_indices]))
     print(
         json.dumps(

@@ -45,7 +45,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from bench_mining import _rss_mb, make_embeddings
+from bench_mining import make_embeddings, rss_mb
 
 K = 4
 MB = 1 << 20
@@ -123,14 +123,14 @@ class _Monitor(threading.Thread):
 
         self.psutil, self.interval, self.stop = psutil, interval, threading.Event()
         self.me = psutil.Process()
-        self.driver_anon = _rss_mb("RssAnon")
+        self.driver_anon = rss_mb("RssAnon")
         self.workers: dict[int, dict] = {}  # pid -> peak rss / private MB, cpu s (last sample)
         self.services: dict[int, float] = {}  # pid -> cpu s
         self.cpu_at_start = self.sample()
 
     def sample(self) -> dict[int, float]:
         cpu = {}
-        self.driver_anon = max(self.driver_anon, _rss_mb("RssAnon"))
+        self.driver_anon = max(self.driver_anon, rss_mb("RssAnon"))
         for process in self.me.children(recursive=True):
             try:
                 with process.oneshot():
@@ -224,10 +224,10 @@ def filled_bytes_per_row(spec, dim: int) -> tuple[int, int]:
     """(bytes per stored vector with its id, fixed bytes: the coarse centroids) of ``spec``'s filled index."""
     import faiss
 
-    from bitext_hf.mining.index import _factory, _ivf
+    from bitext_hf.mining.index import build_factory_index, ivf_of
 
-    index = _factory(dim, spec.factory)
-    ivf = _ivf(index)
+    index = build_factory_index(dim, spec.factory)
+    ivf = ivf_of(index)
     if ivf is not None:
         return int(ivf.code_size) + 8, int(ivf.nlist) * int(ivf.d) * 4
     return int(getattr(faiss.downcast_index(index), "code_size", dim * 4)), 0
@@ -236,26 +236,26 @@ def filled_bytes_per_row(spec, dim: int) -> tuple[int, int]:
 def list_bytes_per_query_probe(spec, dim: int) -> int:
     """Bytes the object store holds per query and probed list for a tile's lists: an int32 list id, and a float32
     centroid similarity where FAISS's own search (codes of residuals) needs it; 0 without inverted lists."""
-    from bitext_hf.mining.distributed_index import _scanned_list_by_list
-    from bitext_hf.mining.index import _factory, _ivf
+    from bitext_hf.mining.distributed_index import scanned_list_by_list
+    from bitext_hf.mining.index import build_factory_index, ivf_of
 
-    index = _factory(dim, spec.factory)  # kept: the IVF part lives inside it
-    ivf = _ivf(index)
+    index = build_factory_index(dim, spec.factory)  # kept: the IVF part lives inside it
+    ivf = ivf_of(index)
     if ivf is None:
         return 0
-    return 4 if _scanned_list_by_list(ivf) else 8
+    return 4 if scanned_list_by_list(ivf) else 8
 
 
 def driver_seconds_per_task(ray, workers: int, count: int = 3000) -> float:
-    """The driver's CPU seconds per task of the library's own submit-and-wait loop (``_Tasks``), on tasks that do
+    """The driver's CPU seconds per task of the library's own submit-and-wait loop (``TaskSlots``), on tasks that do
     nothing and return as a search task does (two objects, the driver fetching the small one): the part of the
     driver's work that grows with the number of tasks, not with the rows."""
-    from bitext_hf.mining.distributed_index import _Tasks
+    from bitext_hf.mining.distributed_index import TaskSlots
 
     nothing = ray.remote(lambda: (None, (0, 0))).options(num_cpus=1, num_returns=2)
-    list(_Tasks(ray, workers, "warm-up").run((i, lambda: nothing.remote()[1]) for i in range(100)))
+    list(TaskSlots(ray, workers, "warm-up").run((i, lambda: nothing.remote()[1]) for i in range(100)))
     cpu0 = time.process_time()
-    list(_Tasks(ray, workers, "measure").run((i, lambda: nothing.remote()[1]) for i in range(count)))
+    list(TaskSlots(ray, workers, "measure").run((i, lambda: nothing.remote()[1]) for i in range(count)))
     return (time.process_time() - cpu0) / count
 
 
@@ -264,7 +264,7 @@ def child(args, workers: int, out: Path) -> None:
     import ray
 
     from bitext_hf.mining.distributed_index import knn_ray_index
-    from bitext_hf.mining.index import IndexSpec, _candidates
+    from bitext_hf.mining.index import IndexSpec, candidate_count
     from bitext_hf.mining.retrieval import retrieve
     from bitext_hf.mining.shards import open_shards
 
@@ -302,7 +302,7 @@ def child(args, workers: int, out: Path) -> None:
     pairs = retrieve(knn, margin="ratio", mode="max")
     wall, driver_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     measured = monitor.finish()
-    driver_peak_rss = _rss_mb("VmHWM")
+    driver_peak_rss = rss_mb("VmHWM")
     seconds = task_seconds(ray, since_us)
     submit_s = driver_seconds_per_task(ray, workers)
     ray.shutdown()
@@ -318,7 +318,7 @@ def child(args, workers: int, out: Path) -> None:
         "n": args.n,
         "dim": args.dim,
         "index": str(spec),
-        "width": _candidates(spec, K, tgt),
+        "width": candidate_count(spec, K, tgt),
         "filled_bytes_per_row": per_row,
         "filled_fixed_bytes": fixed,
         "tile_rows": args.tile_rows,

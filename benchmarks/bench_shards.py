@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_mining import _rss_mb, make_embeddings
+from bench_mining import make_embeddings, rss_mb
 
 
 def child(method: str, folder: str, out: str) -> None:
@@ -37,14 +37,14 @@ def child(method: str, folder: str, out: str) -> None:
     warm = np.eye(8, dtype=np.float32)
     mine(warm, warm)  # imports, thread pools and the cached numba kernel, outside the measurement
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM restarts from the current RSS (imports, torch)
-    baseline, anon_baseline = _rss_mb("VmRSS"), _rss_mb("RssAnon")
+    baseline, anon_baseline = rss_mb("VmRSS"), rss_mb("RssAnon")
     # VmHWM counts the pages of memory-mapped shards that were read: page cache the kernel can drop at any time.
     # What the process holds itself is anonymous memory, which has no peak counter: sample it.
     anon_peak, done = [anon_baseline], threading.Event()
 
     def sample() -> None:
         while not done.wait(0.01):
-            anon_peak[0] = max(anon_peak[0], _rss_mb("RssAnon"))
+            anon_peak[0] = max(anon_peak[0], rss_mb("RssAnon"))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -68,7 +68,7 @@ def child(method: str, folder: str, out: str) -> None:
                 "open_s": opened - start,
                 "wall_s": end - start,
                 "cpu_s": time.process_time() - cpu,
-                "peak_rss_above_imports_mb": _rss_mb("VmHWM") - baseline,
+                "peak_rss_above_imports_mb": rss_mb("VmHWM") - baseline,
                 "peak_anon_above_imports_mb": anon_peak[0] - anon_baseline,
                 "imports_mb": baseline,
                 "pairs": len(pairs),

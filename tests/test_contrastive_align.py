@@ -40,7 +40,7 @@ TINY = {
 }
 
 
-def _model(objective: str, **kwargs: object) -> ContrastiveAlignedEncoder:
+def contrastive_model(objective: str, **kwargs: object) -> ContrastiveAlignedEncoder:
     torch.manual_seed(0)
     config = ContrastiveAlignConfig(encoder_config=dict(TINY), objective=objective, languages=["de", "fr"], **kwargs)
     return ContrastiveAlignedEncoder(config)
@@ -112,7 +112,7 @@ def test_orthogonalization_step_and_fixed_point() -> None:
 
 
 def _train_linear(orthogonalize: bool) -> torch.Tensor:
-    model = _model("linear")
+    model = contrastive_model("linear")
     model.train()
     optimizer = torch.optim.Adam([model.linear_maps.weight], lr=1e-4)  # the paper's learning rate
     batch = _batch()
@@ -158,7 +158,7 @@ def test_default_config_and_validation() -> None:
 
 @pytest.mark.parametrize("objective", ["l2", "weak", "strong"])
 def test_regularizer_is_zero_at_initialisation_then_grows(objective: str) -> None:
-    model = _model(objective)
+    model = contrastive_model(objective)
     model.train()
     output = model(**_batch())
     assert next(iter(output.keys())) == "loss"
@@ -173,13 +173,13 @@ def test_regularizer_is_zero_at_initialisation_then_grows(objective: str) -> Non
 
 
 def test_projector_shape_and_no_biases() -> None:
-    model = _model("weak", projection_dim=8)
+    model = contrastive_model("weak", projection_dim=8)
     shapes = [tuple(parameter.shape) for parameter in model.projector.parameters()]
     assert shapes == [(16, 16), (8, 16)]
 
 
 def test_links_outside_a_sentence_are_refused() -> None:
-    model = _model("strong")
+    model = contrastive_model("strong")
     batch = _batch()
     batch["target_attention_mask"][1, 1:] = 0  # the second translation has one token
     with pytest.raises(ContrastiveAlignInputError, match="outside the target sentence"):
@@ -191,7 +191,7 @@ def test_links_outside_a_sentence_are_refused() -> None:
 
 
 def test_no_links_gives_zero_alignment_loss_with_a_graph() -> None:
-    model = _model("strong")
+    model = contrastive_model("strong")
     batch = _batch()
     batch["alignments"] = torch.zeros(0, 3, dtype=torch.long)
     output = model(**batch)
@@ -201,7 +201,7 @@ def test_no_links_gives_zero_alignment_loss_with_a_graph() -> None:
 
 @pytest.mark.parametrize("objective", ["linear", "strong"])
 def test_save_and_reload_through_automodel(objective: str, tmp_path: Path) -> None:
-    model = _model(objective)
+    model = contrastive_model(objective)
     if objective == "linear":  # a trained, non-identity map must survive the reload (not be re-initialised)
         with torch.no_grad():
             model.linear_maps.weight.add_(0.1)
@@ -241,7 +241,7 @@ def test_from_encoder_keeps_pretrained_weights_and_attention(tmp_path: Path) -> 
 
 
 def test_linear_forward_maps_non_english_rows() -> None:
-    model = _model("linear").eval()
+    model = contrastive_model("linear").eval()
     with torch.no_grad():
         model.linear_maps.weight[1] = torch.flip(torch.eye(16), [0])
         ids = _batch()["input_ids"]
@@ -263,7 +263,7 @@ def test_remote_code_loads_without_bitext_hf(transformers_4: bool, tmp_path: Pat
     tf4 = _tf4_dir()
     if transformers_4 and tf4 is None:
         pytest.skip("transformers 4.57 folder not installed (python tests/remote_code_tf4.py --install)")
-    model = _model("strong").eval()
+    model = contrastive_model("strong").eval()
     model.save_pretrained(tmp_path / "ckpt")
     ids = _batch()["input_ids"]
     with torch.no_grad():
@@ -387,7 +387,7 @@ def test_recipe_linear_exports_one_encoder_per_language(tmp_path: Path) -> None:
 def test_orthogonalize_callback_steps_the_unwrapped_model() -> None:
     from bitext_hf.families.contrastive_align import OrthogonalizeCallback
 
-    model = _model("linear")
+    model = contrastive_model("linear")
     with torch.no_grad():
         model.linear_maps.weight.mul_(1.1)
 
@@ -422,7 +422,7 @@ def test_recipe_missing_eflomal_is_a_usage_error_naming_the_fallback(tmp_path: P
 def test_encode_texts_with_the_linear_map_of_a_language(tmp_path: Path) -> None:
     from test_word_alignment import tiny_tokenizer
 
-    model = _model("linear")
+    model = contrastive_model("linear")
     with torch.no_grad():
         model.linear_maps.weight[0] = torch.linalg.qr(torch.randn(3, 16, 16))[0]
     tokenizer = tiny_tokenizer()

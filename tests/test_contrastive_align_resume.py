@@ -104,9 +104,9 @@ def test_resumed_run_keeps_theta_0_and_ends_as_the_uninterrupted_one(tmp_path: P
 
 
 def test_saved_theta_0_that_does_not_fit_the_model_is_one_line(tmp_path: Path) -> None:
-    from test_contrastive_align import _model
+    from test_contrastive_align import contrastive_model
 
-    model = _model("strong")
+    model = contrastive_model("strong")
     from safetensors.torch import save_file
 
     save_file({"not.a.parameter": torch.zeros(2)}, tmp_path / THETA_0_FILE)

@@ -111,9 +111,9 @@ def test_target_runs_of_a_shard_folder_reach_their_tasks_by_name(tmp_path, monke
         shard_size=60,
     )
     passed = []
-    rows_for_tasks = distributed._rows_for_tasks
+    rows_for_tasks = distributed.rows_for_tasks
     monkeypatch.setattr(
-        distributed, "_rows_for_tasks", lambda *args: passed.append(rows_for_tasks(*args)) or passed[-1]
+        distributed, "rows_for_tasks", lambda *args: passed.append(rows_for_tasks(*args)) or passed[-1]
     )
     split = knn_ray(x, open_shards(tmp_path / "tgt"), 4, workers=2, block_elements=4096 * 3, backend="fused")
     one = bidirectional_knn(x, y, 4, block_elements=4096 * 3, backend="fused")
@@ -127,10 +127,10 @@ def test_target_runs_of_a_shard_folder_reach_their_tasks_by_name(tmp_path, monke
 def _threads_after_a_search_task():
     import torch
 
-    from bitext_hf.mining.distributed import _search_run
+    from bitext_hf.mining.distributed import search_run
 
     x = check_embeddings(np.random.default_rng(0).standard_normal((40, 16)).astype(np.float32))
-    _search_run(x, x[:30], 0, 4, 4, 40, 30, "fused")
+    search_run(x, x[:30], 0, 4, 4, 40, 30, "fused")
     return torch.get_num_threads()
 
 

@@ -270,7 +270,7 @@ def test_deeply_nested_gold_cell_is_a_data_error(tmp_path):
 
 
 def test_deeply_nested_manifest_and_model_config(tmp_path):
-    from bitext_hf.encoders.sources import _read_json
+    from bitext_hf.encoders.sources import read_json
     from bitext_hf.mining.shards import read_manifest
 
     path = tmp_path / "manifest.json"
@@ -278,5 +278,5 @@ def test_deeply_nested_manifest_and_model_config(tmp_path):
     with pytest.raises(DataValidationError, match=r"manifest\.json: not valid JSON"):
         read_manifest(path)
     with pytest.raises(EncoderLoadError, match=r"manifest\.json: cannot be read as JSON"):
-        _read_json(path)
+        read_json(path)
     assert json.loads("[[1]]")  # the parser itself is untouched

@@ -142,8 +142,8 @@ def test_the_old_metrics_path_warns_and_is_the_new_package(monkeypatch):
     with pytest.warns(FutureWarning, match=r"bitext_hf\.evaluation\.metrics") as record:
         import bitext_hf.metrics as old
         import bitext_hf.metrics.functional
-        from bitext_hf.metrics._peer_retrieval import resolve_device
+        from bitext_hf.metrics.peer_retrieval import resolve_device
     assert record[0].filename == __file__, "the warning must point at the importing line"
     assert old is metrics and bitext_hf.metrics.functional is F, "not a second copy of the modules"
-    assert resolve_device is sys.modules["bitext_hf.evaluation.metrics._peer_retrieval"].resolve_device
+    assert resolve_device is sys.modules["bitext_hf.evaluation.metrics.peer_retrieval"].resolve_device
     assert old.metric_path("xsim") == metrics.metric_path("xsim") and old.metric_path("xsim").is_dir()

@@ -142,10 +142,10 @@ def test_compressed_index_is_rescored_exactly():
 def test_opq_trains_a_rougher_rotation_and_its_pairs_are_rescored_exactly():
     import faiss
 
-    from bitext_hf.mining.index import OPQ_ITERATIONS, IndexSpec, _train
+    from bitext_hf.mining.index import OPQ_ITERATIONS, IndexSpec, train_index
 
     x, y = planted(1200)
-    trained = _train(IndexSpec("OPQ8,IVF8,PQ8", 8), x, y, 0, use_gpu=False)
+    trained = train_index(IndexSpec("OPQ8,IVF8,PQ8", 8), x, y, 0, use_gpu=False)
     rotation = faiss.downcast_VectorTransform(trained.chain.at(0))
     assert isinstance(rotation, faiss.OPQMatrix) and rotation.niter == OPQ_ITERATIONS < 50  # FAISS's default
     exact = mine(x, y, threshold=1.5)
@@ -258,8 +258,8 @@ def test_cli_check_recall_reads_the_runs_own_neighbours_and_the_sidecar_names_th
 
     src, tgt = _npy_pair(tmp_path)
     trained = []
-    real_train = index_module._train
-    monkeypatch.setattr(index_module, "_train", lambda *a, **kw: trained.append(a[0]) or real_train(*a, **kw))
+    real_train = index_module.train_index
+    monkeypatch.setattr(index_module, "train_index", lambda *a, **kw: trained.append(a[0]) or real_train(*a, **kw))
     out = tmp_path / "pairs.tsv"
     code, report, err = run(
         capsys,

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 import bitext_hf.evaluation.metrics as metrics
-from bitext_hf.evaluation.metrics import _peer_retrieval
 from bitext_hf.evaluation.metrics import functional as F
-from bitext_hf.evaluation.metrics._peer_retrieval import resolve_device
+from bitext_hf.evaluation.metrics import peer_retrieval
+from bitext_hf.evaluation.metrics.peer_retrieval import resolve_device
 
 mteb = pytest.importorskip("mteb", reason="mteb is in the dev extra")
 from datasets import Dataset, DatasetDict  # noqa: E402
@@ -168,7 +168,7 @@ def test_accuracy_in_row_blocks_breaks_ties_across_blocks_towards_the_lowest_ind
     source_texts, target_texts = [f"s{i}" for i in range(300)], [f"t{i}" for i in range(300)]
     theirs = translation_evaluator(x, y, source_texts, target_texts)
     whole = F.bitext_accuracy(x, y)
-    monkeypatch.setattr(_peer_retrieval, "_WHOLE_PRODUCT_ELEMENTS", 300 * 80)
+    monkeypatch.setattr(peer_retrieval, "_WHOLE_PRODUCT_ELEMENTS", 300 * 80)
     assert (
         F.bitext_accuracy(x, y)
         == whole

@@ -39,10 +39,10 @@ from bitext_hf.encoders.precision import (
 )
 from bitext_hf.encoders.sources import (
     DEFAULT_ENCODER,
-    _load,
-    _ModelSource,
-    _resolve_model,
-    _warn_missing_weights,
+    ModelSource,
+    load_source,
+    resolve_model,
+    warn_missing_weights,
 )
 from bitext_hf.errors import EncoderLoadError
 from bitext_hf.io.logs import settle_imported_libraries
@@ -206,23 +206,23 @@ class HFEncoder:
         if pooling == "model" and layer is not None:
             raise ValueError("pooling='model' uses the model's own sentence_embedding; it cannot pool another layer")
         self.pooling, self.layer = pooling, layer
-        loads_by_name = isinstance(model_or_path, (str, os.PathLike, _ModelSource))
+        loads_by_name = isinstance(model_or_path, (str, os.PathLike, ModelSource))
         self.threads = check_threads(threads)
         self._limits_threads = loads_by_name or self.threads is not None
         # Resolved before torch is imported (seconds): a model that cannot be found fails at once.
-        source = _resolve_model(model_or_path, trust_remote_code=trust_remote_code) if loads_by_name else None
+        source = resolve_model(model_or_path, trust_remote_code=trust_remote_code) if loads_by_name else None
         import torch
         from transformers import AutoModel, AutoTokenizer
 
         settle_imported_libraries()  # the command's choice of library logs, transformers being imported now
         if source is not None:
             kwargs = {"local_files_only": source.local_only, "trust_remote_code": trust_remote_code}
-            model, loading_info = _load(
+            model, loading_info = load_source(
                 source, lambda: AutoModel.from_pretrained(source.source, output_loading_info=True, **kwargs)
             )
-            _warn_missing_weights(source.name, loading_info, pooling)
+            warn_missing_weights(source.name, loading_info, pooling)
             if tokenizer is None:
-                tokenizer = _load(source, lambda: AutoTokenizer.from_pretrained(source.source, **kwargs))
+                tokenizer = load_source(source, lambda: AutoTokenizer.from_pretrained(source.source, **kwargs))
             default_device = "cuda" if torch.cuda.is_available() else "cpu"
             model.eval()
         else:
@@ -232,8 +232,8 @@ class HFEncoder:
                 raise ValueError("pass `tokenizer=` together with a loaded model")
         if isinstance(tokenizer, (str, os.PathLike)):
             # A separate tokenizer is a local folder or a cached hub id only: never downloaded, so never retried.
-            tokenizer_source = _ModelSource(str(tokenizer), str(tokenizer), False, local_only=True)
-            tokenizer = _load(
+            tokenizer_source = ModelSource(str(tokenizer), str(tokenizer), False, local_only=True)
+            tokenizer = load_source(
                 tokenizer_source,
                 lambda: AutoTokenizer.from_pretrained(
                     tokenizer_source.source, local_files_only=True, trust_remote_code=trust_remote_code
@@ -338,15 +338,15 @@ class SentenceTransformerEncoder:
     ) -> None:
         check_quantize(quantize)
         self.backend = check_backend(backend)
-        loads_by_name = isinstance(model_or_path, (str, os.PathLike, _ModelSource))
+        loads_by_name = isinstance(model_or_path, (str, os.PathLike, ModelSource))
         self.threads = check_threads(threads)
         self._limits_threads = loads_by_name or self.threads is not None
         if loads_by_name:
             from sentence_transformers import SentenceTransformer
 
             settle_imported_libraries()  # the command's choice of library logs, transformers being imported now
-            source = _resolve_model(model_or_path, trust_remote_code=trust_remote_code)
-            model_or_path = _load(
+            source = resolve_model(model_or_path, trust_remote_code=trust_remote_code)
+            model_or_path = load_source(
                 source,
                 lambda: SentenceTransformer(
                     source.source,
@@ -477,7 +477,7 @@ def load_encoder(
         if pooling is not None:
             raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: a {kind} pools by itself; drop pooling={pooling!r}")
 
-    def hf_encoder(source: _ModelSource) -> HFEncoder:
+    def hf_encoder(source: ModelSource) -> HFEncoder:
         pooled = {"pooling": pooling} if pooling is not None else {}
         return HFEncoder(source, **pooled, threads=threads, quantize=quantize, backend=backend, **kwargs)
 
@@ -488,7 +488,7 @@ def load_encoder(
             raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: the USE encoder runs in float32 numpy; drop {asked}")
         return USEEncoder(threads=threads, **kwargs)
     # Resolved once here (local checks, cache, at most one hub request), then handed to the adapter as is.
-    source = _resolve_model(spec, trust_remote_code=bool(kwargs.get("trust_remote_code", False)))
+    source = resolve_model(spec, trust_remote_code=bool(kwargs.get("trust_remote_code", False)))
     if source.is_sentence_transformer:
         without_pooling("sentence-transformers model")
         return SentenceTransformerEncoder(source, threads=threads, quantize=quantize, backend=backend, **kwargs)

@@ -23,7 +23,7 @@ T = TypeVar("T")
 DEFAULT_ENCODER = "use-multilingual-v3"  # the embedded offline encoder (bitext_hf.encoders.USEEncoder)
 
 
-class _ModelSource(NamedTuple):
+class ModelSource(NamedTuple):
     """Where a model is loaded from: what the caller named, the folder or hub id, its kind, and whether offline."""
 
     name: str
@@ -38,7 +38,7 @@ _PROBE_SECONDS = 3.0
 _TRUE = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub accepts as true in HF_HUB_OFFLINE
 
 
-def _warn_missing_weights(name: str, loading_info: dict, pooling: str) -> None:
+def warn_missing_weights(name: str, loading_info: dict, pooling: str) -> None:
     """One line when weights the embeddings depend on are not in the checkpoint (they start at random), in place of
     transformers' table of keys (shown with the libraries' logs). Unused keys (a pre-training head) and, when this
     class pools the hidden states itself, the model's own pooler change nothing and are not reported."""
@@ -79,7 +79,7 @@ def _offline_setting() -> str | None:
     return "HF_HUB_OFFLINE" if constants.HF_HUB_OFFLINE else None
 
 
-def _read_json(path: Path):
+def read_json(path: Path):
     try:
         return read_small_json(path, MAX_CONFIG_BYTES)  # bounded: a config of GBs is refused, not read
     except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
@@ -94,13 +94,13 @@ def _check_config(config: Path, trust_remote_code: bool, tensors: dict) -> None:
     """
     if not config.is_file():
         raise EncoderLoadError(f"{config}: missing; a model folder needs its config.json")
-    data = _read_json(config)
+    data = read_json(config)
     if not isinstance(data, dict):
         raise EncoderLoadError(f"{config}: not a model configuration (a JSON object)")
     _check_config_matches_weights(config, data, tensors)  # before transformers is imported: in a millisecond
     model_type = data.get("model_type")
     if model_type is None or ("auto_map" in data and trust_remote_code):
-        return  # transformers has its own fallbacks for these; its error, if any, is reported by _load
+        return  # transformers has its own fallbacks for these; its error, if any, is reported by load_source
     from transformers import CONFIG_MAPPING, __version__
 
     import bitext_hf.modeling  # noqa: F401  (registers the bitext-hf families in CONFIG_MAPPING)
@@ -124,7 +124,7 @@ def _check_tokenizer_code(folder: Path, trust_remote_code: bool) -> None:
     path = folder / "tokenizer_config.json"
     if trust_remote_code or not path.is_file():
         return
-    data = _read_json(path)
+    data = read_json(path)
     auto_map = data.get("auto_map") if isinstance(data, dict) else None
     if auto_map.get("AutoTokenizer") if isinstance(auto_map, dict) else auto_map:
         raise EncoderLoadError(
@@ -217,7 +217,7 @@ def _check_folder(path: Path, trust_remote_code: bool) -> bool:
         raise EncoderLoadError(f"{path}: not a folder; pass the folder that holds the model")
     modules_file = path / "modules.json"
     if modules_file.is_file():
-        modules = _read_json(modules_file)
+        modules = read_json(modules_file)
         if not isinstance(modules, list) or not all(isinstance(module, dict) for module in modules):
             raise EncoderLoadError(f"{modules_file}: not a sentence-transformers module list")
         for module in modules:
@@ -287,18 +287,18 @@ def _probe_hub(name: str, missing: str) -> bool:
     )
 
 
-def _resolve_model(spec: str | os.PathLike | _ModelSource, *, trust_remote_code: bool = False) -> _ModelSource:
+def resolve_model(spec: str | os.PathLike | ModelSource, *, trust_remote_code: bool = False) -> ModelSource:
     """A local folder, a cached hub id (as its cached folder) or a reachable hub id, checked cheaply; else one error.
 
     The cache is looked up first and by hand, so that a cached model never touches the network and a missing one
     fails at once when downloads are off, instead of after the libraries' retries.
     """
-    if isinstance(spec, _ModelSource):
+    if isinstance(spec, ModelSource):
         return spec
     name = str(spec)
     path = Path(name).expanduser()
     if path.exists():
-        return _ModelSource(name, str(path), _check_folder(path, trust_remote_code), local_only=True)
+        return ModelSource(name, str(path), _check_folder(path, trust_remote_code), local_only=True)
     if name.count("/") > 1 or name.startswith((".", "~", "/")):
         raise EncoderLoadError(f"{name}: no such folder")
     from huggingface_hub import constants, try_to_load_from_cache
@@ -315,7 +315,7 @@ def _resolve_model(spec: str | os.PathLike | _ModelSource, *, trust_remote_code:
         if isinstance(cached, str):
             folder = Path(cached).parent
             if _has_weights(folder):
-                return _ModelSource(name, str(folder), _check_folder(folder, trust_remote_code), local_only=True)
+                return ModelSource(name, str(folder), _check_folder(folder, trust_remote_code), local_only=True)
             break
     missing = f"not a local folder and not (completely) in the Hugging Face cache ({cache})"
     offline = _offline_setting()
@@ -323,10 +323,10 @@ def _resolve_model(spec: str | os.PathLike | _ModelSource, *, trust_remote_code:
         raise EncoderLoadError(
             f"cannot load encoder {name!r}: it is {missing}, and downloads are off ({offline}). {_fetch_hint(name)}"
         )
-    return _ModelSource(name, name, _probe_hub(name, missing), local_only=False)
+    return ModelSource(name, name, _probe_hub(name, missing), local_only=False)
 
 
-def _load(source: _ModelSource, build: Callable[[], T]) -> T:
+def load_source(source: ModelSource, build: Callable[[], T]) -> T:
     """Run a library loader; any failure is one EncoderLoadError line (the cause stays chained for --debug).
 
     The loaders raise OSError, ValueError, RuntimeError (shape mismatches), ImportError (a tokenizer's optional

@@ -33,7 +33,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from bitext_hf.errors import OutputWriteError, UsageError
-from bitext_hf.hub.upload import _IMAGE_LINK, check_checkpoint
+from bitext_hf.hub.upload import IMAGE_LINK, check_checkpoint
 from bitext_hf.io.small_files import MAX_CONFIG_BYTES
 
 __all__ = [
@@ -288,7 +288,7 @@ def _card_images(root_fd: int, candidates: dict[str, CheckedFile]) -> set[str]:
     """The files inside the folder that the card (README.md) shows as images: its figures."""
     content = _read_checked(root_fd, candidates["README.md"]) if "README.md" in candidates else None
     images = set()
-    for link in _IMAGE_LINK.findall(content.decode("utf-8", "replace") if content else ""):
+    for link in IMAGE_LINK.findall(content.decode("utf-8", "replace") if content else ""):
         path = posixpath.normpath(re.split(r"[?#]", link)[0])
         if "://" not in link and not path.startswith(("/", "..")):
             images.add(path)

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 _ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 # The Hub's rule for names: letters, digits, '-', '_', '.', at most 96 characters, not starting/ending with - or .
-_IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 _REPO_PART = re.compile(r"^(?![-.])[A-Za-z0-9_.-]{1,96}(?<![-.])$")
 
 
@@ -80,7 +80,7 @@ def _warn_about_the_card(folder: Path) -> None:
         return
     # Relative image links of the card (the figures) must travel with it, or the Hub page shows broken images.
     text = card.read_text(encoding="utf-8", errors="replace")
-    for link in _IMAGE_LINK.findall(text):
+    for link in IMAGE_LINK.findall(text):
         if "://" not in link and not (folder / link).is_file():
             logger.warning(
                 "%s shows %s, which is not in the folder: the Hub page will show a broken image", card, link

@@ -264,7 +264,7 @@ def _gpus_per_task(ray) -> int:
     return 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
 
 
-def _ray_failure(error: BaseException, what: str) -> BaseException:
+def ray_failure(error: BaseException, what: str) -> BaseException:
     """A Ray error as the error to raise: the task's own exception when it raised one (an EncoderLoadError keeps
     its exit code), else one line saying that workers died or were lost (exit 1)."""
     cause = getattr(error, "cause", None)
@@ -293,19 +293,19 @@ class _EncodedAhead:
     keeps at most ``window`` batches in flight, the ones ``write_shards`` will ask for next.
 
     Why matched by content: ``write_shards`` asks for its batches in a fixed order (shard by shard, each split at
-    ``_ENCODE_CHUNK``) from the first shard it has to write, which only it knows (``--resume``). The first batch
+    ``ENCODE_CHUNK``) from the first shard it has to write, which only it knows (``--resume``). The first batch
     locates that shard; every later one is checked against the plan, and a batch off the plan is located again.
     Equal texts give equal embeddings, so a batch matched at another place with the same texts is still right.
     """
 
     def __init__(self, ray, remote, texts: Sequence[str], shard_size: int, window: int, what: str) -> None:
-        from bitext_hf.mining.shards import _ENCODE_CHUNK
+        from bitext_hf.mining.shards import ENCODE_CHUNK
 
         self.ray, self.remote, self.texts, self.window, self.what = ray, remote, texts, window, what
         self.batches = [
-            (start, min(start + _ENCODE_CHUNK, shard_start + shard_size, len(texts)))
+            (start, min(start + ENCODE_CHUNK, shard_start + shard_size, len(texts)))
             for shard_start in range(0, len(texts), shard_size)
-            for start in range(shard_start, min(shard_start + shard_size, len(texts)), _ENCODE_CHUNK)
+            for start in range(shard_start, min(shard_start + shard_size, len(texts)), ENCODE_CHUNK)
         ]
         self.next_batch = 0  # the plan position of the next batch write_shards should ask for
         self.in_flight: deque = deque()  # (plan position, ObjectRef), in plan order
@@ -343,7 +343,7 @@ class _EncodedAhead:
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as error:
-            raise _ray_failure(error, self.what) from None
+            raise ray_failure(error, self.what) from None
 
 
 def _encoding_ahead(load_encoder, texts: Sequence[str], shard_size: int, slots: int, retries: int, what: str):
@@ -433,7 +433,7 @@ def _folder_digests(folders: list[str]) -> dict[str, str | None]:
     return digests
 
 
-def _tasks_read_folders(ray, *sides) -> bool:
+def tasks_read_folders(ray, *sides) -> bool:
     """Whether the tasks may read their rows from the sides' shard folders themselves: every node of the cluster
     sees each folder at the driver's path with the driver's manifest (one probe task pinned to each node). Else
     the driver reads the rows and passes them, as for arrays: a cluster without a shared file system still works."""
@@ -458,7 +458,7 @@ def _tasks_read_folders(ray, *sides) -> bool:
     return shared
 
 
-def _rows_for_tasks(side, start: int, stop: int, by_name: bool):
+def rows_for_tasks(side, start: int, stop: int, by_name: bool):
     """What the tasks get for rows ``start`` to ``stop`` of a side: of a shard folder every node sees
     (``by_name``), a ``RowRange`` (each task reads the rows from the folder itself, so they never pass through the
     driver or the object store); else the rows."""
@@ -468,30 +468,30 @@ def _rows_for_tasks(side, start: int, stop: int, by_name: bool):
     return named if named is not None else np.ascontiguousarray(side[start:stop], dtype=np.float32)
 
 
-def _read_rows(rows) -> np.ndarray:
+def read_rows(rows) -> np.ndarray:
     """In a task: the rows it was given, or read from a ``RowRange``."""
     from bitext_hf.mining.shard_rows import RowRange
 
     return rows.read() if isinstance(rows, RowRange) else rows
 
 
-def _search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, block_cols: int, backend: str):
+def search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, block_cols: int, backend: str):
     """Ray task: forward top-k of every source among one run of target columns and backward top-k of those targets
     among all sources, with the single-process block geometry (the engine's own block loops, so every block and
     every similarity is the one a single process computes). Target indices in the forward lists are global."""
-    from bitext_hf.mining.knn import _fused_blocks, _fused_kernel, _resolve_device, _torch_blocks
+    from bitext_hf.mining.knn import fused_blocks, fused_kernel, resolve_device, torch_blocks
 
-    tgt_run = _read_rows(tgt_run)
-    device = _resolve_device(None)
-    fused = backend == "fused" or (backend == "auto" and device.type == "cpu" and _fused_kernel() is not None)
-    run = _fused_blocks if fused else _torch_blocks  # both on the task's one torch thread (Ray's one-CPU tasks)
+    tgt_run = read_rows(tgt_run)
+    device = resolve_device(None)
+    fused = backend == "fused" or (backend == "auto" and device.type == "cpu" and fused_kernel() is not None)
+    run = fused_blocks if fused else torch_blocks  # both on the task's one torch thread (Ray's one-CPU tasks)
     k_run = min(k_fwd, tgt_run.shape[0])  # a run narrower than k has fewer forward candidates; the merge adds up
     result = run(src, tgt_run, k_run, k_bwd, range(0, src.shape[0], block_rows), block_rows, block_cols, device)
     forward_indices = np.where(result.forward_indices >= 0, result.forward_indices + c0, -1)
     return result.forward_sims, forward_indices, result.backward_sims, result.backward_indices
 
 
-def _merge_forward(sims: list[np.ndarray], indices: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
+def merge_forward(sims: list[np.ndarray], indices: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k of each row over the concatenated per-run lists: decreasing similarity, ties to the lower index
     (what one pass of the fused engine keeps). Empty slots (-inf, -1) sort last."""
     all_sims, all_indices = np.concatenate(sims, axis=1), np.concatenate(indices, axis=1)
@@ -561,16 +561,16 @@ def knn_ray(
     with ray_session(address, workers) as slots:
         ray = import_ray()
         runs = _column_runs(n_blocks, max(slots, math.ceil(n_blocks / max(1, max_run_blocks))))
-        task = ray.remote(_search_run).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
+        task = ray.remote(search_run).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
         src_ref = ray.put(np.ascontiguousarray(src[0:n]))  # sources once, shared by every task on a machine
-        by_name = _tasks_read_folders(ray, tgt)
+        by_name = tasks_read_folders(ray, tgt)
         pending: dict = {}  # ObjectRef -> first target of its run
         queue = deque((first * block_cols, min(m, end * block_cols)) for first, end in runs)
         try:
             while queue or pending:
                 while queue and len(pending) < slots:
                     c0, c1 = queue.popleft()
-                    run = _rows_for_tasks(tgt, c0, c1, by_name)
+                    run = rows_for_tasks(tgt, c0, c1, by_name)
                     ref = task.remote(src_ref, run, c0, k_fwd, k_bwd, block_rows, block_cols, backend)
                     pending[ref] = c0
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -579,17 +579,17 @@ def knn_ray(
                 backward_sims[c0 : c0 + len(bwd_sims)], backward_indices[c0 : c0 + len(bwd_sims)] = bwd_sims, bwd_idx
                 # The merge is by (similarity, index) alone, so runs may finish in any order.
                 lists = ([fwd_sims], [fwd_idx]) if forward is None else ([forward[0], fwd_sims], [forward[1], fwd_idx])
-                forward = _merge_forward(*lists, k_fwd)
+                forward = merge_forward(*lists, k_fwd)
         except ray.exceptions.RayError as error:
             for ref in pending:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
-            raise _ray_failure(error, f"searching {n} x {m} in {len(runs)} Ray tasks") from None
+            raise ray_failure(error, f"searching {n} x {m} in {len(runs)} Ray tasks") from None
     logger.info("kNN over %d x %d in %d Ray task(s) of %d-column blocks", n, m, len(runs), block_cols)
     return BidirectionalKNN(forward[0], forward[1], backward_sims, backward_indices)
 
 
-def _checked_sides(src_embeddings, tgt_embeddings):
+def checked_sides(src_embeddings, tgt_embeddings):
     """Both sides to search: arrays validated and L2-normalized (``check_embeddings``), shard folders as they are
     (checked when opened); a ``DataValidationError`` when their dimensions differ."""
     from bitext_hf.errors import DataValidationError
@@ -627,7 +627,7 @@ def mine_ray(
 
     mode = mode or DEFAULT_MODE
     check_settings(margin, mode, threshold)
-    src, tgt = _checked_sides(src_embeddings, tgt_embeddings)
+    src, tgt = checked_sides(src_embeddings, tgt_embeddings)
     knn = knn_ray(src, tgt, k, address=address, workers=workers, block_elements=block_elements, retries=retries)
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
 

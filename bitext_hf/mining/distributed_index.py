@@ -4,7 +4,7 @@ index, nprobe and seed, so the same pairs and scores.
 
 How (each direction in turn: sources among the targets, then targets among the sources):
 
-1. The index is trained ONCE, in the driver, exactly as the single-process path trains it (``index._train``: the
+1. The index is trained ONCE, in the driver, exactly as the single-process path trains it (``index.train_index``: the
    same seeded sample from both sides, the same k-means seed and iterations), serialized with
    ``faiss.serialize_index`` and put in Ray's object store.
 2. The database side is cut into shards of rows; one task per shard fills a copy of the trained index with that
@@ -15,13 +15,13 @@ How (each direction in turn: sources among the targets, then targets among the s
    centroid similarities) go to the object store. Then one task per (tile, shard) searches the tile in that
    shard's filled index with those lists (FAISS's ``search_preassigned``, or the single-process list-by-list scan
    given them) for as many candidates as the single-process search asks for, and scores them exactly against the
-   shard's rows (``index._candidate_sims``, the single-process re-scoring). Flat, PQ and SQ indexes without lists
+   shard's rows (``index.candidate_sims``, the single-process re-scoring). Flat, PQ and SQ indexes without lists
    have nothing to assign: their search task scans its whole shard.
 4. Each search task merges its shard's candidates into the tile's candidates over the earlier shards (the previous
    search task's output, an argument Ray waits for) by decreasing approximate similarity, then increasing index
    (the order :func:`bitext_hf.mining.distributed.knn_ray` merges by), keeping as many as the single-process
    search keeps. The driver fetches each tile's candidates once, after its last shard, and takes the k best by
-   exact similarity (``index._best_candidates``).
+   exact similarity (``index.best_candidates``).
 5. Queries left with fewer than k candidates (their probed cells were nearly empty) are searched exactly, tile by
    shard, and merged the same way: the single-process fallback.
 
@@ -66,17 +66,17 @@ import numpy as np
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.distributed import (
     DEFAULT_RETRIES,
-    _checked_sides,
-    _merge_forward,
-    _ray_failure,
-    _read_rows,
-    _rows_for_tasks,
-    _tasks_read_folders,
+    checked_sides,
     import_ray,
     knn_ray,
+    merge_forward,
+    ray_failure,
     ray_session,
+    read_rows,
+    rows_for_tasks,
+    tasks_read_folders,
 )
-from bitext_hf.mining.index import _list_by_list, _pretransformed, _scanned_list_by_list
+from bitext_hf.mining.index import list_by_list, pretransformed, scanned_list_by_list
 
 __all__ = ["DEFAULT_SHARD_ROWS", "DEFAULT_TILE_ROWS", "knn_ray_index", "mine_ray_index"]
 
@@ -109,9 +109,9 @@ def _check_shardable(factory: str, dim: int) -> None:
     """Refuse an index whose search over a whole side is not the union of its searches over shards."""
     import faiss
 
-    from bitext_hf.mining.index import _factory
+    from bitext_hf.mining.index import build_factory_index
 
-    built = _factory(dim, factory)
+    built = build_factory_index(dim, factory)
     index = faiss.downcast_index(built)  # a view: `built` owns it (and the index inside a pre-transform)
     if isinstance(index, faiss.IndexPreTransform):
         index = faiss.downcast_index(index.index)
@@ -130,9 +130,9 @@ def _fill_shard(trained: np.ndarray, shard, nprobe: int | None) -> np.ndarray:
     """Ray task: the serialized trained index filled with one shard's rows (local ids 0..len(shard))."""
     import faiss
 
-    from bitext_hf.mining.index import _fill
+    from bitext_hf.mining.index import fill_index
 
-    filled, _ = _fill(faiss.deserialize_index(trained), _read_rows(shard), nprobe, use_gpu=False)
+    filled, _ = fill_index(faiss.deserialize_index(trained), read_rows(shard), nprobe, use_gpu=False)
     return faiss.serialize_index(filled)
 
 
@@ -140,9 +140,9 @@ def _padded_for_ivf(index, tile: np.ndarray) -> np.ndarray:
     """``tile``, its rows repeated when it is too small for FAISS's list-by-list search, which sorts the (query,
     probed cell) pairs into nlist + 1 buckets and needs more pairs than buckets. Each query's result depends on
     that query alone, so the repeats change nothing and are dropped."""
-    from bitext_hf.mining.index import _ivf
+    from bitext_hf.mining.index import ivf_of
 
-    ivf = _ivf(index)
+    ivf = ivf_of(index)
     if ivf is None:
         return tile
     needed = (ivf.nlist + 1) // max(1, ivf.nprobe) + 1
@@ -156,24 +156,24 @@ def _assign_tile(trained: np.ndarray, tile, nprobe: int | None):
     each row in a batch of the same size (FAISS switches kernels with the batch size)."""
     import faiss
 
-    tile = _read_rows(tile)
+    tile = read_rows(tile)
     index = faiss.deserialize_index(trained)  # owns the IVF part and its quantizer: alive while they are used
     if nprobe is not None:
         faiss.ParameterSpace().set_index_parameter(index, "nprobe", int(nprobe))
-    ivf, queries = _pretransformed(index, _padded_for_ivf(index, tile))
+    ivf, queries = pretransformed(index, _padded_for_ivf(index, tile))
     sims, lists = ivf.quantizer.search(queries, ivf.nprobe)
     rows = tile.shape[0]
-    return (None if _scanned_list_by_list(ivf) else sims[:rows]), lists[:rows].astype(np.int32)
+    return (None if scanned_list_by_list(ivf) else sims[:rows]), lists[:rows].astype(np.int32)
 
 
 def _search_preassigned(index, queries: np.ndarray, k: int, assignment) -> tuple[np.ndarray, np.ndarray]:
-    """``index._search_filled`` on the CPU with each query's lists given (``assignment``, of the first rows of
+    """``index.search_filled`` on the CPU with each query's lists given (``assignment``, of the first rows of
     ``queries``; the padding rows repeat them as ``np.resize`` repeats the rows)."""
     sims, lists = assignment
     lists = np.resize(lists, (queries.shape[0], lists.shape[1]))
-    ivf, transformed = _pretransformed(index, queries)
-    if _scanned_list_by_list(ivf):
-        return _list_by_list(ivf, transformed, k, lists)
+    ivf, transformed = pretransformed(index, queries)
+    if scanned_list_by_list(ivf):
+        return list_by_list(ivf, transformed, k, lists)
     sims = np.resize(sims, lists.shape)
     return ivf.search_preassigned(transformed, k, lists.astype(np.int64), sims)
 
@@ -195,20 +195,20 @@ def _search_tile(filled: np.ndarray, shard, tile, assignment, first: int, width:
     ``assignment``: the tile's lists from :func:`_assign_tile` (an IVF index), or None."""
     import faiss
 
-    from bitext_hf.mining.index import _RERANK_ROWS, _candidate_sims, _search_filled
+    from bitext_hf.mining.index import RERANK_ROWS, candidate_sims, search_filled
 
-    shard, tile = _read_rows(shard), _read_rows(tile)
+    shard, tile = read_rows(shard), read_rows(tile)
     index = faiss.deserialize_index(filled)
     queries = _padded_for_ivf(index, tile)
     if assignment is None:
-        approx, local = _search_filled(index, queries, width, use_gpu=False)
+        approx, local = search_filled(index, queries, width, use_gpu=False)
     else:
         approx, local = _search_preassigned(index, queries, width, assignment)
     approx, local = approx[: tile.shape[0]], local[: tile.shape[0]].astype(np.int64)
     exact = np.empty(local.shape, dtype=np.float32)
-    for start in range(0, tile.shape[0], _RERANK_ROWS):  # the single-process re-scoring's row blocks
-        rows = slice(start, start + _RERANK_ROWS)
-        exact[rows] = _candidate_sims(tile[rows], shard, local[rows])
+    for start in range(0, tile.shape[0], RERANK_ROWS):  # the single-process re-scoring's row blocks
+        rows = slice(start, start + RERANK_ROWS)
+        exact[rows] = candidate_sims(tile[rows], shard, local[rows])
     found = local >= 0
     candidates = (np.where(found, approx, -np.inf).astype(np.float32), np.where(found, local + first, -1), exact)
     merged = candidates if previous is None else _merge_candidates([previous, candidates], width)
@@ -219,7 +219,7 @@ def _exact_tile(shard, queries: np.ndarray, first: int, k: int):
     """Ray task: exact top-k of ``queries`` among one shard (the single-process fallback's search), global indices."""
     from bitext_hf.mining.knn import knn_search
 
-    shard = _read_rows(shard)
+    shard = read_rows(shard)
     sims, local = knn_search(queries, shard, k, normalize=False)
     return sims, np.where(local >= 0, local + first, -1), queries.shape[0], shard.shape[0]
 
@@ -227,7 +227,7 @@ def _exact_tile(shard, queries: np.ndarray, first: int, k: int):
 # ----------------------------------------------------------------------------------------------------- driver
 
 
-class _Tasks:
+class TaskSlots:
     """At most ``slots`` Ray tasks in flight; yields each finished one's key and result as they finish."""
 
     def __init__(self, ray, slots: int, what: str) -> None:
@@ -255,7 +255,7 @@ class _Tasks:
             for ref in self.pending:
                 with contextlib.suppress(Exception):
                     self.ray.cancel(ref, force=True)
-            raise _ray_failure(error, self.what) from None
+            raise ray_failure(error, self.what) from None
 
 
 def _search_direction(
@@ -263,11 +263,11 @@ def _search_direction(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Neighbour lists (n, min(k, m)) of ``queries`` among ``database`` through the trained index, tile by shard;
     ``preassign``: the index has inverted lists, and each tile is assigned to them once, for all shards."""
-    from bitext_hf.mining.index import _best_candidates, _candidates
+    from bitext_hf.mining.index import best_candidates, candidate_count
 
     slots, tile_rows, shard_rows, retries, on_task, by_name = options
     n, m = queries.shape[0], database.shape[0]
-    width, k = _candidates(spec, k, database), min(k, m)
+    width, k = candidate_count(spec, k, database), min(k, m)
     tiles, shards = _ranges(n, tile_rows, slots), _ranges(m, shard_rows, 1)
     what = f"searching {n} x {m} ({spec}) in {len(tiles)} tiles x {len(shards)} shards of Ray tasks"
     fill = ray.remote(_fill_shard).options(num_cpus=1, max_retries=retries)
@@ -280,7 +280,7 @@ def _search_direction(
 
     def prepare(s: int) -> None:
         a, b = shards[s]
-        rows_ref = ray.put(_rows_for_tasks(database, a, b, by_name))
+        rows_ref = ray.put(rows_for_tasks(database, a, b, by_name))
         shard_refs[s] = (rows_ref, fill.remote(trained_ref, rows_ref, spec.nprobe))
         if on_task is not None:
             on_task("fill", 0, b - a)
@@ -291,7 +291,7 @@ def _search_direction(
         # run longer than its fellows. One more task per tile, which reads only the trained index, not a shard.
         # Ray starts the tile's search tasks once its lists are stored; waiting, they hold no CPU.
         a, b = tiles[t]
-        tile_ref = ray.put(_rows_for_tasks(queries, a, b, by_name))
+        tile_ref = ray.put(rows_for_tasks(queries, a, b, by_name))
         tile_refs[t] = (tile_ref, assign.remote(trained_ref, tile_ref, spec.nprobe) if preassign else None)
         if preassign and on_task is not None:
             on_task("assign", b - a, 0)
@@ -318,7 +318,7 @@ def _search_direction(
         merged_refs[t] = merged_ref
         return counts_ref
 
-    for (s, _), (tile_n, shard_n) in _Tasks(ray, slots, what).run(submissions()):
+    for (s, _), (tile_n, shard_n) in TaskSlots(ray, slots, what).run(submissions()):
         if on_task is not None:
             on_task("search", tile_n, shard_n)
         left[s] -= 1
@@ -329,7 +329,7 @@ def _search_direction(
     found = np.empty((n, k), dtype=np.int64)
     for t, (a, b) in enumerate(tiles):
         _, indices, exact = ray.get(merged_refs.pop(t))
-        sims[a:b], found[a:b] = _best_candidates(exact, indices, k)
+        sims[a:b], found[a:b] = best_candidates(exact, indices, k)
     missing = np.flatnonzero((found < 0).any(axis=1))
     if missing.size:
         logger.debug("%d queries found fewer than %d neighbours in their cells: searched exactly", missing.size, k)
@@ -347,16 +347,16 @@ def _exact_fallback(ray, queries: np.ndarray, database, k: int, shards, options)
 
     def submissions():
         for a, b in shards:
-            shard_ref = ray.put(_rows_for_tasks(database, a, b, by_name))
+            shard_ref = ray.put(rows_for_tasks(database, a, b, by_name))
             for t, (q0, q1) in enumerate(tiles):
                 yield t, lambda s=shard_ref, q0=q0, q1=q1, c0=a: task.remote(s, queries[q0:q1], c0, k)
 
     merged: dict[int, tuple] = {}
-    for t, (sims, indices, tile_n, shard_n) in _Tasks(ray, slots, what).run(submissions()):
+    for t, (sims, indices, tile_n, shard_n) in TaskSlots(ray, slots, what).run(submissions()):
         if on_task is not None:
             on_task("exact", tile_n, shard_n)
         lists = ([sims], [indices]) if t not in merged else ([merged[t][0], sims], [merged[t][1], indices])
-        merged[t] = _merge_forward(*lists, k)
+        merged[t] = merge_forward(*lists, k)
     return np.concatenate([merged[t][0] for t in range(len(tiles))]), np.concatenate(
         [merged[t][1] for t in range(len(tiles))]
     )
@@ -400,7 +400,7 @@ def knn_ray_index(
     """
     import faiss
 
-    from bitext_hf.mining.index import IndexSpec, _ivf, _train, resolve_index
+    from bitext_hf.mining.index import IndexSpec, ivf_of, resolve_index, train_index
     from bitext_hf.mining.knn import BidirectionalKNN, check_k
 
     n, m, dim = src.shape[0], tgt.shape[0], src.shape[1]
@@ -412,13 +412,13 @@ def knn_ray_index(
         return knn_ray(src, tgt, k, address=address, workers=workers, retries=retries)
     _check_shardable(spec.factory, dim)
     start = time.perf_counter()
-    trained = _train(spec, src, tgt, seed, use_gpu=False)  # the single-process training: same sample and seeds
-    preassign = _ivf(trained) is not None  # Flat, PQ, SQ: no lists to assign, each task scans its whole shard
+    trained = train_index(spec, src, tgt, seed, use_gpu=False)  # the single-process training: same sample and seeds
+    preassign = ivf_of(trained) is not None  # Flat, PQ, SQ: no lists to assign, each task scans its whole shard
     train_s = time.perf_counter() - start
     with ray_session(address, workers) as slots:
         ray = import_ray()
         trained_ref = ray.put(faiss.serialize_index(trained))
-        by_name = _tasks_read_folders(ray, src, tgt)
+        by_name = tasks_read_folders(ray, src, tgt)
         options = (slots, int(tile_rows), int(shard_rows), retries, on_task, by_name)
         forward = _search_direction(ray, src, tgt, k, spec, trained_ref, options, preassign)
         backward = _search_direction(ray, tgt, src, k, spec, trained_ref, options, preassign)
@@ -458,7 +458,7 @@ def mine_ray_index(
 
     mode = mode or DEFAULT_MODE
     check_settings(margin, mode, threshold)
-    src, tgt = _checked_sides(src_embeddings, tgt_embeddings)
+    src, tgt = checked_sides(src_embeddings, tgt_embeddings)
     knn = knn_ray_index(
         src,
         tgt,

@@ -87,7 +87,7 @@ OPQ_ITERATIONS = 10
 # A compressed index (PQ, SQ) orders candidates by approximate scores: take this many times k, re-score exactly.
 _RERANK_FACTOR = 4
 # Rows re-scored at once: bounds the gathered candidate block to rows * k * d floats.
-_RERANK_ROWS = 8192
+RERANK_ROWS = 8192
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def auto_opq_pq(n_src: int, n_tgt: int, dim: int) -> IndexSpec:
     return IndexSpec(f"{opq},IVF{nlist},PQ64", auto_nprobe(nlist))
 
 
-def _factory(dim: int, factory: str) -> Any:
+def build_factory_index(dim: int, factory: str) -> Any:
     import faiss
 
     return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
@@ -197,7 +197,7 @@ def check_index(index: str, dim: int | None, nprobe: int | None = None) -> None:
             raise UsageError("nprobe applies to IVF indexes, not to index 'exact'")
         return
     try:
-        built = _factory(STAND_IN_DIMENSION if dim is None else dim, index)
+        built = build_factory_index(STAND_IN_DIMENSION if dim is None else dim, index)
     except RuntimeError as error:  # FAISS reports a bad string or dimension as RuntimeError with a C++ trace
         reason = str(error).strip().splitlines()
         detail = next((line.split("Error: ")[-1] for line in reason if "Error" in line), reason[0] if reason else "")
@@ -208,7 +208,7 @@ def check_index(index: str, dim: int | None, nprobe: int | None = None) -> None:
             f"index {index!r} is not {what}: {detail.strip() or 'refused'} "
             "(examples: 'IVF1024,Flat', 'OPQ64,IVF4096,PQ64', or 'exact' / 'auto')"
         ) from None
-    if nprobe is not None and _ivf(built) is None:
+    if nprobe is not None and ivf_of(built) is None:
         raise UsageError(f"nprobe applies to IVF indexes; {index!r} has no inverted lists")
 
 
@@ -229,8 +229,8 @@ def resolve_index(index: str, n_src: int, n_tgt: int, dim: int | None, *, nprobe
         return IndexSpec(spec.factory, min(nprobe, _nlist(dim, spec.factory)))
     if index == "exact":
         return IndexSpec("exact")
-    built = _factory(dim, index)
-    ivf = _ivf(built)  # a view into `built`, which must outlive it (FAISS frees the parts with the whole)
+    built = build_factory_index(dim, index)
+    ivf = ivf_of(built)  # a view into `built`, which must outlive it (FAISS frees the parts with the whole)
     if ivf is None:
         return IndexSpec(index)
     if ivf.nlist > n_src + n_tgt:
@@ -243,11 +243,11 @@ def resolve_index(index: str, n_src: int, n_tgt: int, dim: int | None, *, nprobe
 
 def _nlist(dim: int, factory: str) -> int:
     """The inverted lists of an IVF factory string."""
-    built = _factory(dim, factory)
-    return int(_ivf(built).nlist)  # read while `built`, which owns the IVF part, is alive
+    built = build_factory_index(dim, factory)
+    return int(ivf_of(built).nlist)  # read while `built`, which owns the IVF part, is alive
 
 
-def _ivf(index: Any) -> Any:
+def ivf_of(index: Any) -> Any:
     """The IVF part of an index (inside pre-transforms), or None. A view owned by ``index``: keep ``index`` alive
     while it is used."""
     import faiss
@@ -272,7 +272,7 @@ def _training_points(index: Any) -> int:
     """Points to train ``index`` on: TRAIN_POINTS_PER_LIST per inverted list, and enough for its PQ codebooks."""
     import faiss
 
-    ivf = _ivf(index)
+    ivf = ivf_of(index)
     points = TRAIN_POINTS_PER_LIST * (ivf.nlist if ivf is not None else 1)
     pq = None
     for candidate in (ivf, index):
@@ -305,12 +305,12 @@ def _to_gpu(index: Any) -> Any:
         return None
 
 
-def _train(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu: bool) -> Any:
+def train_index(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu: bool) -> Any:
     """A trained, empty CPU index of ``spec`` (trained on the GPU when ``use_gpu``)."""
     import faiss
 
-    index = _factory(src.shape[1], spec.factory)
-    ivf = _ivf(index)
+    index = build_factory_index(src.shape[1], spec.factory)
+    ivf = ivf_of(index)
     if ivf is not None:
         # Rough centroids are enough: cells only route queries, and the scores are re-computed exactly. Training
         # time grows with sample x iterations.
@@ -340,7 +340,7 @@ def _train(spec: IndexSpec, src: np.ndarray, tgt: np.ndarray, seed: int, use_gpu
     return index
 
 
-def _fill(trained: Any, database: np.ndarray, nprobe: int | None, use_gpu: bool) -> tuple[Any, bool]:
+def fill_index(trained: Any, database: np.ndarray, nprobe: int | None, use_gpu: bool) -> tuple[Any, bool]:
     """A copy of the trained empty index filled with ``database``, scanning ``nprobe`` cells; and whether it is on
     the GPU (``use_gpu`` and FAISS has a GPU version of it)."""
     import faiss
@@ -356,19 +356,19 @@ def _fill(trained: Any, database: np.ndarray, nprobe: int | None, use_gpu: bool)
     return index, use_gpu
 
 
-def _search_filled(index: Any, queries: np.ndarray, k: int, use_gpu: bool) -> tuple[np.ndarray, np.ndarray]:
+def search_filled(index: Any, queries: np.ndarray, k: int, use_gpu: bool) -> tuple[np.ndarray, np.ndarray]:
     """(approximate similarities, candidate indices), each (n, k), of ``queries`` in a filled index; -1 where fewer
     than k were found."""
 
     if use_gpu:
         return index.search(queries, k)
-    inner, transformed = _pretransformed(index, queries)
-    if _scanned_list_by_list(inner):
-        return _list_by_list(inner, transformed, k)
+    inner, transformed = pretransformed(index, queries)
+    if scanned_list_by_list(inner):
+        return list_by_list(inner, transformed, k)
     return index.search(queries, k)
 
 
-def _pretransformed(index: Any, queries: np.ndarray) -> tuple[Any, np.ndarray]:
+def pretransformed(index: Any, queries: np.ndarray) -> tuple[Any, np.ndarray]:
     """The index inside ``index``'s pre-transforms (e.g. OPQ) and ``queries`` as it sees them: rotated as the index
     rotates its vectors."""
     import faiss
@@ -381,8 +381,8 @@ def _pretransformed(index: Any, queries: np.ndarray) -> tuple[Any, np.ndarray]:
     return inner, np.ascontiguousarray(transformed, dtype=np.float32)
 
 
-def _scanned_list_by_list(index: Any) -> bool:
-    """Whether a CPU search scans ``index`` one inverted list at a time (:func:`_list_by_list`). Codes of residuals
+def scanned_list_by_list(index: Any) -> bool:
+    """Whether a CPU search scans ``index`` one inverted list at a time (:func:`list_by_list`). Codes of residuals
     (IVF-PQ, IVF-SQ by default) are searched by FAISS itself: big_batch_search's blocks subtract the centroid from
     the queries, which is right for L2 but not for inner products."""
     import faiss
@@ -395,11 +395,11 @@ def _scanned_list_by_list(index: Any) -> bool:
 def _search(trained: Any, database: np.ndarray, queries: np.ndarray, k: int, nprobe: int | None, use_gpu: bool):
     """Candidate indices (n, k) of ``queries`` among ``database``, through a copy of the trained empty index filled
     with it; -1 where fewer than k were found."""
-    index, use_gpu = _fill(trained, database, nprobe, use_gpu)
-    return _search_filled(index, queries, k, use_gpu)[1]
+    index, use_gpu = fill_index(trained, database, nprobe, use_gpu)
+    return search_filled(index, queries, k, use_gpu)[1]
 
 
-def _list_by_list(
+def list_by_list(
     index: Any, queries: np.ndarray, k: int, lists: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Search of a whole-corpus query batch in an IVF index, one inverted list at a time: the queries that probe a
@@ -431,7 +431,7 @@ def _list_by_list(
     return searcher.rh.D, searcher.rh.I
 
 
-def _candidate_sims(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def candidate_sims(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """Exact inner product of each query with each of its candidates (rows of ``database``); -inf for a missing
     candidate (-1)."""
     block = np.einsum("id,icd->ic", queries, database[np.maximum(candidates, 0)], dtype=np.float32)
@@ -439,7 +439,7 @@ def _candidate_sims(queries: np.ndarray, database: np.ndarray, candidates: np.nd
     return block
 
 
-def _best_candidates(block: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def best_candidates(block: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k best candidates of each row by exact similarity ``block``; ties keep the index's order."""
     order = np.argsort(-block, axis=1, kind="stable")[:, :k]
     return np.take_along_axis(block, order, axis=1), np.take_along_axis(candidates, order, axis=1)
@@ -455,10 +455,10 @@ def _rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, 
     k = min(k, database.shape[0])
     sims = np.empty((n, k), dtype=np.float32)
     indices = np.empty((n, k), dtype=np.int64)
-    for start in range(0, n, _RERANK_ROWS):
-        rows = slice(start, start + _RERANK_ROWS)
+    for start in range(0, n, RERANK_ROWS):
+        rows = slice(start, start + RERANK_ROWS)
         cand = candidates[rows].astype(np.int64)
-        sims[rows], indices[rows] = _best_candidates(_candidate_sims(queries[rows], database, cand), cand, k)
+        sims[rows], indices[rows] = best_candidates(candidate_sims(queries[rows], database, cand), cand, k)
     missing = np.flatnonzero((indices < 0).any(axis=1))
     if missing.size:
         logger.debug("%d queries found fewer than %d neighbours in their cells: searched exactly", missing.size, k)
@@ -466,7 +466,7 @@ def _rescore(queries: np.ndarray, database: np.ndarray, candidates: np.ndarray, 
     return sims, indices
 
 
-def _candidates(spec: IndexSpec, k: int, database: np.ndarray) -> int:
+def candidate_count(spec: IndexSpec, k: int, database: np.ndarray) -> int:
     """Candidates to ask the index for: k from exact vectors, more from compressed ones (re-scored exactly)."""
     return min(database.shape[0], k if spec.factory.endswith("Flat") else _RERANK_FACTOR * k)
 
@@ -531,11 +531,11 @@ def search_neighbours_checked(
         return bidirectional_knn_blocks(src, tgt, k, device=device, show_progress=show_progress)
     use_gpu = device != "cpu" and _gpu_available()
     start = time.perf_counter()
-    trained = _train(spec, src, tgt, seed, use_gpu)
+    trained = train_index(spec, src, tgt, seed, use_gpu)
     train_s = time.perf_counter() - start
     results = []
     for queries, database in ((src, tgt), (tgt, src)):  # one filled index at a time: one copy of one side
-        candidates = _search(trained, database, queries, _candidates(spec, k, database), spec.nprobe, use_gpu)
+        candidates = _search(trained, database, queries, candidate_count(spec, k, database), spec.nprobe, use_gpu)
         results.append(_rescore(queries, database, candidates, k))
     logger.info(
         "index %s: %d x %d, d=%d, trained in %.1fs, both directions in %.1fs%s",
@@ -597,7 +597,7 @@ def check_recall(
     if spec.exact:
         return RecallReport(1.0, int(rows.size), min(k, tgt.shape[0]), str(spec))
     use_gpu = _gpu_available()
-    trained = _train(spec, src, tgt, 0, use_gpu)
-    candidates = _search(trained, tgt, src[rows], _candidates(spec, k, tgt), spec.nprobe, use_gpu)
+    trained = train_index(spec, src, tgt, 0, use_gpu)
+    candidates = _search(trained, tgt, src[rows], candidate_count(spec, k, tgt), spec.nprobe, use_gpu)
     _, found = _rescore(src[rows], tgt, candidates, k)
     return _recall(src, tgt, rows, found, str(spec))

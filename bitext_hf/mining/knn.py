@@ -98,9 +98,9 @@ def check_embeddings(embeddings: np.ndarray, name: str = "embeddings", *, normal
     if not np.issubdtype(array.dtype, np.floating):
         raise DataValidationError(f"{name}: expected floating-point embeddings, got dtype {array.dtype}")
     n, dim = array.shape
-    norms = _row_norms(array)
-    _refuse_bad_rows(array, norms, name, normalize)
-    if not normalize or not _needs_normalizing(norms, name):
+    norms = row_norms(array)
+    refuse_bad_rows(array, norms, name, normalize)
+    if not normalize or not needs_normalizing(norms, name):
         return np.ascontiguousarray(array, dtype=np.float32)
     block = max(1, _CHECK_BLOCK_ELEMENTS // dim)
     result = np.empty((n, dim), dtype=np.float32)
@@ -110,7 +110,7 @@ def check_embeddings(embeddings: np.ndarray, name: str = "embeddings", *, normal
     return result
 
 
-def _row_norms(array: np.ndarray) -> np.ndarray:
+def row_norms(array: np.ndarray) -> np.ndarray:
     """float64 L2 norms of the rows, read in blocks (a memory-mapped input is never copied whole)."""
     n, dim = array.shape
     block = max(1, _CHECK_BLOCK_ELEMENTS // dim)
@@ -122,7 +122,7 @@ def _row_norms(array: np.ndarray) -> np.ndarray:
     return norms
 
 
-def _needs_normalizing(norms: np.ndarray, name: str) -> bool:
+def needs_normalizing(norms: np.ndarray, name: str) -> bool:
     """Whether rows with these norms are normalized (all of them, or none: within _UNIT_TOLERANCE of unit length
     they are used as they are); warns once when some were off by more than _WARN_TOLERANCE."""
     off = np.abs(norms - 1.0)
@@ -143,7 +143,7 @@ def _needs_normalizing(norms: np.ndarray, name: str) -> bool:
     return True
 
 
-def _refuse_bad_rows(array: np.ndarray, norms: np.ndarray, name: str, normalize: bool) -> None:
+def refuse_bad_rows(array: np.ndarray, norms: np.ndarray, name: str, normalize: bool) -> None:
     """DataValidationError for the first row that cannot be used; ``norms`` are float64 row norms of ``array``."""
     bad = ~np.isfinite(norms)
     if bad.any():
@@ -224,7 +224,7 @@ def _as_tensor(array: np.ndarray, device: torch.device) -> torch.Tensor:
         return torch.from_numpy(array).to(device)
 
 
-def _resolve_device(device: str | torch.device | None) -> torch.device:
+def resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
@@ -313,7 +313,7 @@ def bidirectional_knn_blocks(
         check_k(k_backward, n, m)
     k_fwd = min(k, m)
     k_bwd = min(k if k_backward is None else k_backward, n)
-    dev = _resolve_device(device)
+    dev = resolve_device(device)
 
     # Blocks of about 4096 rows x 8192 columns: tall enough that the per-block work on the column lists (copy and
     # merge, ~cols k) stays small next to the sweep (~rows cols), and full-speed matrix products (less CPU time than
@@ -321,10 +321,10 @@ def bidirectional_knn_blocks(
     block_cols = min(m, max(1, block_elements // 4096))
     block_rows = max(1, min(n, block_elements // block_cols))
     if backend == "auto":
-        backend = "fused" if dev.type == "cpu" and _fused_kernel() is not None else "torch"
+        backend = "fused" if dev.type == "cpu" and fused_kernel() is not None else "torch"
     if backend not in ("fused", "torch"):
         raise ValueError(f"unknown backend {backend!r}; choose 'auto', 'fused' (CPU, numba) or 'torch'")
-    if backend == "fused" and (dev.type != "cpu" or _fused_kernel() is None):
+    if backend == "fused" and (dev.type != "cpu" or fused_kernel() is None):
         raise ValueError("the fused backend needs numba and a CPU device")
     start = time.perf_counter()
     row_starts = range(0, n, block_rows)
@@ -332,7 +332,7 @@ def bidirectional_knn_blocks(
         from tqdm.auto import tqdm
 
         row_starts = tqdm(row_starts, desc="kNN (both directions)", unit="block")
-    run = _fused_blocks if backend == "fused" else _torch_blocks
+    run = fused_blocks if backend == "fused" else torch_blocks
     result = run(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev)
     logger.debug(
         "bidirectional kNN (%s): %d x %d, d=%d, k=%d/%d, blocks %d x %d on %s in %.2fs",
@@ -350,7 +350,7 @@ def bidirectional_knn_blocks(
     return result
 
 
-def _fused_kernel():
+def fused_kernel():
     """The numba kernel, or None when numba is not installed."""
     try:
         from bitext_hf.mining import _fused_topk
@@ -365,9 +365,9 @@ def _column_block(y: Any, y_all: torch.Tensor | None, c0: int, c1: int, dev: tor
     return y_all[c0:c1] if y_all is not None else _as_tensor(y[c0:c1], dev)
 
 
-def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
+def fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
     """CPU: matrix products by torch (BLAS), both top-k lists updated by one fused sweep per block."""
-    kernel = _fused_kernel()
+    kernel = fused_kernel()
     n, m = x.shape[0], y.shape[0]
     fwd_vals = np.full((n, k_fwd), -np.inf, dtype=np.float32)
     fwd_idx = np.full((n, k_fwd), -1, dtype=np.int64)
@@ -396,7 +396,7 @@ def _fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -
     return BidirectionalKNN(fwd_vals, fwd_idx, bwd_vals, bwd_idx)
 
 
-def _torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
+def torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
     """Any torch device (the GPU path): row top-k and column top-k of each block by ``torch.topk``, merged."""
     n, m = x.shape[0], y.shape[0]
     y_all = _as_tensor(y, dev) if isinstance(y, np.ndarray) else None

@@ -72,7 +72,7 @@ DEFAULT_SHARD_SIZE = 1_000_000
 _TEMP_NAME = re.compile(r"\..+\.bitext-hf-\d+-[0-9a-f]+\.tmp")
 # Sentences per encoder call inside a shard: the progress bar moves within a shard and memory holds one shard. The
 # split depends only on the shard, so a resumed run encodes exactly the batches an uninterrupted one does.
-_ENCODE_CHUNK = 16_384
+ENCODE_CHUNK = 16_384
 _HASH_CHUNK = 1 << 24
 
 
@@ -313,13 +313,13 @@ def _write_shards_locked(
         for number in range(len(done), n_shards):
             chunk = list(texts[number * shard_size : (number + 1) * shard_size])
             array = None
-            for start in range(0, len(chunk), _ENCODE_CHUNK):
+            for start in range(0, len(chunk), ENCODE_CHUNK):
                 if embeddings is None:
-                    part = np.asarray(encode(chunk[start : start + _ENCODE_CHUNK]))
+                    part = np.asarray(encode(chunk[start : start + ENCODE_CHUNK]))
                 else:
                     offset = number * shard_size + start
-                    part = embeddings[offset : offset + len(chunk[start : start + _ENCODE_CHUNK])]
-                if part.ndim != 2 or part.shape[0] != len(chunk[start : start + _ENCODE_CHUNK]):
+                    part = embeddings[offset : offset + len(chunk[start : start + ENCODE_CHUNK])]
+                if part.ndim != 2 or part.shape[0] != len(chunk[start : start + ENCODE_CHUNK]):
                     raise ValueError(f"the encoder returned shape {part.shape} for {len(chunk)} sentences")
                 if array is None:
                     dimension = dimension or part.shape[1]
@@ -467,7 +467,7 @@ def open_shards(folder: str | os.PathLike, *, verify: bool = True) -> ShardedEmb
     than recorded, a SHA-256 that differs (``verify``, one read of every shard), rows that are NaN, inf or zero.
     """
     from bitext_hf.data.embeddings import read_embeddings
-    from bitext_hf.mining.knn import _needs_normalizing, _refuse_bad_rows, _row_norms
+    from bitext_hf.mining.knn import needs_normalizing, refuse_bad_rows, row_norms
 
     folder = os.fspath(folder)
     manifest_path = os.path.join(folder, MANIFEST)
@@ -507,12 +507,12 @@ def open_shards(folder: str | os.PathLike, *, verify: bool = True) -> ShardedEmb
             raise DataValidationError(
                 f"{path}: its SHA-256 differs from the one in {MANIFEST}: changed since, or from another encoding"
             )
-        shard_norms = _row_norms(array)
-        _refuse_bad_rows(array, shard_norms, path, True)
+        shard_norms = row_norms(array)
+        refuse_bad_rows(array, shard_norms, path, True)
         arrays.append(array)
         norms.append(shard_norms)
     all_norms = np.concatenate(norms)
-    return ShardedEmbeddings(folder, manifest, arrays, all_norms, _needs_normalizing(all_norms, folder))
+    return ShardedEmbeddings(folder, manifest, arrays, all_norms, needs_normalizing(all_norms, folder))
 
 
 def mine_shards(

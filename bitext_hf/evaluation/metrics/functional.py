@@ -12,7 +12,7 @@ Definitions (see DESIGN.md section 2):
   sentence1 i by cosine is the prediction and j the label; accuracy, and precision / recall / F1 with scikit-learn's
   ``average="weighted"`` and ``zero_division=0`` over those labels; main_score = F1. All fractions in [0, 1].
 - The last two equal their peer's numbers exactly, duplicates and ties included: the cosines and their ties are
-  computed as the peer computes them (``bitext_hf.evaluation.metrics._peer_retrieval``), never through the mining
+  computed as the peer computes them (``bitext_hf.evaluation.metrics.peer_retrieval``), never through the mining
   search.
 
 Every function validates its inputs and raises DataValidationError (a ValueError) for shapes that do not match, NaN,
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from bitext_hf.errors import DataValidationError
-from bitext_hf.evaluation.metrics._peer_retrieval import mteb_nearest_targets, translation_nearest
+from bitext_hf.evaluation.metrics.peer_retrieval import mteb_nearest_targets, translation_nearest
 from bitext_hf.mining.knn import BidirectionalKNN, bidirectional_knn, check_k, check_pair
 from bitext_hf.mining.retrieval import best_forward_candidates
 

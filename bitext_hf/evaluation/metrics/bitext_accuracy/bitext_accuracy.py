@@ -5,8 +5,8 @@ from __future__ import annotations
 import evaluate
 import numpy as np
 
-from bitext_hf.evaluation.metrics._module_info import embedding_pair_info
 from bitext_hf.evaluation.metrics.functional import bitext_accuracy
+from bitext_hf.evaluation.metrics.module_info import embedding_pair_info
 
 _DESCRIPTION = """
 Top-1 retrieval accuracy by cosine similarity, source -> target and target -> source, and their mean, as

@@ -5,8 +5,8 @@ from __future__ import annotations
 import evaluate
 import numpy as np
 
-from bitext_hf.evaluation.metrics._module_info import embedding_pair_info
 from bitext_hf.evaluation.metrics.functional import mteb_bitext_mining
+from bitext_hf.evaluation.metrics.module_info import embedding_pair_info
 
 _DESCRIPTION = """
 The metrics of MTEB's BitextMining tasks, so that numbers compare with the MTEB leaderboard: for each gold pair

@@ -5,8 +5,8 @@ from __future__ import annotations
 import evaluate
 import numpy as np
 
-from bitext_hf.evaluation.metrics._module_info import embedding_pair_info
 from bitext_hf.evaluation.metrics.functional import xsim
+from bitext_hf.evaluation.metrics.module_info import embedding_pair_info
 
 _DESCRIPTION = """
 xsim: the percentage of source sentences whose best-margin target among their k nearest neighbours is not their gold
