@@ -28,6 +28,14 @@ def _mib(count: int) -> str:
     return f"{count / (1 << 20):,.0f} MiB" if count >= 1 << 20 else f"{count:,} bytes"
 
 
+def _size_over(count: int, bound: int) -> str:
+    """``count`` beside ``bound`` in words that differ: rounded MiB, or exact bytes where rounding would show two
+    equal numbers (a file one byte over its bound)."""
+    if _mib(count) == _mib(bound):
+        return f"{count:,} bytes, more than the {bound:,} bytes"
+    return f"{_mib(count)}, more than the {_mib(bound)}"
+
+
 def read_small_file(path: str | os.PathLike, max_bytes: int) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes`` of them.
 
@@ -38,12 +46,13 @@ def read_small_file(path: str | os.PathLike, max_bytes: int) -> bytes:
     """
     # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; a regular file ignores the flag.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):  # checked before fdopen, which would fail on a folder and leak the fd
+        os.close(fd)
+        raise SmallFileError("not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise SmallFileError("not a regular file")
         if status.st_size > max_bytes:
-            raise SmallFileError(f"{_mib(status.st_size)}, more than the {_mib(max_bytes)} such a file can hold")
+            raise SmallFileError(f"{_size_over(status.st_size, max_bytes)} such a file can hold")
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise SmallFileError(f"more than the {_mib(max_bytes)} such a file can hold (it grew while being read)")
