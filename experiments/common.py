@@ -158,17 +158,18 @@ def _read_manifest(manifest: Path, script: str, names: tuple[str, ...]) -> dict[
     """The manifest of an earlier run of ``script``: its state and {relative path: kind}; every path checked to be
     one of ``names`` or under one (never absolute, never ``..``), so that nothing outside them can be deleted."""
     from bitext_hf.errors import UsageError
+    from bitext_hf.io.small_files import SmallFileError, read_small_json
 
     def refuse(why: str) -> UsageError:
         return UsageError(f"{manifest}: {why}; delete the folder's outputs yourself or choose another --output_dir")
 
     if _kind(manifest) != "file":
         raise refuse("not a regular file (a link or a folder): not a record this script wrote")
-    if manifest.stat().st_size > MANIFEST_MAX_BYTES:
-        raise refuse(f"larger than {MANIFEST_MAX_BYTES // 2**20} MiB: not a record this script wrote")
     try:
-        content = json.loads(manifest.read_bytes())
-    except (ValueError, UnicodeDecodeError):
+        content = read_small_json(manifest, MANIFEST_MAX_BYTES)
+    except SmallFileError as error:
+        raise refuse(f"{error}: not a record this script wrote") from None
+    except (ValueError, RecursionError):
         raise refuse("not JSON: not a record this script wrote") from None
     if not isinstance(content, dict) or content.get("written_by") != MANIFEST_WRITER:
         raise refuse("not a record this script wrote")

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from bitext_hf.hub.upload import upload
+from bitext_hf.io.small_files import read_small_json
 
 __all__ = [
     "POOLING_MODES",
@@ -375,11 +376,11 @@ def _earlier_export_modules(output_dir: Path) -> list[Path] | None:
     numbered in order); None when there is no such file (none, or another program's). Only real folders are listed:
     a link or a file of that name is not the export's."""
     path = output_dir / "modules.json"
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > _MODULES_JSON_MAX_BYTES:
+    if path.is_symlink():
         return None
     try:
-        entries = json.loads(path.read_bytes())
-    except (ValueError, OSError):
+        entries = read_small_json(path, _MODULES_JSON_MAX_BYTES)
+    except (ValueError, OSError, RecursionError):  # SmallFileError is a ValueError: a folder, a FIFO, too large
         return None
     transformer = {"idx": 0, "name": "0", "path": "", "type": _ST_CLASS.format("Transformer")}
     if not isinstance(entries, list) or not entries or entries[0] != transformer:
