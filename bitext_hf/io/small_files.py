@@ -29,10 +29,10 @@ def _mib(count: int) -> str:
 
 
 def _size_over(count: int, bound: int) -> str:
-    """``count`` beside ``bound`` in words that differ: rounded MiB, or exact bytes where rounding would show two
-    equal numbers (a file one byte over its bound)."""
+    """``count`` beside ``bound`` in words that differ: both in rounded MiB, or ``count`` in exact bytes where
+    rounding would show two equal numbers (a file one byte over its bound)."""
     if _mib(count) == _mib(bound):
-        return f"{count:,} bytes, more than the {bound:,} bytes"
+        return f"{count:,} bytes, more than the {_mib(bound)}"
     return f"{_mib(count)}, more than the {_mib(bound)}"
 
 
