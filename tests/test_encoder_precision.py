@@ -39,6 +39,8 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         ("auto", "cuda", True, True, "none"),
         ("int8", "cpu", False, False, "int8"),
         ("bf16", "cpu", True, False, "bf16"),  # asked for explicitly: emulated, but what was asked
+        ("bf16", "cuda", True, False, "bf16"),  # the GPU's matrix units
+        ("bf16", "cuda", False, False, "bf16"),  # a caller's model: autocast on CUDA
     ],
 )
 def test_auto_resolves_to_bf16_only_for_our_own_model_on_a_cpu_that_has_it(
@@ -48,11 +50,13 @@ def test_auto_resolves_to_bf16_only_for_our_own_model_on_a_cpu_that_has_it(
     assert precision.resolve_quantize(asked, device_type=device, owned=owned) == expected
 
 
-def test_unknown_values_and_cuda_and_use_are_refused_in_one_line():
+def test_unknown_values_and_int8_off_the_cpu_and_use_are_refused_in_one_line():
     with pytest.raises(UsageError, match="quantize='fp16': choose one of auto, none, bf16, int8"):
         precision.check_quantize("fp16")
-    with pytest.raises(UsageError, match="CPU option"):
-        precision.resolve_quantize("bf16", device_type="cuda", owned=True)
+    with pytest.raises(UsageError, match="quantize='int8' is a CPU option; on cuda use"):
+        precision.resolve_quantize("int8", device_type="cuda", owned=True)
+    with pytest.raises(UsageError, match="runs on CPUs and CUDA GPUs, not on mps"):
+        precision.resolve_quantize("bf16", device_type="mps", owned=True)
     with pytest.raises(EncoderLoadError, match="USE encoder runs in float32 numpy; drop quantize='int8'"):
         load_encoder(quantize="int8")
     assert load_encoder(quantize="none").dim == 512  # USE takes "none" and "auto"

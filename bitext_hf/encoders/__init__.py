@@ -177,8 +177,8 @@ class HFEncoder:
         threads (int, optional): CPU threads while encoding (:func:`bitext_hf.threads.limit_threads`). By default a
             model loaded here encodes on the count in force (a ``limit_threads`` around the call, else the CPUs this
             process may use), and a given model on whatever its caller set (a training run keeps its own setting).
-        quantize (str, defaults to "auto"): the CPU arithmetic, "none" (float32), "bf16" or "int8"; "auto" is
-            "bf16" for a model loaded here on a CPU with native bfloat16, else "none"
+        quantize (str, defaults to "auto"): the arithmetic, "none" (float32), "bf16" (CPU or CUDA) or "int8"
+            (CPU); "auto" is "bf16" for a model loaded here on a CPU with native bfloat16, else "none"
             (:mod:`bitext_hf.encoders.precision`). A given model is never modified.
         backend (str, defaults to "torch"): "onnx" or "openvino" convert a model loaded here when it loads and run it
             with ONNX Runtime (float32 or int8) or OpenVINO (float32 or bf16) on the CPU
@@ -304,7 +304,8 @@ class HFEncoder:
         model = quantize_int8(self.model, inplace=False) if self.quantize == "int8" and not self._owned else self.model
         was_training = model.training
         model.eval()
-        with _thread_limit(self), torch.inference_mode(), compute_context(self.quantize, owned=self._owned):
+        context = compute_context(self.quantize, owned=self._owned, device_type=self.device.type)
+        with _thread_limit(self), torch.inference_mode(), context:
             for rows in _progress(batches, show_progress, len(batches), "Encoding"):
                 inputs = self.tokenizer(
                     [sentences[i] for i in rows],
@@ -382,7 +383,8 @@ class SentenceTransformerEncoder:
             return l2_normalize(output)
         # A caller's model is quantized afresh at each call: it may have been trained since the last one.
         model = quantize_int8(self.model, inplace=False) if self.quantize == "int8" and not self._owned else self.model
-        with _thread_limit(self), compute_context(self.quantize, owned=self._owned):
+        context = compute_context(self.quantize, owned=self._owned, device_type=model.device.type)
+        with _thread_limit(self), context:
             for rows in _progress(batches, show_progress, len(batches), "Encoding"):
                 output[rows] = model.encode(
                     [sentences[i] for i in rows], batch_size=len(rows), show_progress_bar=False, convert_to_numpy=True

@@ -9,6 +9,9 @@
   ``"none"`` otherwise: a model handed over by its caller (in the middle of training, say) and CUDA runs are left
   as they are. benchmarks/README.md ("Encoder backends") has what each choice costs and changes in xsim.
 
+On CUDA, ``"bf16"`` is the GPU's own fast arithmetic (its matrix units) and is accepted; ``"int8"`` (torch's dynamic
+quantization) has CPU kernels only and is refused there. benchmarks/README.md ("On a GPU") has its speed.
+
 A model loaded by name is converted in place (it is ours). A model handed over is never modified: bfloat16 runs
 under ``torch.autocast`` and int8 on a quantized copy.
 """
@@ -45,13 +48,15 @@ def check_quantize(quantize: str | None) -> str:
 
 def resolve_quantize(quantize: str | None, *, device_type: str, owned: bool) -> str:
     """What ``quantize`` means for a model on ``device_type``: "none", "bf16" or "int8". ``owned``: the model was
-    loaded here (by name), so it may be converted. Reduced precision is a CPU choice; on CUDA it is refused rather
-    than silently ignored (CUDA runs are tested in float32 only)."""
+    loaded here (by name), so it may be converted. int8 has CPU kernels only: elsewhere it is refused rather than
+    silently ignored; bfloat16 runs on CPUs and CUDA GPUs."""
     quantize = check_quantize(quantize)
     if quantize == "auto":
         return "bf16" if owned and device_type == "cpu" and native_bf16() else "none"
-    if quantize != "none" and device_type != "cpu":
-        raise UsageError(f"quantize={quantize!r} is a CPU option; on {device_type} use quantize='none'")
+    if quantize == "int8" and device_type != "cpu":
+        raise UsageError(f"quantize='int8' is a CPU option; on {device_type} use quantize='none' or 'bf16'")
+    if quantize == "bf16" and device_type not in ("cpu", "cuda"):
+        raise UsageError(f"quantize='bf16' runs on CPUs and CUDA GPUs, not on {device_type}; use quantize='none'")
     return quantize
 
 
@@ -78,12 +83,12 @@ def prepare(model, mode: str, *, owned: bool):
     return model.to(torch.bfloat16) if mode == "bf16" else quantize_int8(model, inplace=True)
 
 
-def compute_context(mode: str, *, owned: bool):
+def compute_context(mode: str, *, owned: bool, device_type: str = "cpu"):
     """What each forward pass runs under: autocast for a caller's model in bfloat16 (its weights stay float32)."""
     import torch
 
     if mode == "bf16" and not owned:
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(device_type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 

@@ -55,6 +55,10 @@ _MAX_RAW_NORM = float(np.sqrt(np.finfo(np.float32).max))
 # costs"); margin mining uses k = 4 to 16.
 MAX_K = 256
 
+# The arithmetic of the similarity products on the torch path: float32, or half precision on a GPU, whose matrix
+# units run fp16 and bf16 products many times faster than float32 (benchmarks/README.md, "Mining on a GPU").
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
 
 @dataclass
 class BidirectionalKNN:
@@ -251,6 +255,7 @@ def bidirectional_knn(
     show_progress: bool = False,
     backend: str = "auto",
     normalize: bool = True,
+    precision: str = "fp32",
 ) -> BidirectionalKNN:
     """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``: both
     sides validated (:func:`check_pair`, L2-normalized unless ``normalize=False``: raw inner products), then
@@ -270,6 +275,7 @@ def bidirectional_knn(
         device=device,
         show_progress=show_progress,
         backend=backend,
+        precision=precision,
     )
 
 
@@ -283,6 +289,7 @@ def bidirectional_knn_blocks(
     device: str | torch.device | None = None,
     show_progress: bool = False,
     backend: str = "auto",
+    precision: str = "fp32",
 ) -> BidirectionalKNN:
     """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``, for
     inputs validated already: arrays from :func:`check_pair`, or row sources not in memory whose ``[a:b]`` gives rows
@@ -303,10 +310,16 @@ def bidirectional_knn_blocks(
         backend (str, defaults to "auto"): "fused" (CPU: one numba sweep per block updates both top-k lists),
             "torch" (``torch.topk`` per block and direction; the GPU path), or "auto" (fused on CPU when numba is
             installed, else torch).
+        precision (str, defaults to "fp32"): the products' arithmetic, "fp32", "fp16" or "bf16" (half precision
+            runs on the torch backend, which "auto" then chooses). Half precision is for GPUs: similarities are rounded to about 3 (fp16) or 2 (bf16)
+            significant digits, so near-ties may swap; the similarities returned are float32 copies of the rounded
+            ones.
 
     Raises:
-        UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`).
+        UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`), or an unknown precision.
     """
+    if precision not in PRECISIONS:
+        raise UsageError(f"precision={precision!r}: choose one of {', '.join(PRECISIONS)}")
     n, m = x.shape[0], y.shape[0]
     check_k(k, n, m)
     if k_backward is not None:
@@ -321,22 +334,28 @@ def bidirectional_knn_blocks(
     block_cols = min(m, max(1, block_elements // 4096))
     block_rows = max(1, min(n, block_elements // block_cols))
     if backend == "auto":
-        backend = "fused" if dev.type == "cpu" and fused_kernel() is not None else "torch"
+        fused = dev.type == "cpu" and precision == "fp32" and fused_kernel() is not None
+        backend = "fused" if fused else "torch"
     if backend not in ("fused", "torch"):
         raise ValueError(f"unknown backend {backend!r}; choose 'auto', 'fused' (CPU, numba) or 'torch'")
     if backend == "fused" and (dev.type != "cpu" or fused_kernel() is None):
         raise ValueError("the fused backend needs numba and a CPU device")
+    if backend == "fused" and precision != "fp32":
+        raise ValueError(f"the fused backend computes in float32; precision={precision!r} needs backend 'torch'")
     start = time.perf_counter()
     row_starts = range(0, n, block_rows)
     if show_progress:
         from tqdm.auto import tqdm
 
         row_starts = tqdm(row_starts, desc="kNN (both directions)", unit="block")
-    run = fused_blocks if backend == "fused" else torch_blocks
-    result = run(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev)
+    if backend == "fused":
+        result = fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev)
+    else:
+        result = torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev, PRECISIONS[precision])
     logger.debug(
-        "bidirectional kNN (%s): %d x %d, d=%d, k=%d/%d, blocks %d x %d on %s in %.2fs",
+        "bidirectional kNN (%s, %s): %d x %d, d=%d, k=%d/%d, blocks %d x %d on %s in %.2fs",
         backend,
+        precision,
         n,
         m,
         x.shape[1],
@@ -359,10 +378,12 @@ def fused_kernel():
     return _fused_topk
 
 
-def _column_block(y: Any, y_all: torch.Tensor | None, c0: int, c1: int, dev: torch.device) -> torch.Tensor:
+def _column_block(
+    y: Any, y_all: torch.Tensor | None, c0: int, c1: int, dev: torch.device, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """Rows ``c0:c1`` of the targets: a view of the whole tensor when ``y`` is in memory (on a GPU it is copied
     there once), else read from ``y`` for this block only (shards: memory holds one block, not the side)."""
-    return y_all[c0:c1] if y_all is not None else _as_tensor(y[c0:c1], dev)
+    return y_all[c0:c1] if y_all is not None else _as_tensor(y[c0:c1], dev).to(dtype)
 
 
 def fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
@@ -396,10 +417,13 @@ def fused_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) ->
     return BidirectionalKNN(fwd_vals, fwd_idx, bwd_vals, bwd_idx)
 
 
-def torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) -> BidirectionalKNN:
-    """Any torch device (the GPU path): row top-k and column top-k of each block by ``torch.topk``, merged."""
+def torch_blocks(
+    x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev, dtype: torch.dtype = torch.float32
+) -> BidirectionalKNN:
+    """Any torch device (the GPU path): row top-k and column top-k of each block by ``torch.topk``, merged. The
+    products run in ``dtype``; the running lists keep float32 copies of the similarities."""
     n, m = x.shape[0], y.shape[0]
-    y_all = _as_tensor(y, dev) if isinstance(y, np.ndarray) else None
+    y_all = _as_tensor(y, dev).to(dtype) if isinstance(y, np.ndarray) else None
     fwd_vals = torch.empty((n, k_fwd), dtype=torch.float32, device=dev)
     fwd_idx = torch.empty((n, k_fwd), dtype=torch.int64, device=dev)
     bwd_vals = torch.full((m, k_bwd), -math.inf, dtype=torch.float32, device=dev)
@@ -407,13 +431,14 @@ def torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) ->
     with torch.inference_mode():
         for r0 in row_starts:
             r1 = min(n, r0 + block_rows)
-            x_block = _as_tensor(x[r0:r1], dev)
+            x_block = _as_tensor(x[r0:r1], dev).to(dtype)
             row_vals = row_idx = None
             for c0 in range(0, m, block_cols):
                 c1 = min(m, c0 + block_cols)
-                sims = x_block @ _column_block(y, y_all, c0, c1, dev).T  # (rows, cols): the only O(N M d) work
+                sims = x_block @ _column_block(y, y_all, c0, c1, dev, dtype).T  # (rows, cols): the O(N M d) work
 
                 vals, idx = sims.topk(min(k_fwd, c1 - c0), dim=1)
+                vals = vals.float()
                 idx += c0
                 if row_vals is None:
                     row_vals, row_idx = vals, idx
@@ -422,6 +447,7 @@ def torch_blocks(x, y, k_fwd, k_bwd, row_starts, block_rows, block_cols, dev) ->
 
                 # Column top-k of this block, merged into each target's running list.
                 col_vals, col_idx = sims.T.topk(min(k_bwd, r1 - r0), dim=1)
+                col_vals = col_vals.float()
                 col_idx += r0
                 bwd_vals[c0:c1], bwd_idx[c0:c1] = _merge_topk(
                     bwd_vals[c0:c1], bwd_idx[c0:c1], col_vals, col_idx, k_bwd
