@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, PRECISIONS, bidirectional_knn_blocks
+from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, PRECISIONS, bidirectional_knn_blocks, row_topk
 
 K = 4
 # "cuda"; "cpu" (--device cpu, small --plan) only checks the script itself before a GPU run.
@@ -95,9 +95,13 @@ def embeddings(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x.cpu().numpy(), y.cpu().numpy()
 
 
-def two_searches(x: np.ndarray, y: np.ndarray, k: int, dtype: torch.dtype, tile_elements: int = 1 << 29):
+def two_searches(
+    x: np.ndarray, y: np.ndarray, k: int, dtype: torch.dtype, selection: str = "grouped", tile_elements: int = 1 << 29
+):
     """The baseline: x among y, then y among x, each as FAISS's GPU brute force does it (the database on the GPU,
-    query tiles times the whole database, top-k of each tile's rows)."""
+    query tiles times the whole database, top-k of each tile's rows). ``selection``: "grouped", the engine's own
+    top-k by group maxima, which stands in for FAISS's fast k-selection, or "torch", plain ``torch.topk``."""
+    select = row_topk if selection == "grouped" else (lambda sims, k: sims.topk(k, dim=1))
 
     def search(queries: np.ndarray, database: np.ndarray):
         base = torch.from_numpy(database).to(DEVICE).to(dtype)
@@ -106,15 +110,15 @@ def two_searches(x: np.ndarray, y: np.ndarray, k: int, dtype: torch.dtype, tile_
         indices = torch.empty((len(queries), k), dtype=torch.int64, device=DEVICE)
         for r0 in range(0, len(queries), rows):
             tile = torch.from_numpy(queries[r0 : r0 + rows]).to(DEVICE).to(dtype)
-            top = (tile @ base.T).topk(k, dim=1)
-            values[r0 : r0 + rows], indices[r0 : r0 + rows] = top.values.float(), top.indices
+            top_values, top_indices = select(tile @ base.T, k)
+            values[r0 : r0 + rows], indices[r0 : r0 + rows] = top_values.float(), top_indices
         return values.cpu().numpy(), indices.cpu().numpy()
 
     with torch.inference_mode():
         return search(x, y), search(y, x)
 
 
-def knn_run(n: int, d: int, precision: str, block_elements: int, peak: float) -> dict:
+def knn_run(n: int, d: int, precision: str, block_elements: int, peak: float, selection: str) -> dict:
     x, y = embeddings(n, d, seed=n + d)
     dtype = PRECISIONS[precision]
     synchronize()
@@ -125,7 +129,7 @@ def knn_run(n: int, d: int, precision: str, block_elements: int, peak: float) ->
     ours_s = time.perf_counter() - start
     synchronize()
     start = time.perf_counter()
-    (_, forward_idx), (_, backward_idx) = two_searches(x, y, K, dtype)
+    (_, forward_idx), (_, backward_idx) = two_searches(x, y, K, dtype, selection)
     baseline_s = time.perf_counter() - start
     products = 2.0 * n * n * d
     return {
@@ -133,6 +137,7 @@ def knn_run(n: int, d: int, precision: str, block_elements: int, peak: float) ->
         "d": d,
         "precision": precision,
         "block_elements": block_elements,
+        "baseline_topk": selection,
         "ours_s": ours_s,
         "two_searches_s": baseline_s,
         "ratio": ours_s / baseline_s,
@@ -151,7 +156,9 @@ def knn_run(n: int, d: int, precision: str, block_elements: int, peak: float) ->
     }
 
 
-def knn_benchmarks(peaks: dict, deadline: float, plan: list[tuple[int, int, str]], blocks: list[int]) -> list[dict]:
+def knn_benchmarks(
+    peaks: dict, deadline: float, plan: list[tuple[int, int, str]], blocks: list[int], selection: str
+) -> list[dict]:
     results, best_block = [], blocks[0]
     for position, (n, d, precision) in enumerate(plan):
         peak = peaks[f"gemm_tflops_{precision}"]
@@ -171,7 +178,7 @@ def knn_benchmarks(peaks: dict, deadline: float, plan: list[tuple[int, int, str]
                 )
                 print(json.dumps(results[-1]), flush=True)
                 continue
-            results.append(knn_run(n, d, precision, block_elements, peak))
+            results.append(knn_run(n, d, precision, block_elements, peak, selection))
             print(json.dumps(results[-1]), flush=True)
         if position == 0:
             timed = [r for r in results if "ours_s" in r]
@@ -190,7 +197,10 @@ def random_minilm(folder: Path, work: Path) -> Path:
     return target
 
 
-def encoding_benchmarks(folder: Path, sentences: list[str], batch_size: int) -> list[dict]:
+def encoding_benchmarks(folder: Path, sentences: list[str], batch_size: int, runs: list[str]) -> list[dict]:
+    """``runs``: "st:PRECISION" (``SentenceTransformer.encode``, the model cast to fp32/fp16/bf16) or
+    "ours:PRECISION" (``load_encoder``, quantize none/bf16); the first is sentence-transformers in fp32, the
+    reference every run's embeddings are compared with."""
     from sentence_transformers import SentenceTransformer
 
     from bitext_hf.encoders import load_encoder
@@ -203,18 +213,26 @@ def encoding_benchmarks(folder: Path, sentences: list[str], batch_size: int) -> 
         synchronize()
         return time.perf_counter() - start, np.asarray(vectors, dtype=np.float32)
 
+    if runs[0] != "st:fp32":
+        raise SystemExit("--encoders must start with st:fp32, the reference")
     results, reference = [], None
-    for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
-        model = SentenceTransformer(str(folder), device=DEVICE).to(dtype)
-        seconds, vectors = timed(
-            lambda batch, model=model: model.encode(
-                batch, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+    for run in runs:
+        kind, name = run.split(":")
+        if kind == "st":
+            model = SentenceTransformer(str(folder), device=DEVICE).to(PRECISIONS[name])
+            seconds, vectors = timed(
+                lambda batch, model=model: model.encode(
+                    batch, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+                )
             )
-        )
+        else:
+            model = load_encoder(str(folder), device=DEVICE, quantize={"fp32": "none", "bf16": "bf16"}[name])
+            seconds, vectors = timed(lambda batch, model=model: model.encode(batch, batch_size=batch_size))
+        del model
         reference = vectors if reference is None else reference
         results.append(
             {
-                "encoder": "sentence-transformers",
+                "encoder": "sentence-transformers" if kind == "st" else "bitext-hf",
                 "precision": name,
                 "seconds": seconds,
                 "sentences_per_s": len(sentences) / seconds,
@@ -222,21 +240,6 @@ def encoding_benchmarks(folder: Path, sentences: list[str], batch_size: int) -> 
             }
         )
         print(json.dumps(results[-1]), flush=True)
-        del model
-    for name, quantize in (("fp32", "none"), ("bf16", "bf16")):
-        encoder = load_encoder(str(folder), device=DEVICE, quantize=quantize)
-        seconds, vectors = timed(lambda batch, encoder=encoder: encoder.encode(batch, batch_size=batch_size))
-        results.append(
-            {
-                "encoder": "bitext-hf",
-                "precision": name,
-                "seconds": seconds,
-                "sentences_per_s": len(sentences) / seconds,
-                "min_cosine_to_st_fp32": float((vectors * reference).sum(axis=1).min()),
-            }
-        )
-        print(json.dumps(results[-1]), flush=True)
-        del encoder
     return results
 
 
@@ -271,6 +274,17 @@ def main() -> None:
     parser.add_argument("--minilm", type=Path, help="all-MiniLM-L6-v2's folder without its weights")
     parser.add_argument("--encode_budget", type=float, default=60, help="seconds kept for the encoding runs")
     parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument(
+        "--encoders",
+        default="st:fp32,st:fp16,st:bf16,ours:fp32,ours:bf16",
+        help="encoding runs, st:PRECISION or ours:PRECISION; the first must be st:fp32",
+    )
+    parser.add_argument(
+        "--baseline_topk",
+        choices=("grouped", "torch"),
+        default="grouped",
+        help="the two searches' top-k: the engine's grouped selection (a stand-in for FAISS's) or plain torch.topk",
+    )
     parser.add_argument("--device", default="cuda", help="cuda; cpu only checks this script (with a small --plan)")
     args = parser.parse_args()
     global DEVICE
@@ -286,7 +300,7 @@ def main() -> None:
     deadline = started + args.budget - encode_budget
     blocks = [int(b) for b in args.blocks.split(",")]
     try:
-        report["knn"] = knn_benchmarks(report["ceilings"], deadline, parse_plan(args.plan), blocks)
+        report["knn"] = knn_benchmarks(report["ceilings"], deadline, parse_plan(args.plan), blocks, args.baseline_topk)
     finally:
         args.json.write_text(json.dumps(report, indent=1))
     if encode_budget:
@@ -295,7 +309,9 @@ def main() -> None:
             report["encoding"] = {
                 "sentences": len(sentences),
                 "batch_size": args.batch_size,
-                "runs": encoding_benchmarks(random_minilm(args.minilm, Path(work)), sentences, args.batch_size),
+                "runs": encoding_benchmarks(
+                    random_minilm(args.minilm, Path(work)), sentences, args.batch_size, args.encoders.split(",")
+                ),
             }
         args.json.write_text(json.dumps(report, indent=1))
     print_table(report)

@@ -26,7 +26,7 @@ from transformers import AutoModel, TrainingArguments
 
 from bitext_hf.encoders import HFEncoder
 from bitext_hf.evaluation.metrics.functional import bitext_accuracy, xsim
-from bitext_hf.mining.knn import bidirectional_knn, knn_search
+from bitext_hf.mining.knn import bidirectional_knn, column_topk, knn_search, row_topk
 from bitext_hf.training import ModelArguments, parse_args
 
 DEVICE = os.environ.get("BITEXT_HF_TEST_DEVICE", "cuda")
@@ -68,6 +68,18 @@ def test_bidirectional_knn_finds_the_float64_neighbours(precision, tolerance):
     knn = bidirectional_knn(x, y, 5, device=DEVICE, backend="torch", precision=precision, block_elements=1 << 18)
     assert_true_neighbours(knn.forward_sims, knn.forward_indices, reference, tolerance)
     assert_true_neighbours(knn.backward_sims, knn.backward_indices, reference.T, tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_grouped_top_k_equals_torch_top_k_on_a_block_of_the_engine_s_size(dtype):
+    generator = torch.Generator(device=DEVICE).manual_seed(0)
+    sims = torch.randn(4096, 65536 + 100, device=DEVICE, generator=generator).to(dtype)  # a partial last group
+    sims[:, 1000] = sims[:, 5]  # ties
+    for k in (1, 4, 16):
+        values, indices = row_topk(sims, k)
+        assert torch.equal(values, sims.topk(k, dim=1).values) and torch.equal(sims.gather(1, indices), values)
+        values, indices = column_topk(sims, k)
+        assert torch.equal(values, sims.T.topk(k, dim=1).values) and torch.equal(sims.T.gather(1, indices), values)
 
 
 def test_knn_search_and_the_metrics_equal_the_cpu():

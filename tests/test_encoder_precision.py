@@ -137,3 +137,14 @@ def test_cli_refuses_an_unknown_precision(capsys):
         main(["encode", "--input", "in.txt", "--out", "x", "--quantize", "fp16"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'fp16'" in capsys.readouterr().err
+
+
+def test_int8_asked_without_a_device_runs_on_the_cpu_where_cuda_is(tiny_model_dir, monkeypatch):
+    """On a GPU machine a model loaded by name goes to CUDA, but int8 has CPU kernels only: asked for without a
+    device, it runs on the CPU (the cache key says int8) instead of being refused; asked for on CUDA, refused."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    encoder = HFEncoder(tiny_model_dir, quantize="int8")
+    assert encoder.device.type == "cpu" and encoder.quantize == "int8"
+    assert precision.effective_quantize(str(tiny_model_dir), "int8") == "int8"
+    with pytest.raises(UsageError, match="quantize='int8' is a CPU option; on cuda"):
+        precision.resolve_quantize("int8", device_type="cuda", owned=True)

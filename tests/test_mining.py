@@ -64,6 +64,32 @@ def test_fused_backend_keeps_the_lower_index_on_ties():
     assert result.backward_indices[:, 0].tolist() == [0, 0, 1, 1]
 
 
+def test_the_fused_backend_asked_without_a_device_runs_on_the_cpu_where_cuda_is(monkeypatch):
+    # On a GPU machine the default device is CUDA; the fused sweep is a CPU backend and must not be refused there.
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    x = np.eye(3, dtype=np.float32)
+    assert bidirectional_knn(x, x, 1, backend="fused").forward_indices[:, 0].tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols", "k"), [(257, 1031, 5), (100, 1024, 4), (64, 33, 4), (1000, 129, 16)])
+def test_grouped_top_k_equals_torch_top_k(rows, cols, k, dtype):
+    """The torch path's top-k by group maxima gives torch.topk's values exactly, shapes with a partial last group
+    and too few groups included, with ties (duplicate rows and columns); indices point at those values."""
+    import torch
+
+    from bitext_hf.mining.knn import column_topk, row_topk
+
+    sims = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows + cols)).to(getattr(torch, dtype))
+    sims[:, 7], sims[5] = sims[:, 3], sims[2]
+    values, indices = row_topk(sims, k)
+    assert torch.equal(values, sims.topk(k, dim=1).values) and torch.equal(sims.gather(1, indices), values)
+    values, indices = column_topk(sims, k)
+    assert torch.equal(values, sims.T.topk(k, dim=1).values) and torch.equal(sims.T.gather(1, indices), values)
+
+
 def test_bidirectional_knn_with_different_k_per_direction(random_pair):
     x, y = random_pair
     for backend in ("fused", "torch"):

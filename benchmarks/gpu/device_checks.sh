@@ -4,6 +4,8 @@
 # other dependencies travel as wheels in .whl/ and the benchmark inputs in .gpu_carry/ (both ignored by git; see
 # benchmarks/README.md, "On a GPU", for how they are made). Everything it writes goes under $OUT.
 #   run: bash benchmarks/gpu/device_checks.sh      (carry: .whl .gpu_carry)
+# A shorter call re-checks after a change, e.g.
+#   CUDA_TESTS="tests/test_cuda.py -k 'not bf16'" PLAN=1000000x1024:fp16 BENCH_BUDGET=120 SUITE= bash ...
 set -u
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
@@ -27,21 +29,24 @@ cat "$OUT/env.txt"
 echo "[$(elapsed)s] setup done"
 
 # 1. The CUDA tests (tests/test_cuda.py): kNN in fp32/fp16/bf16, metrics, encoders, the four recipes in bf16.
-timeout -s INT 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" -rfEs --timeout 140 tests/test_cuda.py \
-    >"$OUT/pytest_cuda.log" 2>&1
+eval timeout -s INT 150 python3 -m pytest -q -p no:cacheprovider -o addopts='""' -rfEs --timeout 140 \
+    "${CUDA_TESTS:-tests/test_cuda.py}" >"$OUT/pytest_cuda.log" 2>&1
 rc=$?; echo "[$(elapsed)s] test_cuda rc=$rc"
 
 # 2. The benchmarks (benchmarks/bench_gpu.py): a plan inside its budget.
-timeout -s INT 300 python3 benchmarks/bench_gpu.py --json "$OUT/bench_gpu.json" --budget 270 --encode_budget 75 \
+BENCH_BUDGET=${BENCH_BUDGET:-270}
+timeout -s INT $((BENCH_BUDGET + 30)) python3 benchmarks/bench_gpu.py --json "$OUT/bench_gpu.json" \
+    --budget "$BENCH_BUDGET" --encode_budget "${ENCODE_BUDGET:-75}" \
     --sentences .gpu_carry/sentences.txt --minilm .gpu_carry/minilm \
-    --plan 1000000x1024:fp16,1000000x768:fp16,500000x768:fp32,500000x1024:fp32,2000000x1024:fp16,1000000x768:fp32,4000000x1024:fp16 \
+    --encoders "${ENCODERS:-st:fp32,st:fp16,st:bf16,ours:fp32,ours:bf16}" --blocks "${BLOCKS:-33554432,268435456}" \
+    --plan "${PLAN:-1000000x1024:fp16,1000000x768:fp16,500000x768:fp32,500000x1024:fp32,2000000x1024:fp16,1000000x768:fp32,4000000x1024:fp16}" \
     >"$OUT/bench_gpu.log" 2>&1
 rc=$?; echo "[$(elapsed)s] bench_gpu rc=$rc"
 
 # 3. The suite's tests whose code chooses CUDA when present (mining, metrics, encoders, models, training), with
 # CUDA visible; whatever time is left.
 left=$(( 545 - $(elapsed) ))
-if [ "$left" -gt 30 ]; then
+if [ -n "${SUITE-1}" ] && [ "$left" -gt 30 ]; then
     timeout -s INT "$left" python3 -m pytest -q -p no:cacheprovider -o addopts="-m 'not slow'" -rfE --timeout 120 \
         -n 14 tests/test_mining.py tests/test_mining_index.py tests/test_mining_checks.py tests/test_mining_filters.py \
         tests/test_shards.py tests/test_metrics.py tests/test_metric_modules.py tests/test_peer_metrics.py \
@@ -53,5 +58,5 @@ if [ "$left" -gt 30 ]; then
 fi
 
 echo "== test_cuda"; tail -25 "$OUT/pytest_cuda.log"
-echo "== suite"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_suite.log" | cut -c1-220 | head -40; tail -3 "$OUT/pytest_suite.log"
+[ -f "$OUT/pytest_suite.log" ] && echo "== suite" && grep -E "^(FAILED|ERROR)" "$OUT/pytest_suite.log" | cut -c1-220 | head -40 && tail -3 "$OUT/pytest_suite.log"
 echo "== bench"; grep -v "^{" "$OUT/bench_gpu.log" | grep -v "Loading weights" | tail -30

@@ -223,7 +223,9 @@ class HFEncoder:
             warn_missing_weights(source.name, loading_info, pooling)
             if tokenizer is None:
                 tokenizer = load_source(source, lambda: AutoTokenizer.from_pretrained(source.source, **kwargs))
-            default_device = "cuda" if torch.cuda.is_available() else "cpu"
+            # int8 has CPU kernels only: asking for it without a device asks for the CPU.
+            int8 = check_quantize(quantize) == "int8"
+            default_device = "cuda" if torch.cuda.is_available() and not int8 else "cpu"
             model.eval()
         else:
             model = model_or_path
@@ -351,7 +353,8 @@ class SentenceTransformerEncoder:
                 source,
                 lambda: SentenceTransformer(
                     source.source,
-                    device=device,
+                    # int8 has CPU kernels only: asking for it without a device asks for the CPU.
+                    device="cpu" if device is None and check_quantize(quantize) == "int8" else device,
                     local_files_only=source.local_only,
                     trust_remote_code=trust_remote_code,
                 ),
@@ -372,6 +375,16 @@ class SentenceTransformerEncoder:
 
     def encode(self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         sentences = _check_sentences(sentences)
+        if self._runner is None and self.model.device.type != "cpu":
+            # On a GPU the forward passes are cheap and the CPU's tokenizing is the bottleneck: a second pass to
+            # count tokens costs more than it saves, so the model encodes as sentence-transformers itself does
+            # (batches sorted by characters, benchmarks/README.md, "On a GPU").
+            context = compute_context(self.quantize, owned=self._owned, device_type=self.model.device.type)
+            with _thread_limit(self), context:
+                vectors = self.model.encode(
+                    sentences, batch_size=batch_size, show_progress_bar=show_progress, convert_to_numpy=True
+                )
+            return l2_normalize(np.asarray(vectors, dtype=np.float32))
         # Batches sorted by tokens, not by characters as sentence-transformers sorts them: on real text the token
         # count of a sentence is a loose function of its length in characters, and padding to the longest of a
         # batch sorted by characters costs compute (benchmarks/README.md, "Encoder backends").

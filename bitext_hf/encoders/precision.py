@@ -103,7 +103,8 @@ def effective_quantize(spec, quantize: str | None) -> str:
         return "none"
     import torch
 
-    device_type = "cuda" if torch.cuda.is_available() else "cpu"  # the adapters' default device
+    # The adapters' default device: CUDA when there is one, except for int8, which has CPU kernels only.
+    device_type = "cuda" if torch.cuda.is_available() and quantize != "int8" else "cpu"
     return resolve_quantize(quantize, device_type=device_type, owned=True)
 
 

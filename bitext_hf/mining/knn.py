@@ -234,6 +234,50 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return torch.device(device)
 
 
+# torch.topk reads a long row at a small fraction of a GPU's memory bandwidth, while a maximum over groups of
+# consecutive entries reads it at full speed (benchmarks/README.md, "On a GPU"). The k groups with the largest maxima
+# hold the k largest entries (a group holding none of them has a maximum no larger than the k-th), so the exact top-k
+# is the top-k of those k groups' entries: one full-speed pass over the block and top-k passes over 1/TOPK_GROUP of it.
+TOPK_GROUP = 32
+
+
+def row_topk(sims: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sims.topk(k, dim=1)`` (values and column indices, best first) by group maxima; the same values exactly, and
+    among tied entries any may be chosen, as with ``torch.topk``."""
+    rows, cols = sims.shape
+    groups = cols // TOPK_GROUP
+    if groups <= k:
+        return sims.topk(k, dim=1)
+    body = sims[:, : groups * TOPK_GROUP].view(rows, groups, TOPK_GROUP)
+    top_groups = body.amax(dim=2).topk(k, dim=1).indices  # (rows, k)
+    candidates = body.gather(1, top_groups.unsqueeze(2).expand(rows, k, TOPK_GROUP)).reshape(rows, k * TOPK_GROUP)
+    values, position = candidates.topk(k, dim=1)
+    indices = top_groups.gather(1, position // TOPK_GROUP) * TOPK_GROUP + position % TOPK_GROUP
+    if cols > groups * TOPK_GROUP:  # the columns after the last whole group
+        tail_values, tail_indices = sims[:, groups * TOPK_GROUP :].topk(min(k, cols - groups * TOPK_GROUP), dim=1)
+        return _merge_topk(values, indices, tail_values, tail_indices + groups * TOPK_GROUP, k)
+    return values, indices
+
+
+def column_topk(sims: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sims.T.topk(k, dim=1)`` (for each column, its k largest entries and their row indices) by group maxima over
+    consecutive rows, without transposing the block."""
+    rows, cols = sims.shape
+    groups = rows // TOPK_GROUP
+    if groups <= k:
+        return sims.T.topk(k, dim=1)
+    body = sims[: groups * TOPK_GROUP].view(groups, TOPK_GROUP, cols)
+    top_groups = body.amax(dim=1).topk(k, dim=0).indices  # (k, cols)
+    candidates = body.gather(0, top_groups.unsqueeze(1).expand(k, TOPK_GROUP, cols)).reshape(k * TOPK_GROUP, cols)
+    values, position = candidates.topk(k, dim=0)
+    indices = top_groups.gather(0, position // TOPK_GROUP) * TOPK_GROUP + position % TOPK_GROUP
+    values, indices = values.T, indices.T
+    if rows > groups * TOPK_GROUP:  # the rows after the last whole group
+        tail_values, tail_indices = sims[groups * TOPK_GROUP :].T.topk(min(k, rows - groups * TOPK_GROUP), dim=1)
+        return _merge_topk(values, indices, tail_values, tail_indices + groups * TOPK_GROUP, k)
+    return values, indices
+
+
 def _merge_topk(
     values: torch.Tensor, indices: torch.Tensor, new_values: torch.Tensor, new_indices: torch.Tensor, k: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -326,7 +370,8 @@ def bidirectional_knn_blocks(
         check_k(k_backward, n, m)
     k_fwd = min(k, m)
     k_bwd = min(k if k_backward is None else k_backward, n)
-    dev = resolve_device(device)
+    # The fused sweep runs on the CPU: asking for it without a device asks for the CPU, also where CUDA is.
+    dev = torch.device("cpu") if backend == "fused" and device is None else resolve_device(device)
 
     # Blocks of about 4096 rows x 8192 columns: tall enough that the per-block work on the column lists (copy and
     # merge, ~cols k) stays small next to the sweep (~rows cols), and full-speed matrix products (less CPU time than
@@ -437,7 +482,7 @@ def torch_blocks(
                 c1 = min(m, c0 + block_cols)
                 sims = x_block @ _column_block(y, y_all, c0, c1, dev, dtype).T  # (rows, cols): the O(N M d) work
 
-                vals, idx = sims.topk(min(k_fwd, c1 - c0), dim=1)
+                vals, idx = row_topk(sims, min(k_fwd, c1 - c0))
                 vals = vals.float()
                 idx += c0
                 if row_vals is None:
@@ -446,7 +491,7 @@ def torch_blocks(
                     row_vals, row_idx = _merge_topk(row_vals, row_idx, vals, idx, k_fwd)
 
                 # Column top-k of this block, merged into each target's running list.
-                col_vals, col_idx = sims.T.topk(min(k_bwd, r1 - r0), dim=1)
+                col_vals, col_idx = column_topk(sims, min(k_bwd, r1 - r0))
                 col_vals = col_vals.float()
                 col_idx += r0
                 bwd_vals[c0:c1], bwd_idx[c0:c1] = _merge_topk(
