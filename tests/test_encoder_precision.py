@@ -116,7 +116,9 @@ def test_a_sentence_transformers_model_takes_the_same_options(tiny_model_dir, tm
     assert embeddings.dtype == np.float32 and cosines(embeddings, reference).min() > 0.99
 
 
-def test_the_precision_is_part_of_the_cache_key_and_the_encoder_name(native, tiny_model_dir):
+def test_the_precision_is_part_of_the_cache_key_and_the_encoder_name(native, tiny_model_dir, monkeypatch):
+    # The CPU's case: where CUDA is, a model loaded by name encodes there, and "auto" is float32 (checked last).
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     native(True)
     texts = ["one", "two"]
     keys = {mode: entry_key(texts, str(tiny_model_dir), quantize=mode) for mode in ("auto", "bf16", "none", "int8")}
@@ -128,6 +130,10 @@ def test_the_precision_is_part_of_the_cache_key_and_the_encoder_name(native, tin
     assert entry_key(texts, str(tiny_model_dir), quantize="auto") == keys["none"]
     # The embedded USE encoder computes in float32 whatever is asked: its entries and names do not change.
     assert entry_key(texts, None, quantize="auto") == entry_key(texts, None, quantize="none")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    native(True)
+    assert entry_key(texts, str(tiny_model_dir), quantize="auto") == keys["none"]
+    assert entry_key(texts, str(tiny_model_dir), quantize="int8") == keys["int8"]  # int8 runs on the CPU
 
 
 def test_cli_refuses_an_unknown_precision(capsys):

@@ -41,6 +41,10 @@ logger = logging.getLogger(__name__)
 # full BLAS speed, small enough for a laptop. The top-k bookkeeping is a small share of the product with the fused
 # CPU sweep (`_fused_topk.py`), a large one with each topk pass of the torch path (benchmarks/README.md, "Mining").
 DEFAULT_BLOCK_ELEMENTS = 1 << 25
+# On CUDA, blocks 8 times larger: fewer blocks mean fewer kernel launches and fewer merges into the running lists,
+# and a GPU holds a 1 GiB block easily (1.2-1.3x faster at 1M x 1M on an H200: benchmarks/README.md, "On a GPU").
+# Used when the caller leaves block_elements at its default.
+CUDA_BLOCK_ELEMENTS = 1 << 28
 
 # check_embeddings reads rows in blocks of this many elements (float64: 32 MiB), so a memory-mapped file is never
 # copied whole for the norms. Rows within _UNIT_TOLERANCE of unit length are used as they are (float32 rounding of a
@@ -348,16 +352,17 @@ def bidirectional_knn_blocks(
         y (np.ndarray, (M, d)): target embeddings.
         k (int, defaults to 4): neighbours per source; also per target unless ``k_backward`` is given.
         k_backward (int, optional): neighbours per target.
-        block_elements (int): size of one similarity block in elements (memory = 4 bytes each).
-        device: torch device for the products; defaults to CUDA when available, else CPU.
+        block_elements (int): size of one similarity block in elements (memory = 4 bytes each); the default is
+            :data:`CUDA_BLOCK_ELEMENTS` on CUDA.
+        device: torch device for the products; defaults to CUDA when available, else CPU (the fused backend: CPU).
         show_progress (bool): a tqdm bar over row blocks.
         backend (str, defaults to "auto"): "fused" (CPU: one numba sweep per block updates both top-k lists),
-            "torch" (``torch.topk`` per block and direction; the GPU path), or "auto" (fused on CPU when numba is
-            installed, else torch).
+            "torch" (top-k by group maxima per block and direction, :func:`row_topk`; the GPU path), or "auto"
+            (fused on CPU when numba is installed, else torch).
         precision (str, defaults to "fp32"): the products' arithmetic, "fp32", "fp16" or "bf16" (half precision
-            runs on the torch backend, which "auto" then chooses). Half precision is for GPUs: similarities are rounded to about 3 (fp16) or 2 (bf16)
-            significant digits, so near-ties may swap; the similarities returned are float32 copies of the rounded
-            ones.
+            runs on the torch backend, which "auto" then chooses). Half precision is for GPUs: similarities are
+            rounded to about 3 (fp16) or 2 (bf16) significant digits, so near-ties may swap; the similarities
+            returned are float32 copies of the rounded ones.
 
     Raises:
         UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`), or an unknown precision.
@@ -373,6 +378,8 @@ def bidirectional_knn_blocks(
     # The fused sweep runs on the CPU: asking for it without a device asks for the CPU, also where CUDA is.
     dev = torch.device("cpu") if backend == "fused" and device is None else resolve_device(device)
 
+    if dev.type == "cuda" and block_elements == DEFAULT_BLOCK_ELEMENTS:
+        block_elements = CUDA_BLOCK_ELEMENTS
     # Blocks of about 4096 rows x 8192 columns: tall enough that the per-block work on the column lists (copy and
     # merge, ~cols k) stays small next to the sweep (~rows cols), and full-speed matrix products (less CPU time than
     # full-width blocks of few rows: benchmarks/README.md, "Mining").
