@@ -61,7 +61,7 @@ def test_library_logs_are_hidden_by_default_and_shown_with_verbose(tmp_path, tin
     assert not [line for line in LIBRARY_LINES if line in quiet.stderr], quiet.stderr
     # The command's own lines stay: its progress, the truncation said once, the index, the speed.
     assert "1 of 4 sentences exceed 16 tokens and are truncated" in quiet.stderr
-    assert "index Flat" in quiet.stderr and "mine: 8 sentences (4 source + 4 target) in " in quiet.stderr
+    assert "index Flat" in quiet.stderr and "mine: 8 sentences (4 source + 4 target; 8 encoded) in " in quiet.stderr
 
     verbose = _mine(tmp_path, tiny_mlm_folder, "-v")
     assert verbose.returncode == EXIT_OK, verbose.stderr
@@ -110,12 +110,27 @@ def test_mine_reports_its_speed_on_stderr_unless_quiet(embeddings, tmp_path, cap
     assert main(argv) == EXIT_OK
     out, err = capsys.readouterr()
     [speed] = [line for line in err.splitlines() if line.startswith("mine: ")]
-    assert speed.startswith("mine: 12 sentences (6 source + 6 target) in ") and speed.endswith(" sentences/s")
-    assert "sentences/s" not in out and out.splitlines()[-1].startswith("mined ")  # the report keeps its format
+    # Embeddings given: nothing encoded, and no rate that would count them as if they were.
+    assert speed.startswith("mine: 12 sentences (6 source + 6 target) in ") and speed.endswith("; nothing encoded")
+    assert all(f"{part} " in speed for part in ("read", "encode", "search", "write"))
+    assert "mine: " not in out and out.splitlines()[-1].startswith("mined ")  # the report keeps its format
 
     assert main([*argv, "-q"]) == EXIT_OK
     out_quiet, err_quiet = capsys.readouterr()
-    assert "sentences/s" not in err_quiet and out_quiet == out
+    assert "mine: " not in err_quiet and out_quiet == out
+
+
+def test_mine_rate_counts_only_what_was_encoded(tmp_path, capsys, monkeypatch):
+    install_fake_encoders(monkeypatch)
+    src = write_lines(tmp_path / "src.txt", ["cat|en", "dog|en", "tree|en"])
+    tgt = write_lines(tmp_path / "tgt.txt", ["chat|fr", "chien|fr", "arbre|fr"])
+    argv = ["mine", "--src", src, "--tgt", tgt, "--show", "0", "--cache-dir", str(tmp_path / "cache")]
+    assert main(argv) == EXIT_OK
+    [first] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mine: ")]
+    assert "(3 source + 3 target; 6 encoded) in " in first and first.endswith(" sentences/s")
+    assert main(argv) == EXIT_OK  # the same sentences again: both sides from the cache
+    [again] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mine: ")]
+    assert "(3 source + 3 target; 6 from the cache) in " in again and again.endswith("; nothing encoded")
 
 
 def test_encode_reports_its_speed(tmp_path, capsys, monkeypatch):

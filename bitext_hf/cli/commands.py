@@ -194,9 +194,30 @@ def cmd_mine(args) -> int:
         _write_threshold_report(
             args.out, result.candidates, result.src_texts, result.tgt_texts, config.threshold, config.margin, report
         )
-    sides = f" ({result.src_sentences} source + {result.tgt_sentences} target)"
-    _report_rate(args, result.src_sentences + result.tgt_sentences, started, sides)
+    _report_mining_time(args, result, started)
     return EXIT_OK
+
+
+def _report_mining_time(args, result, started: float) -> None:
+    """``mine``'s closing line on stderr (``-q`` leaves it out): where the sentences came from, the time of each part,
+    and the encoding rate over what was encoded only (a run served by the cache encodes nothing)."""
+    if getattr(args, "quiet", False) and not getattr(args, "verbose", False):
+        return
+    seconds = time.perf_counter() - started
+    sources = [f"{result.src_sentences} source + {result.tgt_sentences} target"]
+    if result.encoded:
+        sources.append(f"{result.encoded} encoded")
+    if result.from_cache:
+        sources.append(f"{result.from_cache} from the cache")
+    parts = ", ".join(f"{name} {value:.1f} s" for name, value in result.seconds.items())
+    line = f"mine: {result.src_sentences + result.tgt_sentences} sentences ({'; '.join(sources)}) in {seconds:.1f} s"
+    if result.encoded:
+        per_second = result.encoded / max(result.seconds["encode"], 1e-9)
+        rate = f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
+        line += f" ({parts}); encoded {rate} sentences/s"
+    else:
+        line += f" ({parts}); nothing encoded"
+    print(line, file=sys.stderr)
 
 
 def _write_threshold_report(out, candidates, src_texts, tgt_texts, threshold, margin, report) -> None:

@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -90,6 +91,12 @@ class MiningResult:
     gold: GoldScores | None = None
     filter_counts: dict[str, int] | None = None
     candidates: MinedPairs | None = None
+    # Sentences encoded and sentences served by the encoding cache, and the seconds of each part of the run:
+    # "read" (reading and checking the inputs, the single-side filters), "encode" (loading the encoders and
+    # encoding), "search" (the kNN search, margins and retrieval) and "write" (the pairs and their sidecar).
+    encoded: int = 0
+    from_cache: int = 0
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None = None) -> MiningResult:
@@ -125,6 +132,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
     from bitext_hf.mining.output import check_representable, output_format
     from bitext_hf.mining.sidecar import metadata_path
 
+    started = time.perf_counter()
     check_inputs_and_output(config.out, config.inputs)
     if config.out and not writes_in_place(config.out):  # the sidecar is written too: it must not be an input either
         check_inputs_and_output(str(metadata_path(config.out)), config.inputs)
@@ -151,6 +159,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
     if docs is not None and kept[0] is not None:
         docs = (docs[0][kept[0]], docs[1][kept[1]])
 
+    read_seconds = time.perf_counter() - started
     embedder = Embedder(
         model=config.model,
         pooling=config.pooling,
@@ -173,6 +182,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
         tgt_emb, tgt_lines, tgt_keys = _rows_to_mine(
             config, embedder, tgt, "target", config.tgt_model, per_document, kept[1]
         )
+        search_started = time.perf_counter()
         _check_dimensions(config, src_emb, tgt_emb)  # an encoder's against the other side's .npy or encoder
         for path, other in ((config.src, tgt_emb.shape[0]), (config.tgt, src_emb.shape[0])):
             if config.k > other:
@@ -203,6 +213,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
             pairs, src_indices=src_lines[pairs.src_indices], tgt_indices=tgt_lines[pairs.tgt_indices]
         )
 
+    search_seconds = time.perf_counter() - search_started
     candidates = None
     if config.threshold_report:
         candidates = pairs
@@ -215,8 +226,10 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
     record = config.record(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
     if filters.active:
         record.filters = {"settings": filters.describe(), "removed": counts}
+    write_started = time.perf_counter()
     if config.out:
         _write_pairs_and_sidecar(config.out, pairs, src, tgt, fmt, record)
+    write_seconds = time.perf_counter() - write_started
     if config.check_recall and recall is None:  # document-level runs keep no global neighbours
         from bitext_hf.mining.index import check_recall
 
@@ -239,6 +252,14 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
         record=record,
         recall=recall,
         gold=GoldScores.of(pairs, gold) if gold is not None else None,
+        encoded=embedder.encoded,
+        from_cache=embedder.from_cache,
+        seconds={
+            "read": read_seconds,
+            "encode": embedder.encode_seconds,
+            "search": search_seconds,
+            "write": write_seconds,
+        },
     )
 
 

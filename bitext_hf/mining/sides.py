@@ -8,6 +8,7 @@ Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is `
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,11 @@ class Embedder:
     load_encoder: Any = None
     _encoders: dict = field(default_factory=dict, init=False, repr=False)
     _cache: Any = field(default=None, init=False, repr=False)
+    # What the run's report says: sentences encoded (and the seconds that took, loading the encoders included) and
+    # sentences whose embeddings came from the cache.
+    encoded: int = field(default=0, init=False)
+    from_cache: int = field(default=0, init=False)
+    encode_seconds: float = field(default=0.0, init=False)
 
     def encoder(self, spec: str | None):
         """The encoder ``spec`` (None: the default encoder), loaded at its first use."""
@@ -127,7 +133,9 @@ class Embedder:
         key = cache.key(texts, spec, self.pooling, **self.runtime) if cache is not None else None
         if cache is not None and (cached := cache.load(key, len(texts))) is not None:
             logger.info("%d %s sentences: embeddings from the cache (%s)", len(texts), what, cache.path(key))
+            self.from_cache += len(texts)
             return cached
+        started = time.perf_counter()
         if self.distributed:  # mine --distributed ray: the batches go to the Ray workers too
             from bitext_hf.mining.distributed import encode_ray, encoder_loader
 
@@ -137,6 +145,8 @@ class Embedder:
         else:
             logger.info("encoding %d %s sentences", len(texts), what)
             embeddings = self.encoder(spec).encode(texts, batch_size=self.batch_size, show_progress=self.show_progress)
+        self.encoded += len(texts)
+        self.encode_seconds += time.perf_counter() - started
         if cache is not None:
             cache.store(key, embeddings)
         return embeddings
