@@ -19,11 +19,21 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from pathlib import Path
 
 from bitext_hf.errors import UsageError
 
-__all__ = ["CGROUP_ROOT", "cgroup_cpu_quota", "check_threads", "default_threads", "limit_threads", "usable_cpus"]
+__all__ = [
+    "CGROUP_ROOT",
+    "cgroup_cpu_quota",
+    "check_threads",
+    "command_threads",
+    "default_threads",
+    "idle_cpus",
+    "limit_threads",
+    "usable_cpus",
+]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # The cgroup v1 hierarchies that can hold the CPU controller, by the names their mount points take.
@@ -112,6 +122,58 @@ def usable_cpus(cgroup_root: str | os.PathLike = CGROUP_ROOT) -> int:
     if quota is not None:
         cpus = min(cpus, math.ceil(quota))
     return max(1, cpus)
+
+
+def _cpu_times(stat: Path, cpus: set[int]) -> dict[int, tuple[int, int]] | None:
+    """(idle, total) clock ticks of each CPU in ``cpus`` from a ``/proc/stat`` file; None where it cannot be read."""
+    text = _read_text(stat)
+    if text is None:
+        return None
+    times = {}
+    for line in text.splitlines():
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            ticks = [int(field) for field in fields[:8]]  # user nice system idle iowait irq softirq steal
+            times[int(name[3:])] = (ticks[3] + ticks[4], sum(ticks))
+    return times if set(times) == cpus else None
+
+
+def idle_cpus(sample_seconds: float = 0.1, stat: str | os.PathLike = "/proc/stat") -> float | None:
+    """How many of the CPUs this process may run on (its affinity) other work left idle over the next
+    ``sample_seconds``, from the kernel's per-CPU counters; None where they cannot be read (not Linux)."""
+    try:
+        cpus = set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    before = _cpu_times(Path(stat), cpus)
+    if before is None:
+        return None
+    time.sleep(sample_seconds)
+    after = _cpu_times(Path(stat), cpus)
+    if after is None:
+        return None
+    idle = 0.0
+    for cpu in cpus:
+        total = after[cpu][1] - before[cpu][1]
+        idle += (after[cpu][0] - before[cpu][0]) / total if total > 0 else 1.0
+    return idle
+
+
+def command_threads(sample_seconds: float = 0.1) -> int:
+    """The thread count of a command run without ``--threads``: ``OMP_NUM_THREADS`` when it is set (the usual way to
+    say it), else :func:`usable_cpus`, fewer when other work keeps some of them busy (:func:`idle_cpus`, rounded).
+
+    On a shared machine, threads that outnumber the idle CPUs wait for each other at every parallel step: a 2-core
+    machine busy with two other processes encoded 6 times slower on 2 threads than on 1 (benchmarks/README.md,
+    "Threads on a shared machine")."""
+    from_environment = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if from_environment.isdigit() and int(from_environment) >= 1:
+        return int(from_environment)
+    cpus = usable_cpus()
+    idle = idle_cpus(sample_seconds) if cpus > 1 else None
+    if idle is None:
+        return cpus
+    return max(1, min(cpus, math.floor(idle + 0.5)))
 
 
 def default_threads() -> int:

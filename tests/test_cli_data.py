@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import polib
@@ -70,6 +71,15 @@ def test_list_counts_pairs_and_sorts_most_first(capsys, root):
     assert lines[-1] == "3 language(s) with pairs, 40 pairs in all, from 8 catalogs"
     code, out, _ = run(capsys, "--list", "--lang", "wo", "de", "--quiet", *hermetic(root))
     assert [line.split()[0] for line in out.strip().splitlines()[:-1]] == ["de", "wo"]
+
+
+def test_list_draws_a_progress_bar_on_a_terminal_only_and_not_with_quiet(capsys, root, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    code, out, err = run(capsys, "--list", *hermetic(root))
+    assert code == EXIT_OK and "catalogs: 100%" in err and "3/3" in err and "catalogs:" not in out
+    assert "catalogs:" not in run(capsys, "--list", "--quiet", *hermetic(root))[2]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert "catalogs:" not in run(capsys, "--list", *hermetic(root))[2]
 
 
 def test_several_languages_formats_and_max_pairs(capsys, root, tmp_path):

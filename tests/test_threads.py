@@ -194,11 +194,52 @@ def test_the_command_runs_under_its_thread_limit(tmp_path, monkeypatch):
     assert encoders.encoders[0].threads == wanted and torch.get_num_threads() == before
 
 
-def test_without_threads_the_limit_is_the_usable_cpus(tmp_path, monkeypatch, recorded_limits):
+def test_without_threads_the_limit_is_the_commands_count(tmp_path, monkeypatch, recorded_limits):
     install_fake_encoders(monkeypatch)
+    monkeypatch.setattr(bitext_hf.threads, "command_threads", lambda: 7)
     text = write_lines(tmp_path / "in.txt", ["cat|en"])
     assert main(["encode", "--input", text, "--out", str(tmp_path / "out.npy"), "--no-cache", "-q"]) == EXIT_OK
-    assert recorded_limits == [None]  # limit_threads(None): usable_cpus()
+    assert recorded_limits == [7]
+
+
+def _stat(path, busy: list[int], idle: list[int]) -> None:
+    """A /proc/stat whose CPUs have spent ``busy`` user ticks and ``idle`` idle ticks."""
+    cpus = [f"cpu{n} {b} 0 0 {i} 0 0 0 0 0 0" for n, (b, i) in enumerate(zip(busy, idle, strict=True))]
+    path.write_text("\n".join(["cpu  0 0 0 0 0 0 0 0 0 0", *cpus, "intr 0"]) + "\n", encoding="ascii")
+
+
+@pytest.mark.parametrize(
+    ("busy_ticks", "idle_ticks", "idle", "threads"),
+    [
+        ([0, 0], [10, 10], 2.0, 2),  # a quiet machine: every CPU
+        ([10, 0], [0, 10], 1.0, 1),  # another process keeps one CPU busy
+        ([10, 10], [0, 0], 0.0, 1),  # both busy: still one thread
+        ([3, 2], [7, 8], 1.5, 2),  # light background work rounds up
+    ],
+)
+def test_the_commands_count_follows_the_idle_cpus(tmp_path, monkeypatch, busy_ticks, idle_ticks, idle, threads):
+    """idle_cpus reads the kernel's per-CPU counters before and after its sample; command_threads rounds it."""
+    stat = tmp_path / "stat"
+    _stat(stat, [100, 100], [100, 100])
+    later = [100 + b for b in busy_ticks], [100 + i for i in idle_ticks]
+    monkeypatch.setattr(bitext_hf.threads.time, "sleep", lambda seconds: _stat(stat, *later))
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(bitext_hf.threads, "usable_cpus", lambda: 2)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert bitext_hf.threads.idle_cpus(stat=stat) == pytest.approx(idle)
+    real_idle_cpus = bitext_hf.threads.idle_cpus
+    monkeypatch.setattr(bitext_hf.threads, "idle_cpus", lambda seconds: real_idle_cpus(seconds, stat=stat))
+    _stat(stat, [100, 100], [100, 100])
+    assert bitext_hf.threads.command_threads() == threads
+
+
+def test_omp_num_threads_is_the_commands_count_and_unreadable_counters_are_every_cpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert bitext_hf.threads.command_threads() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert bitext_hf.threads.idle_cpus(stat=tmp_path / "missing") is None
+    monkeypatch.setattr(bitext_hf.threads, "idle_cpus", lambda seconds: None)
+    assert bitext_hf.threads.command_threads() == usable_cpus()
 
 
 @pytest.mark.parametrize(

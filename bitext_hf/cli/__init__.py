@@ -38,13 +38,14 @@ _COMMANDS_WITH_THREADS = frozenset({"encode", "mine", "score", "eval"})
 
 
 def _thread_limit(args):
-    """``--threads`` (default: the CPUs this process may use) over every thread pool of the command, set once
-    here and restored when the command ends (in this process: tests, notebooks)."""
+    """``--threads`` (default: :func:`~bitext_hf.threads.command_threads`, the CPUs this process may use that other
+    work leaves idle) over every thread pool of the command, set once here and restored when the command ends (in
+    this process: tests, notebooks)."""
     if args.command not in _COMMANDS_WITH_THREADS:
         return contextlib.nullcontext()  # nothing to cap, and torch is not imported for nothing
-    from bitext_hf.threads import limit_threads
+    from bitext_hf.threads import command_threads, limit_threads
 
-    return limit_threads(args.threads)
+    return limit_threads(args.threads or command_threads())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -212,8 +212,13 @@ def _list(args) -> int:
         )
     if not args.quiet:
         print(f"reading the catalogs of {len(languages)} language(s)...", file=sys.stderr)
+    from tqdm.auto import tqdm
+
     rows, read = [], []
-    for lang in languages:
+    # A bar on stderr while the catalogs are read (a minute for every language of a desktop system); tqdm draws it
+    # only where stderr is a terminal, and -q turns it off.
+    progress = tqdm(languages, desc="catalogs", unit="language", disable=args.quiet or not sys.stderr.isatty())
+    for lang in progress:
         catalogs = find_catalogs(lang, roots)
         found = _pairs(lang, roots, args) if catalogs else None
         if found is not None:

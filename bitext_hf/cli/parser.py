@@ -219,8 +219,8 @@ def shared_options(*, defaults: bool) -> argparse.ArgumentParser:
         type=_positive_int,
         default=default(None),
         metavar="N",
-        help="CPU threads for encoding and search (default: the CPUs this process may use: affinity and cgroup "
-        f"quota, here {usable_cpus()})",
+        help="CPU threads for encoding and search (default: OMP_NUM_THREADS if set, else the CPUs this process may "
+        f"use, affinity and cgroup quota, here {usable_cpus()}, fewer when other work keeps some of them busy)",
     )
     return parent
 
