@@ -141,3 +141,20 @@ def test_cli_encode_with_a_backend_names_it_in_the_manifest(tiny_model_dir, tmp_
     command = ["encode", "--input", str(tmp_path / "in.txt"), "--out", str(out), "--model", str(tiny_model_dir)]
     assert main([*command, "--backend", backend, "--quantize", REDUCED[backend], "-q", "--no-cache"]) == 0
     assert read_manifest(str(out / MANIFEST)).encoder == f"{tiny_model_dir} ({backend} {REDUCED[backend]})"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("openvino_telemetry") is None, reason="openvino_telemetry is not installed"
+)
+def test_openvino_conversion_sends_no_telemetry(tiny_model_dir, monkeypatch, tmp_path):
+    """OpenVINO's converter posts usage events (from a forked process) unless the user opted out: loading an encoder
+    sends nothing, and writes nothing under the home folder (where the telemetry keeps its client id)."""
+    import openvino_telemetry
+
+    sent = []
+    monkeypatch.setattr(openvino_telemetry.Telemetry, "send_event", lambda self, *a, **k: sent.append(a))
+    monkeypatch.setattr(openvino_telemetry.Telemetry, "start_session", lambda self, *a, **k: sent.append(a))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)  # the telemetry stays off in CI by itself; a user's machine is not CI
+    HFEncoder(tiny_model_dir, backend="openvino", quantize="none", device="cpu").encode(SENTENCES)
+    assert sent == [] and list(tmp_path.iterdir()) == []

@@ -16,9 +16,11 @@ only, and both refuse custom architectures (a Laser3 student, a MuSR encoder), w
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
+import sys
 import tempfile
 import warnings
 
@@ -111,15 +113,16 @@ class OpenVinoRunner:
     OpenVINO's inference precision)."""
 
     def __init__(self, module, sample, *, quantize: str, threads: int) -> None:
-        try:
-            import openvino
-        except ImportError:
-            raise EncoderLoadError(f"backend 'openvino' needs OpenVINO: {INSTALL['openvino']}") from None
         import torch
 
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # the tracer's warnings are about the model's own Python branches
-            graph = openvino.convert_model(module.eval(), example_input=dict(zip(INPUTS, sample, strict=True)))
+        with without_openvino_telemetry():
+            try:
+                import openvino
+            except ImportError:
+                raise EncoderLoadError(f"backend 'openvino' needs OpenVINO: {INSTALL['openvino']}") from None
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")  # the tracer's warnings are about the model's own Python branches
+                graph = openvino.convert_model(module.eval(), example_input=dict(zip(INPUTS, sample, strict=True)))
         config = {
             "INFERENCE_NUM_THREADS": int(threads),
             "INFERENCE_PRECISION_HINT": "bf16" if quantize == "bf16" else "f32",
@@ -130,6 +133,42 @@ class OpenVinoRunner:
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids.astype(np.int64), "attention_mask": attention_mask.astype(np.int64)}
         return np.asarray(self.compiled(feed)[0], dtype=np.float32)
+
+
+@contextlib.contextmanager
+def without_openvino_telemetry():
+    """Import OpenVINO and convert with its own no-op telemetry stub in place of the ``openvino_telemetry`` package.
+
+    Why: OpenVINO sends usage events to Google Analytics unless the user opted out beforehand: one when it is first
+    imported, more at each conversion, each posted from a forked process after writing a client id under the home
+    folder. Loading an encoder must not send anything or write outside its outputs, and offline the forked process
+    waits on a name lookup that the parent then waits for at exit: a command that had finished hung. While this is in
+    force ``import openvino_telemetry`` fails, so an OpenVINO imported now binds the stub it falls back to when the
+    package is missing; an OpenVINO imported earlier has the stub swapped in for the conversion only."""
+    import importlib
+
+    absent = object()
+    saved = sys.modules.get("openvino_telemetry", absent)
+    sys.modules["openvino_telemetry"] = None  # an import of it raises ImportError
+    swapped = []
+    try:
+        try:
+            stub = importlib.import_module("openvino.tools.ovc.telemetry_stub")
+        except ImportError:  # OpenVINO missing (the caller says so) or another layout: nothing to swap
+            stub = None
+        for name in ("convert_impl", "telemetry_utils", "utils") if stub is not None else ():
+            module = sys.modules.get(f"openvino.tools.ovc.{name}")
+            if module is not None and getattr(module, "tm", stub) is not stub:
+                swapped.append((module, module.tm))
+                module.tm = stub
+        yield
+    finally:
+        for module, original in swapped:
+            module.tm = original
+        if saved is absent:
+            del sys.modules["openvino_telemetry"]
+        else:
+            sys.modules["openvino_telemetry"] = saved
 
 
 def _int8(graph: bytes) -> bytes:
