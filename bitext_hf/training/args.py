@@ -237,6 +237,20 @@ def run_reporting_errors(program: str, call: Callable[[], Any]) -> Any:
         raise SystemExit(error.exit_code if isinstance(error, ConfigFileError) else code) from None
 
 
+def _apply_full_determinism(parsed: Sequence[Any]) -> None:
+    """``--full_determinism true``: deterministic kernels from the start of the run, not from the Trainer's start.
+
+    The Trainer calls ``transformers.enable_full_determinism`` in its ``__init__``, but a recipe has used the device
+    before that (the teacher's embeddings, the word aligner's encoder, the evaluation before training), and cuBLAS
+    reads ``CUBLAS_WORKSPACE_CONFIG`` when it first starts: set later, GPU matrix products stay non-deterministic.
+    """
+    for values in parsed:
+        if getattr(values, "full_determinism", False):
+            from transformers import enable_full_determinism
+
+            enable_full_determinism(values.seed)
+
+
 def run_recipe(
     main: Callable[..., Any],
     *dataclass_types: type,
@@ -277,6 +291,7 @@ def run_recipe(
         # transformers logger's level, and the training progress bar must stay.
         parsed = parse_args(*dataclass_types, args=arguments)
         check_output_dir(parsed)
+        _apply_full_determinism(parsed)
         verbose = any(getattr(values, "log_level", None) in ("debug", "info") for values in parsed)
         with library_logs(verbose):
             return main(*parsed)
