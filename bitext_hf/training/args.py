@@ -267,7 +267,8 @@ def run_recipe(
     line naming what is missing and the offline command that runs here (its ``-gettext`` or ``-smoke``
     configuration): exit 2.
 
-    Before ``main`` runs, :func:`check_output_dir` refuses an ``--output_dir`` that is or holds one of the run's
+    A multi-process launch must be one distributed job (:mod:`bitext_hf.training.distributed`), or it is refused
+    (exit 2). Before ``main`` runs, :func:`check_output_dir` refuses an ``--output_dir`` that is or holds one of the run's
     inputs, or is not a folder (exit 2).
 
     The libraries' logs and progress bars stay hidden (:mod:`bitext_hf.io.logs`) unless ``--log_level`` is
@@ -287,10 +288,16 @@ def run_recipe(
 
             check_default_config(script, Path(default_config))
             arguments = [CONFIG_FLAG, str(default_config)]
+        from bitext_hf.training.distributed import check_launch, check_parallel_mode
+
+        check_launch()  # before TrainingArguments sets up its devices: it may make a CPU launch a gloo job
         # Parsed before the libraries are quietened: TrainingArguments takes its default disable_tqdm from the
         # transformers logger's level, and the training progress bar must stay.
         parsed = parse_args(*dataclass_types, args=arguments)
         check_output_dir(parsed)
+        for values in parsed:
+            if hasattr(values, "parallel_mode"):
+                check_parallel_mode(values)
         _apply_full_determinism(parsed)
         verbose = any(getattr(values, "log_level", None) in ("debug", "info") for values in parsed)
         with library_logs(verbose):

@@ -27,6 +27,8 @@ from pathlib import Path
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
+from bitext_hf.training.distributed import main_process_first
+
 __all__ = [
     "SPECIAL_TOKENS",
     "TRAINER_THREADS",
@@ -209,13 +211,18 @@ def train_or_reuse_tokenizer(
     trained with, whatever changed since (another ``sentencepiece`` version, another sample of the text).
     """
     folder = Path(output_dir) / subfolder
-    if reuse and (folder / "tokenizer.json").is_file():
-        logger.info("resuming: reusing the tokenizer saved in %s", folder)
-        return PreTrainedTokenizerFast.from_pretrained(str(folder))
-    if reuse:
-        logger.info(
-            "resuming, but %s holds no tokenizer: training it again (the same text gives the same one)", folder
-        )
-    tokenizer = train_tokenizer(texts, **train_kwargs)
-    tokenizer.save_pretrained(str(folder))
-    return tokenizer
+    with main_process_first() as main:
+        if not main:
+            # Rank 0 of a distributed job trained and saved it just now: every rank must use the same vocabulary.
+            logger.info("reading the tokenizer rank 0 saved in %s", folder)
+            return PreTrainedTokenizerFast.from_pretrained(str(folder))
+        if reuse and (folder / "tokenizer.json").is_file():
+            logger.info("resuming: reusing the tokenizer saved in %s", folder)
+            return PreTrainedTokenizerFast.from_pretrained(str(folder))
+        if reuse:
+            logger.info(
+                "resuming, but %s holds no tokenizer: training it again (the same text gives the same one)", folder
+            )
+        tokenizer = train_tokenizer(texts, **train_kwargs)
+        tokenizer.save_pretrained(str(folder))
+        return tokenizer

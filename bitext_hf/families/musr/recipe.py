@@ -252,7 +252,9 @@ def run_stage(
         processing_class=tokenizer,
     )  # saved with every checkpoint
     trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(args.output_dir)
+    trainer.save_model(args.output_dir)  # by rank 0 alone in a distributed job
+    # Stage 2 of every rank starts from the folder rank 0 writes: none may read it before it is whole.
+    trainer.accelerator.wait_for_everyone()
     return trainer.model, trainer.state.log_history
 
 
