@@ -12,7 +12,6 @@ either way the data must be the same. The runs reuse the tiny configurations of 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import shutil
 import subprocess
@@ -21,8 +20,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from recipe_support import import_recipe
 from safetensors.torch import load_file
-from test_contrastive_align_resume import _run as run_align
+from test_contrastive_align_resume import run_align
 from test_distill_recipe import corpus_files, tiny_args  # noqa: F401  (corpus_files: a fixture used below)
 from test_musr_recipe import files  # noqa: F401  (a fixture used below)
 from test_musr_recipe import flags as musr_flags
@@ -31,16 +31,6 @@ from test_onealigner_recipe import data_files, recipe_flags  # noqa: F401  (data
 from transformers import TrainingArguments
 
 from bitext_hf.training import ModelArguments, parse_args, run_recipe
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _recipe(name: str):
-    sys.path.insert(0, str(ROOT / "recipes"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.pop(0)
 
 
 def _own_vocabulary(flags: list[str], vocab_size: int) -> list[str]:
@@ -74,7 +64,7 @@ def test_contrastive_align(tmp_path: Path) -> None:
 
 
 def test_distill_wolof(tmp_path: Path, corpus_files: list[str]) -> None:  # noqa: F811
-    recipe = _recipe("distill_wolof")
+    recipe = import_recipe("distill_wolof")
     first, second, resumed = tmp_path / "first", tmp_path / "second", tmp_path / "resumed"
     common = ("--eval_steps", "0", "--save_total_limit", "3")
     recipe.main(*tiny_args(recipe, corpus_files, first, *common))
@@ -88,7 +78,7 @@ def test_distill_wolof(tmp_path: Path, corpus_files: list[str]) -> None:  # noqa
 
 
 def test_train_onealigner(tmp_path: Path, data_files: dict) -> None:  # noqa: F811
-    recipe = _recipe("train_onealigner")
+    recipe = import_recipe("train_onealigner")
     first, second, resumed = tmp_path / "first", tmp_path / "second", tmp_path / "resumed"
 
     def main(output_dir: Path, *extra: str) -> None:
@@ -103,7 +93,7 @@ def test_train_onealigner(tmp_path: Path, data_files: dict) -> None:  # noqa: F8
 
 
 def test_train_musr(tmp_path: Path, files: dict) -> None:  # noqa: F811
-    recipe = _recipe("train_musr")
+    recipe = import_recipe("train_musr")
     first, second, resumed = tmp_path / "first", tmp_path / "second", tmp_path / "resumed"
     saving = ("--max_steps", "2", "--save_strategy", "steps", "--save_steps", "1")
     for output_dir in (first, second):
