@@ -340,6 +340,7 @@ def model_card(
         load_fields,
         quality_warnings,
     )
+    from bitext_hf.training.default_config import configuration_notes
 
     data = results.get("data", {})
     described = describe_data(script_args.train_pairs, data.get("train_pairs"))
@@ -352,6 +353,7 @@ def model_card(
     warnings = quality_warnings(
         steps=steps,
         smoke=smoke,
+        notes=configuration_notes(),
         comparisons=[
             Comparison(name, final.get(key), "stage 1 (before CrossConST)", first.get(key), lower)
             for key, (_, name, lower) in _MUSR_METRICS.items()
