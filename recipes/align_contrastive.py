@@ -43,6 +43,7 @@ from bitext_hf.families.contrastive_align.recipe import (
     training_texts,
 )
 from bitext_hf.training import ModelArguments, resume_checkpoint, run_recipe
+from bitext_hf.training.distributed import main_process_first
 
 __all__ = [
     "RESULTS_FILE",
@@ -87,8 +88,9 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     results = {"data": stats, "global_step": trainer.state.global_step, "initial": initial, "final": final}
 
     # Export: checkpoint, plain encoders, eval_results.json, hub.
-    if trainer.is_world_process_zero():
-        export_outputs(trainer.model, tokenizer, output_dir, script_args, training_args, results, push)
+    with main_process_first() as main_process:  # rank 0 writes, the others wait for it
+        if main_process:
+            export_outputs(trainer.model, tokenizer, output_dir, script_args, training_args, results, push)
     logger.info("final: %s", json.dumps({key: round(value, 4) for key, value in final.items() if "/" not in key}))
     return results
 

@@ -42,6 +42,7 @@ from bitext_hf.families.laser3.recipe import (
 )
 from bitext_hf.modeling.laser3 import Laser3Student
 from bitext_hf.training import BitextTrainer, resume_checkpoint, run_recipe
+from bitext_hf.training.distributed import main_process_first
 
 logger = logging.getLogger("distill_wolof")
 
@@ -67,10 +68,9 @@ def main(
     teacher, cache = load_teacher(script_args, output_dir)
     # The first process trains the vocabulary and fills the teacher cache; the others then read both (a Unigram
     # vocabulary differs from one training to the next, and every process must share one).
-    with training_args.main_process_first(desc="tokenizer and teacher cache", local=False):
+    with main_process_first():
         texts = (train, monolingual, english)
-        reuse = resume is not None or training_args.process_index > 0
-        tokenizer = build_tokenizer(model_args, script_args, training_args, texts, reuse=reuse)
+        tokenizer = build_tokenizer(model_args, script_args, training_args, texts, reuse=resume is not None)
         batches = build_batches(tokenizer, cache, texts, script_args, training_args)
     push = adapt_training_args(training_args)
     set_seed(training_args.seed)
@@ -102,12 +102,12 @@ def main(
     results["log_history"] = [entry for entry in trainer.state.log_history if "loss" in entry]
 
     # Export: the student, its card and figures, xsim_results.json (and the hub with --push_to_hub).
-    if trainer.is_world_process_zero():
-        if evaluator is not None:
-            results["student_after"] = evaluator.details(trainer.model)
-            logger.info("xsim after training: %s", results["student_after"])
-        export_student(trainer, tokenizer, script_args, training_args, results, evaluator, push)
-    trainer.accelerator.wait_for_everyone()
+    with main_process_first() as main_process:  # rank 0 writes, the others wait for it
+        if main_process:
+            if evaluator is not None:
+                results["student_after"] = evaluator.details(trainer.model)
+                logger.info("xsim after training: %s", results["student_after"])
+            export_student(trainer, tokenizer, script_args, training_args, results, evaluator, push)
     return results
 
 

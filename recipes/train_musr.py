@@ -42,6 +42,7 @@ from bitext_hf.families.musr.recipe import (
     train_stages,
 )
 from bitext_hf.training import resume_checkpoint, run_recipe
+from bitext_hf.training.distributed import main_process_first
 
 # Reached as attributes of this module by tests/ and experiments/ (recipe.ScriptArguments, recipe.model_card, ...).
 __all__ = [
@@ -80,8 +81,9 @@ def main(
     logger.info("stage 1: %s", json.dumps(results["stage1"]["final"]))
     logger.info("stage 2: %s", json.dumps(results["stage2"]["final"]))
 
-    if training_args.process_index == 0:
-        save_outputs(model, inputs.tokenizer, script_args, results, output_dir, training_args)
+    with main_process_first() as main_process:  # rank 0 writes, the others wait for it
+        if main_process:
+            save_outputs(model, inputs.tokenizer, script_args, results, output_dir, training_args)
     return results
 
 

@@ -41,6 +41,7 @@ from bitext_hf.families.onealigner.recipe import (  # noqa: F401  (the module's 
     tokenizer_factory,
 )
 from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, resume_checkpoint, run_recipe
+from bitext_hf.training.distributed import main_process_first
 
 
 def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict[str, Any]:
@@ -77,11 +78,12 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
         "final": final,
         "eval_history": history,
     }
-    if trainer.is_world_process_zero():
-        save_outputs(
-            trainer.model, tokenizer, script_args, model_args, output_dir, results, data, trainer.state.log_history
-        )
-        push_export(output_dir, training_args, push)
+    with main_process_first() as main_process:  # rank 0 writes, the others wait for it
+        if main_process:
+            save_outputs(
+                trainer.model, tokenizer, script_args, model_args, output_dir, results, data, trainer.state.log_history
+            )
+            push_export(output_dir, training_args, push)
     logger.info("final: %s", json.dumps({k: round(v, 4) for k, v in final.items() if "/" not in k}))
     return results
 

@@ -445,3 +445,22 @@ def test_recipe_with_lora_saves_the_adapter_and_merges_it(tmp_path: Path) -> Non
     assert type(model) is ContrastiveAlignedEncoder
     assert model.config.regularization_weight == 0.0  # LoRA replaces the regularizer unless asked for
     assert not any("lora" in name for name in model.state_dict())
+
+
+def test_dropout_of_the_random_encoder_is_checked_and_applied(tiny_tokenizer):
+    from bitext_hf.errors import UsageError
+    from bitext_hf.families.contrastive_align.recipe import ScriptArguments, build_model
+
+    with pytest.raises(UsageError, match=r"--dropout must be in \[0, 1\), got 1.5"):
+        ScriptArguments(train_pairs=["de=gettext"], dropout=1.5)
+    sizes = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
+    script_args = ScriptArguments(train_pairs=["de=gettext"], encoder="random", objective="l2", dropout=0.0, **sizes)
+    config = build_model(script_args, tiny_tokenizer, ["de"], lora=False, seed=0).encoder.config
+    assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.0
+
+
+def test_each_link_weighs_the_same_in_one_process():
+    """Outside a distributed job the alignment term is the model's own mean (a share of 1)."""
+    from bitext_hf.families.contrastive_align.objectives import link_share
+
+    assert link_share(7, torch.device("cpu")) == 1.0

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from recipe_support import import_recipe
 from safetensors.torch import load_file
 
 from bitext_hf.errors import DataValidationError
@@ -19,12 +19,9 @@ from bitext_hf.families.contrastive_align.objectives import THETA_0_FILE, Refere
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(output_dir: Path, *flags: str) -> dict:
-    sys.path.insert(0, str(ROOT / "recipes"))
-    try:
-        import align_contrastive
-    finally:
-        sys.path.pop(0)
+def run_align(output_dir: Path, *flags: str) -> dict:
+    """align_contrastive's smoke configuration cut to six steps with a checkpoint every three, into ``output_dir``."""
+    align_contrastive = import_recipe("align_contrastive")
     from transformers import TrainingArguments
 
     from bitext_hf.training import ModelArguments, parse_args
@@ -70,12 +67,12 @@ def _weights(folder: Path) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("flags", [(), ("--use_peft", "--lora_r", "4", "--regularization_weight", "1")])
 def test_resumed_run_keeps_theta_0_and_ends_as_the_uninterrupted_one(tmp_path: Path, flags: tuple[str, ...]) -> None:
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    assert _run(whole, *flags)["global_step"] == 6
+    assert run_align(whole, *flags)["global_step"] == 6
     # The run interrupted after step 3: its output folder as it was then (the tokenizer trained on the data, the
     # word-alignment cache, checkpoint-3), resumed with the same command line.
     for name in ("tokenizer", "alignments", "checkpoint-3"):
         shutil.copytree(whole / name, resumed / name)
-    _run(resumed, "--resume_from_checkpoint", "auto", *flags)
+    run_align(resumed, "--resume_from_checkpoint", "auto", *flags)
 
     # theta_0 is the run's initial weights in every checkpoint, the resumed run's included.
     first = load_file(whole / "checkpoint-3" / THETA_0_FILE)
@@ -99,7 +96,7 @@ def test_resumed_run_keeps_theta_0_and_ends_as_the_uninterrupted_one(tmp_path: P
     shutil.copytree(whole / "checkpoint-3", old)
     (old / THETA_0_FILE).unlink()
     with pytest.raises(DataValidationError, match=f"{THETA_0_FILE}: missing"):
-        _run(tmp_path / "refused", "--resume_from_checkpoint", str(old), *flags)
+        run_align(tmp_path / "refused", "--resume_from_checkpoint", str(old), *flags)
     assert not (tmp_path / "refused").exists()
 
 

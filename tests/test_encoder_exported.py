@@ -5,6 +5,7 @@ with its own pooling), reduced precision stays close, and what a backend cannot 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 
 import numpy as np
@@ -158,3 +159,38 @@ def test_openvino_conversion_sends_no_telemetry(tiny_model_dir, monkeypatch, tmp
     monkeypatch.delenv("CI", raising=False)  # the telemetry stays off in CI by itself; a user's machine is not CI
     HFEncoder(tiny_model_dir, backend="openvino", quantize="none", device="cpu").encode(SENTENCES)
     assert sent == [] and list(tmp_path.iterdir()) == []
+
+
+_DROPPED_FIRST_IN_FIRST_OUT = """
+import gc, signal, subprocess, torch
+from bitext_hf.encoders.exported import OpenVinoRunner
+
+class Mean(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(8, 4)
+
+    def forward(self, input_ids, attention_mask):
+        mask = attention_mask.unsqueeze(-1).float()
+        return (self.embedding(input_ids) * mask).sum(1) / mask.sum(1)
+
+sample = (torch.tensor([[1, 2, 3], [4, 5, 0]]), torch.tensor([[1, 1, 1], [1, 1, 0]]))
+first = OpenVinoRunner(Mean(), sample, quantize="none", threads=1)
+second = OpenVinoRunner(Mean(), sample, quantize="none", threads=1)
+del first, second
+gc.collect()
+signal.signal(signal.SIGCHLD, lambda *_: None)
+subprocess.run(["true"], check=True)
+print("alive")
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="openvino is not installed")
+@pytest.mark.skipif(sys.platform != "linux", reason="OpenVINO's CPU plugin swaps the signal stack on Linux only")
+def test_openvino_encoders_dropped_in_any_order_leave_the_signal_stack_alive():
+    """Each OpenVINO CPU plugin instance swaps the thread's signal stack and puts the previous one back when freed:
+    two instances freed first-in first-out left the process on an unmapped stack, and the next signal with a Python
+    handler (a child's SIGCHLD here, as torch's DataLoader handles it) ended it with SIGSEGV and no traceback. Run in
+    a process of its own, so that a regression cannot take the test session down with it."""
+    result = subprocess.run([sys.executable, "-c", _DROPPED_FIRST_IN_FIRST_OUT], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "alive", (result.returncode, result.stderr[-2000:])

@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import warnings
 
 import numpy as np
@@ -35,6 +36,8 @@ OPSET = 17
 INPUTS = ("input_ids", "attention_mask")
 # Two sentences of unequal length: the graph is traced with padding in it.
 SAMPLE_SENTENCES = ["a short one", "a somewhat longer sentence than the first one"]
+_CORE_LOCK = threading.Lock()
+_CORE = []  # the process's one openvino.Core, once made (openvino_core)
 
 
 def check_backend(backend: str | None) -> str:
@@ -128,7 +131,7 @@ class OpenVinoRunner:
             "INFERENCE_PRECISION_HINT": "bf16" if quantize == "bf16" else "f32",
             "PERFORMANCE_HINT": "LATENCY",  # one batch at a time, all threads on it
         }
-        self.compiled = openvino.Core().compile_model(graph, "CPU", config)
+        self.compiled = openvino_core().compile_model(graph, "CPU", config)
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids.astype(np.int64), "attention_mask": attention_mask.astype(np.int64)}
@@ -169,6 +172,26 @@ def without_openvino_telemetry():
             del sys.modules["openvino_telemetry"]
         else:
             sys.modules["openvino_telemetry"] = saved
+
+
+def openvino_core():
+    """The process's one ``openvino.Core``: made at the first OpenVINO encoder, kept until the process ends.
+
+    Why one and never freed: every ``Core`` loads an instance of OpenVINO's CPU plugin of its own, and on Linux each
+    instance, when made, gives the calling thread a signal stack of its own (``sigaltstack``, mapped by the plugin)
+    and, when freed, unmaps it and puts back the stack it found. Two instances freed in the order they were made (two
+    encoders dropped first-in first-out, as the garbage collector may drop them) leave the thread on the unmapped
+    stack of the first: the next signal whose handler runs on that stack (any Python handler, such as the SIGCHLD
+    handler of torch's DataLoader, and faulthandler's) kills the process with SIGSEGV and no traceback, and a stack
+    mapped again meanwhile gets the signal frame written over other data. One plugin instance that lives as long as
+    the process swaps the stack once and never puts back a freed one.
+    """
+    import openvino
+
+    with _CORE_LOCK:
+        if not _CORE:
+            _CORE.append(openvino.Core())
+        return _CORE[0]
 
 
 def _int8(graph: bytes) -> bytes:

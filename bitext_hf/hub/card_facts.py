@@ -180,11 +180,17 @@ class Comparison:
 
 
 def quality_warnings(
-    *, steps: int | None = None, smoke: bool = False, comparisons: Sequence[Comparison] = ()
+    *,
+    steps: int | None = None,
+    smoke: bool = False,
+    comparisons: Sequence[Comparison] = (),
+    notes: Sequence[str] = (),
 ) -> list[str]:
-    """Plain warnings for the card's limitations: a smoke run (see :func:`is_smoke_run`), and each comparison in which
-    this model is worse than its reference. Empty when there is nothing to warn about."""
-    warnings = []
+    """Plain warnings for the card's limitations: ``notes`` first (what the run itself says of its configuration,
+    such as ``bitext_hf.training``'s note that an offline configuration ran in place of the paper's setup), a smoke
+    run (see :func:`is_smoke_run`), and each comparison in which this model is worse than its reference. Empty when
+    there is nothing to warn about."""
+    warnings = list(notes)
     if is_smoke_run(steps, smoke=smoke):
         how = f"{steps} optimizer steps" if steps is not None else "a smoke configuration"
         rule = f" (fewer than {SMOKE_STEPS} steps: bitext-hf's smoke-run rule)" if steps is not None else ""

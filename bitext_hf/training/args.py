@@ -237,6 +237,20 @@ def run_reporting_errors(program: str, call: Callable[[], Any]) -> Any:
         raise SystemExit(error.exit_code if isinstance(error, ConfigFileError) else code) from None
 
 
+def _apply_full_determinism(parsed: Sequence[Any]) -> None:
+    """``--full_determinism true``: deterministic kernels from the start of the run, not from the Trainer's start.
+
+    The Trainer calls ``transformers.enable_full_determinism`` in its ``__init__``, but a recipe has used the device
+    before that (the teacher's embeddings, the word aligner's encoder, the evaluation before training), and cuBLAS
+    reads ``CUBLAS_WORKSPACE_CONFIG`` when it first starts: set later, GPU matrix products stay non-deterministic.
+    """
+    for values in parsed:
+        if getattr(values, "full_determinism", False):
+            from transformers import enable_full_determinism
+
+            enable_full_determinism(values.seed)
+
+
 def run_recipe(
     main: Callable[..., Any],
     *dataclass_types: type,
@@ -249,11 +263,14 @@ def run_recipe(
     With no arguments at all the recipe runs its default configuration, the paper's setup: ``default_config``, else
     (on the command line) ``configs/<name>.yaml`` beside the script, ``<name>`` being the script's name without
     ``train_``. Where that setup needs what this machine lacks (the Hugging Face Hub for data or models that are not
-    cached, with downloads off or the hub unreachable; a GPU for bf16; eflomal), it stops before any work with one
-    line naming what is missing and the offline command that runs here (its ``-gettext`` or ``-smoke``
-    configuration): exit 2.
+    cached, with downloads off or the hub unreachable; a GPU for bf16; eflomal), it runs the offline configuration
+    that runs here (its ``-gettext``, else its ``-smoke`` configuration), its first line naming what was missing and
+    which configuration runs instead, the model card saying the same; with no such configuration it stops before any
+    work with one line naming what is missing: exit 2 (:mod:`bitext_hf.training.default_config` says why it runs
+    rather than stops).
 
-    Before ``main`` runs, :func:`check_output_dir` refuses an ``--output_dir`` that is or holds one of the run's
+    A multi-process launch must be one distributed job (:mod:`bitext_hf.training.distributed`), or it is refused
+    (exit 2). Before ``main`` runs, :func:`check_output_dir` refuses an ``--output_dir`` that is or holds one of the run's
     inputs, or is not a folder (exit 2).
 
     The libraries' logs and progress bars stay hidden (:mod:`bitext_hf.io.logs`) unless ``--log_level`` is
@@ -267,16 +284,26 @@ def run_recipe(
         default_config = derived if derived.is_file() else None
 
     def run() -> Any:
-        arguments = argv
-        if not arguments and default_config is not None:
-            from bitext_hf.training.default_config import check_default_config
+        from bitext_hf.training.default_config import choose_default_config, record_substitution
 
-            check_default_config(script, Path(default_config))
-            arguments = [CONFIG_FLAG, str(default_config)]
+        arguments, reason = argv, None
+        if not arguments and default_config is not None:
+            config, reason = choose_default_config(script, Path(default_config))
+            if reason and os.environ.get("RANK", "0") == "0":  # once per job, before anything else is printed
+                print(f"{program}: {reason}", file=sys.stderr, flush=True)
+            arguments = [CONFIG_FLAG, str(config)]
+        record_substitution(reason)  # the card of this run says it, the card of a later run in this process not
+        from bitext_hf.training.distributed import check_launch, check_parallel_mode
+
+        check_launch()  # before TrainingArguments sets up its devices: it may make a CPU launch a gloo job
         # Parsed before the libraries are quietened: TrainingArguments takes its default disable_tqdm from the
         # transformers logger's level, and the training progress bar must stay.
         parsed = parse_args(*dataclass_types, args=arguments)
         check_output_dir(parsed)
+        for values in parsed:
+            if hasattr(values, "parallel_mode"):
+                check_parallel_mode(values)
+        _apply_full_determinism(parsed)
         verbose = any(getattr(values, "log_level", None) in ("debug", "info") for values in parsed)
         with library_logs(verbose):
             return main(*parsed)

@@ -1,8 +1,13 @@
-"""Whether a recipe's default configuration (the paper's setup, run when the recipe gets no arguments) can run on
-this machine, and if not, the one line that says what is missing and which shipped configuration runs here.
+"""Which configuration a recipe run with no arguments runs: its default configuration (the paper's setup) where this
+machine can run it, else the first shipped offline configuration that runs here, announced in one line and recorded
+for the model card; a refusal in one line when none runs here.
 
 What a setup may lack: the Hugging Face Hub for data or models that are not cached (downloads turned off, or the hub
 not answering a short connection probe), a GPU for bf16 / fp16, and the eflomal aligner.
+
+Why run the offline configuration rather than stop: ``accelerate launch recipes/<recipe>.py`` is the line users type,
+and accelerate's launcher follows any non-zero exit of the script with a ``CalledProcessError`` traceback of its own
+(exit 1), so a refusal can never be the last line the user sees nor keep its exit code there (recipes/README.md).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 
 from bitext_hf.training.args import CONFIG_FLAG, load_yaml_config
 
-__all__ = ["check_default_config"]
+__all__ = ["choose_default_config", "configuration_notes", "record_substitution"]
 
 
 # Configuration keys that name a model or tokenizer (a hub id unless a local path or a recipe's own keyword).
@@ -22,22 +27,45 @@ _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFF
 _HUB_PROBE_SECONDS = 3.0
 
 
-def check_default_config(script: Path, config_path: Path) -> None:
-    """Refuse, in one line naming what is missing and an offline command that runs here, a default configuration
-    this machine cannot run; nothing when it can."""
+# Why this process runs an offline configuration in place of the paper's setup, for the card (configuration_notes).
+_SUBSTITUTION: list[str] = []
+
+
+def choose_default_config(script: Path, config_path: Path) -> tuple[Path, str | None]:
+    """The configuration to run when ``script`` gets no arguments, and the line that says why when it is not
+    ``config_path`` (None when it is).
+
+    ``config_path`` when this machine can run it; else its offline sibling (``<stem>-gettext.yaml``, then
+    ``<stem>-smoke.yaml``) that runs here. Neither: UsageError, naming what is missing.
+    """
     from bitext_hf.errors import UsageError
 
     lacks = _lacks(load_yaml_config(config_path))
     if not lacks:
-        return
-    shown = _shown_path(config_path)
-    message = f"the default configuration {shown} (the paper's setup) needs {'; '.join(lacks)}"
+        return config_path, None
+    needs = f"the default configuration {_shown_path(config_path)} (the paper's setup) needs {'; '.join(lacks)}"
     for suffix in ("-gettext", "-smoke"):
         offline = config_path.with_name(f"{config_path.stem}{suffix}.yaml")
         if offline.is_file() and not _lacks(load_yaml_config(offline), probe=False):
             command = f"python {_shown_path(script)} {CONFIG_FLAG} {_shown_path(offline)}"
-            raise UsageError(f"{message}; on this machine run: {command}")
-    raise UsageError(f"{message}; give --config with a configuration that runs here (recipes/README.md)")
+            return offline, f"{needs}: running the offline configuration {_shown_path(offline)} instead, as {command}"
+    raise UsageError(f"{needs}; give --config with a configuration that runs here (recipes/README.md)")
+
+
+def record_substitution(reason: str | None) -> None:
+    """Remember for :func:`configuration_notes` why this run took an offline configuration (the reason
+    :func:`choose_default_config` gave), or that it did not (None): each recipe run in the process sets it anew."""
+    _SUBSTITUTION[:] = [reason] if reason else []
+
+
+def configuration_notes() -> list[str]:
+    """The model card's warning that the run took an offline configuration in place of the paper's setup (a recipe
+    run with no arguments on a machine that cannot run that setup); empty for every other run."""
+    return [
+        f"**Not the paper's setup.** Run with no arguments, the recipe said: {reason}. Its numbers are those of that "
+        "configuration."
+        for reason in _SUBSTITUTION
+    ]
 
 
 def _lacks(config: dict[str, Any], *, probe: bool = True) -> list[str]:

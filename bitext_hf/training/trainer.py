@@ -55,6 +55,7 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.training.callbacks import RetrievalEvalCallback
+from bitext_hf.training.distributed import has_accelerator
 
 __all__ = [
     "BitextTrainer",
@@ -217,10 +218,6 @@ def _rank_by_evaluator(args: Any, evaluator: Any, retrieval_only: bool) -> None:
         )
 
 
-def _has_accelerator() -> bool:
-    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
-
-
 class BitextTrainer(Trainer):
     """``transformers.Trainer`` with ``loss_fn`` and ``retrieval_evaluator`` (see the module docstring).
 
@@ -262,12 +259,27 @@ class BitextTrainer(Trainer):
             _rank_by_evaluator(args, retrieval_evaluator, isinstance(kwargs["eval_dataset"], _RetrievalOnly))
         if loss_fn is not None and args is not None and args.remove_unused_columns:
             args.remove_unused_columns = False
-        if args is not None and args.dataloader_pin_memory and not _has_accelerator():
+        if args is not None and args.dataloader_pin_memory and not has_accelerator():
             # Pinned memory only helps host-to-GPU copies; on a CPU-only machine torch warns at every dataloader.
             args.dataloader_pin_memory = False
         # Per logged component: [sum (a float or a detached tensor: no device sync per step), micro-batch count].
         self._component_window: dict[str, list[Any]] = {}
         super().__init__(model=model, args=args, **kwargs)
+
+    def get_train_dataloader(self) -> Any:
+        dataloader = super().get_train_dataloader()
+        if self.args.world_size > 1:
+            # Each rank says which part of every global batch it trains on: a launch that silently trained every
+            # rank on the whole data (or on one process only) shows here.
+            logger.info(
+                "rank %d of %d: shard %d of each global batch of %d (%d examples per device)",
+                self.args.process_index,
+                self.args.world_size,
+                self.args.process_index,
+                self.args.train_batch_size * self.args.world_size,
+                self.args.train_batch_size,
+            )
+        return dataloader
 
     # -- loss ---------------------------------------------------------------------------------------------------------
 

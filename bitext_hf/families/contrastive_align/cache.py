@@ -21,6 +21,7 @@ from bitext_hf.errors import DataValidationError
 from bitext_hf.families.contrastive_align.aligners import Aligner, Directional
 from bitext_hf.families.contrastive_align.symmetrize import Link, check_links, drop_identical, one_to_one, symmetrize
 from bitext_hf.io import atomic_output
+from bitext_hf.training.distributed import main_process_first
 
 __all__ = ["align_words", "cache_path", "directional_alignments"]
 
@@ -66,17 +67,20 @@ def directional_alignments(
     cache_dir: str | os.PathLike | None = None,
 ) -> tuple[Directional, Directional]:
     """Forward and backward links of ``aligner``, from the cache when it holds them."""
-    path = cache_path(cache_dir, aligner, source_words, target_words) if cache_dir is not None else None
-    if path is not None and path.is_file():
-        logger.info("word alignments read from %s", path)
-        return _read_cache(path, source_words, target_words)
-    forward, backward = aligner.align(source_words, target_words)
-    if path is not None:
+    if cache_dir is None:
+        return aligner.align(source_words, target_words)
+    path = cache_path(cache_dir, aligner, source_words, target_words)
+    # In a distributed job rank 0 aligns and writes the cache, the other ranks read it (never two writers).
+    with main_process_first():
+        if path.is_file():
+            logger.info("word alignments read from %s", path)
+            return _read_cache(path, source_words, target_words)
+        forward, backward = aligner.align(source_words, target_words)
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_output(path, follow_symlinks=False) as handle:
             json.dump({"aligner": aligner.cache_key(), "forward": forward, "backward": backward}, handle)
         logger.info("word alignments cached in %s", path)
-    return forward, backward
+        return forward, backward
 
 
 def align_words(

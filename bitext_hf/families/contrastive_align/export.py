@@ -66,6 +66,7 @@ def model_card(
         load_fields,
         quality_warnings,
     )
+    from bitext_hf.training.default_config import configuration_notes
 
     stats = dict(data_stats or {})
     pairs = {lang: stats[lang]["pairs"] for lang in languages if isinstance(stats.get(lang), Mapping)}
@@ -84,7 +85,7 @@ def model_card(
         Comparison(metric, results.get(metric), "the encoder before alignment", before.get(metric), lower)
         for metric, lower in (("word_accuracy", False), ("sentence_accuracy", False), ("xsim", True))
     ]
-    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons)
+    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons, notes=configuration_notes())
     base = hub_model_id(encoder)
     card_data: dict[str, Any] = {
         "language": sorted({*data.languages, *language_codes([*languages, "en"])}),

@@ -4,7 +4,8 @@ callback and the held-out evaluator (its export and card are in :mod:`bitext_hf.
 * :func:`build_examples`: tokenized pairs with their one-to-one links moved from words to first-subword positions.
 * :class:`AlignmentCollator`: pads both sides and stacks the links as ``(example, source position, target
   position)`` rows (the model's ``alignments``), plus each example's language index.
-* :func:`alignment_loss`: ``BitextTrainer(loss_fn=...)``; the model computes its own loss, the parts are logged.
+* :func:`alignment_loss`: ``BitextTrainer(loss_fn=...)``; the model computes its own loss, the parts are logged;
+  in a distributed job each rank's alignment term weighs by its share of the global batch's links.
 * :class:`OrthogonalizeCallback`: Eq. 2 after every optimizer step of the ``linear`` objective.
 * :class:`ReferenceCallback`: theta_0 of the parameter regularizer, saved in every checkpoint folder and set back
   from there when a run resumes, so that a resumed run regularizes towards the same weights as an uninterrupted one.
@@ -40,6 +41,7 @@ __all__ = [
     "alignment_loss",
     "build_examples",
     "check_reference",
+    "link_share",
     "regularizes",
     "unwrap",
 ]
@@ -102,12 +104,38 @@ class AlignmentCollator:
 
 
 def alignment_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any]]:
-    """The model's loss and its parts (alignment term, regularizer, links per batch) for the Trainer's logs."""
+    """The model's loss and its parts (alignment term, regularizer, links per batch) for the Trainer's logs.
+
+    In a distributed job every link of the global batch weighs the same, as in one process given the whole batch:
+    the model's alignment term is a mean over its own micro-batch's links, and DDP averages the ranks' gradients, so
+    a rank's term is scaled by its share of the global batch's links (:func:`link_share`). The logged parts stay the
+    rank's own.
+    """
     output = model(**inputs)
-    parts: dict[str, Any] = {"alignment_loss": output.alignment_loss.detach(), "links": inputs["alignments"].shape[0]}
+    links = inputs["alignments"].shape[0]
+    parts: dict[str, Any] = {"alignment_loss": output.alignment_loss.detach(), "links": links}
     if output.regularization_loss is not None:
         parts["regularization_loss"] = output.regularization_loss.detach()
-    return output.loss, parts
+    loss = output.loss
+    if model.training:
+        share = link_share(links, inputs["alignments"].device)
+        if share != 1.0:
+            loss = loss + output.alignment_loss * (share - 1.0)
+    return loss, parts
+
+
+def link_share(links: int, device: torch.device) -> float:
+    """``links`` x ranks / the links of every rank's micro-batch: the weight that makes the mean of the ranks' means
+    the mean over the global batch (1.0 outside a distributed job, and when no rank has a link). Every rank must call
+    it at the same step (a collective sum)."""
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return 1.0
+    world = torch.distributed.get_world_size()
+    if world == 1:
+        return 1.0
+    total = torch.tensor([float(links)], dtype=torch.float64, device=device)
+    torch.distributed.all_reduce(total)
+    return links * world / total.item() if total.item() > 0 else 1.0
 
 
 class OrthogonalizeCallback(TrainerCallback):

@@ -82,6 +82,9 @@ class ScriptArguments:
     num_hidden_layers: int = arg_field(4, "Random encoder: layers.")
     num_attention_heads: int = arg_field(4, "Random encoder: attention heads.")
     intermediate_size: int = arg_field(512, "Random encoder: FFN width.")
+    dropout: float | None = arg_field(
+        None, "Random encoder: dropout of its hidden states and attention (default: XLM-R's 0.1)."
+    )
 
     def __post_init__(self) -> None:
         if not self.train_pairs:
@@ -99,6 +102,8 @@ class ScriptArguments:
                 raise UsageError(f"--{name} must be >= 0, got {getattr(self, name)}")
         if self.max_seq_length < 8:
             raise UsageError(f"--max_seq_length must be >= 8, got {self.max_seq_length}")
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise UsageError(f"--dropout must be in [0, 1), got {self.dropout}")
         for spec in self.train_pairs:
             parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
         if self.aligner == "eflomal":
@@ -184,6 +189,8 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[st
     if encoder == "random":
         torch.manual_seed(seed)
         encoder = random_encoder_config(tokenizer, script_args)
+        if script_args.dropout is not None:
+            encoder.hidden_dropout_prob = encoder.attention_probs_dropout_prob = script_args.dropout
     weight = regularization_weight(script_args, lora)
     return ContrastiveAlignedEncoder.from_encoder(
         encoder,

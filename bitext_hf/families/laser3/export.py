@@ -104,6 +104,7 @@ def student_card(
         load_fields,
         quality_warnings,
     )
+    from bitext_hf.training.default_config import configuration_notes
 
     data = describe_data(training_data, results.get("n_train_pairs"), monolingual=monolingual)
     evaluated = describe_data(evaluation_data) if evaluation_data else None
@@ -119,7 +120,7 @@ def student_card(
         for name, key in (("its teacher", "teacher_zero_shot"), ("the untrained student", "student_before"))
     ]
     steps = results.get("global_step")
-    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons)
+    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons, notes=configuration_notes())
     base = hub_model_id(teacher)
     card_data: dict[str, Any] = {
         "language": sorted({*data.languages, *language_codes(languages), "en"}),

@@ -200,7 +200,8 @@ def build_tokenizer(
     reuse: bool,
 ) -> PreTrainedTokenizerFast:
     """``--tokenizer_name``, else a vocabulary trained on ``texts`` (bitexts, monolingual, English), or the one
-    already in ``output_dir`` when ``reuse`` (a resumed run, or a process other than the first)."""
+    already in ``output_dir`` when ``reuse`` (a resumed run); in a distributed job the ranks after the first read
+    the one rank 0 trained."""
     if model_args.tokenizer_name:
         # Not AutoTokenizer: a student folder's config.json has an auto_map and would ask about remote code.
         return PreTrainedTokenizerFast.from_pretrained(model_args.tokenizer_name)

@@ -121,7 +121,8 @@ def _by_language(streams: Sequence[Stream], alpha: float) -> np.ndarray:
 
 def _by_task(streams: Sequence[Stream], task_weights: Mapping[str, float], alpha: float) -> np.ndarray:
     """Tasks by weight, the streams of a task by size ** alpha."""
-    tasks = {stream.task for stream in streams}
+    # Sorted: a set of strings iterates in the order of PYTHONHASHSEED, and float sums depend on their order.
+    tasks = sorted({stream.task for stream in streams})
     task_total = sum(task_weights[task] for task in tasks)
     probabilities = np.zeros(len(streams), dtype=np.float64)
     for task in tasks:

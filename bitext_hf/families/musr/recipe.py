@@ -252,7 +252,9 @@ def run_stage(
         processing_class=tokenizer,
     )  # saved with every checkpoint
     trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(args.output_dir)
+    trainer.save_model(args.output_dir)  # by rank 0 alone in a distributed job
+    # Stage 2 of every rank starts from the folder rank 0 writes: none may read it before it is whole.
+    trainer.accelerator.wait_for_everyone()
     return trainer.model, trainer.state.log_history
 
 
@@ -338,6 +340,7 @@ def model_card(
         load_fields,
         quality_warnings,
     )
+    from bitext_hf.training.default_config import configuration_notes
 
     data = results.get("data", {})
     described = describe_data(script_args.train_pairs, data.get("train_pairs"))
@@ -350,6 +353,7 @@ def model_card(
     warnings = quality_warnings(
         steps=steps,
         smoke=smoke,
+        notes=configuration_notes(),
         comparisons=[
             Comparison(name, final.get(key), "stage 1 (before CrossConST)", first.get(key), lower)
             for key, (_, name, lower) in _MUSR_METRICS.items()

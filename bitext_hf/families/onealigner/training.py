@@ -219,6 +219,7 @@ def model_card(
         load_fields,
         quality_warnings,
     )
+    from bitext_hf.training.default_config import configuration_notes
 
     config = model.config
     available = dict(data_stats.get("available_per_pair", {}))
@@ -244,7 +245,7 @@ def model_card(
             "xsim (%)", final.get("xsim"), "the encoder before fine-tuning", before.get("xsim"), lower_is_better=True
         ),
     ]
-    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons)
+    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons, notes=configuration_notes())
     card_data: dict[str, Any] = {
         "language": language_codes([*data.languages, *evaluated.languages]) or ["multilingual"],
         "license": DEFAULT_LICENSE,

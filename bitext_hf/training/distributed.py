@@ -1,0 +1,120 @@
+"""Data-parallel launches of the recipes (``torchrun``, ``accelerate launch``): one distributed job or a refusal.
+
+``check_launch()`` runs before the arguments are parsed (before ``TrainingArguments`` sets up its devices),
+``check_parallel_mode(training_args)`` right after, and ``main_process_first()`` wraps what is prepared once for
+the whole job (tokenizers, word alignments, teacher caches): rank 0 prepares it, the other ranks wait and read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from bitext_hf.errors import UsageError
+
+__all__ = ["check_launch", "check_parallel_mode", "has_accelerator", "is_main_process", "main_process_first"]
+
+logger = logging.getLogger(__name__)
+
+MULTI_CPU_COMMAND = "accelerate launch --config_file recipes/accelerate/multi_cpu.yaml --num_processes N"
+# Set by MPI launchers: with them accelerate's `--cpu` launch does start several processes.
+_MPI_WORLD_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+_inside = False  # within a main_process_first block of this process
+
+
+def has_accelerator() -> bool:
+    """A GPU (CUDA or XPU) this process can use."""
+    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+
+
+def _world_size() -> int:
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise UsageError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not a number of processes") from None
+
+
+def check_launch() -> None:
+    """Refuse a launch that cannot be one distributed job, and make a CPU-only launch of several processes one.
+
+    * ``accelerate launch --cpu --num_processes N`` starts one process without MPI (its simple launcher only sets
+      ``MASTER_ADDR``/``MASTER_PORT``): that process would train alone, as if N were 1.
+    * ``WORLD_SIZE`` > 1 in a process that no launcher started (no ``RANK``/``LOCAL_RANK``/``MASTER_ADDR``).
+    * torchrun (or ``accelerate launch`` with a multi-GPU config) on a machine without GPUs: accelerate's
+      ``PartialState`` picks gloo only when told the run is on CPU; otherwise it reports no distributed type, and
+      the Trainer trains each rank on its own, every rank writing the same output folder. Setting
+      ``ACCELERATE_USE_CPU`` here, before ``TrainingArguments`` sets up its devices, makes it a gloo job.
+    """
+    world_size = _world_size()
+    launched = "LOCAL_RANK" in os.environ or "RANK" in os.environ
+    mpi = any(name in os.environ for name in _MPI_WORLD_SIZE)
+    accelerate_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
+    if accelerate_cpu and "MASTER_ADDR" in os.environ and not launched and not mpi and world_size == 1:
+        raise UsageError(
+            "accelerate launch --cpu started one process where several were asked (without MPI it cannot start "
+            f"more): use {MULTI_CPU_COMMAND} (recipes/README.md)"
+        )
+    if world_size > 1 and not (launched and "MASTER_ADDR" in os.environ):
+        raise UsageError(
+            f"WORLD_SIZE={world_size} but this process was not started by a launcher (no RANK, LOCAL_RANK or "
+            "MASTER_ADDR): start the N processes with torchrun --nproc_per_node N or accelerate launch"
+        )
+    if world_size > 1 and not has_accelerator():
+        os.environ["ACCELERATE_USE_CPU"] = "true"
+
+
+def check_parallel_mode(training_args: Any) -> None:
+    """Refuse (exit 2), before any data is read, a multi-process launch that the Trainer would not run as one
+    distributed job: each rank would train alone and write the same outputs."""
+    from transformers.training_args import ParallelMode
+
+    if _world_size() > 1 and training_args.parallel_mode != ParallelMode.DISTRIBUTED:
+        raise UsageError(
+            f"WORLD_SIZE={_world_size()} processes, but the Trainer would not train them as one distributed job "
+            f"(parallel mode {training_args.parallel_mode.value}): launch with torchrun --nproc_per_node N, "
+            f"accelerate launch --multi_gpu, or on CPU {MULTI_CPU_COMMAND}"
+        )
+    if _world_size() > 1:
+        logger.info(
+            "distributed job: rank %d of %d (%s)",
+            training_args.process_index,
+            training_args.world_size,
+            training_args.distributed_state.backend,
+        )
+
+
+def is_main_process() -> bool:
+    """True in a single-process run and on rank 0 of a distributed job."""
+    return not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
+
+
+@contextlib.contextmanager
+def main_process_first() -> Iterator[bool]:
+    """Rank 0 runs the block first, the other ranks after it (reading what it wrote); yields ``is_main_process()``.
+
+    accelerate's ``PartialState.main_process_first`` does the same but would create a state in a process that has
+    none yet (a recipe's steps called outside the Trainer, the tests): this one is a no-op without a process group.
+    """
+    global _inside
+    if not torch.distributed.is_initialized() or _inside:
+        # Nested (a recipe's block around a step that has its own): the outer block already orders the ranks, and
+        # inner barriers would pair with the outer ones of the other ranks.
+        yield is_main_process()
+        return
+    main = torch.distributed.get_rank() == 0
+    if not main:
+        torch.distributed.barrier()
+    _inside = True
+    try:
+        yield main
+    finally:
+        _inside = False
+    # Not in a `finally`: when rank 0 fails, the others must not go on to read what it did not write (the launcher
+    # stops them when rank 0 exits).
+    if main:
+        torch.distributed.barrier()
