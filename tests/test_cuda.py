@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from recipe_support import import_recipe
 from test_distill_recipe import corpus_files, tiny_args  # noqa: F401  (corpus_files: a fixture used below)
 from test_musr_recipe import files  # noqa: F401  (a fixture used below)
 from test_musr_recipe import flags as musr_flags
@@ -124,16 +124,8 @@ def trained_on_device(output_dir: Path, global_step: int) -> None:
     assert all(torch.isfinite(parameter).all() for parameter in model.parameters())
 
 
-def recipe_module(name: str):
-    sys.path.insert(0, str(ROOT / "recipes"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.pop(0)
-
-
 def test_distill_wolof_in_bf16(tmp_path, corpus_files, tiny_model_dir):  # noqa: F811
-    recipe = recipe_module("distill_wolof")
+    recipe = import_recipe("distill_wolof")
     # A Hugging Face teacher, encoding on the device too (the default USE teacher runs on the CPU only).
     teacher = ("--teacher", str(tiny_model_dir))
     recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "run", "--eval_steps", "0", *teacher, *DEVICE_FLAGS))
@@ -141,14 +133,14 @@ def test_distill_wolof_in_bf16(tmp_path, corpus_files, tiny_model_dir):  # noqa:
 
 
 def test_train_onealigner_in_bf16(tmp_path, data_files):  # noqa: F811
-    recipe = recipe_module("train_onealigner")
+    recipe = import_recipe("train_onealigner")
     flags = recipe_flags(data_files, tmp_path / "run", *DEVICE_FLAGS)
     recipe.main(*parse_args(recipe.ScriptArguments, TrainingArguments, ModelArguments, args=flags))
     trained_on_device(tmp_path / "run", 4)
 
 
 def test_train_musr_in_bf16(tmp_path, files):  # noqa: F811
-    recipe = recipe_module("train_musr")
+    recipe = import_recipe("train_musr")
     run_musr(
         recipe, musr_flags(files, tmp_path / "run", "--save_strategy", "steps", "--save_steps", "3", *DEVICE_FLAGS)
     )
@@ -156,7 +148,7 @@ def test_train_musr_in_bf16(tmp_path, files):  # noqa: F811
 
 
 def test_align_contrastive_in_bf16(tmp_path, tiny_pair_specs):
-    recipe = recipe_module("align_contrastive")
+    recipe = import_recipe("align_contrastive")
     flags = [
         "--config",
         str(ROOT / "recipes/configs/align_contrastive-smoke.yaml"),
