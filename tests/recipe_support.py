@@ -16,3 +16,22 @@ def import_recipe(name: str):
         return importlib.import_module(name)
     finally:
         sys.path.pop(0)
+
+
+def bare_packages(*packages: str) -> str:
+    """Python source to run first in a subprocess: each of ``packages`` (``bitext_hf.training``, ...) becomes its
+    folder without its ``__init__``, so that importing one module of it loads that module's own imports only.
+
+    The subprocesses that check one function in a fresh interpreter (another hash seed, another process) then skip
+    the imports of the package's other modules, which cost seconds each time.
+    """
+    lines = ["import importlib.util, sys, types"]
+    for package in packages:
+        parent, _, _ = package.rpartition(".")
+        lines += [
+            f"import {parent}",
+            f"_bare = types.ModuleType({package!r})",
+            f"_bare.__path__ = list(importlib.util.find_spec({package!r}).submodule_search_locations)",
+            f"sys.modules[{package!r}] = _bare",
+        ]
+    return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from recipe_support import import_recipe
+from recipe_support import bare_packages, import_recipe
 from safetensors.torch import load_file
 from test_contrastive_align_resume import run_align
 from test_distill_recipe import corpus_files, tiny_args  # noqa: F401  (corpus_files: a fixture used below)
@@ -105,12 +105,16 @@ def test_train_musr(tmp_path: Path, files: dict) -> None:  # noqa: F811
     assert_same_weights(first, resumed)
 
 
-_VOCABULARY = """
+# The other process imports the tokenizer module alone (bare_packages), not the whole training package.
+_VOCABULARY = (
+    bare_packages("bitext_hf.training")
+    + """
 import hashlib, sys
-from bitext_hf.training import train_tokenizer
+from bitext_hf.training.tokenizer import train_tokenizer
 texts = [line.strip() for line in open(sys.argv[1], encoding="utf-8")]
 print(hashlib.sha256(train_tokenizer(texts, vocab_size=200).backend_tokenizer.to_str().encode()).hexdigest())
 """
+)
 
 
 def test_trained_vocabulary_is_the_same_in_every_process(tmp_path: Path, tiny_parallel_corpus) -> None:
@@ -127,12 +131,16 @@ def test_trained_vocabulary_is_the_same_in_every_process(tmp_path: Path, tiny_pa
     assert other.stdout.strip() == hashlib.sha256(here[0].encode()).hexdigest(), "another process"
 
 
-_TASK_PROBABILITIES = """
+# The sampling module alone (bare_packages): the family's package would import torch and transformers.
+_TASK_PROBABILITIES = (
+    bare_packages("bitext_hf.families.laser3")
+    + """
 from bitext_hf.families.laser3.sampling import Stream, TaskSampler
 streams = [Stream(task, task, 10 + index) for index, task in enumerate(("distil", "self", "mask"))]
 weights = {"distil": 0.1, "self": 0.2, "mask": 0.3}
 print(TaskSampler(streams, weights, task_sampling="probability").probabilities.tobytes().hex())
 """
+)
 
 
 def test_task_probabilities_do_not_depend_on_the_hash_seed() -> None:
