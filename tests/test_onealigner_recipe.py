@@ -269,6 +269,7 @@ def test_select_pairs_top_k_and_centre(recipe):
         (["--centre", "french"], UsageError, "centre"),
         (["--example_budget", "0"], UsageError, "example_budget"),
         (["--lora_r", "0"], UsageError, "lora_r"),
+        (["--dropout", "1"], UsageError, r"--dropout must be in \[0, 1\), got 1.0"),
     ],
 )
 def test_bad_arguments(recipe, flags, error, message):

@@ -17,7 +17,14 @@ import torch
 
 from bitext_hf.errors import UsageError
 
-__all__ = ["check_launch", "check_parallel_mode", "has_accelerator", "is_main_process", "main_process_first"]
+__all__ = [
+    "check_launch",
+    "check_parallel_mode",
+    "global_share",
+    "has_accelerator",
+    "is_main_process",
+    "main_process_first",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +98,21 @@ def check_parallel_mode(training_args: Any) -> None:
 def is_main_process() -> bool:
     """True in a single-process run and on rank 0 of a distributed job."""
     return not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
+
+
+def global_share(count: int, device: torch.device) -> float:
+    """``count`` x ranks / the sum of every rank's ``count``: the weight of a rank's mean over its own ``count``
+    items (links, target tokens) that makes DDP's average of the ranks' gradients the gradient of the mean over the
+    global batch, as in one process given the whole batch. 1.0 outside a distributed job, and when no rank has an
+    item. Every rank must call it at the same step (a collective sum)."""
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return 1.0
+    world = torch.distributed.get_world_size()
+    if world == 1:
+        return 1.0
+    total = torch.tensor([float(count)], dtype=torch.float64, device=device)
+    torch.distributed.all_reduce(total)
+    return count * world / total.item() if total.item() > 0 else 1.0
 
 
 @contextlib.contextmanager

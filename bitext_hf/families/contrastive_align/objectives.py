@@ -30,6 +30,7 @@ from bitext_hf.errors import DataValidationError
 from bitext_hf.evaluation.evaluator import RetrievalEvaluator
 from bitext_hf.families.contrastive_align.symmetrize import Link
 from bitext_hf.io import atomic_output
+from bitext_hf.training.distributed import global_share
 
 __all__ = [
     "THETA_0_FILE",
@@ -125,17 +126,9 @@ def alignment_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -
 
 
 def link_share(links: int, device: torch.device) -> float:
-    """``links`` x ranks / the links of every rank's micro-batch: the weight that makes the mean of the ranks' means
-    the mean over the global batch (1.0 outside a distributed job, and when no rank has a link). Every rank must call
-    it at the same step (a collective sum)."""
-    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
-        return 1.0
-    world = torch.distributed.get_world_size()
-    if world == 1:
-        return 1.0
-    total = torch.tensor([float(links)], dtype=torch.float64, device=device)
-    torch.distributed.all_reduce(total)
-    return links * world / total.item() if total.item() > 0 else 1.0
+    """The weight of this rank's alignment term: its share of the global batch's links
+    (:func:`bitext_hf.training.distributed.global_share`). Every rank must call it at the same step."""
+    return global_share(links, device)
 
 
 class OrthogonalizeCallback(TrainerCallback):

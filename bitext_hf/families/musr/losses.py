@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bitext_hf.modeling.musr.modeling_musr import label_smoothed_cross_entropy
+from bitext_hf.training.distributed import global_share
 
 __all__ = ["Branches", "CrossConSTLoss", "crossconst_kl", "split_target"]
 
@@ -60,6 +61,10 @@ class Branches:
 
 class CrossConSTLoss(nn.Module):
     """``loss_fn(model, batch) -> (loss, {"ce", "kl"})`` for ``BitextTrainer``.
+
+    Both terms are means over the batch's target tokens. In a distributed job every target token of the global batch
+    weighs the same, as in one process given the whole batch: DDP averages the ranks' gradients, so a rank's loss is
+    scaled by its share of the global batch's target tokens (``global_share``). The logged parts stay the rank's own.
 
     Inputs (``bitext_hf.data.collators.PairCollator``): ``src_input_ids`` / ``src_attention_mask`` (any language,
     ``<s> x </s>``) and ``tgt_input_ids`` / ``tgt_attention_mask`` (English, ``<s> y </s>``). ``alpha = 0`` is stage 1
@@ -114,7 +119,13 @@ class CrossConSTLoss(nn.Module):
         epsilon = config.label_smoothing if self.label_smoothing is None else self.label_smoothing
         branches = self.branches(model, batch)
         cross_entropy = label_smoothed_cross_entropy(branches.logits_x, branches.labels, epsilon)
-        if branches.logits_y is None:
-            return cross_entropy, {"ce": cross_entropy.detach()}
-        kl = crossconst_kl(branches.logits_x, branches.logits_y, branches.labels != -100)
-        return cross_entropy + self.alpha * kl, {"ce": cross_entropy.detach(), "kl": kl.detach()}
+        parts = {"ce": cross_entropy.detach()}
+        loss = cross_entropy
+        if branches.logits_y is not None:
+            kl = crossconst_kl(branches.logits_x, branches.logits_y, branches.labels != -100)
+            loss, parts["kl"] = cross_entropy + self.alpha * kl, kl.detach()
+        if model.training:
+            share = global_share(int((branches.labels != -100).sum()), loss.device)
+            if share != 1.0:
+                loss = loss * share
+        return loss, parts

@@ -92,6 +92,9 @@ class ScriptArguments:
     num_hidden_layers: int = arg_field(4, "Random encoder: layers.")
     num_attention_heads: int = arg_field(4, "Random encoder: attention heads.")
     intermediate_size: int = arg_field(512, "Random encoder: FFN width.")
+    dropout: float | None = arg_field(
+        None, "Random encoder: dropout of its hidden states and attention (default: XLM-R's 0.1)."
+    )
     mlm_steps: int = arg_field(0, "Random encoder: MLM pre-training steps on the training text first (0: none).")
     mlm_learning_rate: float = arg_field(5e-4, "MLM pre-training learning rate.")
     mlm_batch_size: int = arg_field(64, "MLM pre-training batch size.")
@@ -115,6 +118,8 @@ class ScriptArguments:
         for name in ("top_k_pairs", "min_tokens", "held_out", "mlm_steps", "eval_min_words"):
             if getattr(self, name) < 0:
                 raise UsageError(f"--{name} must be >= 0, got {getattr(self, name)}")
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise UsageError(f"--dropout must be in [0, 1), got {self.dropout}")
         for spec in [*self.train_pairs, *self.eval_pairs]:
             parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
 
@@ -221,6 +226,8 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, data: PreparedData
     encoder: Any = script_args.encoder
     if encoder == "random":
         encoder = random_encoder_config(tokenizer, script_args)
+        if script_args.dropout is not None:
+            encoder.hidden_dropout_prob = encoder.attention_probs_dropout_prob = script_args.dropout
         torch.manual_seed(args.seed)
         if script_args.mlm_steps:
             ids = [example[key] for example in data.train_examples for key in ("src_input_ids", "tgt_input_ids")]
