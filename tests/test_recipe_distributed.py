@@ -4,9 +4,10 @@ writes the exports while the other waits and reads, and the output folder holds 
 cannot be one job is refused in one line before any work (exit 2).
 
 The launches are those of recipes/README.md: ``accelerate launch --config_file recipes/accelerate/multi_cpu.yaml``
-and ``torchrun --nproc_per_node 2``, on the smoke configurations cut to a few steps. The torchrun run is compared
-with a single-process run of the same global batch and seed: equal within ``EQUAL_TOLERANCE``, where the
-configuration makes the two the same computation up to float rounding (see ``test_two_processes_equal_one``).
+and ``torchrun --nproc_per_node 2``, one per family (two families each), on the smoke configurations cut to a few
+steps. Each is compared with a single-process run of the same global batch and seed: equal within
+``EQUAL_TOLERANCE``, where the flags make the two the same computation up to float rounding (see
+``test_two_processes_train_one_model_equal_to_one_process``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ import shutil
 import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from recipe_support import import_recipe
 from safetensors.torch import load_file
+from transformers import TrainingArguments
 
 from bitext_hf.errors import UsageError
+from bitext_hf.training import run_recipe
 from bitext_hf.training.distributed import check_launch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,114 +69,193 @@ ACCELERATE = [
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
 
-def _assert_one_job(result: subprocess.CompletedProcess, output_dir: Path, per_device: int) -> None:
+@dataclass(frozen=True)
+class Family:
+    """One recipe's 2-process launch and its single-process reference: the same global batch and seed."""
+
+    recipe: str
+    model_class: str
+    launcher: list[str]
+    # The smoke configuration cut to 4 steps of a small sample, and what makes the two runs one computation.
+    flags: tuple[str, ...]
+    # The reference's batch: the whole global batch in one micro-batch, or (where a micro-batch is a unit of the
+    # loss) the ranks' micro-batches accumulated.
+    reference: tuple[str, ...]
+    arguments: str  # the recipe module's third argument class
+    # What each rank logs of the global batch; Laser3's items are whole batches of 16 sentences, one per rank.
+    shard: str = "of 32 (16 examples per device)"
+    # Lines of the job's log and how often: what rank 0 prepared once and the other rank read.
+    logged: tuple[tuple[str, int], ...] = ()
+    checkpoints: tuple[str, ...] = ()
+
+    def command(self, output_dir: Path, *extra: str) -> list[str]:
+        flags = ["--config", f"recipes/configs/{CONFIGS[self.recipe]}.yaml", "--output_dir", str(output_dir)]
+        return [*flags, "--max_steps", "4", *self.flags, *extra]
+
+
+CONFIGS = {
+    "align_contrastive": "align_contrastive-smoke",
+    "train_musr": "musr-smoke",
+    "distill_wolof": "distill_wolof-smoke",
+    "train_onealigner": "onealigner-smoke",
+}
+# Float rounding only: the two runs sum the same numbers in another order (recipes/README.md has the measures).
+EQUAL_TOLERANCE = 1e-6
+# No dropout (each rank draws its own masks) and plain SGD (Adam divides each gradient coordinate by its own
+# magnitude, so a weight whose gradient is zero but for rounding moves by the learning rate in the direction of that
+# rounding: see recipes/README.md).
+# Without warmup and at a learning rate SGD moves these weights by more than the tolerance in four steps, so that
+# a difference in what the two runs compute shows.
+SAME_COMPUTATION = (
+    *("--dropout", "0", "--optim", "sgd", "--report_to", "none"),
+    *("--warmup_steps", "0", "--learning_rate", "0.01"),
+)
+FAMILIES = {
+    # The l2 objective: the contrastive ones take their negatives from each rank's own micro-batch.
+    "align_contrastive": Family(
+        "align_contrastive",
+        "ContrastiveAlignedEncoder",
+        ACCELERATE,
+        (
+            *SAME_COMPUTATION,
+            *("--objective", "l2", "--max_pairs", "300", "--held_out", "20", "--eval_before_training", "false"),
+            *("--save_steps", "4", "--per_device_train_batch_size", "16"),
+        ),
+        ("--per_device_train_batch_size", "32"),
+        "ModelArguments",
+        # Rank 0 aligned each language once; rank 1 read both.
+        logged=(("word alignments cached in", 2), ("word alignments read from", 2)),
+        checkpoints=("checkpoint-4",),
+    ),
+    # Both stages; each rank's loss weighs by its share of the global batch's target tokens.
+    "train_musr": Family(
+        "train_musr",
+        "MuSREncoderDecoder",
+        TORCHRUN,
+        (
+            *SAME_COMPUTATION,
+            *("--train_examples", "200", "--held_out", "20", "--tokenizer_training_texts", "1000"),
+            *("--vocab_size", "300", "--per_device_train_batch_size", "16"),
+        ),
+        ("--per_device_train_batch_size", "32"),
+        "ArchitectureArguments",
+    ),
+    # An item of the recipe's data is a whole batch of one task (distil, self or MLM): a 2-process step trains two
+    # such batches, one per rank, which one process trains as two accumulated micro-batches.
+    "distill_wolof": Family(
+        "distill_wolof",
+        "Laser3Student",
+        ACCELERATE,
+        (*SAME_COMPUTATION, *("--held_out", "20", "--vocab_size", "300", "--per_device_train_batch_size", "16")),
+        ("--gradient_accumulation_steps", "2"),
+        "StudentArguments",
+        "of 2 (1 examples per device)",
+        checkpoints=("checkpoint-4",),  # the Trainer saves the last step of a steps strategy
+    ),
+    # In-batch negatives and OneAligner's in-batch normalization are each rank's own 16 examples (nothing is
+    # gathered): one process scoring 32 at once is another loss, so the reference accumulates two micro-batches.
+    "train_onealigner": Family(
+        "train_onealigner",
+        "OneAlignerModel",
+        TORCHRUN,
+        (
+            *SAME_COMPUTATION,
+            *("--example_budget", "400", "--held_out", "0", "--eval_size", "20", "--ablation", "false"),
+            *("--eval_before_training", "false", "--eval_strategy", "no", "--save_strategy", "no"),
+            *("--tokenizer_training_texts", "1000", "--vocab_size", "300", "--per_device_train_batch_size", "16"),
+        ),
+        ("--gradient_accumulation_steps", "2"),
+        "ModelArguments",
+    ),
+}
+
+
+def _run_here(family: Family, output_dir: Path) -> None:
+    """The single-process reference, in this process (it has torch and transformers imported already)."""
+    recipe = import_recipe(family.recipe)
+    arguments = getattr(recipe, family.arguments)
+    flags = [str(ROOT / flag) if flag.startswith("recipes/") else flag for flag in family.command(output_dir)]
+    run_recipe(recipe.main, recipe.ScriptArguments, TrainingArguments, arguments, args=[*flags, *family.reference])
+
+
+def _assert_one_job(family: Family, result: subprocess.CompletedProcess, output_dir: Path) -> None:
     """Two ranks ran as one job on their shards, rank 0 alone prepared and exported, one model folder loads."""
     assert result.returncode == 0, result.stderr[-3000:]
     log = result.stderr
     for rank in (0, 1):
         assert f"distributed job: rank {rank} of 2 (gloo)" in log
-        assert (
-            f"rank {rank} of 2: shard {rank} of each global batch of {2 * per_device} ({per_device} examples per "
-            "device)" in log
-        )
-    # Rank 0 trained the vocabulary and aligned each language once; rank 1 read both.
+        assert f"rank {rank} of 2: shard {rank} of each global batch {family.shard}" in log
     assert log.count("reading the tokenizer rank 0 saved") == 1
-    assert log.count("word alignments cached in") == 2
-    assert log.count("word alignments read from") == 2
-    assert log.count("Saved ContrastiveAlignedEncoder") == 1
+    assert log.count(f"Saved {family.model_class} to {output_dir} ") == 1
+    for line, count in family.logged:
+        assert log.count(line) == count, line
     assert not list(output_dir.parent.glob(".*staging")) and not list(output_dir.glob(".*staging"))
-    assert sorted(path.name for path in output_dir.glob("checkpoint-*")) == ["checkpoint-4"]
+    assert sorted(path.name for path in output_dir.glob("checkpoint-*")) == list(family.checkpoints)
 
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(str(output_dir), trust_remote_code=True)
-    assert type(model).__name__ == "ContrastiveAlignedEncoder"
-    vectors = SentenceTransformer(str(output_dir / "encoder"), device="cpu").encode(["Hallo Welt", "hello world"])
-    assert vectors.shape == (2, 32)
+    assert type(model).__name__ == family.model_class
+    encoder = SentenceTransformer(str(output_dir), device="cpu", trust_remote_code=True)
+    assert encoder.encode(["Hallo Welt", "hello world"]).shape[0] == 2
 
 
-def test_two_processes_train_one_model(tmp_path):
-    command = [*ACCELERATE, "--main_process_port", str(_free_port())]
-    output_dir = tmp_path / "run"
-    _assert_one_job(_launch(command, output_dir), output_dir, per_device=32)
-
-
-# Float rounding only: the two runs sum the same numbers in another order (recipes/README.md has the measure).
-EQUAL_TOLERANCE = 1e-6
-# What makes the two runs one computation: no dropout (each rank draws its own masks), the l2 objective (the
-# contrastive ones take their negatives from the rank's own micro-batch), plain SGD (Adam divides each gradient
-# coordinate by its own magnitude: see the test).
-SAME_COMPUTATION = ["--objective", "l2", "--dropout", "0", "--optim", "sgd"]
-
-
-def test_two_processes_equal_one(tmp_path):
-    """torchrun with 2 x 16 examples against one process with 32, same seed: the same weights within
-    EQUAL_TOLERANCE (measured: 3.7e-9 after four steps). Both see the same global batches (the ranks' shards are
-    the two halves of the single-process batch), and each link of the global batch weighs the same (the alignment
-    loss's link share).
-
-    Not equal beyond SAME_COMPUTATION: with dropout each rank draws its own masks; the weak and strong objectives
-    take their in-batch negatives from each rank's 16 examples, not from the 32; with Adam a coordinate whose
-    gradient is zero but for rounding (attention key biases, and under l2 the last LayerNorm's bias, which adds the
-    same to both sides of every link) moves by the sign of that rounding times the learning rate: 2.6e-4 apart after
-    four steps, every other weight within 3e-8.
-    """
-    two, one = tmp_path / "two", tmp_path / "one"
-    result = _launch(TORCHRUN, two, *SAME_COMPUTATION, "--per_device_train_batch_size", "16")
-    _assert_one_job(result, two, per_device=16)
-    single = _launch([sys.executable], one, *SAME_COMPUTATION, "--per_device_train_batch_size", "32")
-    assert single.returncode == 0, single.stderr[-3000:]
-    expected, actual = load_file(one / "model.safetensors"), load_file(two / "model.safetensors")
+def _assert_equal_weights(expected_dir: Path, actual_dir: Path) -> None:
+    expected, actual = load_file(expected_dir / "model.safetensors"), load_file(actual_dir / "model.safetensors")
     assert expected.keys() == actual.keys()
     worst = max((expected[name].double() - actual[name].double()).abs().max().item() for name in expected)
-    assert worst <= EQUAL_TOLERANCE
+    assert worst <= EQUAL_TOLERANCE, f"{worst:.3g} apart"
 
 
-@pytest.mark.slow  # three more 2-process launches (about 50 s); align_contrastive above covers the launch in the suite
-@pytest.mark.parametrize(
-    ("recipe", "config", "model_class"),
-    [
-        ("distill_wolof", "distill_wolof-smoke", "Laser3Student"),
-        ("train_musr", "musr-smoke", "MuSREncoderDecoder"),
-        ("train_onealigner", "onealigner-smoke", "OneAlignerModel"),
-    ],
-)
-def test_every_family_trains_as_one_job(tmp_path, recipe, config, model_class):
-    """The other families' smoke runs, cut to 4 steps, through multi_cpu.yaml: MuSR's stage 2 of every rank starts
-    from the stage-1 folder that rank 0 wrote; distill_wolof's teacher cache is filled by rank 0."""
-    output_dir = tmp_path / "run"
-    command = [*ACCELERATE, "--main_process_port", str(_free_port()), f"recipes/{recipe}.py"]
-    flags = ["--config", f"recipes/configs/{config}.yaml", "--output_dir", str(output_dir)]
-    result = subprocess.run(
-        [*command, *flags, "--max_steps", "4", "--save_steps", "4"],
+@pytest.mark.parametrize("recipe", list(FAMILIES))
+def test_two_processes_train_one_model_equal_to_one_process(tmp_path, recipe):
+    """One 2-process launch per family (recipes/README.md's commands: multi_cpu.yaml and torchrun) is one job, and
+    its weights equal within EQUAL_TOLERANCE those of one process with the same global batch and seed, which runs
+    here meanwhile. Both see the same global batches: the ranks' shards are the two halves of the single process's
+    batch (or its two accumulated micro-batches).
+
+    What the flags keep out, because it cannot be equal: dropout (each rank draws its own masks); Adam (see
+    SAME_COMPUTATION); the in-batch negatives of align_contrastive's weak and strong objectives and of OneAligner,
+    and OneAligner's in-batch normalization, which see a rank's own micro-batch, so that OneAligner's reference
+    accumulates two micro-batches of 16 instead of scoring 32 at once. The means over the global batch: each link
+    (align_contrastive) and each target token (MuSR) of the global batch weighs the same; Laser3's items are whole
+    batches of one task each, whose means weigh the same in both runs.
+    """
+    family = FAMILIES[recipe]
+    two, one = tmp_path / "two", tmp_path / "one"
+    launcher = [
+        *family.launcher,
+        *(["--main_process_port", str(_free_port())] if family.launcher is ACCELERATE else []),
+    ]
+    with subprocess.Popen(
+        [*launcher, f"recipes/{recipe}.py", *family.command(two)],
         cwd=ROOT,
         env=_clean_environment(),
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    for rank in (0, 1):
-        assert f"distributed job: rank {rank} of 2 (gloo)" in result.stderr
-        assert f"rank {rank} of 2: shard {rank} of each global batch" in result.stderr
-    assert result.stderr.count("reading the tokenizer rank 0 saved") == 1
-    assert result.stderr.count(f"Saved {model_class} to {output_dir} ") == 1
-    assert not list(tmp_path.glob(".*staging"))
-
-    from sentence_transformers import SentenceTransformer
-    from transformers import AutoModel
-
-    assert type(AutoModel.from_pretrained(str(output_dir), trust_remote_code=True)).__name__ == model_class
-    encoder = SentenceTransformer(str(output_dir), device="cpu", trust_remote_code=True)
-    assert encoder.encode(["a sentence", "another one"]).shape[0] == 2
+    ) as launch:
+        try:
+            _run_here(family, one)
+        finally:
+            stdout, stderr = launch.communicate(timeout=300)
+    _assert_one_job(family, subprocess.CompletedProcess(launch.args, launch.returncode, stdout, stderr), two)
+    _assert_equal_weights(one, two)
 
 
-def test_accelerate_cpu_flag_starting_one_process_is_refused(tmp_path):
-    """``accelerate launch --cpu --num_processes 2`` starts one process without MPI: refused, not run as one."""
-    output_dir = tmp_path / "run"
+def test_launches_that_cannot_be_one_job_are_refused_before_any_work(tmp_path):
+    """``accelerate launch --cpu --num_processes 2`` starts one process without MPI, and a ``WORLD_SIZE`` of 2 in a
+    process no launcher started: each refused in one line, nothing run. The two launches run side by side (each
+    spends its time importing, on one core)."""
+    accelerate_cpu, no_launcher = tmp_path / "accelerate_cpu", tmp_path / "no_launcher"
     command = [shutil.which("accelerate") or "accelerate", "launch", "--cpu", "--num_processes", "2"]
-    result = _launch(command, output_dir)
+    with ThreadPoolExecutor(2) as pool:
+        refused_cpu = pool.submit(_launch, command, accelerate_cpu)
+        environment = {**_clean_environment(), "WORLD_SIZE": "2"}
+        refused_world = pool.submit(_launch, [sys.executable], no_launcher, environment=environment)
+        result, world = refused_cpu.result(), refused_world.result()
+
     assert result.returncode != 0
     refusal = [line for line in result.stderr.splitlines() if line.startswith("align_contrastive: error:")]
     assert refusal == [
@@ -179,21 +264,16 @@ def test_accelerate_cpu_flag_starting_one_process_is_refused(tmp_path):
         "--num_processes N (recipes/README.md)"
     ]
     assert "exit status 2" in result.stderr  # accelerate reports the recipe's usage error (exit 2)
-    assert not output_dir.exists()
+    assert not accelerate_cpu.exists()
 
-
-def test_world_size_without_a_launcher_is_refused_before_any_work(tmp_path):
-    output_dir = tmp_path / "run"
-    environment = {**_clean_environment(), "WORLD_SIZE": "2"}
-    result = _launch([sys.executable], output_dir, environment=environment)
-    assert result.returncode == 2
+    assert world.returncode == 2
     assert (
-        result.stderr.strip()
+        world.stderr.strip()
         .splitlines()[-1]
         .startswith("align_contrastive: error: WORLD_SIZE=2 but this process was not started by a launcher")
     )
-    assert "Traceback" not in result.stderr
-    assert not output_dir.exists()
+    assert "Traceback" not in world.stderr
+    assert not no_launcher.exists()
 
 
 @pytest.mark.parametrize(
