@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,3 +37,34 @@ def bare_packages(*packages: str) -> str:
             f"sys.modules[{package!r}] = _bare",
         ]
     return "\n".join(lines) + "\n"
+
+
+_HELP = """
+import contextlib, io, json, runpy, sys
+scripts, texts = sys.argv[1:], {}
+for script in scripts:
+    sys.argv, out = [script, "--help"], io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            runpy.run_path(script, run_name="__main__")
+            code = 0
+        except SystemExit as stop:
+            code = stop.code or 0
+    texts[script] = [code, out.getvalue()]
+print(json.dumps(texts))
+"""
+
+
+def help_texts(*scripts: Path) -> dict[Path, tuple[int, str]]:
+    """Each script's ``--help``, run as ``__main__`` (``python SCRIPT --help``) one after the other in one fresh
+    interpreter with the scripts' folder first on ``sys.path``: ``{script: (exit code, stdout)}``. One interpreter
+    imports torch and transformers once for all of them."""
+    folders = list(dict.fromkeys(str(script.parent) for script in scripts))
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path[:0] = {folders!r}\n{_HELP}", *map(str, scripts)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return {Path(script): (code, text) for script, (code, text) in json.loads(result.stdout).items()}
