@@ -13,6 +13,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +186,13 @@ def tiny_model_dir(tmp_path_factory, tiny_tokenizer):
     XLMRobertaModel(config).eval().save_pretrained(path)
     tiny_tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def uninterrupted_align(tmp_path_factory) -> tuple[Path, dict]:
+    """``recipe_support.run_align`` with no extra flag: its output folder and results, made once for the tests that
+    compare other runs with it (they read it and write nothing there)."""
+    from recipe_support import run_align
+
+    output_dir = tmp_path_factory.mktemp("uninterrupted_align") / "run"
+    return output_dir, run_align(output_dir)

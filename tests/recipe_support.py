@@ -39,6 +39,41 @@ def bare_packages(*packages: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run_align(output_dir: Path, *flags: str) -> dict:
+    """align_contrastive's smoke configuration cut to six steps with a checkpoint every three, into ``output_dir``."""
+    align_contrastive = import_recipe("align_contrastive")
+    from transformers import TrainingArguments
+
+    from bitext_hf.training import ModelArguments, parse_args
+
+    args = [
+        "--config",
+        str(ROOT / "recipes/configs/align_contrastive-smoke.yaml"),
+        "--output_dir",
+        str(output_dir),
+        "--max_pairs",
+        "200",
+        "--held_out",
+        "0",
+        "--max_steps",
+        "6",
+        "--save_steps",
+        "3",
+        "--save_total_limit",
+        "5",
+        "--logging_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "8",
+        "--disable_tqdm",
+        "true",
+        *flags,
+    ]
+    return align_contrastive.main(
+        *parse_args(align_contrastive.ScriptArguments, TrainingArguments, ModelArguments, args=args)
+    )
+
+
 _HELP = """
 import contextlib, io, json, runpy, sys
 scripts, texts = sys.argv[1:], {}

@@ -10,48 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from recipe_support import import_recipe
+from recipe_support import run_align
 from safetensors.torch import load_file
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.families.contrastive_align.objectives import THETA_0_FILE, ReferenceCallback
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_align(output_dir: Path, *flags: str) -> dict:
-    """align_contrastive's smoke configuration cut to six steps with a checkpoint every three, into ``output_dir``."""
-    align_contrastive = import_recipe("align_contrastive")
-    from transformers import TrainingArguments
-
-    from bitext_hf.training import ModelArguments, parse_args
-
-    args = [
-        "--config",
-        str(ROOT / "recipes/configs/align_contrastive-smoke.yaml"),
-        "--output_dir",
-        str(output_dir),
-        "--max_pairs",
-        "200",
-        "--held_out",
-        "0",
-        "--max_steps",
-        "6",
-        "--save_steps",
-        "3",
-        "--save_total_limit",
-        "5",
-        "--logging_steps",
-        "1",
-        "--per_device_train_batch_size",
-        "8",
-        "--disable_tqdm",
-        "true",
-        *flags,
-    ]
-    return align_contrastive.main(
-        *parse_args(align_contrastive.ScriptArguments, TrainingArguments, ModelArguments, args=args)
-    )
 
 
 def _regularizer_log(checkpoint: Path) -> dict[int, float]:
@@ -65,9 +28,16 @@ def _weights(folder: Path) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize("flags", [(), ("--use_peft", "--lora_r", "4", "--regularization_weight", "1")])
-def test_resumed_run_keeps_theta_0_and_ends_as_the_uninterrupted_one(tmp_path: Path, flags: tuple[str, ...]) -> None:
-    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    assert run_align(whole, *flags)["global_step"] == 6
+def test_resumed_run_keeps_theta_0_and_ends_as_the_uninterrupted_one(
+    request: pytest.FixtureRequest, tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    resumed = tmp_path / "resumed"
+    if flags:
+        whole = tmp_path / "whole"
+        results = run_align(whole, *flags)
+    else:
+        whole, results = request.getfixturevalue("uninterrupted_align")
+    assert results["global_step"] == 6
     # The run interrupted after step 3: its output folder as it was then (the tokenizer trained on the data, the
     # word-alignment cache, checkpoint-3), resumed with the same command line.
     for name in ("tokenizer", "alignments", "checkpoint-3"):

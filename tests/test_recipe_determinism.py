@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from recipe_support import bare_packages, import_recipe
+from recipe_support import bare_packages, import_recipe, run_align
 from safetensors.torch import load_file
-from test_contrastive_align_resume import run_align
 from test_distill_recipe import corpus_files, tiny_args  # noqa: F401  (corpus_files: a fixture used below)
 from test_musr_recipe import files  # noqa: F401  (a fixture used below)
 from test_musr_recipe import flags as musr_flags
@@ -53,9 +52,10 @@ def assert_same_weights(expected_dir: Path, actual_dir: Path) -> None:
         pytest.fail(f"{len(differences)} of {len(expected)} tensors differ, most {differences[worst]} by {worst:.3g}")
 
 
-def test_contrastive_align(tmp_path: Path) -> None:
-    first, second, resumed = tmp_path / "first", tmp_path / "second", tmp_path / "resumed"
-    run_align(first)
+def test_contrastive_align(tmp_path: Path, uninterrupted_align: tuple[Path, dict]) -> None:
+    # The first run is the session's uninterrupted one (conftest), which test_contrastive_align_resume uses too.
+    first, _ = uninterrupted_align
+    second, resumed = tmp_path / "second", tmp_path / "resumed"
     # The second run reads the first run's word alignments, with two dataloader workers.
     run_align(second, "--alignment_cache", str(first / "alignments"), "--dataloader_num_workers", "2")
     assert_same_weights(first, second)
