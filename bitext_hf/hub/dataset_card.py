@@ -36,10 +36,10 @@ from bitext_hf.mining.sidecar import (
     METADATA_KEYS,
     metadata_path,
     mining_metadata_json,
+    printable,
     read_mining_metadata,
     threshold_report_paths,
 )
-from bitext_hf.mining.sidecar import printable as _printable
 
 __all__ = [
     "METADATA_KEYS",
@@ -184,7 +184,7 @@ def pairs_preview(table: Any, path: str | os.PathLike, *, rows: int = 5, width: 
     def shown(value: Any) -> Any:
         if not isinstance(value, str):
             return value
-        text = " ".join(_printable(value).split())
+        text = " ".join(printable(value).split())
         return text if len(text) <= width else text[: width - 3] + "..."
 
     import pandas as pd
@@ -193,7 +193,7 @@ def pairs_preview(table: Any, path: str | os.PathLike, *, rows: int = 5, width: 
         [{key: shown(value) for key, value in row.items()} for row in first], columns=table.column_names
     )
     header = (
-        f"{_printable(os.fspath(path))}: {table.num_rows:,} rows, {table.num_columns} columns: "
+        f"{printable(os.fspath(path))}: {table.num_rows:,} rows, {table.num_columns} columns: "
         f"{', '.join(table.column_names)}"
     )
     return f"{header}\nfirst {len(first)} rows:\n{frame.to_string(index=False)}"
@@ -239,7 +239,7 @@ def _filters(metadata: Mapping[str, Any]) -> str:
     lines = ["| filter | setting or lines/pairs removed |", "|---|---|"]
     for name, value in (filters.get("settings") or {}).items():
         shown = ", ".join(f"{key} {item}" for key, item in value.items()) if isinstance(value, Mapping) else value
-        lines.append(f"| {name} | {_printable(str(shown))} |")
+        lines.append(f"| {name} | {printable(str(shown))} |")
     for name, count in (filters.get("removed") or {}).items():
         lines.append(
             f"| removed: {name} | {count:,} |" if isinstance(count, int) else f"| removed: {name} | {count} |"

@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 # Elements of one similarity block (float32): 2^25 elements = 128 MiB. Large enough that the matrix product runs at
 # full BLAS speed, small enough for a laptop. The top-k bookkeeping is a small share of the product with the fused
-# CPU sweep (`_fused_topk.py`), a large one with each topk pass of the torch path (benchmarks/README.md, "Mining").
+# CPU sweep (`fused_topk.py`), a large one with each topk pass of the torch path (benchmarks/README.md, "Mining").
 DEFAULT_BLOCK_ELEMENTS = 1 << 25
 # On CUDA, blocks 8 times larger: fewer blocks mean fewer kernel launches and fewer merges into the running lists,
 # and a GPU holds a 1 GiB block easily (1.2-1.3x faster at 1M x 1M on an H200: benchmarks/README.md, "On a GPU").
@@ -424,10 +424,10 @@ def bidirectional_knn_blocks(
 def fused_kernel():
     """The numba kernel, or None when numba is not installed."""
     try:
-        from bitext_hf.mining import _fused_topk
+        from bitext_hf.mining import fused_topk
     except ImportError:
         return None
-    return _fused_topk
+    return fused_topk
 
 
 def _column_block(
