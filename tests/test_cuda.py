@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from recipe_support import import_recipe
+from recipe_support import import_recipe, run_align
 from test_distill_recipe import corpus_files, tiny_args  # noqa: F401  (corpus_files: a fixture used below)
 from test_musr_recipe import files  # noqa: F401  (a fixture used below)
 from test_musr_recipe import flags as musr_flags
@@ -148,30 +148,7 @@ def test_train_musr_in_bf16(tmp_path, files):  # noqa: F811
 
 
 def test_align_contrastive_in_bf16(tmp_path, tiny_pair_specs):
-    recipe = import_recipe("align_contrastive")
-    flags = [
-        "--config",
-        str(ROOT / "recipes/configs/align_contrastive-smoke.yaml"),
-        "--train_pairs",
-        tiny_pair_specs["fr"],
-        tiny_pair_specs["de"],
-        "--vocab_size",
-        "200",
-        "--output_dir",
-        str(tmp_path / "run"),
-        "--held_out",
-        "4",
-        "--max_steps",
-        "4",
-        "--save_steps",
-        "4",
-        "--logging_steps",
-        "1",
-        "--per_device_train_batch_size",
-        "8",
-        "--disable_tqdm",
-        "true",
-        *DEVICE_FLAGS,
-    ]
-    recipe.main(*parse_args(recipe.ScriptArguments, TrainingArguments, ModelArguments, args=flags))
+    pairs = ("--train_pairs", tiny_pair_specs["fr"], tiny_pair_specs["de"], "--vocab_size", "200")
+    steps = ("--held_out", "4", "--max_steps", "4", "--save_steps", "4")
+    run_align(tmp_path / "run", *pairs, *steps, *DEVICE_FLAGS)
     trained_on_device(tmp_path / "run", 4)
