@@ -33,6 +33,7 @@ from bitext_hf.encoders.precision import (
     QUANTIZE_CHOICES,
     check_quantize,
     compute_context,
+    default_device,
     prepare,
     quantize_int8,
     resolve_quantize,
@@ -223,13 +224,11 @@ class HFEncoder:
             warn_missing_weights(source.name, loading_info, pooling)
             if tokenizer is None:
                 tokenizer = load_source(source, lambda: AutoTokenizer.from_pretrained(source.source, **kwargs))
-            # int8 has CPU kernels only: asking for it without a device asks for the CPU.
-            int8 = check_quantize(quantize) == "int8"
-            default_device = "cuda" if torch.cuda.is_available() and not int8 else "cpu"
+            device = device or default_device(quantize)
             model.eval()
         else:
             model = model_or_path
-            default_device = next(model.parameters()).device
+            device = device or next(model.parameters()).device
             if tokenizer is None:
                 raise ValueError("pass `tokenizer=` together with a loaded model")
         if isinstance(tokenizer, (str, os.PathLike)):
@@ -241,7 +240,7 @@ class HFEncoder:
                     tokenizer_source.source, local_files_only=True, trust_remote_code=trust_remote_code
                 ),
             )
-        self.device = torch.device(device or default_device)
+        self.device = torch.device(device)
         self._owned = source is not None
         self.tokenizer = tokenizer
         self._runner = None
@@ -353,7 +352,8 @@ class SentenceTransformerEncoder:
                 source,
                 lambda: SentenceTransformer(
                     source.source,
-                    # int8 has CPU kernels only: asking for it without a device asks for the CPU.
+                    # int8 without a device: the CPU, as default_device says; else sentence-transformers' own choice,
+                    # which knows more devices than CUDA.
                     device="cpu" if device is None and check_quantize(quantize) == "int8" else device,
                     local_files_only=source.local_only,
                     trust_remote_code=trust_remote_code,

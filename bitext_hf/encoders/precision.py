@@ -46,6 +46,14 @@ def check_quantize(quantize: str | None) -> str:
     return quantize
 
 
+def default_device(quantize: str | None) -> str:
+    """Where a model loaded by name runs when no device is given: CUDA when there is one, except for int8, which
+    has CPU kernels only."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() and check_quantize(quantize) != "int8" else "cpu"
+
+
 def resolve_quantize(quantize: str | None, *, device_type: str, owned: bool) -> str:
     """What ``quantize`` means for a model on ``device_type``: "none", "bf16" or "int8". ``owned``: the model was
     loaded here (by name), so it may be converted. int8 has CPU kernels only: elsewhere it is refused rather than
@@ -101,11 +109,7 @@ def effective_quantize(spec, quantize: str | None) -> str:
     quantize = check_quantize(quantize)
     if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER) or quantize == "none":
         return "none"
-    import torch
-
-    # The adapters' default device: CUDA when there is one, except for int8, which has CPU kernels only.
-    device_type = "cuda" if torch.cuda.is_available() and quantize != "int8" else "cpu"
-    return resolve_quantize(quantize, device_type=device_type, owned=True)
+    return resolve_quantize(quantize, device_type=default_device(quantize), owned=True)
 
 
 def runtime_label(spec, quantize: str | None, backend: str | None = None) -> str:

@@ -60,7 +60,7 @@ _MAX_RAW_NORM = float(np.sqrt(np.finfo(np.float32).max))
 MAX_K = 256
 
 # The arithmetic of the similarity products on the torch path: float32, or half precision on a GPU, whose matrix
-# units run fp16 and bf16 products many times faster than float32 (benchmarks/README.md, "Mining on a GPU").
+# units run fp16 and bf16 products many times faster than float32 (benchmarks/README.md, "On a GPU").
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
