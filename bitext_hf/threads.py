@@ -163,9 +163,8 @@ def command_threads(sample_seconds: float = 0.1) -> int:
     """The thread count of a command run without ``--threads``: ``OMP_NUM_THREADS`` when it is set (the usual way to
     say it), else :func:`usable_cpus`, fewer when other work keeps some of them busy (:func:`idle_cpus`, rounded).
 
-    On a shared machine, threads that outnumber the idle CPUs wait for each other at every parallel step: a 2-core
-    machine busy with two other processes encoded 6 times slower on 2 threads than on 1 (benchmarks/README.md,
-    "Threads on a shared machine")."""
+    On a shared machine, threads that outnumber the idle CPUs wait for each other at every parallel step, and the
+    command runs several times slower than on one thread (benchmarks/README.md, "Threads on a shared machine")."""
     from_environment = os.environ.get("OMP_NUM_THREADS", "").strip()
     if from_environment.isdigit() and int(from_environment) >= 1:
         return int(from_environment)

@@ -46,14 +46,23 @@ def _shard_output(out: str) -> bool:
     return not os.path.exists(out) and not Path(out).suffix
 
 
+def _quiet(args) -> bool:
+    """``-q`` without ``-v``: the closing rate line is left out."""
+    return getattr(args, "quiet", False) and not getattr(args, "verbose", False)
+
+
+def _rate(sentences: int, seconds: float) -> str:
+    per_second = sentences / max(seconds, 1e-9)
+    return f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
+
+
 def _report_rate(args, sentences: int, started: float, detail: str = "") -> None:
     """How fast the command went, as one line on stderr after its report (whose format stays as it was); ``-q``
     leaves it out. The time is the whole command's: reading, loading the encoder, encoding, searching, writing."""
-    if getattr(args, "quiet", False) and not getattr(args, "verbose", False):
+    if _quiet(args):
         return
     seconds = time.perf_counter() - started
-    per_second = sentences / max(seconds, 1e-9)
-    rate = f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
+    rate = _rate(sentences, seconds)
     print(f"{args.command}: {sentences} sentences{detail} in {seconds:.1f} s, {rate} sentences/s", file=sys.stderr)
 
 
@@ -201,7 +210,7 @@ def cmd_mine(args) -> int:
 def _report_mining_time(args, result, started: float) -> None:
     """``mine``'s closing line on stderr (``-q`` leaves it out): where the sentences came from, the time of each part,
     and the encoding rate over what was encoded only (a run served by the cache encodes nothing)."""
-    if getattr(args, "quiet", False) and not getattr(args, "verbose", False):
+    if _quiet(args):
         return
     seconds = time.perf_counter() - started
     sources = [f"{result.src_sentences} source + {result.tgt_sentences} target"]
@@ -210,14 +219,13 @@ def _report_mining_time(args, result, started: float) -> None:
     if result.from_cache:
         sources.append(f"{result.from_cache} from the cache")
     parts = ", ".join(f"{name} {value:.1f} s" for name, value in result.seconds.items())
-    line = f"mine: {result.src_sentences + result.tgt_sentences} sentences ({'; '.join(sources)}) in {seconds:.1f} s"
-    if result.encoded:
-        per_second = result.encoded / max(result.seconds["encode"], 1e-9)
-        rate = f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
-        line += f" ({parts}); encoded {rate} sentences/s"
-    else:
-        line += f" ({parts}); nothing encoded"
-    print(line, file=sys.stderr)
+    speed = (
+        f"encoded {_rate(result.encoded, result.seconds['encode'])} sentences/s"
+        if result.encoded
+        else "nothing encoded"
+    )
+    total = result.src_sentences + result.tgt_sentences
+    print(f"mine: {total} sentences ({'; '.join(sources)}) in {seconds:.1f} s ({parts}); {speed}", file=sys.stderr)
 
 
 def _write_threshold_report(out, candidates, src_texts, tgt_texts, threshold, margin, report) -> None:

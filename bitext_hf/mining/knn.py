@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 # CPU sweep (`fused_topk.py`), a large one with each topk pass of the torch path (benchmarks/README.md, "Mining").
 DEFAULT_BLOCK_ELEMENTS = 1 << 25
 # On CUDA, blocks 8 times larger: fewer blocks mean fewer kernel launches and fewer merges into the running lists,
-# and a GPU holds a 1 GiB block easily (1.2-1.3x faster at 1M x 1M on an H200: benchmarks/README.md, "On a GPU").
+# and a GPU holds a 1 GiB block easily (faster on an H200: benchmarks/README.md, "On a GPU").
 # Used when the caller leaves block_elements at its default.
 CUDA_BLOCK_ELEMENTS = 1 << 28
 
