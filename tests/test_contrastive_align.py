@@ -461,6 +461,6 @@ def test_dropout_of_the_random_encoder_is_checked_and_applied(tiny_tokenizer):
 
 def test_each_link_weighs_the_same_in_one_process():
     """Outside a distributed job the alignment term is the model's own mean (a share of 1)."""
-    from bitext_hf.families.contrastive_align.objectives import link_share
+    from bitext_hf.training.distributed import global_share
 
-    assert link_share(7, torch.device("cpu")) == 1.0
+    assert global_share(7, torch.device("cpu")) == 1.0

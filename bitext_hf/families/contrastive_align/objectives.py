@@ -42,7 +42,6 @@ __all__ = [
     "alignment_loss",
     "build_examples",
     "check_reference",
-    "link_share",
     "regularizes",
     "unwrap",
 ]
@@ -109,8 +108,8 @@ def alignment_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -
 
     In a distributed job every link of the global batch weighs the same, as in one process given the whole batch:
     the model's alignment term is a mean over its own micro-batch's links, and DDP averages the ranks' gradients, so
-    a rank's term is scaled by its share of the global batch's links (:func:`link_share`). The logged parts stay the
-    rank's own.
+    a rank's term is scaled by its share of the global batch's links
+    (:func:`~bitext_hf.training.distributed.global_share`). The logged parts stay the rank's own.
     """
     output = model(**inputs)
     links = inputs["alignments"].shape[0]
@@ -119,16 +118,10 @@ def alignment_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -
         parts["regularization_loss"] = output.regularization_loss.detach()
     loss = output.loss
     if model.training:
-        share = link_share(links, inputs["alignments"].device)
+        share = global_share(links, inputs["alignments"].device)  # every rank calls it at the same step
         if share != 1.0:
             loss = loss + output.alignment_loss * (share - 1.0)
     return loss, parts
-
-
-def link_share(links: int, device: torch.device) -> float:
-    """The weight of this rank's alignment term: its share of the global batch's links
-    (:func:`bitext_hf.training.distributed.global_share`). Every rank must call it at the same step."""
-    return global_share(links, device)
 
 
 class OrthogonalizeCallback(TrainerCallback):
