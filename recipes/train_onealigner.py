@@ -19,6 +19,7 @@ direction, gold vs random margins, the training curve) go to ``--output_dir``.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     trainer = BitextTrainer(
         model,
         training_args,
-        loss_fn=compute_loss,
+        loss_fn=functools.partial(compute_loss, gather_across_devices=script_args.gather_across_devices),
         train_dataset=data.train_examples,
         data_collator=PairCollator(tokenizer.pad_token_id),
         retrieval_evaluator=OneAlignerRetrievalEvaluator(tokenizer, data.eval_sets) if data.eval_sets else None,

@@ -152,8 +152,8 @@ FAMILIES = {
         "of 2 (1 examples per device)",
         checkpoints=("checkpoint-4",),  # the Trainer saves the last step of a steps strategy
     ),
-    # In-batch negatives and OneAligner's in-batch normalization are each rank's own 16 examples (nothing is
-    # gathered): one process scoring 32 at once is another loss, so the reference accumulates two micro-batches.
+    # The in-batch negatives and OneAligner's in-batch normalization are the global batch's: each rank gathers the
+    # other's token features (gather_across_devices), so one process scores the same 32 at once.
     "train_onealigner": Family(
         "train_onealigner",
         "OneAlignerModel",
@@ -164,7 +164,7 @@ FAMILIES = {
             *("--eval_before_training", "false", "--eval_strategy", "no", "--save_strategy", "no"),
             *("--tokenizer_training_texts", "1000", "--vocab_size", "300", "--per_device_train_batch_size", "16"),
         ),
-        ("--gradient_accumulation_steps", "2"),
+        ("--per_device_train_batch_size", "32"),
         "ModelArguments",
     ),
 }

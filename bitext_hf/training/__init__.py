@@ -2,34 +2,44 @@
 
 Family-specific pieces live in :mod:`bitext_hf.families` (one folder per family); the evaluators' base,
 :class:`~bitext_hf.evaluation.RetrievalEvaluator`, in :mod:`bitext_hf.evaluation`.
+
+The names below are imported on first access (PEP 562), as transformers' own packages do: importing a light
+submodule (``bitext_hf.training.distributed``, which a recipe's launch check and spawned processes import first)
+then costs no Trainer, PEFT or tokenizers import.
 """
 
 from __future__ import annotations
 
-from bitext_hf.training.args import ConfigFileError, load_yaml_config, parse_args, run_recipe
-from bitext_hf.training.callbacks import RetrievalEvalCallback
-from bitext_hf.training.peft import ModelArguments, apply_peft, export_peft
-from bitext_hf.training.tokenizer import (
-    SPECIAL_TOKENS,
-    TokenizerTrainingError,
-    train_or_reuse_tokenizer,
-    train_tokenizer,
-)
-from bitext_hf.training.trainer import BitextTrainer, resume_checkpoint
+import importlib
 
-__all__ = [
-    "SPECIAL_TOKENS",
-    "BitextTrainer",
-    "ConfigFileError",
-    "ModelArguments",
-    "RetrievalEvalCallback",
-    "TokenizerTrainingError",
-    "apply_peft",
-    "export_peft",
-    "load_yaml_config",
-    "parse_args",
-    "resume_checkpoint",
-    "run_recipe",
-    "train_or_reuse_tokenizer",
-    "train_tokenizer",
-]
+# Each public name and the submodule that defines it.
+_SUBMODULE_OF = {
+    "ConfigFileError": "args",
+    "load_yaml_config": "args",
+    "parse_args": "args",
+    "run_recipe": "args",
+    "RetrievalEvalCallback": "callbacks",
+    "ModelArguments": "peft",
+    "apply_peft": "peft",
+    "export_peft": "peft",
+    "SPECIAL_TOKENS": "tokenizer",
+    "TokenizerTrainingError": "tokenizer",
+    "train_or_reuse_tokenizer": "tokenizer",
+    "train_tokenizer": "tokenizer",
+    "BitextTrainer": "trainer",
+    "resume_checkpoint": "trainer",
+}
+
+__all__ = sorted(_SUBMODULE_OF)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _SUBMODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_SUBMODULE_OF[name]}"), name)
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -20,10 +20,12 @@ from bitext_hf.errors import UsageError
 __all__ = [
     "check_launch",
     "check_parallel_mode",
+    "gather_with_grad",
     "global_share",
     "has_accelerator",
     "is_main_process",
     "main_process_first",
+    "world_size",
 ]
 
 logger = logging.getLogger(__name__)
@@ -95,6 +97,13 @@ def check_parallel_mode(training_args: Any) -> None:
         )
 
 
+def world_size() -> int:
+    """The processes of this job: the process group's size, 1 without one."""
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return 1
+    return torch.distributed.get_world_size()
+
+
 def is_main_process() -> bool:
     """True in a single-process run and on rank 0 of a distributed job."""
     return not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
@@ -113,6 +122,33 @@ def global_share(count: int, device: torch.device) -> float:
     total = torch.tensor([float(count)], dtype=torch.float64, device=device)
     torch.distributed.all_reduce(total)
     return count * world / total.item() if total.item() > 0 else 1.0
+
+
+def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
+    """Every rank's ``tensor`` concatenated along dimension 0 in rank order, gradients flowing back to each rank's
+    own rows: the global batch's in-batch negatives, as sentence-transformers' ``gather_across_devices`` gives them.
+
+    The ranks' tensors may differ in every dimension (a last batch with fewer rows, longer sentences on one rank):
+    dimensions after the first are zero-padded to the largest rank's, and each rank's padded rows are cut again.
+    torch.distributed.nn's ``all_gather`` does the gathering with gradients (its backward sums the gradients every
+    rank computed for a part); it needs equal shapes, hence the padding, which it does not do. A caller that
+    computes the same loss from the gathered tensors on every rank gets the single-process gradient back from
+    DDP's average. ``tensor`` itself outside a distributed job. Every rank must call it at the same step.
+    """
+    world = world_size()
+    if world == 1:
+        return tensor
+    import torch.distributed.nn.functional as distributed_functional
+
+    shape = torch.tensor(tensor.shape, dtype=torch.int64, device=tensor.device)
+    shapes = [torch.empty_like(shape) for _ in range(world)]
+    torch.distributed.all_gather(shapes, shape)
+    largest = torch.stack(shapes).amax(dim=0).tolist()
+    padding: list[int] = []
+    for dim in reversed(range(tensor.ndim)):  # F.pad lists the last dimension first
+        padding += [0, largest[dim] - tensor.shape[dim]]
+    parts = distributed_functional.all_gather(torch.nn.functional.pad(tensor, padding))
+    return torch.cat([part[: int(rows[0])] for part, rows in zip(parts, shapes)], dim=0)
 
 
 @contextlib.contextmanager

@@ -335,11 +335,19 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         """What `similarity` compares, for a padded batch (`cosine` defaults to the config's choice for the mode)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        return self._features(self.token_states(input_ids, attention_mask), input_ids, attention_mask, cosine)
+        return self.features_from_states(
+            self.token_states(input_ids, attention_mask), input_ids, attention_mask, cosine
+        )
 
-    def _features(
-        self, states: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, cosine: bool | None
+    def features_from_states(
+        self,
+        states: torch.Tensor,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        cosine: bool | None = None,
     ) -> OneAlignerFeatures:
+        """`features` of token states the encoder already gave (`forward`'s `last_hidden_state` and
+        `target_last_hidden_state`), so that a training loop can gather them across processes."""
         vectors = F.normalize(states, dim=-1) if self._cosine(cosine) else states
         return OneAlignerFeatures(
             vectors, self.token_weights(input_ids, attention_mask), mean_pool(states, attention_mask)
@@ -365,6 +373,27 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         return normalize_scores(
             raw_scores, self.config.alpha, add_mean_term=bool(self.config.add_mean_term and training)
         )
+
+    def score_batch(
+        self, source: OneAlignerFeatures, target: OneAlignerFeatures, *, return_loss: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """f, its in-batch normalization S and, when asked, the contrastive loss (row i of the sources aligned with
+        row i of the targets) of two batches of features: what `forward` computes after encoding, public so that a
+        training loop can score the features of every process's batch at once (the global batch's negatives)."""
+        raw_scores = self.similarity(source, target)
+        scores = self.normalize(raw_scores)
+        if not return_loss:
+            return raw_scores, scores, None
+        if scores.shape[0] != scores.shape[1]:
+            raise OneAlignerInputError(
+                f"the loss needs aligned batches: {scores.shape[0]} sources vs {scores.shape[1]} targets."
+            )
+        loss = contrastive_loss(scores, self.config.softmax_temperature, self.config.loss_type)
+        if self.config.pooled_loss_weight > 0:
+            loss = loss + self.config.pooled_loss_weight * pooled_contrastive_loss(
+                source.pooled, target.pooled, self.config.pooled_loss_temperature
+            )
+        return raw_scores, scores, loss
 
     def forward(
         self,
@@ -403,7 +432,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         source_states, hidden_states, attentions = self._encode(
             input_ids, attention_mask, token_type_ids, output_hidden_states, bool(output_attentions)
         )
-        source = self._features(source_states, input_ids, attention_mask, None)
+        source = self.features_from_states(source_states, input_ids, attention_mask)
         fields: dict[str, torch.Tensor | None] = {}
         if target_input_ids is not None:
             if target_attention_mask is None:
@@ -414,9 +443,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                     "targets."
                 )
             target_states = self.token_states(target_input_ids, target_attention_mask, target_token_type_ids)
-            target = self._features(target_states, target_input_ids, target_attention_mask, None)
-            raw_scores = self.similarity(source, target)
-            scores = self.normalize(raw_scores)
+            target = self.features_from_states(target_states, target_input_ids, target_attention_mask)
+            raw_scores, scores, loss = self.score_batch(source, target, return_loss=bool(return_loss))
             fields.update(
                 raw_scores=raw_scores,
                 scores=scores,
@@ -424,11 +452,6 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                 target_sentence_embedding=target.pooled,
             )
             if return_loss:
-                loss = contrastive_loss(scores, self.config.softmax_temperature, self.config.loss_type)
-                if self.config.pooled_loss_weight > 0:
-                    loss = loss + self.config.pooled_loss_weight * pooled_contrastive_loss(
-                        source.pooled, target.pooled, self.config.pooled_loss_temperature
-                    )
                 fields["loss"] = loss
         elif return_loss:
             raise OneAlignerInputError("return_loss=True needs target_input_ids (the aligned target batch).")

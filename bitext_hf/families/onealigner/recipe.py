@@ -106,6 +106,11 @@ class ScriptArguments:
     loss_type: str = arg_field("global", "global (N^2 - N negatives) or row.")
     eval_batch_size: int = arg_field(256, "Normalization block at evaluation.")
     pooled_loss_weight: float = arg_field(0.0, "Not in the paper: extra InfoNCE on mean-pooled vectors.")
+    gather_across_devices: bool = arg_field(
+        True,
+        "Several processes: score each rank's batch against the global batch's negatives and normalize over it, as "
+        "one process given the whole batch (false: each rank's own batch).",
+    )
 
     def __post_init__(self) -> None:
         if not self.train_pairs:

@@ -19,6 +19,8 @@ import torch
 from bitext_hf.evaluation.evaluator import RetrievalEvaluator
 from bitext_hf.evaluation.metrics.functional import xsim_from_similarity
 from bitext_hf.families.onealigner.scoring import encode, normalize_blocks, retrieval_accuracy, similarity_matrix
+from bitext_hf.modeling.onealigner.modeling_onealigner import OneAlignerFeatures
+from bitext_hf.training.distributed import gather_with_grad, world_size
 
 __all__ = [
     "OneAlignerRetrievalEvaluator",
@@ -33,20 +35,46 @@ __all__ = [
 _ABLATION = (("bertscore", False), ("bertscore", True), ("mean_pool", False), ("mean_pool", True))
 
 
-def compute_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any]]:
+def compute_loss(
+    model: torch.nn.Module, inputs: Mapping[str, torch.Tensor], *, gather_across_devices: bool = True
+) -> tuple[torch.Tensor, dict[str, Any]]:
     """The paper's contrastive loss on a ``PairCollator`` batch (row i of each side aligned), and the batch's
-    source-to-target top-1 accuracy on the normalized training scores (a cheap sign of learning)."""
+    source-to-target top-1 accuracy on the normalized training scores (a cheap sign of learning).
+
+    In a distributed job (``gather_across_devices``, in training) the negatives and the in-batch normalization are
+    those of the global batch, as in one process given the whole batch: each rank encodes its own batch through the
+    (DDP-wrapped) model, gathers every rank's token features with their gradients, and scores the global batch.
+    Every rank computes the same loss, so DDP's average of the ranks' gradients is that loss's gradient
+    (``training.distributed.gather_with_grad``).
+    """
+    gather = gather_across_devices and model.training and world_size() > 1
     output = model(
         input_ids=inputs["src_input_ids"],
         attention_mask=inputs["src_attention_mask"],
         target_input_ids=inputs["tgt_input_ids"],
         target_attention_mask=inputs["tgt_attention_mask"],
-        return_loss=True,
+        return_loss=not gather,
     )
-    labels = torch.arange(output.scores.shape[0], device=output.scores.device)
+    loss, scores = output.loss, output.scores
+    if gather:
+        from accelerate.utils import extract_model_from_parallel
+
+        core = unwrap_peft(extract_model_from_parallel(model))
+        source, target = (
+            _gathered(core.features_from_states(states, inputs[f"{side}_input_ids"], inputs[f"{side}_attention_mask"]))
+            for side, states in (("src", output.last_hidden_state), ("tgt", output.target_last_hidden_state))
+        )
+        _, scores, loss = core.score_batch(source, target, return_loss=True)
+    labels = torch.arange(scores.shape[0], device=scores.device)
     # A detached tensor, not .item(): the Trainer converts logged parts once per logging window, not every step.
-    accuracy = (output.scores.argmax(dim=1) == labels).float().mean().detach()
-    return output.loss, {"train_batch_accuracy": accuracy}
+    accuracy = (scores.argmax(dim=1) == labels).float().mean().detach()
+    return loss, {"train_batch_accuracy": accuracy}
+
+
+def _gathered(features: OneAlignerFeatures) -> OneAlignerFeatures:
+    """Every rank's features in rank order; padded tokens get zero vectors and zero weights, which BERTScore leaves
+    out as it does a batch's own padding."""
+    return OneAlignerFeatures(*(gather_with_grad(part) for part in features))
 
 
 def unwrap_peft(model: torch.nn.Module) -> torch.nn.Module:
