@@ -111,8 +111,26 @@ SAME_COMPUTATION = (
     *("--warmup_steps", "0", "--learning_rate", "0.01"),
 )
 FAMILIES = {
-    # The l2 objective: the contrastive ones take their negatives from each rank's own micro-batch.
+    # The paper's strong objective: every link of the global batch is a negative (each rank gathers the other's
+    # linked token states, gather_across_devices), so one process scores the same links at once.
     "align_contrastive": Family(
+        "align_contrastive",
+        "ContrastiveAlignedEncoder",
+        ACCELERATE,
+        (
+            *SAME_COMPUTATION,
+            *("--objective", "strong", "--max_pairs", "300", "--held_out", "20", "--eval_before_training", "false"),
+            *("--save_steps", "4", "--per_device_train_batch_size", "16"),
+        ),
+        ("--per_device_train_batch_size", "32"),
+        "ModelArguments",
+        # Rank 0 aligned each language once; rank 1 read both.
+        logged=(("word alignments cached in", 2), ("word alignments read from", 2)),
+        checkpoints=("checkpoint-4",),
+    ),
+    # The l2 objective has no negatives: each rank's mean over its own links weighs by its share of the global
+    # batch's links (global_share).
+    "align_contrastive-l2": Family(
         "align_contrastive",
         "ContrastiveAlignedEncoder",
         ACCELERATE,
@@ -123,7 +141,6 @@ FAMILIES = {
         ),
         ("--per_device_train_batch_size", "32"),
         "ModelArguments",
-        # Rank 0 aligned each language once; rank 1 read both.
         logged=(("word alignments cached in", 2), ("word alignments read from", 2)),
         checkpoints=("checkpoint-4",),
     ),
@@ -208,10 +225,10 @@ def _assert_equal_weights(expected_dir: Path, actual_dir: Path) -> None:
     assert worst <= EQUAL_TOLERANCE, f"{worst:.3g} apart"
 
 
-# In the suite: align_contrastive (multi_cpu.yaml) and MuSR (torchrun, the token share), one launch per launcher.
-# Laser3's and OneAligner's launches are slow-marked to keep the suite within its time budget: their references
-# accumulate micro-batches, so no loss code of theirs is distributed-only (``pytest -m slow`` runs them).
-IN_THE_SUITE = ("align_contrastive", "train_musr")
+# In the suite: each family's launch, two through multi_cpu.yaml and two through torchrun. The l2 variant of
+# align_contrastive (the link share instead of gathered negatives; MuSR's launch covers the share) runs with
+# ``pytest -m slow``.
+IN_THE_SUITE = ("align_contrastive", "train_musr", "distill_wolof", "train_onealigner")
 
 
 @pytest.mark.parametrize(
@@ -224,12 +241,11 @@ def test_two_processes_train_one_model_equal_to_one_process(tmp_path, recipe):
     here meanwhile. Both see the same global batches: the ranks' shards are the two halves of the single process's
     batch (or its two accumulated micro-batches).
 
-    What the flags keep out, because it cannot be equal: dropout (each rank draws its own masks); Adam (see
-    SAME_COMPUTATION); the in-batch negatives of align_contrastive's weak and strong objectives and of OneAligner,
-    and OneAligner's in-batch normalization, which see a rank's own micro-batch, so that OneAligner's reference
-    accumulates two micro-batches of 16 instead of scoring 32 at once. The means over the global batch: each link
-    (align_contrastive) and each target token (MuSR) of the global batch weighs the same; Laser3's items are whole
-    batches of one task each, whose means weigh the same in both runs.
+    What the flags keep out, because it cannot be equal: dropout (each rank draws its own masks) and Adam (see
+    SAME_COMPUTATION). The in-batch negatives (align_contrastive's strong objective, OneAligner, whose scores are also
+    normalized over the batch) are the global batch's: each rank gathers the other's features. The means over the
+    global batch: each link (align_contrastive's l2) and each target token (MuSR) of the global batch weighs the
+    same; Laser3's items are whole batches of one task each, whose means weigh the same in both runs.
     """
     family = FAMILIES[recipe]
     two, one = tmp_path / "two", tmp_path / "one"
@@ -238,7 +254,7 @@ def test_two_processes_train_one_model_equal_to_one_process(tmp_path, recipe):
         *(["--main_process_port", str(_free_port())] if family.launcher is ACCELERATE else []),
     ]
     with subprocess.Popen(
-        [*launcher, f"recipes/{recipe}.py", *family.command(two)],
+        [*launcher, f"recipes/{family.recipe}.py", *family.command(two)],
         cwd=ROOT,
         env=_clean_environment(),
         stdout=subprocess.PIPE,

@@ -418,10 +418,18 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         elif objective == "l2":
             loss = l2_alignment_loss(source_links, target_links)
         else:
-            temperature = float(self.config.contrastive_temperature)
-            loss_fn = weak_contrastive_loss if objective == "weak" else strong_contrastive_loss
-            loss = loss_fn(self.projector(source_links), self.projector(target_links), temperature)
+            loss = self.contrastive_link_loss(source_links, target_links)
         return loss, source_states, target_states
+
+    def contrastive_link_loss(self, source_links: torch.Tensor, target_links: torch.Tensor) -> torch.Tensor:
+        """The `weak` or `strong` objective on the states of linked tokens `(n_links, hidden)`, row i of each side
+        aligned: public so that a training loop can score the links of every process's batch at once (the global
+        batch's negatives)."""
+        if self.projector is None:
+            raise ContrastiveAlignConfigError(f"objective={self.config.objective!r} has no contrastive loss.")
+        temperature = float(self.config.contrastive_temperature)
+        loss_fn = weak_contrastive_loss if self.config.objective == "weak" else strong_contrastive_loss
+        return loss_fn(self.projector(source_links), self.projector(target_links), temperature)
 
     def forward(
         self,

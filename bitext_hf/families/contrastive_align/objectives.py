@@ -30,7 +30,7 @@ from bitext_hf.errors import DataValidationError
 from bitext_hf.evaluation.evaluator import RetrievalEvaluator
 from bitext_hf.families.contrastive_align.symmetrize import Link
 from bitext_hf.io import atomic_output
-from bitext_hf.training.distributed import global_share
+from bitext_hf.training.distributed import gather_with_grad, global_share, world_size
 
 __all__ = [
     "THETA_0_FILE",
@@ -103,13 +103,23 @@ class AlignmentCollator:
         }
 
 
-def alignment_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any]]:
+def alignment_loss(
+    model: torch.nn.Module, inputs: Mapping[str, torch.Tensor], *, gather_across_devices: bool = True
+) -> tuple[torch.Tensor, dict[str, Any]]:
     """The model's loss and its parts (alignment term, regularizer, links per batch) for the Trainer's logs.
 
     In a distributed job every link of the global batch weighs the same, as in one process given the whole batch:
-    the model's alignment term is a mean over its own micro-batch's links, and DDP averages the ranks' gradients, so
-    a rank's term is scaled by its share of the global batch's links
-    (:func:`~bitext_hf.training.distributed.global_share`). The logged parts stay the rank's own.
+
+    * ``l2`` and ``linear`` are means over the micro-batch's links, and DDP averages the ranks' gradients, so a rank's
+      term is scaled by its share of the global batch's links (:func:`~bitext_hf.training.distributed.global_share`;
+      so are ``weak`` and ``strong`` without ``gather_across_devices``, over each rank's own negatives);
+    * ``weak`` and ``strong`` take every other link of the batch as a negative: with ``gather_across_devices`` each
+      rank gathers every rank's linked token states with their gradients and scores the global batch's links, the
+      same loss on every rank, whose gradient DDP's average gives back
+      (:func:`~bitext_hf.training.distributed.gather_with_grad`). The rank's own term stays in the graph with a
+      zero gradient (it is added and taken away), so the parameters get their gradients in the same places.
+
+    The logged alignment term is then the global one; the other parts stay the rank's own.
     """
     output = model(**inputs)
     links = inputs["alignments"].shape[0]
@@ -117,10 +127,21 @@ def alignment_loss(model: torch.nn.Module, inputs: Mapping[str, torch.Tensor]) -
     if output.regularization_loss is not None:
         parts["regularization_loss"] = output.regularization_loss.detach()
     loss = output.loss
-    if model.training:
-        share = global_share(links, inputs["alignments"].device)  # every rank calls it at the same step
-        if share != 1.0:
-            loss = loss + output.alignment_loss * (share - 1.0)
+    if not model.training or world_size() == 1:
+        return loss, parts
+    core = unwrap(model)
+    if gather_across_devices and core.config.objective in ("weak", "strong"):
+        examples, source_positions, target_positions = inputs["alignments"].unbind(1)
+        source = gather_with_grad(output.last_hidden_state[examples, source_positions])
+        target = gather_with_grad(output.target_last_hidden_state[examples, target_positions])
+        if source.shape[0]:  # no rank has a link: the model's own zero term stands
+            term = core.contrastive_link_loss(source, target)
+            loss = loss - output.alignment_loss + term
+            parts["alignment_loss"] = term.detach()
+        return loss, parts
+    share = global_share(links, inputs["alignments"].device)  # every rank calls it at the same step
+    if share != 1.0:
+        loss = loss + output.alignment_loss * (share - 1.0)
     return loss, parts
 
 

@@ -74,6 +74,11 @@ class ScriptArguments:
     layer: int | None = arg_field(None, "Hidden state aligned by l2/weak/strong (default: the last).")
     projection_dim: int = arg_field(128, "Projector output width (paper: 128).")
     contrastive_temperature: float = arg_field(0.1, "T of the contrastive objectives (paper: 0.1).")
+    gather_across_devices: bool = arg_field(
+        True,
+        "Several processes, weak and strong objectives: every link of the global batch is a negative, as in one "
+        "process given the whole batch (false: each rank's own links).",
+    )
     regularization_weight: float | None = arg_field(
         None, "lambda of ||theta - theta_0||^2 (default 1.0; 0 with LoRA)."
     )
@@ -301,7 +306,7 @@ def alignment_trainer(
     return BitextTrainer(
         model,
         training_args,
-        loss_fn=alignment_loss,
+        loss_fn=functools.partial(alignment_loss, gather_across_devices=script_args.gather_across_devices),
         train_dataset=examples,
         data_collator=AlignmentCollator(tokenizer.pad_token_id),
         retrieval_evaluator=evaluator,
