@@ -12,6 +12,7 @@ steps. Each is compared with a single-process run of the same global batch and s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -128,22 +129,6 @@ FAMILIES = {
         logged=(("word alignments cached in", 2), ("word alignments read from", 2)),
         checkpoints=("checkpoint-4",),
     ),
-    # The l2 objective has no negatives: each rank's mean over its own links weighs by its share of the global
-    # batch's links (global_share).
-    "align_contrastive-l2": Family(
-        "align_contrastive",
-        "ContrastiveAlignedEncoder",
-        ACCELERATE,
-        (
-            *SAME_COMPUTATION,
-            *("--objective", "l2", "--max_pairs", "300", "--held_out", "20", "--eval_before_training", "false"),
-            *("--save_steps", "4", "--per_device_train_batch_size", "16"),
-        ),
-        ("--per_device_train_batch_size", "32"),
-        "ModelArguments",
-        logged=(("word alignments cached in", 2), ("word alignments read from", 2)),
-        checkpoints=("checkpoint-4",),
-    ),
     # Both stages; each rank's loss weighs by its share of the global batch's target tokens.
     "train_musr": Family(
         "train_musr",
@@ -185,6 +170,14 @@ FAMILIES = {
         "ModelArguments",
     ),
 }
+
+
+# The l2 objective has no negatives: each rank's mean over its own links weighs by its share of the global batch's
+# links (global_share).
+FAMILIES["align_contrastive-l2"] = dataclasses.replace(
+    FAMILIES["align_contrastive"],
+    flags=tuple("l2" if flag == "strong" else flag for flag in FAMILIES["align_contrastive"].flags),
+)
 
 
 def _run_here(family: Family, output_dir: Path) -> None:
