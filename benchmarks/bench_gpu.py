@@ -1,7 +1,7 @@
 """On a GPU: the exact bidirectional kNN engine against two exact GPU searches, and encoding against
 sentence-transformers, with the card's own ceilings measured in the same run.
 
-(a) kNN. ``bidirectional_knn_blocks`` on CUDA (one blocked pass, row and column top-k of each block) against the
+(a) kNN. ``bidirectional_knn_unchecked`` on CUDA (one blocked pass, row and column top-k of each block) against the
     LASER / sentence-transformers way: two independent exact searches, x among y then y among x, each a tiled
     product of all queries against the whole database on the GPU followed by a top-k, which is what
     ``faiss.knn_gpu`` and FAISS's flat GPU index do (tiled GEMM + k-selection). FAISS's own GPU build is not used
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, PRECISIONS, bidirectional_knn_blocks, row_topk
+from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, PRECISIONS, bidirectional_knn_unchecked, row_topk
 
 K = 4
 # "cuda"; "cpu" (--device cpu, small --plan) only checks the script itself before a GPU run.
@@ -123,7 +123,7 @@ def knn_run(n: int, d: int, precision: str, block_elements: int, peak: float, se
     dtype = PRECISIONS[precision]
     synchronize()
     start = time.perf_counter()
-    ours = bidirectional_knn_blocks(
+    ours = bidirectional_knn_unchecked(
         x, y, K, device=DEVICE, backend="torch", precision=precision, block_elements=block_elements
     )
     ours_s = time.perf_counter() - start

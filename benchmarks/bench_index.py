@@ -74,7 +74,7 @@ class Timings(logging.Handler):
 
 def child(method, n, dim, k, nprobe, out: Path, recall_queries: int, dtype: str) -> None:
     from bitext_hf.mining import check_pair, mine
-    from bitext_hf.mining.index import recall_at_k, resolve_index, search_neighbours_checked
+    from bitext_hf.mining.index import recall_at_k, resolve_index, search_neighbours_unchecked
     from bitext_hf.mining.knn import BidirectionalKNN
     from bitext_hf.mining.retrieval import retrieve
 
@@ -99,7 +99,7 @@ def child(method, n, dim, k, nprobe, out: Path, recall_queries: int, dtype: str)
     else:
         src, tgt = check_pair(x, y, "source", "target")
         index, probe = resolve_method(method, n, dim, nprobe)
-        knn = search_neighbours_checked(src, tgt, k, index=index, nprobe=probe)
+        knn = search_neighbours_unchecked(src, tgt, k, index=index, nprobe=probe)
     pairs = retrieve(knn, margin="ratio", mode="max")
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     peak = rss_mb("VmHWM")

@@ -55,7 +55,7 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
 
     from bitext_hf.mining import check_pair
-    from bitext_hf.mining.index import recall_at_k, search_neighbours_checked
+    from bitext_hf.mining.index import recall_at_k, search_neighbours_unchecked
     from bitext_hf.mining.retrieval import retrieve
 
     x, y, gold = embeddings(args.lang, workdir)
@@ -78,7 +78,7 @@ def main() -> None:
     for method in ["exact", *args.methods]:
         index, nprobe = resolve_method(method, n, dim, None)
         cpu = time.process_time()
-        knn = search_neighbours_checked(src, tgt, 4, index=index, nprobe=nprobe)
+        knn = search_neighbours_unchecked(src, tgt, 4, index=index, nprobe=nprobe)
         pairs = retrieve(knn, margin="ratio", mode="max")
         cpu = time.process_time() - cpu
         scored = dict(zip(zip(pairs.src_indices.tolist(), pairs.tgt_indices.tolist()), pairs.scores.tolist()))

@@ -211,8 +211,8 @@ def test_settings_are_usage_errors_before_any_work(pair, monkeypatch, settings, 
     def no_search(*args, **kwargs):
         raise AssertionError("the neighbour search ran before the settings were checked")
 
-    monkeypatch.setattr(mining, "search_neighbours_checked", no_search)
-    monkeypatch.setattr(documents, "search_neighbours_checked", no_search)
+    monkeypatch.setattr(mining, "search_neighbours_unchecked", no_search)
+    monkeypatch.setattr(documents, "search_neighbours_unchecked", no_search)
     x, y = pair
     with pytest.raises(UsageError, match=message):
         mining.mine(x, y, **settings)

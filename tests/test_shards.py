@@ -18,7 +18,7 @@ from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining import bidirectional_knn, mine
 from bitext_hf.mining.embedding_cache import EmbeddingCache
-from bitext_hf.mining.knn import bidirectional_knn_blocks
+from bitext_hf.mining.knn import bidirectional_knn_unchecked
 from bitext_hf.mining.shards import (
     MANIFEST,
     PROGRESS,
@@ -228,7 +228,7 @@ def test_sharded_mining_equals_mining_the_concatenation(tmp_path, dtype, block_e
     sx, sy = open_shards(tmp_path / "x"), open_shards(tmp_path / "y")
     x, y = x.astype(dtype), y.astype(dtype)  # what the shards hold
     expected = bidirectional_knn(x, y, 4, block_elements=block_elements, backend=backend)
-    got = bidirectional_knn_blocks(sx, sy, 4, block_elements=block_elements, backend=backend)
+    got = bidirectional_knn_unchecked(sx, sy, 4, block_elements=block_elements, backend=backend)
     for field in ("forward_sims", "forward_indices", "backward_sims", "backward_indices"):
         np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
     for mode in ("max", "intersect"):

@@ -18,7 +18,7 @@ from bitext_hf.mining.index import (
     choose_index,
     recall_at_k,
     search_neighbours,
-    search_neighbours_checked,
+    search_neighbours_unchecked,
 )
 from bitext_hf.mining.knn import (
     MAX_K,
@@ -66,7 +66,7 @@ __all__ = [
     "run_mining",
     "score_pairs",
     "search_neighbours",
-    "search_neighbours_checked",
+    "search_neighbours_unchecked",
     "vote",
     "write_pairs",
 ]
@@ -110,7 +110,7 @@ def mine(
     check_settings(margin, mode, threshold)
     src, tgt = check_pair(src_embeddings, tgt_embeddings, "source embeddings", "target embeddings")
     check_k(k, src.shape[0], tgt.shape[0])
-    knn = search_neighbours_checked(
+    knn = search_neighbours_unchecked(
         src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress
     )
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
@@ -137,7 +137,7 @@ def score_pairs(
             f"score_pairs needs aligned rows: {src.shape[0]} source vs {tgt.shape[0]} target embeddings"
         )
     check_k(k, src.shape[0], tgt.shape[0])
-    knn = search_neighbours_checked(
+    knn = search_neighbours_unchecked(
         src, tgt, k, index=index, nprobe=nprobe, device=device, show_progress=show_progress
     )
     cosine = np.einsum("ij,ij->i", src, tgt)

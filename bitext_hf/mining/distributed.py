@@ -540,7 +540,7 @@ def knn_ray(
     retries: int = DEFAULT_RETRIES,
     max_run_blocks: int = MAX_RUN_BLOCKS,
 ):
-    """:func:`bitext_hf.mining.knn.bidirectional_knn_blocks` (checked inputs: arrays from ``check_pair`` or
+    """:func:`bitext_hf.mining.knn.bidirectional_knn_unchecked` (checked inputs: arrays from ``check_pair`` or
     ``ShardedEmbeddings``) with the target column blocks searched in parallel Ray tasks; see the module docstring.
 
     The targets are cut into runs of at most ``max_run_blocks`` column blocks (8,192 targets each by default), at

@@ -377,7 +377,7 @@ def knn_ray_index(
     retries: int = DEFAULT_RETRIES,
     on_task: TaskHook | None = None,
 ):
-    """:func:`bitext_hf.mining.index.search_neighbours_checked` (checked inputs: arrays from ``check_pair`` or
+    """:func:`bitext_hf.mining.index.search_neighbours_unchecked` (checked inputs: arrays from ``check_pair`` or
     :class:`~bitext_hf.mining.shards.ShardedEmbeddings`) with the index filled shard by shard and searched tile by
     shard in parallel Ray tasks; see the module docstring. An index that resolves to exact search goes to
     :func:`bitext_hf.mining.distributed.knn_ray`.

@@ -16,7 +16,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.mining.index import check_index, search_neighbours_checked
+from bitext_hf.mining.index import check_index, search_neighbours_unchecked
 from bitext_hf.mining.knn import check_k, check_pair
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings, retrieve
 
@@ -112,7 +112,7 @@ def mine_documents(
     parts = []
     for doc in shared:
         src_rows, tgt_rows = src_groups[doc], tgt_groups[doc]
-        knn = search_neighbours_checked(src[src_rows], tgt[tgt_rows], k, index=index, nprobe=nprobe, device=device)
+        knn = search_neighbours_unchecked(src[src_rows], tgt[tgt_rows], k, index=index, nprobe=nprobe, device=device)
         pairs = retrieve(knn, margin=margin, mode=mode, threshold=threshold).offset(src_rows, tgt_rows)
         pairs.doc_ids = _doc_id_array(doc, len(pairs))
         parts.append(pairs)

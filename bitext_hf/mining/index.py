@@ -36,7 +36,7 @@ import numpy as np
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.knn import (
     BidirectionalKNN,
-    bidirectional_knn_blocks,
+    bidirectional_knn_unchecked,
     check_embeddings,
     check_k,
     check_pair,
@@ -57,7 +57,7 @@ __all__ = [
     "recall_at_k",
     "resolve_index",
     "search_neighbours",
-    "search_neighbours_checked",
+    "search_neighbours_unchecked",
 ]
 
 logger = logging.getLogger(__name__)
@@ -483,7 +483,7 @@ def search_neighbours(
     show_progress: bool = False,
 ) -> BidirectionalKNN:
     """Neighbourhoods of both sides, exact or through an index (see the module docstring): both sides validated
-    and L2-normalized (:func:`~bitext_hf.mining.knn.check_pair`), then :func:`search_neighbours_checked`, whose
+    and L2-normalized (:func:`~bitext_hf.mining.knn.check_pair`), then :func:`search_neighbours_unchecked`, whose
     arguments the others are.
 
     Raises:
@@ -491,12 +491,12 @@ def search_neighbours(
         DataValidationError: unusable embeddings, or two dimensions.
     """
     src, tgt = check_pair(src, tgt, "source embeddings", "target embeddings")
-    return search_neighbours_checked(
+    return search_neighbours_unchecked(
         src, tgt, k, index=index, nprobe=nprobe, seed=seed, device=device, show_progress=show_progress
     )
 
 
-def search_neighbours_checked(
+def search_neighbours_unchecked(
     src: np.ndarray,
     tgt: np.ndarray,
     k: int = 4,
@@ -528,7 +528,7 @@ def search_neighbours_checked(
     else:
         spec = resolve_index(index, src.shape[0], tgt.shape[0], src.shape[1], nprobe=nprobe)
     if spec.exact:
-        return bidirectional_knn_blocks(src, tgt, k, device=device, show_progress=show_progress)
+        return bidirectional_knn_unchecked(src, tgt, k, device=device, show_progress=show_progress)
     use_gpu = device != "cpu" and _gpu_available()
     start = time.perf_counter()
     trained = train_index(spec, src, tgt, seed, use_gpu)

@@ -27,7 +27,7 @@ __all__ = [
     "MAX_K",
     "BidirectionalKNN",
     "bidirectional_knn",
-    "bidirectional_knn_blocks",
+    "bidirectional_knn_unchecked",
     "check_embeddings",
     "check_k",
     "check_pair",
@@ -214,7 +214,7 @@ def check_pair(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Both sides through :func:`check_embeddings` (named ``x_name`` and ``y_name`` in messages), and the same
     dimension on both (a ``DataValidationError`` otherwise): what the searches of checked inputs
-    (:func:`bidirectional_knn_blocks`, :func:`~bitext_hf.mining.index.search_neighbours_checked`) need first."""
+    (:func:`bidirectional_knn_unchecked`, :func:`~bitext_hf.mining.index.search_neighbours_unchecked`) need first."""
     x = check_embeddings(x, x_name, normalize=normalize)
     y = check_embeddings(y, y_name, normalize=normalize)
     if x.shape[1] != y.shape[1]:
@@ -307,14 +307,14 @@ def bidirectional_knn(
 ) -> BidirectionalKNN:
     """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``: both
     sides validated (:func:`check_pair`, L2-normalized unless ``normalize=False``: raw inner products), then
-    searched by :func:`bidirectional_knn_blocks`, whose arguments the others are.
+    searched by :func:`bidirectional_knn_unchecked`, whose arguments the others are.
 
     Raises:
         UsageError: k below 1 or above :data:`MAX_K` (see :func:`check_k`).
         DataValidationError: unusable embeddings (see :func:`check_embeddings`).
     """
     x, y = check_pair(x, y, "source embeddings", "target embeddings", normalize)
-    return bidirectional_knn_blocks(
+    return bidirectional_knn_unchecked(
         x,
         y,
         k,
@@ -327,7 +327,7 @@ def bidirectional_knn(
     )
 
 
-def bidirectional_knn_blocks(
+def bidirectional_knn_unchecked(
     x: Any,
     y: Any,
     k: int = 4,

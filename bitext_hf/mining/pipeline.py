@@ -365,7 +365,7 @@ def _search_and_retrieve(
 ) -> tuple[MinedPairs, RecallReport | None]:
     """Search and retrieve in memory, or block by block when a side is a folder of shards (same pairs and scores).
     Returns the pairs and, with check_recall, the recall@k of the run's own forward neighbours (no second index)."""
-    from bitext_hf.mining.index import recall_at_k, search_neighbours_checked
+    from bitext_hf.mining.index import recall_at_k, search_neighbours_unchecked
     from bitext_hf.mining.retrieval import retrieve
     from bitext_hf.mining.shards import ShardedEmbeddings, mine_shards
 
@@ -389,7 +389,7 @@ def _search_and_retrieve(
             for side, name, was_sharded in zip((src_emb, tgt_emb), ("source embeddings", "target embeddings"), sharded)
         )
     # Both sides are validated (see _rows_to_mine) and their dimensions compared: the search skips its own check.
-    knn = search_neighbours_checked(
+    knn = search_neighbours_unchecked(
         src_emb, tgt_emb, config.k, index=config.index, nprobe=config.nprobe, show_progress=show_progress
     )
     recall = None

@@ -529,7 +529,7 @@ def mine_shards(
 ):
     """:func:`bitext_hf.mining.mine` where either side may be :class:`ShardedEmbeddings`: the same pairs and scores
     as mining the concatenated arrays, with one block of each side in memory at a time (arguments as there)."""
-    from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, bidirectional_knn_blocks, check_embeddings
+    from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, bidirectional_knn_unchecked, check_embeddings
     from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
 
     mode = mode or DEFAULT_MODE
@@ -543,7 +543,7 @@ def mine_shards(
             f"dimension mismatch: source embeddings have dimension {src.shape[1]} but target embeddings "
             f"{tgt.shape[1]}; both sides must come from the same encoder"
         )
-    knn = bidirectional_knn_blocks(
+    knn = bidirectional_knn_unchecked(
         src,
         tgt,
         k,
