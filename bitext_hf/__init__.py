@@ -9,8 +9,6 @@ The model families are registered with ``AutoConfig`` / ``AutoModel`` when ``bit
 
 from __future__ import annotations
 
-import warnings
-
 from bitext_hf.blas_kernels import choose_openblas_kernels
 
 __version__ = "0.1.0"
@@ -18,18 +16,3 @@ __version__ = "0.1.0"
 choose_openblas_kernels()  # before FAISS loads its OpenBLAS (bitext_hf.blas_kernels says why)
 
 __all__ = ["__version__"]
-
-
-def __getattr__(name: str) -> object:  # no `typing` import: it would cost more than the rest of bitext_hf
-    # PEP 562: `bitext_hf.register_auto_classes` was public; importing bitext_hf.modeling for it at `import bitext_hf`
-    # would import torch, so it is resolved on first access only.
-    if name == "register_auto_classes":
-        warnings.warn(
-            "bitext_hf.register_auto_classes is deprecated: `import bitext_hf.modeling` registers the model families",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from bitext_hf.modeling import register_auto_classes
-
-        return register_auto_classes
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

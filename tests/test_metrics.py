@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from realdata import demo_aligned
@@ -129,21 +127,3 @@ def test_xsim_rejects_unaligned_without_gold():
     x, y = noisy_pairs(1, n=10)
     with pytest.raises(ValueError, match="translation pair"):
         F.xsim(x, y[:5])
-
-
-def test_the_old_metrics_path_warns_and_is_the_new_package(monkeypatch):
-    # bitext_hf.metrics moved to bitext_hf.evaluation.metrics and keeps working for one release; forget any earlier
-    # import of the old path so that the warning is issued here.
-    import bitext_hf
-
-    for name in [name for name in sys.modules if name == "bitext_hf.metrics" or name.startswith("bitext_hf.metrics.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.delattr(bitext_hf, "metrics", raising=False)
-    with pytest.warns(FutureWarning, match=r"bitext_hf\.evaluation\.metrics") as record:
-        import bitext_hf.metrics as old
-        import bitext_hf.metrics.functional
-        from bitext_hf.metrics.peer_retrieval import resolve_device
-    assert record[0].filename == __file__, "the warning must point at the importing line"
-    assert old is metrics and bitext_hf.metrics.functional is F, "not a second copy of the modules"
-    assert resolve_device is sys.modules["bitext_hf.evaluation.metrics.peer_retrieval"].resolve_device
-    assert old.metric_path("xsim") == metrics.metric_path("xsim") and old.metric_path("xsim").is_dir()

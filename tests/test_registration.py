@@ -110,20 +110,3 @@ def test_load_encoder_of_a_bitext_hf_checkpoint_after_importing_only_the_encoder
         """
     )
     assert output.splitlines() == ["bitext_hf.modeling.laser3.modeling_laser3 (2, 16)"]
-
-
-def test_the_old_register_auto_classes_name_still_works_with_a_deprecation_warning():
-    output = _run(
-        """
-        import sys
-        import warnings
-        import bitext_hf
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            register = bitext_hf.register_auto_classes
-        register()
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-        print([str(warning.message).split(":")[0] for warning in caught], "onealigner" in CONFIG_MAPPING)
-        """
-    )
-    assert output.splitlines() == ["['bitext_hf.register_auto_classes is deprecated'] True"]

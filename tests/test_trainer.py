@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
-from transformers import Trainer, TrainingArguments
+from transformers import TrainingArguments
 
 from bitext_hf.errors import UsageError
 from bitext_hf.training import (
     BitextTrainer,
     ModelArguments,
-    RetrievalEvalCallback,
     apply_peft,
     export_peft,
     parse_args,
@@ -218,32 +217,6 @@ def test_explicit_greater_is_better_against_the_evaluator_is_kept_with_a_warning
     with caplog.at_level("WARNING", logger="bitext_hf.training.trainer"):
         assert build(True).args.greater_is_better is True
     assert not [record for record in caplog.records if "greater_is_better" in record.getMessage()]
-
-
-def test_retrieval_eval_callback_is_the_same_as_the_argument(tmp_path):
-    callback = RetrievalEvalCallback(lambda model: {"xsim": 2.0})
-    trainer = BitextTrainer(
-        TinyRegressor(),
-        training_args(tmp_path, max_steps=2, eval_strategy="steps", eval_steps=1),
-        loss_fn=mse_loss,
-        train_dataset=make_dataset(),
-        callbacks=[callback],
-    )
-    trainer.train()
-    assert [entry["eval_xsim"] for entry in trainer.state.log_history if "eval_xsim" in entry] == [2.0, 2.0]
-    assert trainer.evaluate()["eval_xsim"] == 2.0
-
-
-def test_retrieval_eval_callback_refuses_a_plain_trainer(tmp_path):
-    model = TinyRegressor()
-    trainer = Trainer(
-        model,
-        training_args(tmp_path, max_steps=1),
-        train_dataset=make_dataset(),
-        callbacks=[RetrievalEvalCallback(lambda model: {})],
-    )
-    with pytest.raises(TypeError, match="BitextTrainer"):
-        trainer.train()
 
 
 def crash_after(calls: int):

@@ -27,8 +27,7 @@ as not given when there is no ``eval_dataset`` (there is no evaluation loss to s
 
 Why ``evaluate()`` and not a ``TrainerCallback``: a callback's ``on_evaluate`` runs after the Trainer has logged the
 metrics and cannot return new ones to the best-model logic (``_determine_best_metric`` reads what ``evaluate``
-returns). ``RetrievalEvalCallback`` (``bitext_hf.training.callbacks``) is kept as the callback-style spelling of the
-same thing: ``BitextTrainer(callbacks=[RetrievalEvalCallback(fn)])`` equals ``BitextTrainer(retrieval_evaluator=fn)``.
+returns).
 
 The evaluator runs on every process (each gets the same numbers) so that every process agrees on the best
 checkpoint; it receives the model unwrapped from DDP (``self.model``: a ``PeftModel`` when LoRA is on) in eval mode
@@ -54,13 +53,11 @@ from transformers.trainer_utils import get_last_checkpoint
 from transformers.utils import SAFE_WEIGHTS_INDEX_NAME
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.training.callbacks import RetrievalEvalCallback
 from bitext_hf.training.distributed import has_accelerator
 
 __all__ = [
     "BitextTrainer",
     "LossFunction",
-    "RetrievalEvalCallback",
     "check_checkpoint",
     "resume_checkpoint",
     "unpack_loss",
@@ -243,12 +240,6 @@ class BitextTrainer(Trainer):
     ) -> None:
         if loss_fn is not None and not callable(loss_fn):
             raise TypeError("loss_fn must be callable: loss_fn(model, inputs) -> loss or (loss, dict)")
-        for callback in kwargs.get("callbacks") or []:
-            if isinstance(callback, RetrievalEvalCallback):
-                if retrieval_evaluator is not None and retrieval_evaluator is not callback.evaluator:
-                    raise ValueError("give retrieval_evaluator or a RetrievalEvalCallback, not both")
-                retrieval_evaluator = callback.evaluator
-                callback.attached = True
         if retrieval_evaluator is not None and not callable(retrieval_evaluator):
             raise TypeError("retrieval_evaluator must be callable: evaluator(model) -> dict of metrics")
         self.loss_fn = loss_fn
