@@ -1,5 +1,5 @@
 """``eval``: each MTEB subset evaluated on its own and averaged, MTEB's own metrics beside xsim, and the unit of every
-key documented (issue 8)."""
+key documented."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Output formats of mined pairs: real CSV, JSON Lines, Parquet, TSV to stdout, a doc_id column, and an unknown
-extension refused before any work (issue 8)."""
+extension refused before any work."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the command line prints besides its results (issue 21, sections 5 and 6): its own lines and its speed by
+"""What the command line prints besides its results: its own lines and its speed by
 default, the libraries' logs (faiss's loader, transformers' load report) only with ``-v``, nothing extra with
 ``-q``."""
 

@@ -1,5 +1,5 @@
 """``mine`` with inputs as users have them: .npy embeddings with their sentences, one encoder per side, stdin and
-process substitution, and document-level mining that keeps a sentence repeated in two documents (issue 8)."""
+process substitution, and document-level mining that keeps a sentence repeated in two documents."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The command line checks everything cheap before any encoding, never writes over an input, and reports every
-failure as one line with its documented exit code (issue 8)."""
+failure as one line with its documented exit code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile inputs, paths, checkpoints and caches, one table (issue 19, section 7).
+"""Hostile inputs, paths, checkpoints and caches, one table.
 
 Every case builds its files in a fresh folder, runs one command and asserts the same promises: the documented exit
 code, one line on stderr without a traceback (on failure), every file that was there before byte-identical (links

@@ -1,4 +1,4 @@
-"""Hostile and careless use of the mining, scoring and evaluation commands, one table (issue 31, sections 2, 5, 7).
+"""Hostile and careless use of the mining, scoring and evaluation commands, one table.
 
 Every output format of the package read back by the commands that read pairs (a round trip, or one refusal naming
 the file and the columns it expects), a column scored against itself, options given where they cannot act, a

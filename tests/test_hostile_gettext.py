@@ -1,4 +1,4 @@
-"""Hostile catalogs and outputs for ``bitext-hf data gettext``, one table (issue 31, sections 1, 2, 4 and 7).
+"""Hostile catalogs and outputs for ``bitext-hf data gettext``, one table.
 
 Every case builds a catalog tree in a fresh folder (``locale/<lang>/LC_MESSAGES``, searched with ``--catalogs``, or
 ``system/``, standing in for this machine's locale folders), runs one command and asserts the promises of
@@ -147,7 +147,7 @@ class Case:
 
 
 CASES: dict[str, Case] = {
-    # --out: never over a catalog, read or not, by name or by content (issue 31, section 1).
+    # --out: never over a catalog, read or not, by name or by content.
     "out is another language's catalog": Case(
         _output(lambda tmp: str(tmp / "locale" / "de" / "LC_MESSAGES" / "app.mo"), "--format", "tsv"),
         EXIT_USAGE,

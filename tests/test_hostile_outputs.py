@@ -1,4 +1,4 @@
-"""Hostile and careless uses of what deletes or replaces outputs, one table (issue 31, sections 1, 4 and 7): the
+"""Hostile and careless uses of what deletes or replaces outputs, one table: the
 experiments' ``--overwrite``, exports into folders that hold other things, a recipe's ``--output_dir`` over its data.
 
 Each case builds its files in a fresh folder and runs one program (an experiment script, ``save_for_hub`` or a recipe,

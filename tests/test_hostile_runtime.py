@@ -1,4 +1,4 @@
-"""Hostile situations at run time (issue 31, sections 3 and 4): Ray addresses that answer but are not Ray, signals
+"""Hostile situations at run time: Ray addresses that answer but are not Ray, signals
 during a Ray run, model folders whose config.json and weights disagree, sidecars and manifests of gigabytes, and
 stdout on a full device.
 

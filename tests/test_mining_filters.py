@@ -1,4 +1,4 @@
-"""The mining filters (issue 23): language identification, length, length ratio with its per-script allowance,
+"""The mining filters: language identification, length, length ratio with its per-script allowance,
 duplicates after normalization and untranslated copies, each counted; on real multilingual text (gettext catalogs
 of seven languages in five scripts, tests/fixtures/README.md) with the counts locked, and through ``mine`` and
 ``score``: counts in the report, the sidecar and the dataset card, the output's line numbers still the inputs'."""

@@ -1,5 +1,5 @@
 """Every family's model card tells a Hub reader what they need: rendered with each family's own card function from
-small fake results (no training), parsed back with huggingface_hub, and checked field by field (issue 21, part 2)."""
+small fake results (no training), parsed back with huggingface_hub, and checked field by field."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def laser3_card(smoke: bool, repo_id: str | None) -> str:
 
 
 def onealigner_card(smoke: bool, repo_id: str | None) -> str:
-    from bitext_hf.families.onealigner.training import model_card
+    from bitext_hf.families.onealigner.export import model_card
 
     config = SimpleNamespace(layer=8, similarity="bertscore", alpha=0.75, softmax_temperature=5.0, loss_type="global")
     stats = {

@@ -1,4 +1,4 @@
-"""A recipe run with no arguments (issue 21, section 8; issue 32): ``accelerate launch recipes/distill_wolof.py`` as
+"""A recipe run with no arguments: ``accelerate launch recipes/distill_wolof.py`` as
 typed runs the recipe's default configuration, the paper's setup; where that needs what this machine lacks (the hub
 with downloads off, a GPU for bf16, eflomal), it runs the offline configuration that runs here, its first line
 naming what is missing and which configuration runs instead, the model card saying the same. With no offline

@@ -1,4 +1,4 @@
-"""No code runs that the user did not allow (issue 19): a checkpoint whose tokenizer ships Python is never imported
+"""No code runs that the user did not allow: a checkpoint whose tokenizer ships Python is never imported
 unless the caller opted in with ``trust_remote_code=True``.
 
 Each family's tiny checkpoint (the table of ``test_model_contract``) gets a ``tokenizer_config.json`` whose

@@ -38,7 +38,7 @@ def _shown(out: str) -> str:
 
 def _shard_output(out: str) -> bool:
     """Whether ``encode --out`` names a folder of shards: a path ending in /, an existing folder, or a new path
-    without a file extension (``emb.de`` or ``x.npy`` stay one file, as before shards existed)."""
+    without a file extension (``emb.de`` or ``x.npy`` stay one file)."""
     if out == "-" or not out.strip():
         return False
     if out.endswith(("/", os.sep)) or os.path.isdir(out):
