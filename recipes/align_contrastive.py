@@ -27,20 +27,22 @@ from typing import Any
 from transformers import TrainingArguments
 
 from bitext_hf.families.contrastive_align import AlignmentRetrievalEvaluator, make_aligner
+from bitext_hf.families.contrastive_align.data import (
+    align_data,
+    concat_pairs,
+    english_first,
+    load_data,
+    training_texts,
+)
 from bitext_hf.families.contrastive_align.recipe import (
     RESULTS_FILE,
     ScriptArguments,
-    align_data,
     alignment_trainer,
     build_model,
     build_tokenizer,
     check_arguments,
-    concat_pairs,
-    english_first,
     export_outputs,
-    load_data,
     prepare_peft,
-    training_texts,
 )
 from bitext_hf.training import ModelArguments, resume_checkpoint, run_recipe
 from bitext_hf.training.distributed import main_process_first

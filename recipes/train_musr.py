@@ -24,6 +24,7 @@ from typing import Any
 
 from transformers import TrainingArguments
 
+from bitext_hf.families.musr.export import model_card, stage_figure
 from bitext_hf.families.musr.recipe import (
     RESULTS_FILE,
     ST_FOLDER,
@@ -34,11 +35,9 @@ from bitext_hf.families.musr.recipe import (
     check_arguments,
     evaluate,
     is_resuming,
-    model_card,
     prepare_stages,
     run_stage,
     save_outputs,
-    stage_figure,
     train_stages,
 )
 from bitext_hf.training import resume_checkpoint, run_recipe

@@ -19,7 +19,6 @@ direction, gold vs random margins, the training curve) go to ``--output_dir``.
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -28,17 +27,15 @@ from transformers import TrainingArguments
 
 from bitext_hf.data.collators import PairCollator
 from bitext_hf.errors import UsageError
-from bitext_hf.families.onealigner import OneAlignerRetrievalEvaluator, compute_loss, evaluate_sets
+from bitext_hf.families.onealigner import OneAlignerLoss, OneAlignerRetrievalEvaluator, evaluate_sets
+from bitext_hf.families.onealigner.data import PreparedData, prepare_data, select_pairs  # noqa: F401
 from bitext_hf.families.onealigner.recipe import (  # noqa: F401  (the module's attributes tests and experiments use)
     RESULTS_FILE,
-    PreparedData,
     ScriptArguments,
     build_model,
     logger,
-    prepare_data,
     push_export,
     save_outputs,
-    select_pairs,
     tokenizer_factory,
 )
 from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, resume_checkpoint, run_recipe
@@ -64,7 +61,7 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     trainer = BitextTrainer(
         model,
         training_args,
-        loss_fn=functools.partial(compute_loss, gather_across_devices=script_args.gather_across_devices),
+        loss_fn=OneAlignerLoss(gather_across_devices=script_args.gather_across_devices),
         train_dataset=data.train_examples,
         data_collator=PairCollator(tokenizer.pad_token_id),
         retrieval_evaluator=OneAlignerRetrievalEvaluator(tokenizer, data.eval_sets) if data.eval_sets else None,

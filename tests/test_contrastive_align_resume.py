@@ -14,7 +14,7 @@ from recipe_support import run_align
 from safetensors.torch import load_file
 
 from bitext_hf.errors import DataValidationError
-from bitext_hf.families.contrastive_align.objectives import THETA_0_FILE, ReferenceCallback
+from bitext_hf.families.contrastive_align.callbacks import THETA_0_FILE, ReferenceCallback
 
 
 def _regularizer_log(checkpoint: Path) -> dict[int, float]:

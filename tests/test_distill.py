@@ -12,7 +12,6 @@ import torch
 from bitext_hf.data import DataValidationError, PairSet, load_pairs, read_lines
 from bitext_hf.data.filters import split_held_out
 from bitext_hf.families.laser3 import (
-    CosineDistillationLoss,
     DistillationBatches,
     DistillationDataError,
     DistillationLoss,
@@ -21,13 +20,13 @@ from bitext_hf.families.laser3 import (
     StudentEncoder,
     TaskSampler,
     TeacherEmbeddingCache,
-    compute_batch_loss,
     curriculum_ratios,
     curriculum_stage,
+    distillation_term,
     prefix_length,
     prefix_texts_and_ids,
 )
-from bitext_hf.families.laser3.tasks import ENGLISH
+from bitext_hf.families.laser3.data import ENGLISH
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 
 
@@ -309,12 +308,12 @@ def test_teacher_cache_rejects_bad_teacher_output(tmp_path):
 # ---------------------------------------------------------------- loss
 
 
-def test_cosine_distillation_loss():
+def test_cosine_distillation_term():
     student, teacher = torch.randn(6, 8), torch.randn(6, 8)
     expected = (1 - torch.nn.functional.cosine_similarity(student, teacher)).mean()
-    assert CosineDistillationLoss()(student, teacher).item() == pytest.approx(expected.item(), rel=1e-5)
-    assert CosineDistillationLoss()(teacher * 3, teacher).item() == pytest.approx(0.0, abs=1e-6)
-    with_contrastive = CosineDistillationLoss(contrastive_weight=0.5)(student, teacher)
+    assert distillation_term(student, teacher).item() == pytest.approx(expected.item(), rel=1e-5)
+    assert distillation_term(teacher * 3, teacher).item() == pytest.approx(0.0, abs=1e-6)
+    with_contrastive = distillation_term(student, teacher, contrastive_weight=0.5)
     assert with_contrastive.item() > expected.item()
 
 
@@ -323,7 +322,7 @@ def test_training_loss_is_the_checkpoints_distillation_loss(tiny_tokenizer):
     inputs = tiny_tokenizer(["Where is the station?", "It is raining."], padding=True, return_tensors="pt")
     teacher = torch.randn(2, 24)
     output = model(**inputs, teacher_embeddings=teacher)
-    torch.testing.assert_close(CosineDistillationLoss()(output.sentence_embedding, teacher), output.loss)
+    torch.testing.assert_close(distillation_term(output.sentence_embedding, teacher), output.loss)
 
 
 # ---------------------------------------------------------------- training dynamics
@@ -370,7 +369,7 @@ def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitext
     encoded_after_setup = teacher.encoded
     student = tiny_student(tiny_tokenizer)
     student_before = {name: value.clone() for name, value in student.state_dict().items()}
-    loss_module = CosineDistillationLoss()
+    loss_module = DistillationLoss()
     # Probe batches: the last steps (full sentences), one MLM batch; losses per task before and after.
     probe = [batches[step] for step in range(50, 60)] + [
         batches[step] for step in range(60) if batches[step]["task"] == "mask"
@@ -380,9 +379,7 @@ def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitext
         totals: dict[str, float] = {}
         with torch.no_grad():
             for batch in probe:
-                totals[batch["task"]] = (
-                    totals.get(batch["task"], 0.0) + compute_batch_loss(student, batch, loss_module).item()
-                )
+                totals[batch["task"]] = totals.get(batch["task"], 0.0) + loss_module.batch_loss(student, batch).item()
         return totals
 
     initial = probe_losses()
@@ -391,7 +388,7 @@ def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitext
     for step in range(60):
         batch = batches[step]
         seen_tasks.add(batch["task"])
-        loss = compute_batch_loss(student, batch, loss_module)
+        loss = loss_module.batch_loss(student, batch)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -18,7 +18,6 @@ from bitext_hf.families.laser3 import (
     Stream,
     TaskSampler,
     TeacherEmbeddingCache,
-    compute_batch_loss,
     pack_blocks,
 )
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
@@ -132,7 +131,7 @@ def test_the_mlm_loss_is_multiplied_by_its_weight(tiny_tokenizer, french, tmp_pa
         distil = next(batches[step] for step in range(200) if batches[step]["task"] == "distil")
         with torch.no_grad():
             for batch, weight in ((mask, expected_weight), (distil, 1.0)):
-                plain = compute_batch_loss(student, batch, loss_fn.distillation_loss)
+                plain = loss_fn.batch_loss(student, batch)
                 loss, parts = loss_fn(student, batch)
                 assert loss.item() == pytest.approx(weight * plain.item(), rel=1e-6), (task_sampling, batch["task"])
                 # The logged part is the task's own loss, unweighted: the MLM cross-entropy reads as one.

@@ -74,7 +74,7 @@ def onealigner(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[
 
 
 def alignment(tokenizer: Any, corpus: dict, tmp_path: Any, name: str) -> tuple[RetrievalEvaluator, torch.nn.Module]:
-    from bitext_hf.families.contrastive_align.objectives import AlignmentEvalSet, AlignmentRetrievalEvaluator
+    from bitext_hf.families.contrastive_align import AlignmentEvalSet, AlignmentRetrievalEvaluator
     from bitext_hf.modeling.contrastive_align import ContrastiveAlignConfig, ContrastiveAlignedEncoder
 
     torch.manual_seed(0)

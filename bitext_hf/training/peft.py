@@ -23,7 +23,7 @@ from trl import ModelConfig
 
 from bitext_hf.errors import UsageError
 
-__all__ = ["ADAPTER_FOLDER", "ModelArguments", "apply_peft", "export_peft", "lora_config"]
+__all__ = ["ADAPTER_FOLDER", "ModelArguments", "apply_peft", "base_model", "export_peft", "lora_config"]
 
 ADAPTER_FOLDER = "adapter"  # the final adapter's folder inside a recipe's output_dir when the model is merged
 
@@ -103,6 +103,15 @@ class ModelArguments(ModelConfig):
         targets = self.lora_target_modules
         names = [targets] if isinstance(targets, str) else list(targets)
         self.lora_target_modules = _LINEAR_SHORTHAND if names == [_LINEAR_SHORTHAND] else names
+
+
+def base_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The family's model inside the wrappers training puts around it: DDP's (or another ``.module`` wrapper's),
+    ``torch.compile``'s and a ``PeftModel`` (its adapters stay active). ``model`` itself when it has none."""
+    model = getattr(model, "module", model)
+    model = getattr(model, "_orig_mod", model)
+    get_base_model = getattr(model, "get_base_model", None)
+    return get_base_model() if callable(get_base_model) else model
 
 
 def lora_config(model_args: ModelArguments) -> Any:

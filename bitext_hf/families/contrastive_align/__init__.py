@@ -1,5 +1,8 @@
-"""Training side of the ContrastiveAlignedEncoder: words, word aligners, symmetrization and filters, the cached
-alignment pipeline, examples / collator / loss / callback, and the export as a plain encoder with its model card."""
+"""Training side of the ContrastiveAlignedEncoder, in the files every family has: ``data`` (English-centred pairs,
+their word alignment into examples and held-out sets, the collator), ``losses`` (``AlignmentLoss``), ``evaluation``
+(word and sentence retrieval), ``export`` (plain encoders and the model card) and ``recipe``; and what only this family
+needs: word aligners (``aligners``), symmetrization and filters (``symmetrize``), the cached alignment pipeline
+(``cache``) and the Trainer callbacks (``callbacks``: orthogonal maps, the regularizer's theta_0)."""
 
 from __future__ import annotations
 
@@ -17,16 +20,11 @@ from bitext_hf.families.contrastive_align.aligners import (
     make_aligner,
 )
 from bitext_hf.families.contrastive_align.cache import align_words, cache_path, directional_alignments
+from bitext_hf.families.contrastive_align.callbacks import OrthogonalizeCallback, ReferenceCallback
+from bitext_hf.families.contrastive_align.data import AlignmentCollator, AlignmentEvalSet, build_examples
+from bitext_hf.families.contrastive_align.evaluation import AlignmentRetrievalEvaluator
 from bitext_hf.families.contrastive_align.export import export_encoders, model_card
-from bitext_hf.families.contrastive_align.objectives import (
-    AlignmentCollator,
-    AlignmentEvalSet,
-    AlignmentRetrievalEvaluator,
-    OrthogonalizeCallback,
-    alignment_loss,
-    build_examples,
-    unwrap,
-)
+from bitext_hf.families.contrastive_align.losses import AlignmentLoss
 from bitext_hf.families.contrastive_align.symmetrize import (
     SYMMETRIZATIONS,
     check_links,
@@ -42,12 +40,13 @@ __all__ = [
     "SYMMETRIZATIONS",
     "AlignmentCollator",
     "AlignmentEvalSet",
+    "AlignmentLoss",
     "AlignmentRetrievalEvaluator",
     "EflomalAligner",
     "OrthogonalizeCallback",
+    "ReferenceCallback",
     "SimilarityAligner",
     "align_words",
-    "alignment_loss",
     "build_examples",
     "cache_path",
     "check_links",
@@ -65,5 +64,4 @@ __all__ = [
     "split_words",
     "symmetrize",
     "tokenize_words",
-    "unwrap",
 ]

@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from bitext_hf.families.contrastive_align.objectives import unwrap
 from bitext_hf.hub import markdown_table, render_model_card, save_for_hub
+from bitext_hf.training.peft import base_model
 
 __all__ = ["SENTENCE_TRANSFORMERS", "export_encoders", "model_card"]
 
@@ -144,7 +144,7 @@ def export_encoders(
     ``functools.partial(model_card, objective, encoder, languages, results)``. Returns {language or "en": folder}.
     """
     card = model_card if callable(model_card) else lambda language: model_card
-    aligned = unwrap(model)
+    aligned = base_model(model)
     encoder = aligned.encoder
     if aligned.config.layer != encoder.config.num_hidden_layers:
         logger.warning(

@@ -1,6 +1,6 @@
-"""The reusable steps of ``recipes/align_contrastive.py`` (Wu & Dredze 2020): its arguments, the English-centred
-data loading, the tokenizer and model, the word alignment of every language into training examples and held-out
-evaluation sets, LoRA's set-up, and the final export (checkpoint, plain encoders, ``eval_results.json``, hub push).
+"""The reusable steps of ``recipes/align_contrastive.py`` (Wu & Dredze 2020): its arguments, the tokenizer and model,
+LoRA's set-up, the Trainer, and the final export (checkpoint, plain encoders, ``eval_results.json``, hub push). The
+data (loading, word alignment into examples and held-out sets) is in :mod:`bitext_hf.families.contrastive_align.data`.
 """
 
 # ruff: noqa: RUF009  (the fields' defaults come from arg_field, a dataclasses.field with its help text: no shared state)
@@ -17,21 +17,13 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer, TrainingArguments
 
-from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec, split_held_out
-from bitext_hf.data.words import tokenize_words
+from bitext_hf.data import parse_spec
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.contrastive_align.aligners import ALIGNERS, EflomalAligner
-from bitext_hf.families.contrastive_align.cache import align_words
+from bitext_hf.families.contrastive_align.callbacks import OrthogonalizeCallback, ReferenceCallback, check_reference
+from bitext_hf.families.contrastive_align.data import AlignmentCollator
 from bitext_hf.families.contrastive_align.export import SENTENCE_TRANSFORMERS, export_encoders, model_card
-from bitext_hf.families.contrastive_align.objectives import (
-    AlignmentCollator,
-    AlignmentEvalSet,
-    OrthogonalizeCallback,
-    ReferenceCallback,
-    alignment_loss,
-    build_examples,
-    check_reference,
-)
+from bitext_hf.families.contrastive_align.losses import AlignmentLoss
 from bitext_hf.families.contrastive_align.symmetrize import SYMMETRIZATIONS
 from bitext_hf.hub import push_recipe_output, save_for_hub
 from bitext_hf.io import atomic_output
@@ -137,40 +129,6 @@ def regularization_weight(script_args: ScriptArguments, lora: bool) -> float:
     return (0.0 if lora else 1.0) if weight is None else float(weight)
 
 
-def english_first(pairs: PairSet) -> tuple[str, PairSet]:
-    """(non-English language, pairs with English as the source): the paper's S is English."""
-    if is_english(pairs.src_lang) and not is_english(pairs.tgt_lang):
-        return pairs.tgt_lang, pairs
-    if is_english(pairs.tgt_lang) and not is_english(pairs.src_lang):
-        swapped = PairSet(pairs.tgt_lang, pairs.src_lang, pairs.source, pairs.tgt, pairs.src, spec=pairs.spec)
-        return pairs.src_lang, swapped
-    raise DataValidationError(f"{pairs.name}: alignment needs English on exactly one side of every pair")
-
-
-def load_data(script_args: ScriptArguments, seed: int) -> tuple[dict[str, PairSet], dict[str, PairSet]]:
-    """{language: training pairs} and {language: held-out pairs}, English first; specs of one language pooled."""
-    train: dict[str, PairSet] = {}
-    held: dict[str, PairSet] = {}
-    for position, spec in enumerate(script_args.train_pairs):
-        language, pairs = english_first(load_pairs(spec, max_pairs=script_args.max_pairs or None))
-        if script_args.held_out:
-            draw = seed if script_args.held_out_seed is None else script_args.held_out_seed
-            pairs, held_out = split_held_out(pairs, script_args.held_out, draw + position)
-            held[language] = held_out if language not in held else concat_pairs(held[language], held_out)
-        train[language] = pairs if language not in train else concat_pairs(train[language], pairs)
-    return train, held
-
-
-def concat_pairs(first: PairSet, second: PairSet) -> PairSet:
-    """The pairs of ``first`` then those of ``second``, under ``first``'s languages and source."""
-    return PairSet(first.src_lang, first.tgt_lang, first.source, first.src + second.src, first.tgt + second.tgt)
-
-
-def training_texts(train: dict[str, PairSet]) -> list[str]:
-    """Every sentence of the training pairs, both sides (a random encoder's tokenizer is trained on a sample)."""
-    return [text for pairs in train.values() for text in (*pairs.src, *pairs.tgt)]
-
-
 def build_tokenizer(script_args: ScriptArguments, texts: list[str], output_dir: Path, resuming: bool) -> Any:
     """The given or the encoder's tokenizer, or (random encoder) one trained on a sample of the data."""
     if script_args.tokenizer or script_args.encoder != "random":
@@ -207,43 +165,6 @@ def build_model(script_args: ScriptArguments, tokenizer: Any, languages: list[st
         regularization_weight=weight,
         max_seq_length=script_args.max_seq_length,
     )
-
-
-def align_data(
-    script_args: ScriptArguments,
-    tokenizer: Any,
-    aligner: Any,
-    train: dict[str, PairSet],
-    held: dict[str, PairSet],
-    cache: str,
-) -> tuple[list[Any], dict[str, AlignmentEvalSet], dict[str, Any]]:
-    """(training examples of every language, {language: held-out eval set}, data statistics).
-
-    The examples' language index is the language's position in ``sorted(train)``, the model's languages.
-    """
-    languages = sorted(train)
-    examples, eval_sets, stats = [], {}, {"languages": languages, "aligner": aligner.name}
-    for index, language in enumerate(languages):
-        # One aligner run over training and held-out pairs: a statistical aligner needs the whole corpus.
-        pairs = concat_pairs(train[language], held[language]) if language in held else train[language]
-        source_words, target_words = tokenize_words(pairs.src, pairs.tgt, pairs.name)
-        links = align_words(
-            aligner, source_words, target_words, cache_dir=cache, symmetrization=script_args.symmetrization
-        )
-        n = len(train[language])
-        built = build_examples(
-            tokenizer, source_words[:n], target_words[:n], links[:n], index, script_args.max_seq_length
-        )
-        stats[language] = {"pairs": n, "examples": len(built), "links": sum(map(len, links[:n]))}
-        examples += built
-        if language in held:
-            eval_sets[language] = AlignmentEvalSet(
-                pairs.src[n:], pairs.tgt[n:], source_words[n:], target_words[n:], links[n:]
-            )
-    if not examples:
-        raise DataValidationError("no training pair has a word link left after symmetrization and the filters")
-    logger.info("data: %s", json.dumps(stats))
-    return examples, eval_sets, stats
 
 
 def prepare_peft(model: Any, model_args: ModelArguments) -> Any:
@@ -306,7 +227,7 @@ def alignment_trainer(
     return BitextTrainer(
         model,
         training_args,
-        loss_fn=functools.partial(alignment_loss, gather_across_devices=script_args.gather_across_devices),
+        loss_fn=AlignmentLoss(gather_across_devices=script_args.gather_across_devices),
         train_dataset=examples,
         data_collator=AlignmentCollator(tokenizer.pad_token_id),
         retrieval_evaluator=evaluator,

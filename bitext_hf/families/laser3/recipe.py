@@ -18,11 +18,11 @@ from bitext_hf.data import PairSet, load_monolingual, load_pairs, read_lines
 from bitext_hf.data.filters import drop_overlap, split_held_out
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.laser3.cache import TeacherEmbeddingCache
+from bitext_hf.families.laser3.data import DistillationBatches
 from bitext_hf.families.laser3.evaluation import XsimEvaluator
 from bitext_hf.families.laser3.export import save_student
 from bitext_hf.families.laser3.masking import MLM_BREAK_MODES
 from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, TASK_SAMPLING
-from bitext_hf.families.laser3.tasks import DistillationBatches
 from bitext_hf.hub import push_recipe_output
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
@@ -142,10 +142,6 @@ class StudentArguments:
     intermediate_size: int = arg_field(2048, "Feed-forward width.")
     pooling: str = arg_field("max", "Sentence pooling: max or bos.")
     dropout: float = arg_field(0.1, "Hidden and attention dropout.")
-
-
-# The name this dataclass had before: for one release, until callers use StudentArguments.
-ModelArguments = StudentArguments
 
 
 def check_training_args(training_args: TrainingArguments) -> None:

@@ -60,7 +60,8 @@ class Branches:
 
 
 class CrossConSTLoss(nn.Module):
-    """``loss_fn(model, batch) -> (loss, {"ce", "kl"})`` for ``BitextTrainer``.
+    """``loss_fn(model, batch) -> (loss, {"ce", "kl"})`` for ``BitextTrainer``, the shape every family's loss has
+    here (the model passed at each call: under DDP the Trainer passes the wrapped one), with the paper's ``citation``.
 
     Both terms are means over the batch's target tokens. In a distributed job every target token of the global batch
     weighs the same, as in one process given the whole batch: DDP averages the ranks' gradients, so a rank's loss is
@@ -74,6 +75,17 @@ class CrossConSTLoss(nn.Module):
         alpha: weight of the KL term.
         label_smoothing: epsilon of the cross-entropy; ``None`` takes the model config's.
     """
+
+    citation = """@inproceedings{gao-etal-2023-learning,
+  title = "Learning Multilingual Sentence Representations with Cross-lingual Consistency Regularization",
+  author = "Gao, Pengzhi and Zhang, Liwen and He, Zhongjun and Wu, Hua and Wang, Haifeng",
+  booktitle = "Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing: Industry Track",
+  month = dec,
+  year = "2023",
+  address = "Singapore",
+  publisher = "Association for Computational Linguistics",
+  pages = "243--262",
+}"""
 
     def __init__(self, alpha: float = 0.0, label_smoothing: float | None = None) -> None:
         super().__init__()

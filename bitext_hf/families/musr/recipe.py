@@ -29,7 +29,7 @@ from bitext_hf.families.musr.data import (
     sample_stage,
 )
 from bitext_hf.families.musr.evaluation import MuSREvaluator
-from bitext_hf.families.musr.export import SENTENCE_TRANSFORMERS, save_sentence_transformers
+from bitext_hf.families.musr.export import SENTENCE_TRANSFORMERS, model_card, save_sentence_transformers, stage_figure
 from bitext_hf.families.musr.losses import CrossConSTLoss
 from bitext_hf.hub import push_recipe_output, save_for_hub
 from bitext_hf.io import atomic_output
@@ -96,10 +96,6 @@ class ArchitectureArguments:
     dropout: float = arg_field(0.1, "Dropout (both CrossConST branches run with it).")
     attention_dropout: float = arg_field(0.1, "Attention dropout.")
     label_smoothing: float = arg_field(0.1, "Label smoothing of the cross-entropy.")
-
-
-# The name this dataclass had before: for one release, until callers use ArchitectureArguments.
-ModelArguments = ArchitectureArguments
 
 
 @dataclasses.dataclass
@@ -264,161 +260,6 @@ def evaluate(model: Any, evaluator: Any) -> dict[str, float]:
     model.eval()
     with torch.no_grad():
         return {key: round(value, 4) for key, value in evaluator(model).items()}
-
-
-def stage_figure(results: dict[str, Any], folder: Path) -> list[Any]:
-    """The card's figure: this run's xsim into English per language, stage 1 vs stage 2 (none without held-out)."""
-    from bitext_hf.hub.figures import xsim_by_series
-
-    series = {
-        label: {
-            lang: results[stage]["final"][f"xsim_{lang}-en"]
-            for lang in results["data"]["languages"]
-            if f"xsim_{lang}-en" in results[stage]["final"]
-        }
-        for label, stage in (("stage 1", "stage1"), ("stage 2 (CrossConST)", "stage2"))
-    }
-    if not any(series.values()):
-        return []
-    return [xsim_by_series(series, folder / "xsim_by_stage.png", title="xsim into English, stage 1 vs stage 2")]
-
-
-_MUSR_BIBTEX = """```bibtex
-@inproceedings{gao-etal-2023-learning,
-  title = "Learning Multilingual Sentence Representations with Cross-lingual Consistency Regularization",
-  author = "Gao, Pengzhi and Zhang, Liwen and He, Zhongjun and Wu, Hua and Wang, Haifeng",
-  booktitle = "Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing: Industry Track",
-  month = dec,
-  year = "2023",
-  address = "Singapore",
-  publisher = "Association for Computational Linguistics",
-  pages = "243--262",
-}
-```"""
-# results[stage]["final"] keys -> (model-index metric type, display name, lower is better)
-_MUSR_METRICS = {
-    "xsim_en": ("xsim", "xsim into English (%)", True),
-    "accuracy_en": ("accuracy", "retrieval accuracy into English (fraction)", False),
-    "xsim_pivot": ("xsim", "xsim into the pivot language (%)", True),
-    "accuracy_pivot": ("accuracy", "retrieval accuracy into the pivot language (fraction)", False),
-    "bucc_f1_en": ("f1", "BUCC-style mining F1 into English (fraction)", False),
-}
-
-
-def _stage_steps(results: dict[str, Any]) -> int | None:
-    """Optimizer steps of both stages, from their log histories (``None`` when neither recorded any)."""
-    steps = [
-        max((entry.get("step", 0) for entry in results.get(stage, {}).get("log_history") or []), default=None)
-        for stage in ("stage1", "stage2")
-    ]
-    known = [step for step in steps if step is not None]
-    return sum(known) if known else None
-
-
-def model_card(
-    script_args: ScriptArguments,
-    results: dict[str, Any],
-    figures: Any = (),
-    seed_table: str | None = None,
-    *,
-    repo_id: str | None = None,
-    smoke: bool = False,
-) -> str:
-    """The card of a run: the data in words, the evaluation protocol, its stage-1 / stage-2 table and ``figures``;
-    ``seed_table`` (Markdown, e.g. mean +- std over seeds from experiments/musr_crossconst.py) is added under the
-    run's own table. Load snippets name ``repo_id`` (else a marked placeholder); a smoke run (``smoke``, or fewer steps
-    over both stages than the smoke rule of ``bitext_hf.hub.card_facts``) and a stage 2 worse than stage 1 are
-    warned about."""
-    from huggingface_hub import EvalResult
-
-    from bitext_hf.hub import markdown_table, render_model_card
-    from bitext_hf.hub.card_facts import (
-        DEFAULT_LICENSE,
-        Comparison,
-        describe_data,
-        is_smoke_run,
-        load_fields,
-        quality_warnings,
-    )
-    from bitext_hf.training.default_config import configuration_notes
-
-    data = results.get("data", {})
-    described = describe_data(script_args.train_pairs, data.get("train_pairs"))
-    rows = [
-        {"stage": name, **{key: results[name]["final"].get(key) for key in _MUSR_METRICS}}
-        for name in ("stage1", "stage2")
-    ]
-    final, first = results["stage2"]["final"], results["stage1"]["final"]
-    steps = _stage_steps(results)
-    warnings = quality_warnings(
-        steps=steps,
-        smoke=smoke,
-        notes=configuration_notes(),
-        comparisons=[
-            Comparison(name, final.get(key), "stage 1 (before CrossConST)", first.get(key), lower)
-            for key, (_, name, lower) in _MUSR_METRICS.items()
-            if key in ("xsim_en", "accuracy_en")
-        ],
-    )
-    eval_results = [
-        EvalResult(
-            task_type="sentence-similarity",
-            task_name="Bitext mining",
-            dataset_type="held-out",
-            dataset_name="Held-out multi-way sentences",
-            metric_type=metric,
-            metric_name=name,
-            metric_value=round(float(final[key]), 4),
-        )
-        for key, (metric, name, _) in _MUSR_METRICS.items()
-        if final.get(key) is not None
-    ]
-    examples = data.get("train_examples")
-    counts = ", ".join(f"{count:,}" for count in examples) if isinstance(examples, list) else examples
-    card_data = {
-        "language": sorted({*described.languages, "en"}),
-        "license": DEFAULT_LICENSE,
-        "datasets": described.datasets or ["(not recorded)"],
-        "tags": ["musr", "crossconst"] + (["smoke-run"] if is_smoke_run(steps, smoke=smoke) else []),
-    }
-    return render_model_card(
-        "generic",
-        card_data=card_data,
-        eval_results=eval_results,
-        model_name="MuSR multilingual sentence encoder (bitext-hf), trained from scratch (no base model)",
-        model_description="A max-pooled Transformer encoder trained from random initialization as the encoder of a "
-        "many-to-one translation model into English (stage 1, label-smoothed cross-entropy), then with CrossConST "
-        "(stage 2: a KL term that pulls a sentence's and its translation's decoder outputs together). Only the "
-        "encoder is needed for sentence embeddings.",
-        paper="Gao et al., 2023, Learning Multilingual Sentence Representations with Cross-lingual Consistency "
-        "Regularization",
-        training_data=described.markdown + f"\n\nLanguages sampled with temperature T={script_args.temperature}; "
-        f"{counts or 'an unrecorded number of'} pairs drawn per stage.",
-        hyperparameters=f"alpha={script_args.alpha} (CrossConST weight), {counts} examples per stage"
-        + (
-            " (stage 2 with an English -> English copy of each pair: a control, not the paper)"
-            if script_args.stage2_english_copies
-            else ""
-        ),
-        evaluation=f"Data: {script_args.held_out} English sentences held out of the training data with their "
-        "translations in every training language (multi-way), so every language is tested on the same meanings; "
-        f"pivot language {data.get('pivot')}.\n\nProtocol: xsim (LASER's margin error in percent, ratio margin, "
-        "k = 4, lower is better) and top-1 retrieval accuracy (a fraction, higher is better) of each language "
-        "against English and against the pivot, averaged over languages; BUCC-style F1 of mining the held-out "
-        "pairs into English.",
-        results_table=markdown_table(rows)
-        + (f"\n\nOver seeds (mean ± std; xsim in %, accuracy in %):\n\n{seed_table}" if seed_table else ""),
-        figures=figures,
-        intended_use="Sentence embeddings for bitext mining and cross-lingual similarity search.",
-        limitations="Trained on the data named above only: its size and domain bound what the encoder knows; a "
-        "language outside it is not covered. The vocabulary is trained on the same data.",
-        license="Apache-2.0 (the `license` above) for the code of bitext-hf and these weights as far as bitext-hf "
-        'is concerned; the weights may also be bound by the terms of the training data (see "Training data").',
-        citation=_MUSR_BIBTEX,
-        model_path=load_fields(repo_id)["model_id"],
-        warnings="\n\n".join(f"> {warning}" for warning in warnings),
-        load_note=load_fields(repo_id)["load_note"],
-    )
 
 
 def save_outputs(

@@ -1,5 +1,5 @@
 """OneAligner's family folder: text-level scoring and retrieval, the two-stage search for large candidate sets, and
-the training pieces (loss, evaluator, model card).
+the training pieces (data, loss, evaluation, model card).
 
 The model (``bitext_hf.modeling.onealigner``) is what ships to the hub and knows nothing of text files, tokenizers or
 FAISS; these functions take ``(model, tokenizer, texts, ...)`` and use only its public methods:
@@ -10,13 +10,17 @@ FAISS; these functions take ``(model, tokenizer, texts, ...)`` and use only its 
 
 ``scoring``: tokenize, encode, block-wise similarity matrix, top-1 retrieval, pair scores, candidate re-ranking,
 block normalization of a matrix and retrieval accuracy (what the training recipe reports). ``two_stage``: the
-first stages (token-level FAISS neighbours, or mean-pooled kNN) in front of the re-ranking. ``training``: the
-Trainer loss, the retrieval evaluator, the results table, the card and its figures (what
-``recipes/train_onealigner.py`` uses).
+first stages (token-level FAISS neighbours, or mean-pooled kNN) in front of the re-ranking, with ``token_gain``'s
+kernel. What ``recipes/train_onealigner.py`` uses, in the files every family has: ``data`` (the example budget),
+``losses`` (``OneAlignerLoss``), ``evaluation`` (retrieval on the evaluation sets, the Trainer's evaluator),
+``export`` (the model card, its figures and results table) and ``recipe`` (arguments, model, outputs).
 """
 
 from __future__ import annotations
 
+from bitext_hf.families.onealigner.evaluation import OneAlignerRetrievalEvaluator, evaluate_sets
+from bitext_hf.families.onealigner.export import card_figures, model_card, results_table
+from bitext_hf.families.onealigner.losses import OneAlignerLoss
 from bitext_hf.families.onealigner.scoring import (
     OneAlignerDataError,
     OneAlignerUsageError,
@@ -33,24 +37,15 @@ from bitext_hf.families.onealigner.scoring import (
     similarity_matrix,
     tokenize,
 )
-from bitext_hf.families.onealigner.training import (
-    OneAlignerRetrievalEvaluator,
-    card_figures,
-    compute_loss,
-    evaluate_sets,
-    model_card,
-    results_table,
-    unwrap_peft,
-)
 from bitext_hf.families.onealigner.two_stage import FIRST_STAGES, token_candidates, two_stage_retrieve
 
 __all__ = [
     "FIRST_STAGES",
     "OneAlignerDataError",
+    "OneAlignerLoss",
     "OneAlignerRetrievalEvaluator",
     "OneAlignerUsageError",
     "card_figures",
-    "compute_loss",
     "encode",
     "encode_tokens",
     "evaluate_sets",
@@ -68,5 +63,4 @@ __all__ = [
     "token_candidates",
     "tokenize",
     "two_stage_retrieve",
-    "unwrap_peft",
 ]

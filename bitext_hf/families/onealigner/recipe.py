@@ -6,8 +6,8 @@ so that experiments and tests can call each step on its own:
 
 * ``ScriptArguments``: data, encoder and OneAligner settings (training settings are ``TrainingArguments``, LoRA
   ``bitext_hf.training.ModelArguments``);
-* ``select_pairs`` and ``prepare_data``: load, hold out, de-overlap, sample the example budget, tokenize once and drop
-  short examples (``PreparedData``);
+* ``select_pairs`` and ``prepare_data`` (from :mod:`bitext_hf.families.onealigner.data`): load, hold out, de-overlap,
+  sample the example budget, tokenize once and drop short examples (``PreparedData``);
 * ``tokenizer_factory`` and ``build_model``: the tokenizer (given, the encoder's, or trained on the data) and the
   OneAligner model over a pretrained, random or MLM pre-trained encoder;
 * ``save_outputs`` and ``push_export``: the model, tokenizer, model card with its figures and ``eval_results.json``,
@@ -28,11 +28,10 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer, TrainingArguments
 
-from bitext_hf.data import PairSet, is_english, load_pairs, parse_spec
-from bitext_hf.data.filters import drop_overlap, min_words, split_held_out
-from bitext_hf.data.samplers import sample_budget, sample_indices
-from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.families.onealigner.training import card_figures, model_card
+from bitext_hf.data import parse_spec
+from bitext_hf.errors import UsageError
+from bitext_hf.families.onealigner.data import PreparedData
+from bitext_hf.families.onealigner.export import card_figures, model_card
 from bitext_hf.hub import push_recipe_output, save_for_hub
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.onealigner import OneAlignerModel
@@ -42,7 +41,7 @@ from bitext_hf.training.mlm import pretrain_mlm, random_encoder_config
 from bitext_hf.training.peft import ADAPTER_FOLDER
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 
-logger = logging.getLogger("train_onealigner")  # the recipe's name: its log lines read as before the move
+logger = logging.getLogger("train_onealigner")  # the recipe's name: its log lines name the recipe
 
 RESULTS_FILE = "eval_results.json"
 _CENTRES = ("any", "english", "non_english")
@@ -127,83 +126,6 @@ class ScriptArguments:
             raise UsageError(f"--dropout must be in [0, 1), got {self.dropout}")
         for spec in [*self.train_pairs, *self.eval_pairs]:
             parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
-
-
-@dataclasses.dataclass
-class PreparedData:
-    """Training examples (token ids), evaluation sets (texts) and how they were made."""
-
-    train_examples: list[dict[str, list[int]]]
-    eval_sets: dict[str, tuple[list[str], list[str]]]
-    stats: dict[str, Any]
-
-
-def select_pairs(pair_data: dict[str, PairSet], top_k: int, centre: str) -> list[str]:
-    """Apply the centring filter, then keep the top-k richest pairs (all when top_k is 0)."""
-    names = list(pair_data)
-    if centre != "any":
-        english = {
-            name: is_english(pair_data[name].src_lang) or is_english(pair_data[name].tgt_lang) for name in names
-        }
-        names = [name for name in names if english[name] == (centre == "english")]
-        if not names:
-            raise DataValidationError(f"no training pair is {centre.replace('_', '-')}-centred")
-    return sorted(names, key=lambda name: len(pair_data[name]), reverse=True)[: top_k or None]
-
-
-def prepare_data(script_args: ScriptArguments, tokenizer_factory: Any, seed: int) -> tuple[PreparedData, Any]:
-    """Load, hold out, de-overlap, sample the budget, get the tokenizer, tokenize once, drop short examples."""
-    words = script_args.eval_min_words
-    train = {spec: load_pairs(spec) for spec in script_args.train_pairs}
-    eval_sets: dict[str, PairSet] = {}
-    for spec in script_args.eval_pairs:
-        pairs = min_words(load_pairs(spec), words)
-        if not len(pairs):
-            raise DataValidationError(f"{spec}: no pair has {words} words on both sides")
-        eval_sets[pairs.name] = pairs.select(sample_indices(len(pairs), min(len(pairs), script_args.eval_size), seed))
-    if script_args.held_out:
-        eligible = lambda src, tgt: min(len(src.split()), len(tgt.split())) >= words  # noqa: E731
-        for position, (spec, pairs) in enumerate(train.items()):  # one draw per pair: not the same rows everywhere
-            train[spec], held = split_held_out(pairs, script_args.held_out, seed + position, eligible=eligible)
-            eval_sets[f"{pairs.src_lang}-{pairs.tgt_lang}:held-out"] = held.select(
-                range(script_args.eval_size)[: len(held)]
-            )
-    if not eval_sets:
-        logger.warning("no evaluation set: give eval_pairs or held_out to measure retrieval during training")
-    # Paper 3.1: drop training examples whose source or target appears in any evaluation set.
-    eval_texts = [text for pairs in eval_sets.values() for text in (*pairs.src, *pairs.tgt)]
-    available = {spec: drop_overlap(pairs, eval_texts) for spec, pairs in train.items()}
-    removed = sum(len(train[spec]) - len(available[spec]) for spec in train)
-    selected = [
-        name for name in select_pairs(available, script_args.top_k_pairs, script_args.centre) if len(available[name])
-    ]
-    if not selected:
-        raise DataValidationError("no training pairs left after removing the evaluation overlap")
-    # By size without replacement: the same as drawing the budget uniformly from the pooled pairs (the paper's).
-    sampled = sample_budget([available[name] for name in selected], script_args.example_budget, seed=seed)
-    sources = [text for pairs in sampled for text in pairs.src]
-    targets = [text for pairs in sampled for text in pairs.tgt]
-    tokenizer = tokenizer_factory([*sources, *targets])
-    tokenize = lambda texts: tokenizer(texts, truncation=True, max_length=script_args.max_seq_length)["input_ids"]  # noqa: E731
-    # The ids are needed anyway: the token filter counts them (minus <s> ... </s>) rather than tokenizing again.
-    examples = [
-        {"src_input_ids": src_ids, "tgt_input_ids": tgt_ids}
-        for src_ids, tgt_ids in zip(tokenize(sources), tokenize(targets))
-        if min(len(src_ids), len(tgt_ids)) - 2 >= script_args.min_tokens
-    ]
-    if not examples:
-        raise DataValidationError(f"every sampled example has fewer than {script_args.min_tokens} tokens on a side")
-    stats = {
-        "selected_pairs": selected,
-        "available_per_pair": {name: len(pairs) for name, pairs in available.items()},
-        "removed_eval_overlap": removed,
-        "sampled": len(sources),
-        "removed_short": len(sources) - len(examples),
-        "train_examples": len(examples),
-        "eval_sets": {name: len(pairs) for name, pairs in eval_sets.items()},
-    }
-    texts = {name: (pairs.src, pairs.tgt) for name, pairs in eval_sets.items()}
-    return PreparedData(examples, texts, stats), tokenizer
 
 
 def tokenizer_factory(script_args: ScriptArguments, output_dir: str, resuming: bool) -> Any:

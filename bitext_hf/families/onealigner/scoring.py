@@ -413,8 +413,7 @@ def _candidate_scores(
         return scores
     # Every target is padded and augmented (`append_mask_columns`) once; each chunk of sources gathers its
     # candidates into one reused buffer. Fresh per-chunk copies cost more than the scoring itself, mostly in page
-    # faults of new allocations (63 sources x 64 candidates, one thread: gather 46 ms + augmentation 62 ms
-    # against a 16 ms product; into the reused buffer the gather takes 11 ms). 20k x 64 pairs: 18.3 s -> 8.8 s.
+    # faults of new allocations (benchmarks/README.md, "OneAligner", has the profile).
     target_vectors, target_weights, _ = _stack(model, target)
     # Each source sentence's largest token norm as a 1-d "vector": no copy of every source token is needed.
     source_norms = torch.stack([item.vectors.norm(dim=-1).amax() for item in source]).unsqueeze(-1)

@@ -130,7 +130,7 @@ def token_candidates(
     Returns:
         int64 ``(n_source, min(top_k, n_target))`` target indices, best first, no repeats within a row.
     """
-    from bitext_hf.families.onealigner._token_gain import gain_topk  # numba: loaded on first use only
+    from bitext_hf.families.onealigner.token_gain import gain_topk  # numba: loaded on first use only
 
     n_target = len(target)
     top_k = min(top_k, n_target)

@@ -1,5 +1,5 @@
-"""The distillation tasks: step-indexed batches (one task per batch, curriculum prefixes, MLM on blocks of consecutive
-text, cached teacher targets) and the per-batch loss, the ``loss_fn`` of ``bitext_hf.training.trainer.BitextTrainer``.
+"""The distillation data: step-indexed batches (one task per batch, curriculum prefixes, MLM on blocks of consecutive
+text, cached teacher targets); their loss is :class:`bitext_hf.families.laser3.losses.DistillationLoss`.
 
 Every batch is a pure function of (seed, step): resuming at step s replays exactly what an uninterrupted run saw.
 """
@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from bitext_hf.data import PairSet, is_english
 from bitext_hf.data.collators import pad_sequences
@@ -25,11 +24,10 @@ from bitext_hf.families.laser3.curriculum import (
     prefix_texts_and_ids,
 )
 from bitext_hf.families.laser3.errors import DistillationDataError
-from bitext_hf.families.laser3.losses import CosineDistillationLoss
 from bitext_hf.families.laser3.masking import MLM_BREAK_MODES, SentenceMaskingCollator, pack_blocks
 from bitext_hf.families.laser3.sampling import Stream, TaskSampler
 
-__all__ = ["DistillationBatches", "DistillationLoss", "compute_batch_loss"]
+__all__ = ["ENGLISH", "DistillationBatches"]
 
 logger = logging.getLogger(__name__)
 
@@ -311,32 +309,3 @@ class DistillationBatches(torch.utils.data.Dataset):
             "ratio": ratio,
             "loss_weight": self.loss_weights[stream.task],
         }
-
-
-def compute_batch_loss(model: nn.Module, batch: Mapping[str, Any], distillation_loss: nn.Module) -> torch.Tensor:
-    """The loss of one batch: MLM cross-entropy for ``mask`` batches, ``distillation_loss`` otherwise."""
-    if batch["task"] == "mask":
-        output = model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["mlm_labels"]
-        )
-        return output.loss
-    student = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).sentence_embedding
-    return distillation_loss(student, batch["teacher_embeddings"].to(student.device))
-
-
-class DistillationLoss:
-    """The ``loss_fn`` of ``BitextTrainer``: ``(model, batch) -> (loss_weight * loss, {"loss_<task>": loss})``, the
-    MLM cross-entropy for ``mask`` batches and :class:`CosineDistillationLoss` for ``distil`` and ``self`` batches,
-    multiplied by the batch's ``loss_weight`` (1 when it has none). The per-task value is the unweighted loss, as
-    fairseq logs it, so that the MLM loss reads as a cross-entropy (against ln of the vocabulary size).
-
-    Args:
-        contrastive_weight: weight of the optional in-batch contrastive term (0: the paper's loss).
-    """
-
-    def __init__(self, contrastive_weight: float = 0.0) -> None:
-        self.distillation_loss = CosineDistillationLoss(contrastive_weight=contrastive_weight)
-
-    def __call__(self, model: nn.Module, batch: Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        loss = compute_batch_loss(model, batch, self.distillation_loss)
-        return float(batch.get("loss_weight", 1.0)) * loss, {f"loss_{batch['task']}": loss.detach()}

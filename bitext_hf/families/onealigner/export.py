@@ -1,10 +1,6 @@
-"""OneAligner's training pieces: the Trainer loss, the retrieval evaluator, the model card of a trained model and its
-figures.
-
-The model computes its own contrastive loss (``forward(..., return_loss=True)``); :func:`compute_loss` maps the
-``PairCollator`` batch onto that forward and adds the batch's top-1 accuracy as a logged part. Retrieval evaluation
-scores every evaluation set with ``bitext_hf.families.onealigner`` (one implementation of the evaluation-time
-similarity, its per-block normalization and top-1 accuracy) and LASER's xsim from ``bitext_hf.evaluation.metrics``.
+"""What a trained OneAligner's folder says about it: the model card (settings, data in words, results table,
+warnings, load snippets), its figures (xsim by direction, gold against random margins, the training curve) and the
+results table, rendered through ``bitext_hf.hub``.
 """
 
 from __future__ import annotations
@@ -16,130 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from bitext_hf.evaluation.evaluator import RetrievalEvaluator
-from bitext_hf.evaluation.metrics.functional import xsim_from_similarity
-from bitext_hf.families.onealigner.scoring import encode, normalize_blocks, retrieval_accuracy, similarity_matrix
-from bitext_hf.modeling.onealigner.modeling_onealigner import OneAlignerFeatures
-from bitext_hf.training.distributed import gather_with_grad, world_size
+from bitext_hf.families.onealigner.scoring import encode
+from bitext_hf.training.peft import base_model
 
-__all__ = [
-    "OneAlignerRetrievalEvaluator",
-    "card_figures",
-    "compute_loss",
-    "evaluate_sets",
-    "model_card",
-    "results_table",
-    "unwrap_peft",
-]
-
-_ABLATION = (("bertscore", False), ("bertscore", True), ("mean_pool", False), ("mean_pool", True))
-
-
-def compute_loss(
-    model: torch.nn.Module, inputs: Mapping[str, torch.Tensor], *, gather_across_devices: bool = True
-) -> tuple[torch.Tensor, dict[str, Any]]:
-    """The paper's contrastive loss on a ``PairCollator`` batch (row i of each side aligned), and the batch's
-    source-to-target top-1 accuracy on the normalized training scores (a cheap sign of learning).
-
-    In a distributed job (``gather_across_devices``, in training) the negatives and the in-batch normalization are
-    those of the global batch, as in one process given the whole batch: each rank encodes its own batch through the
-    (DDP-wrapped) model, gathers every rank's token features with their gradients, and scores the global batch.
-    Every rank computes the same loss, so DDP's average of the ranks' gradients is that loss's gradient
-    (``training.distributed.gather_with_grad``).
-    """
-    gather = gather_across_devices and model.training and world_size() > 1
-    output = model(
-        input_ids=inputs["src_input_ids"],
-        attention_mask=inputs["src_attention_mask"],
-        target_input_ids=inputs["tgt_input_ids"],
-        target_attention_mask=inputs["tgt_attention_mask"],
-        return_loss=not gather,
-    )
-    loss, scores = output.loss, output.scores
-    if gather:
-        from accelerate.utils import extract_model_from_parallel
-
-        core = unwrap_peft(extract_model_from_parallel(model))
-        source, target = (
-            _gathered(core.features_from_states(states, inputs[f"{side}_input_ids"], inputs[f"{side}_attention_mask"]))
-            for side, states in (("src", output.last_hidden_state), ("tgt", output.target_last_hidden_state))
-        )
-        _, scores, loss = core.score_batch(source, target, return_loss=True)
-    labels = torch.arange(scores.shape[0], device=scores.device)
-    # A detached tensor, not .item(): the Trainer converts logged parts once per logging window, not every step.
-    accuracy = (scores.argmax(dim=1) == labels).float().mean().detach()
-    return loss, {"train_batch_accuracy": accuracy}
-
-
-def _gathered(features: OneAlignerFeatures) -> OneAlignerFeatures:
-    """Every rank's features in rank order; padded tokens get zero vectors and zero weights, which BERTScore leaves
-    out as it does a batch's own padding."""
-    return OneAlignerFeatures(*(gather_with_grad(part) for part in features))
-
-
-def unwrap_peft(model: torch.nn.Module) -> torch.nn.Module:
-    """The OneAligner model inside a ``PeftModel`` (the adapters stay active), or ``model`` itself."""
-    get_base_model = getattr(model, "get_base_model", None)
-    return get_base_model() if callable(get_base_model) else model
-
-
-@torch.no_grad()
-def evaluate_sets(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    eval_sets: Mapping[str, tuple[Sequence[str], Sequence[str]]],
-    *,
-    ablation: bool = False,
-) -> dict[str, float]:
-    """Retrieval on every evaluation set: keys ``<set>/<metric>`` and, for the macro average over sets, ``<metric>``.
-
-    ``accuracy`` (and both directions) uses the configured similarity and normalization, per evaluation block of
-    ``config.eval_batch_size``; ``xsim`` is LASER's margin error in percent (ratio margin, k=4) on the
-    un-normalized similarity; with ``ablation``, ``ablation_<similarity>_<norm|no_norm>_accuracy`` for mean pooling
-    and BERTScore, each without and with normalization (the paper's Table 1), from the same encodings.
-    """
-    model = unwrap_peft(model)
-    config = model.config
-    configured = config.similarity
-    results: dict[str, float] = {}
-    for name, (sources, targets) in eval_sets.items():
-        matrices: dict[tuple[str, bool], torch.Tensor] = {}
-        for similarity in ("bertscore", "mean_pool") if ablation else (configured,):
-            config.similarity = similarity  # switched for scoring only: the model is restored below
-            try:
-                raw = similarity_matrix(model, tokenizer, list(sources), list(targets), normalize=False)
-            finally:
-                config.similarity = configured
-            matrices[(similarity, False)] = raw
-            matrices[(similarity, True)] = normalize_blocks(raw, config.alpha, config.eval_batch_size)
-        scores = matrices[(configured, bool(config.normalization))]
-        results.update({f"{name}/{key}": value for key, value in retrieval_accuracy(scores).items()})
-        raw = matrices[(configured, False)].numpy()
-        results[f"{name}/xsim"] = float(xsim_from_similarity(raw, k=4, margin="ratio")["xsim"])
-        if ablation:
-            for similarity, normalize in _ABLATION:
-                label = f"ablation_{similarity}_{'norm' if normalize else 'no_norm'}_accuracy"
-                results[f"{name}/{label}"] = retrieval_accuracy(matrices[(similarity, normalize)])["accuracy"]
-    if eval_sets:
-        for metric in sorted({key.rsplit("/", 1)[1] for key in results}):
-            results[metric] = float(np.mean([results[f"{name}/{metric}"] for name in eval_sets]))
-    return results
-
-
-class OneAlignerRetrievalEvaluator(RetrievalEvaluator):
-    """``evaluator(model) -> metrics`` for ``BitextTrainer(retrieval_evaluator=...)``: :func:`evaluate_sets`
-    without the ablation (it triples the cost of an evaluation during training). Primary metric: ``accuracy`` (top-1
-    retrieval, both directions, macro-averaged over the sets, as the paper reports), higher is better."""
-
-    def __init__(
-        self, tokenizer: Any, eval_sets: Mapping[str, tuple[Sequence[str], Sequence[str]]], *, name: str = ""
-    ) -> None:
-        super().__init__(primary_metric="accuracy", greater_is_better=True, name=name)
-        self.tokenizer = tokenizer
-        self.eval_sets = dict(eval_sets)
-
-    def compute_metrics(self, model: torch.nn.Module) -> dict[str, float]:
-        return evaluate_sets(model, self.tokenizer, self.eval_sets, ablation=False)
+__all__ = ["card_figures", "model_card", "results_table"]
 
 
 def results_table(results: Mapping[str, float], set_names: Sequence[str]) -> list[dict[str, str]]:
@@ -188,7 +64,7 @@ def card_figures(
 
     taken: set[tuple[str, str]] = set()
     xsim = {_direction(name, taken): final[f"{name}/xsim"] for name in eval_sets if f"{name}/xsim" in final}
-    model = unwrap_peft(model)
+    model = base_model(model)
 
     def vectors(texts: Sequence[str]) -> np.ndarray:
         return encode(model, tokenizer, list(texts)).cpu().numpy()

@@ -2,9 +2,9 @@
 gains over the source's tokens and keep the best ``top_k`` targets.
 
 Why by hand: with numpy the same step needs a per-token sort to find each target's first hit, a global sort of
-(source, target) keys to sum the gains, and another to rank them: 8.9 s for 274k source tokens at 20k sentences,
-against 12.6 s for the FAISS token search itself; this pass takes 1.9 s (cProfile, one thread).
-One pass over the hits with a dense per-target accumulator is linear in the number of hits.
+(source, target) keys to sum the gains, and another to rank them, which cost close to the FAISS token search itself;
+one pass over the hits with a dense per-target accumulator is linear in the number of hits (benchmarks/README.md,
+"OneAligner", has the profile).
 """
 
 from __future__ import annotations
