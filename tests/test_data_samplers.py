@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bitext_hf.data.collators import PairCollator, pad_sequences
-from bitext_hf.data.filters import drop_overlap, filter_pairs, min_tokens, min_words, split_held_out, tokenize_pairs
+from bitext_hf.data.filters import drop_overlap, keep_pairs, min_tokens, min_words, split_held_out, tokenize_pairs
 from bitext_hf.data.samplers import (
     budget_counts,
     sample_budget,
@@ -133,7 +133,7 @@ def test_drop_overlap_and_word_filters():
     ]
     assert drop_overlap(pairs, ["un chat"]).src == ["deux", "trois chats noirs"]
     assert min_words(pairs, 2).src == ["un chat", "trois chats noirs"]
-    assert filter_pairs(pairs, lambda src, tgt: "cat" in tgt).tgt == ["a cat", "three black cats"]
+    assert keep_pairs(pairs, lambda src, tgt: "cat" in tgt).tgt == ["a cat", "three black cats"]
 
 
 def _word_tokenizer():

@@ -19,9 +19,9 @@ from bitext_hf.mining import filters
 from bitext_hf.mining.filters import (
     FilterSettings,
     filter_aligned,
-    filter_pairs,
     filter_side,
     normalize_for_duplicates,
+    pair_filter_mask,
     weighted_length,
 )
 
@@ -87,7 +87,7 @@ def test_pair_filters_count_same_text_ratio_and_duplicate_pairs():
     tgt = ["save", "Datei öffnen", "Schließen", "schließen!", "Drucken Sie das gesamte Dokument jetzt aus"]
     settings = FilterSettings(drop_same_text=True, max_length_ratio=3, dedup=True)
     counts = {}
-    keep = filter_pairs(src, tgt, np.arange(5), np.arange(5), settings, counts, priority=np.array([3, 2, 1, 0, 4]))
+    keep = pair_filter_mask(src, tgt, np.arange(5), np.arange(5), settings, counts, priority=np.array([3, 2, 1, 0, 4]))
     # "Save"/"save" is a copy; "Print" is 8 times shorter than its pair; of the two "Close" pairs the first in
     # priority order (row 3) stays.
     assert keep.tolist() == [False, True, False, True, False]
@@ -216,7 +216,7 @@ def test_length_bounds_and_ratio_on_five_scripts(monkeypatch):
     assert counts == {"length_tgt": 36}
     rows = np.arange(len(ROWS))
     counts = {}
-    keep = filter_pairs(english, translations, rows, rows, FilterSettings(max_length_ratio=2), counts)
+    keep = pair_filter_mask(english, translations, rows, rows, FilterSettings(max_length_ratio=2), counts)
     assert counts == {"length_ratio": 7}
     assert collections.Counter(ROWS[row][0] for row in np.flatnonzero(~keep)) == {
         "ja": 3,
@@ -230,7 +230,7 @@ def test_length_bounds_and_ratio_on_five_scripts(monkeypatch):
     filters._char_weight.cache_clear()
     try:
         counts = {}
-        keep = filter_pairs(english, translations, rows, rows, FilterSettings(max_length_ratio=2), counts)
+        keep = pair_filter_mask(english, translations, rows, rows, FilterSettings(max_length_ratio=2), counts)
         assert counts == {"length_ratio": 18}
         assert collections.Counter(ROWS[row][0] for row in np.flatnonzero(~keep))["ja"] == 14
     finally:
@@ -241,7 +241,7 @@ def test_same_text_finds_the_case_variants():
     english, translations = [msgid for _, msgid, _ in ROWS], [text for _, _, text in ROWS]
     rows = np.arange(len(ROWS))
     counts = {}
-    keep = filter_pairs(english, translations, rows, rows, FilterSettings(drop_same_text=True), counts)
+    keep = pair_filter_mask(english, translations, rows, rows, FilterSettings(drop_same_text=True), counts)
     assert counts == {"same_text": 10}
     assert {ROWS[row][0] for row in np.flatnonzero(~keep)} == {"fr", "de"}
 

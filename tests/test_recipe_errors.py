@@ -17,7 +17,7 @@ from transformers import TrainingArguments
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.training import run_recipe
-from bitext_hf.training.trainer import check_checkpoint, resume_checkpoint
+from bitext_hf.training.trainer import check_resumable_checkpoint, resume_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ("distill_wolof", "train_musr", "train_onealigner", "align_contrastive")
@@ -97,7 +97,7 @@ def test_deepspeed_layout_keeps_its_own_optimizer_states(tmp_path):
     folder = _checkpoint(tmp_path / "checkpoint-2")
     (folder / "optimizer.pt").unlink()
     (folder / "global_step2").mkdir()
-    check_checkpoint(folder)  # no optimizer.pt: DeepSpeed keeps it under global_step2
+    check_resumable_checkpoint(folder)  # no optimizer.pt: DeepSpeed keeps it under global_step2
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ are imported on their own because they need torch)."""
 from __future__ import annotations
 
 from bitext_hf.data.embeddings import read_embeddings
-from bitext_hf.data.filters import drop_overlap, filter_pairs, min_tokens, min_words, split_held_out
+from bitext_hf.data.filters import drop_overlap, keep_pairs, min_tokens, min_words, split_held_out
 from bitext_hf.data.gettext import (
     clean_message,
     find_catalogs,
@@ -43,11 +43,11 @@ __all__ = [
     "clean_message",
     "deduplicate",
     "drop_overlap",
-    "filter_pairs",
     "find_catalogs",
     "gettext_application_examples",
     "gettext_pairs",
     "is_english",
+    "keep_pairs",
     "load_monolingual",
     "load_pairs",
     "min_tokens",

@@ -14,7 +14,7 @@ import numpy as np
 from bitext_hf.data.specs import PairSet
 from bitext_hf.errors import DataValidationError, UsageError
 
-__all__ = ["drop_overlap", "filter_pairs", "min_tokens", "min_words", "split_held_out", "tokenize_pairs"]
+__all__ = ["drop_overlap", "keep_pairs", "min_tokens", "min_words", "split_held_out", "tokenize_pairs"]
 
 # Texts are tokenized in chunks of this many, so a 1M-example budget never holds all encodings at once.
 _TOKENIZE_CHUNK = 10_000
@@ -26,7 +26,7 @@ def _check_count(value: int, name: str, *, minimum: int) -> int:
     return int(value)
 
 
-def filter_pairs(pairs: PairSet, keep: Callable[[str, str], bool]) -> PairSet:
+def keep_pairs(pairs: PairSet, keep: Callable[[str, str], bool]) -> PairSet:
     """The pairs for which ``keep(src, tgt)`` is true."""
     return pairs.select([index for index, (src, tgt) in enumerate(pairs) if keep(src, tgt)])
 
@@ -75,13 +75,13 @@ def drop_overlap(pairs: PairSet, texts: Iterable[str]) -> PairSet:
     OneAligner section 3.1 removes training pairs that overlap the evaluation sets). Texts compare after stripping,
     as the specs strip every sentence."""
     excluded = {text.strip() for text in texts}
-    return filter_pairs(pairs, lambda src, tgt: src not in excluded and tgt not in excluded)
+    return keep_pairs(pairs, lambda src, tgt: src not in excluded and tgt not in excluded)
 
 
 def min_words(pairs: PairSet, minimum: int) -> PairSet:
     """The pairs with at least ``minimum`` whitespace-separated words on both sides."""
     minimum = _check_count(minimum, "minimum (words)", minimum=0)
-    return filter_pairs(pairs, lambda src, tgt: min(len(src.split()), len(tgt.split())) >= minimum)
+    return keep_pairs(pairs, lambda src, tgt: min(len(src.split()), len(tgt.split())) >= minimum)
 
 
 def _token_counts(texts: Sequence[str], tokenizer: Any) -> list[int]:

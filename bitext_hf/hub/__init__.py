@@ -24,7 +24,7 @@ from bitext_hf.hub.model_card import (
     render_model_card,
     template_fields,
 )
-from bitext_hf.hub.upload import HubAccessError, check_checkpoint, upload
+from bitext_hf.hub.upload import HubAccessError, check_model_folder, upload
 
 __all__ = [
     "MISSING_VALUE",
@@ -35,7 +35,7 @@ __all__ = [
     "ModelCardError",
     "available_templates",
     "card_figures",
-    "check_checkpoint",
+    "check_model_folder",
     "eval_results_from_table",
     "figures_markdown",
     "load_template",

@@ -33,7 +33,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from bitext_hf.errors import OutputWriteError, UsageError
-from bitext_hf.hub.upload import IMAGE_LINK, check_checkpoint
+from bitext_hf.hub.upload import IMAGE_LINK, check_model_folder
 from bitext_hf.io.small_files import MAX_CONFIG_BYTES
 
 __all__ = [
@@ -380,7 +380,7 @@ def select_model_files(
     try:
         walked = _walk(root_fd)
         candidates, reasons = _classify(path, root, walked, exclude)
-        check_checkpoint(path)
+        check_model_folder(path)
         module_folders = _module_folders(root_fd, candidates)
         exported = _remote_code(root_fd, candidates) | _card_images(root_fd, candidates)
         entries = walked[0]

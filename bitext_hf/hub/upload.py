@@ -24,7 +24,7 @@ from bitext_hf.io.small_files import MAX_CONFIG_BYTES, read_small_json
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import FileSelection
 
-__all__ = ["HubAccessError", "check_checkpoint", "check_repo_id", "resolve_token", "upload"]
+__all__ = ["HubAccessError", "check_model_folder", "check_repo_id", "resolve_token", "upload"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def check_repo_id(repo_id: str) -> str:
     return repo_id
 
 
-def check_checkpoint(folder: str | os.PathLike) -> Path:
+def check_model_folder(folder: str | os.PathLike) -> Path:
     """``folder`` if it holds a saved model: config.json (a JSON object) and weights (or a PEFT adapter:
     adapter_config.json and adapter weights); else a usage error saying what is missing."""
     path = Path(folder)

@@ -4,7 +4,7 @@ until asked for; each one's count of removed rows goes into the run's report, si
 
 Single-side filters (:func:`filter_side`: length, duplicates, language) run on the sentences before they are encoded,
 so a rejected sentence costs nothing; they return the lines kept, so the output still names the input's lines. Pair
-filters (:func:`filter_pairs`: same text, length ratio, duplicate pairs) run on the mined pairs. ``bitext-hf score``
+filters (:func:`pair_filter_mask`: same text, length ratio, duplicate pairs) run on the mined pairs. ``bitext-hf score``
 has aligned pairs from the start and runs them all before encoding (:func:`filter_aligned`).
 
 Lengths are counted in Latin-equivalent characters (:func:`weighted_length`): a character of a script that writes
@@ -33,12 +33,12 @@ __all__ = [
     "LanguageIdentifier",
     "filter_aligned",
     "filter_mined",
-    "filter_pairs",
     "filter_side",
     "filter_sides",
     "format_counts",
     "lid_code",
     "normalize_for_duplicates",
+    "pair_filter_mask",
     "threshold_sample",
     "threshold_sample_markdown",
     "weighted_length",
@@ -331,15 +331,15 @@ def filter_sides(
 def filter_mined(
     pairs: Any, src_texts: Sequence[str], tgt_texts: Sequence[str], settings: FilterSettings, counts: dict[str, int]
 ) -> np.ndarray:
-    """:func:`filter_pairs` of mined pairs (``MinedPairs``, line numbers of the texts): of two duplicate pairs, the
+    """:func:`pair_filter_mask` of mined pairs (``MinedPairs``, line numbers of the texts): of two duplicate pairs, the
     higher-scored one stays."""
     priority = np.argsort(-np.asarray(pairs.scores), kind="stable")
-    return filter_pairs(
+    return pair_filter_mask(
         src_texts, tgt_texts, pairs.src_indices, pairs.tgt_indices, settings, counts, priority=priority
     )
 
 
-def filter_pairs(
+def pair_filter_mask(
     src_texts: Sequence[str],
     tgt_texts: Sequence[str],
     src_indices: np.ndarray,
@@ -396,7 +396,7 @@ def filter_aligned(
     for side, texts in (("src", src_texts), ("tgt", tgt_texts)):
         kept = filter_side([texts[row] for row in rows.tolist()], single, side, counts, cache=cache)
         rows = rows[kept]
-    keep = filter_pairs(src_texts, tgt_texts, rows, rows, settings, counts)
+    keep = pair_filter_mask(src_texts, tgt_texts, rows, rows, settings, counts)
     return rows[keep]
 
 

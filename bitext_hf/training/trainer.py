@@ -58,7 +58,7 @@ from bitext_hf.training.distributed import has_accelerator
 __all__ = [
     "BitextTrainer",
     "LossFunction",
-    "check_checkpoint",
+    "check_resumable_checkpoint",
     "resume_checkpoint",
     "unpack_loss",
 ]
@@ -90,7 +90,7 @@ def resume_checkpoint(resume_from_checkpoint: str | None, output_dir: str | os.P
     ``None`` / ``""`` / ``"none"``: a fresh start. ``"auto"`` (or ``"true"``): the latest ``checkpoint-N`` in
     ``output_dir`` if there is one, else a fresh start (so one command line both starts and continues a run).
     Anything else must be a checkpoint folder (with ``trainer_state.json``). Either way the checkpoint is checked
-    before any expensive work (:func:`check_checkpoint`).
+    before any expensive work (:func:`check_resumable_checkpoint`).
 
     Raises:
         UsageError: the path is not a Trainer checkpoint.
@@ -102,11 +102,11 @@ def resume_checkpoint(resume_from_checkpoint: str | None, output_dir: str | os.P
     if value.lower() in ("auto", "true"):
         found = get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
         if found is not None:
-            check_checkpoint(found)
+            check_resumable_checkpoint(found)
         return found
     if not (Path(value) / "trainer_state.json").is_file():
         raise UsageError(f"--resume_from_checkpoint {value}: not a Trainer checkpoint folder (no trainer_state.json)")
-    check_checkpoint(value)
+    check_resumable_checkpoint(value)
     return value
 
 
@@ -116,7 +116,7 @@ def _damaged(path: Path, what: str) -> DataValidationError:
     )
 
 
-def check_checkpoint(folder: str | os.PathLike) -> None:
+def check_resumable_checkpoint(folder: str | os.PathLike) -> None:
     """Check cheaply that the Trainer can resume from ``folder``, before any expensive work: ``trainer_state.json``
     parses; every ``.safetensors`` weights file has a header that parses and sizes that match the file (the
     ``safetensors`` library reads the header only); sharded weights have every shard; the optimizer, scheduler and
