@@ -491,12 +491,16 @@ def search_run(src, tgt_run, c0: int, k_fwd: int, k_bwd: int, block_rows: int, b
     return result.forward_sims, forward_indices, result.backward_sims, result.backward_indices
 
 
-def merge_forward(sims: list[np.ndarray], indices: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
+def merge_forward(
+    sims: list[np.ndarray], indices: list[np.ndarray], k: int, *carried: list[np.ndarray]
+) -> tuple[np.ndarray, ...]:
     """Exact top-k of each row over the concatenated per-run lists: decreasing similarity, ties to the lower index
-    (what one pass of the fused engine keeps). Empty slots (-inf, -1) sort last."""
+    (what one pass of the fused engine keeps). Empty slots (-inf, -1) sort last. Each list of ``carried`` (one
+    array per run, shaped like ``sims``) is reordered alongside and returned after the similarities and indices."""
     all_sims, all_indices = np.concatenate(sims, axis=1), np.concatenate(indices, axis=1)
     order = np.lexsort((all_indices, -all_sims), axis=1)[:, :k]
-    return np.take_along_axis(all_sims, order, axis=1), np.take_along_axis(all_indices, order, axis=1)
+    columns = (all_sims, all_indices, *(np.concatenate(column, axis=1) for column in carried))
+    return tuple(np.take_along_axis(column, order, axis=1) for column in columns)
 
 
 def encode_ray(

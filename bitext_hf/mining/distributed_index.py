@@ -178,14 +178,6 @@ def _search_preassigned(index, queries: np.ndarray, k: int, assignment) -> tuple
     return ivf.search_preassigned(transformed, k, lists.astype(np.int64), sims)
 
 
-def _merge_candidates(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], width: int):
-    """The ``width`` best candidates of each row over per-shard lists (approximate similarity, index, exact
-    similarity): decreasing approximate similarity, then increasing index."""
-    approx, indices, exact = (np.concatenate(column, axis=1) for column in zip(*parts))
-    order = np.lexsort((indices, -approx), axis=1)[:, :width]
-    return tuple(np.take_along_axis(column, order, axis=1) for column in (approx, indices, exact))
-
-
 def _search_tile(filled: np.ndarray, shard, tile, assignment, first: int, width: int, previous):
     """Ray task (two returns): the ``width`` best candidates of each query of ``tile`` over the shards searched so
     far, with their approximate and exact similarities, global indices, -1 / -inf where the probed cells held
@@ -211,7 +203,10 @@ def _search_tile(filled: np.ndarray, shard, tile, assignment, first: int, width:
         exact[rows] = candidate_sims(tile[rows], shard, local[rows])
     found = local >= 0
     candidates = (np.where(found, approx, -np.inf).astype(np.float32), np.where(found, local + first, -1), exact)
-    merged = candidates if previous is None else _merge_candidates([previous, candidates], width)
+    if previous is None:
+        return candidates, (tile.shape[0], shard.shape[0])
+    approx_lists, index_lists, exact_lists = zip(previous, candidates)
+    merged = merge_forward(list(approx_lists), list(index_lists), width, list(exact_lists))
     return merged, (tile.shape[0], shard.shape[0])
 
 
