@@ -37,3 +37,15 @@ def test_every_family_loss_has_one_shape(family):
     assert len(parameters) == 3 and parameters[1] == "model"
     assert loss_class.citation.startswith("@inproceedings{") and loss_class.citation.rstrip().endswith("}")
     assert getattr(importlib.import_module(f"bitext_hf.families.{family}"), LOSSES[family]) is loss_class
+
+
+@pytest.mark.parametrize(
+    ("alias", "recipe"), [("distill_wolof", "train_laser3"), ("align_contrastive", "train_contrastive_align")]
+)
+def test_the_used_by_names_run_the_family_named_recipes(alias, recipe):
+    from recipe_support import ROOT, import_recipe
+
+    aliased, named = import_recipe(alias), import_recipe(recipe)
+    assert aliased.main.__code__.co_filename == str(ROOT / "recipes" / f"{recipe}.py")
+    assert aliased.ScriptArguments is named.ScriptArguments  # the family's class, not a second copy
+    assert named.DEFAULT_CONFIG == ROOT / "recipes" / "configs" / f"{alias}.yaml" and named.DEFAULT_CONFIG.is_file()
