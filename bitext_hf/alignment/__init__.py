@@ -5,6 +5,7 @@ package (:mod:`.overlaps`), a two-step search linear in the document length (:mo
 from __future__ import annotations
 
 from bitext_hf.alignment.align import AlignSettings, align_sentences
+from bitext_hf.alignment.pipeline import AlignConfig, AlignResult, run_alignment
 from bitext_hf.alignment.search import Alignment
 
-__all__ = ["AlignSettings", "Alignment", "align_sentences"]
+__all__ = ["AlignConfig", "AlignResult", "AlignSettings", "Alignment", "align_sentences", "run_alignment"]

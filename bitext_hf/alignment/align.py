@@ -31,7 +31,7 @@ class AlignSettings:
         top_k (int, defaults to 3): target neighbours of each source sentence that the anchor pass may link.
         window (int, defaults to 5): target sentences searched on either side of the anchor path.
         anchor_window (int, defaults to 250): the least half-width of the anchor pass's band (it grows with the
-            documents: a share of the longer one's sentences).
+            documents, a share of the longer one's sentences, up to :data:`~bitext_hf.alignment.search.MAX_ANCHOR_WINDOW`).
         skip (float, defaults to -0.1): the score of a 1-0 or 0-1 bead.
         margin (bool, defaults to True), length_prior (bool, defaults to True): see the search's scoring.
     """

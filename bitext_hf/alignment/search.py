@@ -179,21 +179,28 @@ def _connected(lo: np.ndarray, hi: np.ndarray, m: int) -> tuple[np.ndarray, np.n
     return lo.astype(np.int64), hi.astype(np.int64), int((hi - lo).max()) + 1
 
 
-def anchor_band(n: int, m: int, min_window: int = 250, window_share: float = 0.06) -> tuple[np.ndarray, np.ndarray]:
+# The anchor band grows with the documents as Bertalign's does, up to this half-width: beyond it the band (and the
+# anchor pass's back pointers, a byte per cell) would grow with the square of the length instead of linearly.
+MAX_ANCHOR_WINDOW = 1000
+
+
+def anchor_band(
+    n: int, m: int, min_window: int = 250, window_share: float = 0.06, max_window: int = MAX_ANCHOR_WINDOW
+) -> tuple[np.ndarray, np.ndarray]:
     """Bertalign's first-pass band: within ``max(min_window, window_share * max(n, m))`` target sentences of the
-    diagonal scaled to the documents' sizes."""
-    half = max(int(min_window), int(max(n, m) * window_share))
+    diagonal scaled to the documents' sizes, that share capped at ``max_window`` (time and memory stay linear)."""
+    half = max(int(min_window), min(int(max(n, m) * window_share), int(max_window)))
     center = (np.arange(n + 1) * (m / max(n, 1))).astype(np.int64)
     return center - half, center + half
 
 
-def _band_top_k(src: np.ndarray, tgt: np.ndarray, lo: np.ndarray, hi: np.ndarray, k: int, block: int = 1024):
+def _band_top_k(src: Overlaps, tgt: Overlaps, lo: np.ndarray, hi: np.ndarray, k: int, block: int = 1024):
     """Each source sentence's ``k`` nearest target sentences inside the band (a block of rows searches the targets
     of its rows' bands together, so a row may also see a few targets just outside its own band, which the programme
-    never reads)."""
+    never reads). Only one block's sentence vectors are gathered at a time."""
     from bitext_hf.mining.knn import knn_search
 
-    n = src.shape[0]
+    n = src.n
     sims = np.full((n, k), -np.inf, dtype=np.float32)
     targets = np.full((n, k), _NO_CELL, dtype=np.int64)
     for start in range(0, n, block):
@@ -202,7 +209,8 @@ def _band_top_k(src: np.ndarray, tgt: np.ndarray, lo: np.ndarray, hi: np.ndarray
         first, last = max(int(lo[start + 1]) - 1, 0), int(hi[stop])
         if last <= first:
             continue
-        found_sims, found = knn_search(src[start:stop], tgt[first:last], k, normalize=False)
+        queries = src.vectors[src.index[0, start:stop]]
+        found_sims, found = knn_search(queries, tgt.vectors[tgt.index[0, first:last]], k, normalize=False)
         width = found.shape[1]
         sims[start:stop, :width] = found_sims
         targets[start:stop, :width] = found + first
@@ -212,9 +220,7 @@ def _band_top_k(src: np.ndarray, tgt: np.ndarray, lo: np.ndarray, hi: np.ndarray
 def _anchors(src: Overlaps, tgt: Overlaps, top_k: int, min_window: int) -> list[tuple[int, int]]:
     n, m = src.n, tgt.n
     lo, hi, width = _connected(*anchor_band(n, m, min_window), m)
-    src_vectors = src.vectors[src.index[0]]
-    tgt_vectors = tgt.vectors[tgt.index[0]]
-    sims, targets = _band_top_k(src_vectors, tgt_vectors, lo, hi, top_k)
+    sims, targets = _band_top_k(src, tgt, lo, hi, top_k)
     pointers = _anchor_pass(lo, hi, width, sims.astype(np.float64), targets)
     anchors, i, j = [], n, m
     while i or j:
