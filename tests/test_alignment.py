@@ -181,3 +181,16 @@ def test_unusable_settings_are_usage_errors(options):
 def test_a_string_instead_of_a_list_of_sentences_is_refused():
     with pytest.raises(TypeError, match="list of sentences"):
         align_sentences("one sentence", ["x"], random_encoder(0))
+
+
+def test_real_text_with_the_offline_encoder(tiny_parallel_corpus_by_language):
+    # German and French translations of the same twelve English sentences, the French with two sentences merged into
+    # one and one sentence left out: the default encoder (USE v3) and the default settings find those beads.
+    from bitext_hf.encoders import load_encoder
+
+    de = [translation for _, translation in tiny_parallel_corpus_by_language["de"][:12]]
+    fr = [translation for _, translation in tiny_parallel_corpus_by_language["fr"][:12]]
+    fr = [*fr[:3], fr[3] + " " + fr[4], *fr[5:8], *fr[9:]]
+    result = align_sentences(de, fr, load_encoder())
+    assert ([3, 4], [3]) in result.beads and ([8], []) in result.beads
+    assert sum(len(xs) == len(ys) == 1 for xs, ys in result.beads) == 9
