@@ -11,7 +11,7 @@ import pytest
 
 from bitext_hf.alignment import AlignSettings, align_sentences
 from bitext_hf.alignment.overlaps import overlap_texts
-from bitext_hf.alignment.search import alignment_types, bead_score, search, sides_of
+from bitext_hf.alignment.search import alignment_types, bead_band, bead_score, search, sides_of
 from bitext_hf.errors import UsageError
 
 
@@ -194,3 +194,29 @@ def test_real_text_with_the_offline_encoder(tiny_parallel_corpus_by_language):
     result = align_sentences(de, fr, load_encoder())
     assert ([3, 4], [3]) in result.beads and ([8], []) in result.beads
     assert sum(len(xs) == len(ys) == 1 for xs, ys in result.beads) == 9
+
+
+def test_a_stretch_without_anchors_costs_cells_in_proportion_to_its_length():
+    # No anchor at all (documents that do not translate each other): the band follows the diagonal instead of
+    # covering the whole n x m rectangle, and still joins (0, 0) to (n, m) row after row.
+    n, m, window, stretch = 5000, 4000, 5, 250
+    lo, hi = bead_band([], n, m, window, stretch)
+    assert lo[0] == 0 and hi[-1] == m and (lo[1:] <= hi[:-1]).all() and (np.diff(lo) >= 0).all()
+    assert (hi - lo + 1).sum() <= (n + 1) * (2 * stretch + 3)
+    # Anchors close together: Bertalign's rectangles, untouched by the stretch bound.
+    lo, hi = bead_band([(1, 1), (2, 2)], 3, 3, window, stretch)
+    assert lo.tolist() == [0, 0, 0, 0] and hi.tolist() == [3, 3, 3, 3]
+
+
+def test_unrelated_documents_align_without_the_whole_table():
+    rng = np.random.default_rng(4)
+    src = [f"s{i}" for i in range(3000)]
+    tgt = [f"t{j}" for j in range(2500)]
+    vectors = {text: rng.standard_normal(16) for text in src + tgt}
+
+    def encode(texts):
+        return np.stack([sum(vectors[word] for word in text.split()) for text in texts])
+
+    result = align_sentences(src, tgt, encode, max_align=3)
+    assert [x for xs, _ in result.beads for x in xs] == list(range(3000))
+    assert [y for _, ys in result.beads for y in ys] == list(range(2500))

@@ -31,6 +31,7 @@ __all__ = [
     "Alignment",
     "alignment_types",
     "anchor_band",
+    "bead_band",
     "bead_score",
     "search",
     "sides_of",
@@ -133,15 +134,16 @@ def _anchor_pass(lo, hi, width, top_sims, top_targets):
 
 
 @nb.njit(cache=True)
-def _bead_pass(sides, lo, hi, width, types, ratio, skip, margin, length_prior):
-    """The second programme's back pointers (a row of ``types``; -1 unreachable)."""
+def _bead_pass(sides, lo, hi, offsets, types, ratio, skip, margin, length_prior):
+    """The second programme's back pointers (a row of ``types``; -1 unreachable), row ``i`` of the band stored at
+    ``offsets[i]``: the rows are as wide as their band, so one wide row does not widen the others."""
     n = lo.shape[0] - 1
-    cost = np.full((n + 1, width), -np.inf)
-    pointers = np.full((n + 1, width), _NO_CELL, dtype=np.int16)
+    cost = np.full(offsets[-1], -np.inf)
+    pointers = np.full(offsets[-1], _NO_CELL, dtype=np.int16)
     for i in range(n + 1):
         for j in range(lo[i], hi[i] + 1):
             if i == 0 and j == 0:
-                cost[0, 0] = 0.0
+                cost[0] = 0.0
                 continue
             best, best_type = -np.inf, _NO_CELL
             for t in range(types.shape[0]):
@@ -149,7 +151,7 @@ def _bead_pass(sides, lo, hi, width, types, ratio, skip, margin, length_prior):
                 pi, pj = i - a, j - b
                 if pi < 0 or pj < lo[pi] or pj > hi[pi]:
                     continue
-                value = cost[pi, pj - lo[pi]]
+                value = cost[offsets[pi] + pj - lo[pi]]
                 if value == -np.inf:
                     continue
                 if a == 0 or b == 0:
@@ -158,8 +160,8 @@ def _bead_pass(sides, lo, hi, width, types, ratio, skip, margin, length_prior):
                     value += bead_score(sides, i, j, a, b, ratio, margin, length_prior)
                 if value > best:
                     best, best_type = value, t
-            cost[i, j - lo[i]] = best
-            pointers[i, j - lo[i]] = best_type
+            cost[offsets[i] + j - lo[i]] = best
+            pointers[offsets[i] + j - lo[i]] = best_type
     return pointers
 
 
@@ -168,7 +170,7 @@ def sides_of(src: Overlaps, tgt: Overlaps) -> tuple:
     return (src.vectors, src.index, src.lengths, tgt.vectors, tgt.index, tgt.lengths)
 
 
-def _connected(lo: np.ndarray, hi: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _connected(lo: np.ndarray, hi: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """A band every cell of which the programmes reach from (0, 0) and that reaches (n, m): both bounds never go
     back, each row starts no later than the row above ends, the first row starts at 0 and the last ends at ``m``."""
     lo = np.maximum.accumulate(np.clip(lo, 0, m))
@@ -176,7 +178,7 @@ def _connected(lo: np.ndarray, hi: np.ndarray, m: int) -> tuple[np.ndarray, np.n
     lo[0], hi[-1] = 0, m
     lo[1:] = np.minimum(lo[1:], hi[:-1])
     hi = np.maximum(hi, lo)
-    return lo.astype(np.int64), hi.astype(np.int64), int((hi - lo).max()) + 1
+    return lo.astype(np.int64), hi.astype(np.int64)
 
 
 # The anchor band grows with the documents as Bertalign's does, up to this half-width: beyond it the band (and the
@@ -219,7 +221,8 @@ def _band_top_k(src: Overlaps, tgt: Overlaps, lo: np.ndarray, hi: np.ndarray, k:
 
 def _anchors(src: Overlaps, tgt: Overlaps, top_k: int, min_window: int) -> list[tuple[int, int]]:
     n, m = src.n, tgt.n
-    lo, hi, width = _connected(*anchor_band(n, m, min_window), m)
+    lo, hi = _connected(*anchor_band(n, m, min_window), m)
+    width = int((hi - lo).max()) + 1
     sims, targets = _band_top_k(src, tgt, lo, hi, top_k)
     pointers = _anchor_pass(lo, hi, width, sims.astype(np.float64), targets)
     anchors, i, j = [], n, m
@@ -231,16 +234,21 @@ def _anchors(src: Overlaps, tgt: Overlaps, top_k: int, min_window: int) -> list[
     return anchors[::-1]
 
 
-def _bead_band(anchors: list[tuple[int, int]], n: int, m: int, window: int):
+def bead_band(anchors: list[tuple[int, int]], n: int, m: int, window: int, stretch_window: int):
     """Bertalign's second-pass band: the rows up to each anchor search from ``window`` before the previous anchor's
-    target to ``window`` after this one's; the path ends at (n, m)."""
+    target to ``window`` after this one's; the path ends at (n, m). A stretch between two anchors is searched no
+    further than ``stretch_window`` from the straight line between them: a long stretch without anchors (text
+    missing on one side, or documents that do not translate each other) costs cells in proportion to its length,
+    not to its area."""
     anchors = [anchor for anchor in anchors if anchor[0] < n and anchor[1] < m] + [(n, m)]
     lo = np.zeros(n + 1, dtype=np.int64)
     hi = np.zeros(n + 1, dtype=np.int64)
     previous_i, previous_j = 0, 0
     for i, j in anchors:
-        lo[previous_i + 1 : i + 1] = previous_j - window
-        hi[previous_i + 1 : i + 1] = j + window
+        rows = np.arange(previous_i + 1, i + 1)
+        line = previous_j + (rows - previous_i) * ((j - previous_j) / (i - previous_i))
+        lo[rows] = np.maximum(previous_j - window, np.floor(line) - stretch_window)
+        hi[rows] = np.minimum(j + window, np.ceil(line) + stretch_window)
         previous_i, previous_j = i, j
     lo[0], hi[0] = 0, hi[1] if n else m
     return _connected(lo, hi, m)
@@ -270,13 +278,14 @@ def search(
     # The documents' overall length ratio scales the target's lengths in the prior, as Bertalign does.
     ratio = float(src.lengths[0].sum() / max(tgt.lengths[0].sum(), 1.0))
     anchors = _anchors(src, tgt, top_k, anchor_window)
-    lo, hi, width = _bead_band(anchors, n, m, window)
+    lo, hi = bead_band(anchors, n, m, window, anchor_window)
+    offsets = np.concatenate([[0], np.cumsum(hi - lo + 1)]).astype(np.int64)
     types = alignment_types(max_align)
     sides = sides_of(src, tgt)
-    pointers = _bead_pass(sides, lo, hi, width, types, ratio, float(skip), bool(margin), bool(length_prior))
+    pointers = _bead_pass(sides, lo, hi, offsets, types, ratio, float(skip), bool(margin), bool(length_prior))
     beads, scores, i, j = [], [], n, m
     while i or j:
-        a, b = types[pointers[i, j - lo[i]]]
+        a, b = types[pointers[offsets[i] + j - lo[i]]]
         beads.append((list(range(i - a, i)), list(range(j - b, j))))
         linked = a and b
         scores.append(bead_score(sides, i, j, a, b, ratio, margin, length_prior) if linked else 0.0)
