@@ -105,6 +105,8 @@ def test_folders_of_documents_align_by_name_into_a_folder(capsys, encoder, tmp_p
     assert read_beads(out / "two.align") == EXPECTED[:3]
     # Both documents' overlaps in one encoding call per side: the shared sentences are encoded once.
     assert sorted(encoder.encoded) == sorted(set(encoder.encoded))
+    code, stdout, _ = _align(capsys, tmp_path, str(tmp_path / "en"), str(tmp_path / "de"))
+    assert code == EXIT_OK and stdout.splitlines()[0] == "# one" and "# two" in stdout.splitlines()
 
 
 def _no_traceback(err: str) -> bool:
