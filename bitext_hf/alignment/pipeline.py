@@ -32,12 +32,26 @@ from bitext_hf.alignment.search import Alignment, search
 from bitext_hf.errors import UsageError
 from bitext_hf.threads import limit_threads
 
-__all__ = ["SIDECAR_NAME", "AlignConfig", "AlignResult", "run_alignment"]
+__all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignConfig", "AlignResult", "run_alignment"]
 
 logger = logging.getLogger("bitext_hf")
 
 # The sidecar of a folder of outputs (a file output's is <file>.meta.json, as mine's).
 SIDECAR_NAME = "alignment.meta.json"
+# What tells an alignment's sidecar from a mining run's (``push --pairs`` renders the card of either), and its keys.
+ALIGNMENT_TASK = "sentence alignment"
+SIDECAR_KEYS = (
+    "task",
+    "encoder",
+    *(field.name for field in dataclasses.fields(AlignSettings)),
+    "format",
+    "src",
+    "tgt",
+    "src_lang",
+    "tgt_lang",
+    "documents",
+    "command",
+)
 
 
 @dataclasses.dataclass
@@ -53,6 +67,7 @@ class AlignConfig:
         max_align, top_k, window, skip: the search (:class:`~bitext_hf.alignment.AlignSettings`).
         model, pooling, quantize, backend, batch_size, cache_dir, no_cache: the encoder and its cache, as ``mine``.
         max_line_chars (int, defaults to 10000): the longest line accepted.
+        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
         quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
     """
 
@@ -72,6 +87,8 @@ class AlignConfig:
     max_line_chars: int = 10_000
     cache_dir: str | None = None
     no_cache: bool = False
+    src_lang: str | None = None
+    tgt_lang: str | None = None
     quiet: bool = False
     threads: int | None = None
     command: str | None = None
@@ -235,12 +252,14 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
     from bitext_hf.mining.sidecar import printable
 
     record = {
-        "task": "sentence alignment",
+        "task": ALIGNMENT_TASK,
         "encoder": encoder_identity(config.model, config.pooling, config.quantize, config.backend),
         **config.settings.as_dict(),
         "format": fmt,
         "src": config.src,
         "tgt": config.tgt,
+        "src_lang": config.src_lang,
+        "tgt_lang": config.tgt_lang,
         "documents": names if config.folders else None,
         "command": config.command,
     }

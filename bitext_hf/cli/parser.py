@@ -386,6 +386,8 @@ def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
         default=None,
         help="output format (default: by the extension of --out, .tsv .jsonl .parquet, else vecalign)",
     )
+    p.add_argument("--src-lang", help="language of the source documents (en, de...), recorded for the dataset card")
+    p.add_argument("--tgt-lang", help="language of the target documents, recorded for the dataset card")
     group = p.add_argument_group("search (defaults: Bertalign's)")
     group.add_argument(
         "--max-align",
