@@ -198,3 +198,54 @@ def test_help_says_the_exit_codes_and_the_format(capsys):
     assert "exit codes" in text and "  3  bad input data" in text and "[0, 1]:[2]:0.734215" in text
     for option in ("--max-align", "--window", "--top-k", "--skip", "--format", "--threads", "--cache-dir"):
         assert option in text
+
+
+def test_lists_of_documents_pair_by_line(capsys, encoder, tmp_path):
+    for side, sentences in (("en", SRC), ("de", TGT)):
+        (tmp_path / side).mkdir()
+        write_lines(tmp_path / side / f"one.{side}", sentences)
+        write_lines(tmp_path / side / f"two.{side}", sentences[:2])
+        write_lines(tmp_path / f"{side}.list", [f"{side}/one.{side}", f"{side}/two.{side}"])
+    out = tmp_path / "aligned"
+    args = ["--src-docs", str(tmp_path / "en.list"), "--tgt-docs", str(tmp_path / "de.list"), "--out", str(out)]
+    code, _, err = run(capsys, "align", "--no-cache", *args)
+    assert code == EXIT_OK, err
+    assert sorted(p.name for p in out.iterdir()) == ["alignment.meta.json", "one.en.align", "two.en.align"]
+    assert read_beads(out / "one.en.align") == EXPECTED
+    assert json.loads((out / "alignment.meta.json").read_text())["documents"] == ["one.en", "two.en"]
+
+
+@pytest.mark.parametrize(
+    "tgt_list, code, says",
+    [
+        (["de/one.de"], EXIT_DATA, "lists 2 documents but"),
+        (["de/one.de", "de/missing"], EXIT_DATA, "missing"),
+    ],
+)
+def test_lists_that_do_not_pair_up_are_refused(capsys, encoder, tmp_path, tgt_list, code, says):
+    for side, sentences in (("en", SRC), ("de", TGT)):
+        (tmp_path / side).mkdir()
+        write_lines(tmp_path / side / f"one.{side}", sentences)
+        write_lines(tmp_path / side / f"two.{side}", sentences)
+    write_lines(tmp_path / "en.list", ["en/one.en", "en/two.en"])
+    write_lines(tmp_path / "de.list", tgt_list)
+    args = ["--src-docs", str(tmp_path / "en.list"), "--tgt-docs", str(tmp_path / "de.list"), "--out", str(tmp_path)]
+    got, _, err = run(capsys, "align", "--no-cache", *args)
+    assert got == code and says in err and _no_traceback(err), err
+    assert encoder.encoded == []
+
+
+def test_the_same_document_name_twice_in_a_list_is_refused(capsys, encoder, tmp_path):
+    for side, sentences in (("en", SRC), ("de", TGT)):
+        for folder in ("a", "b"):
+            (tmp_path / folder).mkdir(exist_ok=True)
+            write_lines(tmp_path / folder / f"doc.{side}", sentences)
+        write_lines(tmp_path / f"{side}.list", [f"a/doc.{side}", f"b/doc.{side}"])
+    args = ["--src-docs", str(tmp_path / "en.list"), "--tgt-docs", str(tmp_path / "de.list"), "--out", str(tmp_path)]
+    code, _, err = run(capsys, "align", "--no-cache", *args)
+    assert code == EXIT_DATA and "en.list:2: a second document named doc.en" in err and _no_traceback(err)
+
+
+def test_files_and_lists_together_are_a_usage_error(capsys, encoder, documents, tmp_path):
+    code, _, err = run(capsys, "align", "--src", documents[0], "--src-docs", documents[0], "--tgt-docs", documents[1])
+    assert code == EXIT_USAGE and "either --src and --tgt, or --src-docs" in err

@@ -5,7 +5,8 @@ options into the config and calls it; Python users get the same job, the same fi
 >>> result = run_alignment(AlignConfig("book.de", "book.fr", out="book.align"))
 
 A run aligns one document pair (``src`` and ``tgt`` files, one sentence a line) or many (``src`` and ``tgt``
-folders holding files of the same names; ``out`` is then a folder, one output file per document). In order: every
+folders holding files of the same names, or ``src_docs`` and ``tgt_docs`` lists of documents paired line by line;
+``out`` is then a folder, one output file per document). In order: every
 option checked when the config is made; the output path and every input checked, and the inputs protected from every
 file the job writes; every document read and checked (and, for TSV output, that its sentences fit); only then the
 encoder loaded and every distinct overlap text of each side encoded once for the whole run (or taken from the
@@ -49,6 +50,8 @@ SIDECAR_KEYS = (
     "tgt",
     "src_lang",
     "tgt_lang",
+    "src_docs",
+    "tgt_docs",
     "documents",
     "command",
 )
@@ -61,7 +64,9 @@ class AlignConfig:
     Args:
         src, tgt (str): the documents, one sentence a line (``-`` for stdin, compressed files too), or two folders of
             documents paired by file name.
-        out (str, optional): the output file (a folder with folder inputs; ``-`` for stdout); None writes nothing.
+        src_docs, tgt_docs (str, optional): instead of ``src`` and ``tgt``, two lists of documents, one path a line
+            (relative to the list's folder), paired line by line.
+        out (str, optional): the output file (a folder for many documents; ``-`` for stdout); None writes nothing.
         format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
             (.tsv, .jsonl, .parquet), else vecalign.
         max_align, top_k, window, skip: the search (:class:`~bitext_hf.alignment.AlignSettings`).
@@ -71,10 +76,12 @@ class AlignConfig:
         quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
     """
 
-    src: str
-    tgt: str
+    src: str | None = None
+    tgt: str | None = None
     out: str | None = None
     format: str | None = None
+    src_docs: str | None = None
+    tgt_docs: str | None = None
     max_align: int = 5
     top_k: int = 3
     window: int = 5
@@ -96,7 +103,12 @@ class AlignConfig:
     def __post_init__(self) -> None:
         from bitext_hf.mining.config import refuse_cache_dir_without_cache
 
-        if not self.src or not self.tgt:
+        lists = bool(self.src_docs) or bool(self.tgt_docs)
+        if lists and (self.src or self.tgt):
+            raise UsageError("give either --src and --tgt, or --src-docs and --tgt-docs (lists of documents)")
+        if lists and not (self.src_docs and self.tgt_docs):
+            raise UsageError("give both --src-docs and --tgt-docs (lists of documents, paired line by line)")
+        if not lists and not (self.src and self.tgt):
             raise UsageError("give --src and --tgt (documents, one sentence a line, or folders of them)")
         _ = self.settings  # checked when the config is made
         if self.format is not None and self.format not in ALIGN_FORMATS:
@@ -108,15 +120,16 @@ class AlignConfig:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
         refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
-        folders = [os.path.isdir(path) for path in (self.src, self.tgt)]
-        if folders[0] != folders[1]:
+        folders = [os.path.isdir(path) for path in (self.src, self.tgt) if path]
+        if len(set(folders)) > 1:
             raise UsageError("--src and --tgt must both be files or both be folders of documents")
-        if self.folders and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
-            raise UsageError(f"--out {self.out}: folders of documents align into a folder; name one")
+        if self.many_documents and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
+            raise UsageError(f"--out {self.out}: many documents align into a folder, one file each; name a folder")
 
     @property
-    def folders(self) -> bool:
-        return os.path.isdir(self.src)
+    def many_documents(self) -> bool:
+        """Folders or lists of documents (``out`` is a folder), not one pair of files."""
+        return bool(self.src_docs) or os.path.isdir(self.src)
 
     @property
     def settings(self) -> AlignSettings:
@@ -124,7 +137,7 @@ class AlignConfig:
 
     @property
     def output_format(self) -> str:
-        return alignment_format(None if self.folders else self.out, self.format)
+        return alignment_format(None if self.many_documents else self.out, self.format)
 
 
 @dataclasses.dataclass
@@ -161,8 +174,11 @@ def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | Non
 
 
 def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
-    """(names, source paths, target paths): one pair, or the files of the two folders paired by name."""
-    if not config.folders:
+    """(names, source paths, target paths): one pair, the documents of two lists paired by line, or the files of two
+    folders paired by name."""
+    if config.src_docs:
+        return _listed_documents(config.src_docs, config.tgt_docs)
+    if not config.many_documents:
         return [os.path.basename(config.src) or "document"], [config.src], [config.tgt]
     listed = []
     for folder in (config.src, config.tgt):
@@ -180,12 +196,40 @@ def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
     return names, [os.path.join(config.src, n) for n in names], [os.path.join(config.tgt, n) for n in names]
 
 
+def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str], list[str]]:
+    """The documents of two lists, paired line by line; a document's name (its output's) is its source file's."""
+    from bitext_hf.data import read_lines
+    from bitext_hf.errors import DataValidationError
+    from bitext_hf.mining.sides import display
+
+    paths = []
+    for listing in (src_list, tgt_list):
+        folder = os.path.dirname(listing) if listing != "-" else ""
+        paths.append([os.path.join(folder, line.strip()) for line in read_lines(listing)])
+    if len(paths[0]) != len(paths[1]):
+        raise DataValidationError(
+            f"{display(src_list)} lists {len(paths[0])} documents but {display(tgt_list)} lists {len(paths[1])}: "
+            "give one target document per source document"
+        )
+    names, seen = [], {}
+    for number, path in enumerate(paths[0], start=1):
+        name = os.path.basename(path)
+        if name in seen:
+            raise DataValidationError(
+                f"{display(src_list)}:{number}: a second document named {name} (line {seen[name]}); the outputs are "
+                "named after the source documents, so their file names must differ"
+            )
+        seen[name] = number
+        names.append(name)
+    return names, paths[0], paths[1]
+
+
 def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> list[str]:
     """The output path of each document (and the sidecar's), checked against the inputs before anything is read."""
     from bitext_hf.io import check_output_path, refuse_input
     from bitext_hf.mining.sides import check_inputs_and_output
 
-    if not config.folders:
+    if not config.many_documents:
         check_inputs_and_output(config.out, inputs)
         return [config.out] if config.out else []
     check_inputs_and_output(None, inputs)
@@ -208,7 +252,8 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
     started = time.perf_counter()
     names, src_paths, tgt_paths = _documents(config)
     fmt = config.output_format
-    outputs = _check_outputs(config, names, src_paths + tgt_paths)
+    lists = [path for path in (config.src_docs, config.tgt_docs) if path]
+    outputs = _check_outputs(config, names, src_paths + tgt_paths + lists)
     settings = config.settings
     # Every document is read and checked before any encoder is loaded.
     src_docs = [read_lines(path, max_chars=config.max_line_chars) for path in src_paths]
@@ -260,7 +305,9 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
         "tgt": config.tgt,
         "src_lang": config.src_lang,
         "tgt_lang": config.tgt_lang,
-        "documents": names if config.folders else None,
+        "src_docs": config.src_docs,
+        "tgt_docs": config.tgt_docs,
+        "documents": names if config.many_documents else None,
         "command": config.command,
     }
     return (
@@ -277,7 +324,7 @@ def _write(config, outputs, alignments, src_docs, tgt_docs, fmt, names) -> None:
     from bitext_hf.io import atomic_output, writes_in_place
     from bitext_hf.mining.sidecar import metadata_path
 
-    if config.folders:
+    if config.many_documents:
         os.makedirs(config.out, exist_ok=True)
         sidecar = os.path.join(config.out, SIDECAR_NAME)
     elif writes_in_place(config.out):

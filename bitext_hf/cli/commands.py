@@ -260,7 +260,7 @@ def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
 def cmd_align(args) -> int:
     """Parse the options into an :class:`~bitext_hf.alignment.pipeline.AlignConfig`, run the job, print the report;
     without ``--out`` the beads are printed in vecalign format (each document's after a ``# name`` line, for
-    folders)."""
+    many documents)."""
     from bitext_hf.alignment.pipeline import AlignConfig, run_alignment
 
     started = time.perf_counter()
@@ -274,7 +274,7 @@ def cmd_align(args) -> int:
     report = _report_stream(args.out)
     if not args.out:
         for name, alignment in zip(result.names, result.alignments):
-            if config.folders:  # which document the beads that follow are of
+            if config.many_documents:  # which document the beads that follow are of
                 print(f"# {name}")
             for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
                 print(f"{xs}:{ys}:{score:.6f}")

@@ -345,6 +345,7 @@ _EPILOG_ALIGN = """examples:
   bitext-hf align --src book.de --tgt book.fr --out book.align
   bitext-hf align --src book.de --tgt book.fr --out book.parquet --max-align 4
   bitext-hf align --src de/ --tgt fr/ --out aligned/ --format jsonl   # documents paired by file name
+  bitext-hf align --src-docs de.list --tgt-docs fr.list --out aligned/ # lists of documents, paired by line
 
 Documents are translations of each other, one sentence a line, in order. Beads of 1-1, 1-0, 0-1 and up to
 --max-align sentences on both sides together (2-1, 1-2, 2-2...) are found in Bertalign's two steps (Liu & Zhu
@@ -356,7 +357,8 @@ linearly with the document.
 Output: vecalign format (default; one bead a line, `[0, 1]:[2]:0.734215`, 0-based, every sentence of both sides in
 order: the format vecalign's and Bertalign's scorers read), or by extension / --format tsv, jsonl, parquet:
 columns score src_lines tgt_lines src tgt (the joined sentences). Written atomically, with <out>.meta.json (the
-settings); folders of documents write one file per document into the --out folder and alignment.meta.json.
+settings); many documents (folders or lists) write one file per document into the --out folder, named after the
+source document, and alignment.meta.json.
 """
 
 
@@ -369,11 +371,14 @@ def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
         epilog=_EPILOG_ALIGN + "\n" + EPILOG_EXIT,
     )
     p.add_argument(
-        "--src",
-        required=True,
-        help="source document, one sentence a line (.gz/.xz/.bz2/.zst; - for stdin), or a folder of documents",
+        "--src", help="source document, one sentence a line (.gz/.xz/.bz2/.zst; - for stdin), or a folder of documents"
     )
-    p.add_argument("--tgt", required=True, help="target document, or a folder of documents of the same file names")
+    p.add_argument("--tgt", help="target document, or a folder of documents of the same file names")
+    p.add_argument(
+        "--src-docs",
+        help="instead of --src: a list of source documents, one path a line (relative to the list's folder)",
+    )
+    p.add_argument("--tgt-docs", help="instead of --tgt: the list of their target documents, in the same order")
     p.add_argument(
         "--out",
         default=None,
