@@ -201,44 +201,60 @@ def measured(function, *args):
     return result, time.perf_counter() - started, rss_mb("VmHWM") - base
 
 
-def synthetic(n: int, dim: int = 512, seed: int = 0) -> tuple[Overlaps, Overlaps]:
-    """Two documents of about ``n`` sentences: random meanings, the target built from the source by planted 1-1,
-    1-2, 2-1, 1-0 and 0-1 beads; an overlap's vector is the normalized sum of its sentences' plus noise."""
+def synthetic(n: int, dim: int = 512, seed: int = 0) -> tuple[Overlaps, Overlaps, list]:
+    """Two documents of about ``n`` sentences and their gold beads: random meanings and lengths, the target built
+    from the source by planted 1-1, 1-2, 2-1, 1-0 and 0-1 beads; an overlap's vector is the normalized sum of its
+    sentences' plus noise, its length the sum of theirs."""
     rng = np.random.default_rng(seed)
     meanings = rng.standard_normal((n, dim)).astype(np.float32)
+    src_lengths = rng.uniform(20, 200, n)
     tgt_rows: list[np.ndarray] = []
+    tgt_lengths: list[float] = []
+    gold: list[tuple[list[int], list[int]]] = []
     i = 0
     while i < n:
         kind = rng.choice(5, p=[0.86, 0.04, 0.04, 0.03, 0.03])
+        j = len(tgt_rows)
         if kind == 0:
             tgt_rows.append(meanings[i] + 0.3 * rng.standard_normal(dim))
+            tgt_lengths.append(src_lengths[i] * rng.uniform(0.8, 1.2))
+            gold.append(([i], [j]))
             i += 1
         elif kind == 1:  # one source sentence split in two
-            part = rng.random()
+            part = rng.uniform(0.3, 0.7)
             tgt_rows += [meanings[i] * part, meanings[i] * (1 - part)]
+            tgt_lengths += [src_lengths[i] * part, src_lengths[i] * (1 - part)]
+            gold.append(([i], [j, j + 1]))
             i += 1
         elif kind == 2 and i + 1 < n:  # two merged
             tgt_rows.append(meanings[i] + meanings[i + 1])
+            tgt_lengths.append(src_lengths[i] + src_lengths[i + 1])
+            gold.append(([i, i + 1], [j]))
             i += 2
         elif kind == 3:  # dropped
+            gold.append(([i], []))
             i += 1
         else:  # inserted
             tgt_rows.append(rng.standard_normal(dim))
+            tgt_lengths.append(rng.uniform(20, 200))
+            gold.append(([], [j]))
     sides = []
-    for rows in (meanings, np.asarray(tgt_rows, dtype=np.float32)):
+    for rows, sizes in ((meanings, src_lengths), (np.asarray(tgt_rows, dtype=np.float32), np.asarray(tgt_lengths))):
         count, layers = rows.shape[0], 4
         vectors = np.empty((layers * count, dim), np.float32)
         index = np.full((layers, count), -1, np.int64)
+        lengths = np.zeros((layers, count))
         cumulative = np.concatenate([np.zeros((1, dim), np.float32), np.cumsum(rows, axis=0)])
+        total = np.concatenate([[0.0], np.cumsum(sizes)])
         for layer in range(layers):
             ends = np.arange(layer, count)
             block = cumulative[ends + 1] - cumulative[ends - layer] + 0.1 * rng.standard_normal((len(ends), dim))
             start = layer * count
             vectors[start : start + len(ends)] = block / np.linalg.norm(block, axis=1, keepdims=True)
             index[layer, layer:] = np.arange(start, start + len(ends))
-        lengths = np.where(index >= 0, 60.0 * (np.arange(layers)[:, None] + 1), 0.0)
+            lengths[layer, layer:] = total[ends + 1] - total[ends - layer]
         sides.append(Overlaps(vectors, index, lengths))
-    return sides[0], sides[1]
+    return sides[0], sides[1], gold
 
 
 def aligners(args, workdir: str) -> dict:
@@ -257,13 +273,14 @@ def child(args, method: str, path: str, workdir: str) -> None:
     """One method on one saved document pair, in a fresh process: warmed up on a small synthetic pair (the numba
     functions load), then timed with the peak memory counter reset."""
     function = aligners(args, workdir)[method]
-    function(*synthetic(300))
+    function(*synthetic(300)[:2])
     data = np.load(path)
     src, tgt = (
         Overlaps(*(data[f"{side}_{key}"] for key in ("vectors", "index", "lengths"))) for side in ("src", "tgt")
     )
-    _, seconds, peak = measured(function, src, tgt)
-    print(json.dumps({"seconds": seconds, "peak_mb": peak}))
+    beads, seconds, peak = measured(function, src, tgt)
+    scores = alignment_f1([json.loads(str(data["gold"]))], [beads])
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "f1_strict": scores["f1_strict"]}))
 
 
 def main() -> None:
@@ -336,21 +353,24 @@ def main() -> None:
     print("\n## long documents: alignment time and peak memory (encoding excluded)\n")
     de = [s for doc in TEST_DOCUMENTS for s in documents[doc][0]]
     fr = [s for doc in TEST_DOCUMENTS for s in documents[doc][1]]
-    long_documents = {f"7 test documents concatenated ({len(de)} x {len(fr)})": overlaps_of([de, fr], layers, encode)}
+    gold, offset_de, offset_fr = [], 0, 0
+    for doc in TEST_DOCUMENTS:  # the gold beads of the concatenation: each document's, shifted
+        gold += [([x + offset_de for x in xs], [y + offset_fr for y in ys]) for xs, ys in documents[doc][2]]
+        offset_de, offset_fr = offset_de + len(documents[doc][0]), offset_fr + len(documents[doc][1])
+    concatenated = overlaps_of([de, fr], layers, encode)
+    long_documents = {f"7 test documents concatenated ({len(de)} x {len(fr)})": (*concatenated, gold)}
     for size in args.synthetic:
-        src, tgt = synthetic(size)
-        long_documents[f"synthetic {src.n} x {tgt.n}"] = (src, tgt)
-    print("| document | method | align s | peak extra MB |\n|---|---|---|---|")
-    for label, (src, tgt) in long_documents.items():
+        src, tgt, planted = synthetic(size)
+        long_documents[f"synthetic {src.n} x {tgt.n}"] = (src, tgt, planted)
+    print("| document | method | strict F1 | align s | peak extra MB |\n|---|---|---|---|---|")
+    for label, (src, tgt, gold) in long_documents.items():
         path = os.path.join(workdir, "document.npz")
-        np.savez(
-            path,
-            **{
-                f"{side}_{key}": getattr(overlaps, key)
-                for side, overlaps in (("src", src), ("tgt", tgt))
-                for key in ("vectors", "index", "lengths")
-            },
-        )
+        arrays = {
+            f"{side}_{key}": getattr(overlaps, key)
+            for side, overlaps in (("src", src), ("tgt", tgt))
+            for key in ("vectors", "index", "lengths")
+        }
+        np.savez(path, gold=np.array(json.dumps(gold)), **arrays)
         del src, tgt
         for name in methods:
             # Each method in a process of its own, so that memory freed by another is not counted or reused.
@@ -359,10 +379,14 @@ def main() -> None:
             command += ["--no-vecalign-dp"] if args.no_vecalign_dp else []
             result = subprocess.run([*command, "--child", name, path, workdir], capture_output=True, text=True)
             if result.returncode:
-                print(f"| {label} | {name} | failed: {result.stderr.strip().splitlines()[-1]} | |", flush=True)
+                print(f"| {label} | {name} | failed: {result.stderr.strip().splitlines()[-1]} | | |", flush=True)
                 continue
             numbers = json.loads(result.stdout.strip().splitlines()[-1])
-            print(f"| {label} | {name} | {numbers['seconds']:.2f} | {numbers['peak_mb']:.0f} |", flush=True)
+            print(
+                f"| {label} | {name} | {numbers['f1_strict']:.3f} | {numbers['seconds']:.2f} | "
+                f"{numbers['peak_mb']:.0f} |",
+                flush=True,
+            )
         os.unlink(path)
     print(json.dumps({"load_after": os.getloadavg()[0]}))
 
