@@ -382,8 +382,8 @@ def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         default=None,
-        help="write the alignment here (a folder for folder inputs; - for stdout); written atomically, never over "
-        "an input. Without --out the alignment is printed",
+        help="write the alignment here (a folder for folders or lists of documents; - for stdout); written "
+        "atomically, never over an input. Without --out the alignment is printed",
     )
     p.add_argument(
         "--format",
