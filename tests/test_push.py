@@ -65,6 +65,13 @@ class FakeHub:
         for name in filter_repo_objects(files, ignore_patterns=ignore):
             self.uploaded[name] = (folder / name).read_bytes()
 
+    def copy_to(self, folder: Path) -> Path:
+        """The uploaded files, written into ``folder`` as the repository would hold them."""
+        for name, content in self.uploaded.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(content)
+        return folder
+
     def names(self) -> list[str]:
         return [name for name, _ in self.calls]
 
@@ -243,11 +250,7 @@ def test_push_pairs_publishes_a_dataset_with_its_card(hub, pairs_file, capsys, t
     ]
     assert [fact for fact in facts if fact not in card.text] == []
     # The uploaded files make a dataset that `datasets` loads (as the Hub's would).
-    copy = tmp_path / "copy"
-    for name, content in hub.uploaded.items():
-        (copy / name).parent.mkdir(parents=True, exist_ok=True)
-        (copy / name).write_bytes(content)
-    loaded = datasets.load_dataset(str(copy), split="train")
+    loaded = datasets.load_dataset(str(hub.copy_to(tmp_path / "copy")), split="train")
     assert loaded["src"] == SOURCES[:3] and loaded["tgt"] == TARGETS[:3]
     assert loaded.column_names == ["score", "src_index", "tgt_index", "src", "tgt"]
 

@@ -1,4 +1,4 @@
-"""The ``bitext-hf`` command line: encode, mine, score and eval.
+"""The ``bitext-hf`` command line: encode, mine, align, score and eval.
 
 Exit codes (README "Command line"): 0 success; 1 any other error, a failed output write included; 2 wrong usage;
 3 bad input data (the message names the file and line); 4 an encoder that cannot be loaded; 130 interrupted.
@@ -34,7 +34,7 @@ from bitext_hf.io.outputs import checked_stdout
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 # The commands that encode or search, and so run thread pools; push and data start none of their own.
-_COMMANDS_WITH_THREADS = frozenset({"encode", "mine", "score", "eval"})
+_COMMANDS_WITH_THREADS = frozenset({"encode", "mine", "align", "score", "eval"})
 
 
 def _thread_limit(args):

@@ -22,7 +22,7 @@ import numpy as np
 from bitext_hf.cli.inputs import check_encoder_options, check_inputs_and_output, display, embed, embedder, pair_texts
 from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
 
-__all__ = ["cmd_encode", "cmd_mine", "cmd_score"]
+__all__ = ["cmd_align", "cmd_encode", "cmd_mine", "cmd_score"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -252,6 +252,49 @@ def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
         print(f"{score:7.4f}  {src:6d}  {tgt:6d}  {src_text}  |||  {tgt_text}")
     if shown < len(pairs):
         print(f"... {len(pairs) - shown} more (--show -1 prints all, --out FILE writes them)")
+
+
+# ----------------------------------------------------------------------------------------------------- align
+
+
+def cmd_align(args) -> int:
+    """Parse the options into an :class:`~bitext_hf.alignment.pipeline.AlignConfig`, run the job, print the report;
+    without ``--out`` the beads are printed in vecalign format (each document's after a ``# name`` line, for
+    many documents)."""
+    from bitext_hf.alignment.pipeline import AlignConfig, run_alignment
+
+    started = time.perf_counter()
+    options = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(AlignConfig)
+        if field.name != "command" and hasattr(args, field.name)
+    }
+    config = AlignConfig(**options, command=shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])]))
+    result = run_alignment(config)
+    report = _report_stream(args.out)
+    if not args.out:
+        for name, alignment in zip(result.names, result.alignments):
+            if config.many_documents:  # which document the beads that follow are of
+                print(f"# {name}")
+            for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
+                print(f"{xs}:{ys}:{score:.6f}")
+    beads = sum(len(alignment) for alignment in result.alignments)
+    links = sum(bool(xs and ys) for alignment in result.alignments for xs, ys in alignment.beads)
+    sentences = sum(map(len, result.src_documents)), sum(map(len, result.tgt_documents))
+    where = f"; wrote {_shown(args.out)}" if args.out else ""
+    print(
+        f"aligned {len(result.names)} document pair(s), {sentences[0]} source x {sentences[1]} target sentences: "
+        f"{beads} beads, {links} of them links (max-align {config.max_align}){where}",
+        file=report if args.out else sys.stderr,
+    )
+    if not _quiet(args):
+        parts = ", ".join(f"{name} {value:.1f} s" for name, value in result.seconds.items())
+        cached = f", {result.from_cache} from the cache" if result.from_cache else ""
+        print(
+            f"align: {result.encoded} overlaps encoded{cached} in {time.perf_counter() - started:.1f} s ({parts})",
+            file=sys.stderr,
+        )
+    return EXIT_OK
 
 
 # ----------------------------------------------------------------------------------------------------- score

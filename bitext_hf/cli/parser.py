@@ -11,7 +11,7 @@ import functools
 import math
 from collections.abc import Callable
 
-from bitext_hf.cli.commands import cmd_encode, cmd_mine, cmd_score
+from bitext_hf.cli.commands import cmd_align, cmd_encode, cmd_mine, cmd_score
 from bitext_hf.cli.data import add_data
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
 from bitext_hf.cli.push import add_push
@@ -341,6 +341,85 @@ def _add_mine(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_bounded_inputs(cmd_mine))
 
 
+_EPILOG_ALIGN = """examples:
+  bitext-hf align --src book.de --tgt book.fr --out book.align
+  bitext-hf align --src book.de --tgt book.fr --out book.parquet --max-align 4
+  bitext-hf align --src de/ --tgt fr/ --out aligned/ --format jsonl   # documents paired by file name
+  bitext-hf align --src-docs de.list --tgt-docs fr.list --out aligned/ # lists of documents, paired by line
+
+Documents are translations of each other, one sentence a line, in order. Beads of 1-1, 1-0, 0-1 and up to
+--max-align sentences on both sides together (2-1, 1-2, 2-2...) are found in Bertalign's two steps (Liu & Zhu
+2022): 1-1 anchors from each sentence's top-k targets in a band around the diagonal, then every bead type within
+--window sentences of the anchors, scored by the cosine of the overlap embeddings (consecutive sentences joined,
+each distinct text encoded once) less the neighbours' mean cosine, times a length prior. Time and memory grow
+linearly with the document.
+
+Output: vecalign format (default; one bead a line, `[0, 1]:[2]:0.734215`, 0-based, every sentence of both sides in
+order: the format vecalign's and Bertalign's scorers read), or by extension / --format tsv, jsonl, parquet:
+columns score src_lines tgt_lines src tgt (the joined sentences). Written atomically, with <out>.meta.json (the
+settings); many documents (folders or lists) write one file per document into the --out folder, named after the
+source document, and alignment.meta.json.
+"""
+
+
+def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
+    p = commands.add_parser(
+        "align",
+        parents=[shared],
+        help="align the sentences of two documents that are translations of each other",
+        formatter_class=fmt,
+        epilog=_EPILOG_ALIGN + "\n" + EPILOG_EXIT,
+    )
+    p.add_argument(
+        "--src", help="source document, one sentence a line (.gz/.xz/.bz2/.zst; - for stdin), or a folder of documents"
+    )
+    p.add_argument("--tgt", help="target document, or a folder of documents of the same file names")
+    p.add_argument(
+        "--src-docs",
+        help="instead of --src: a list of source documents, one path a line (relative to the list's folder)",
+    )
+    p.add_argument("--tgt-docs", help="instead of --tgt: the list of their target documents, in the same order")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="write the alignment here (a folder for folders or lists of documents; - for stdout); written "
+        "atomically, never over an input. Without --out the alignment is printed",
+    )
+    p.add_argument(
+        "--format",
+        choices=("vecalign", "tsv", "jsonl", "parquet"),
+        default=None,
+        help="output format (default: by the extension of --out, .tsv .jsonl .parquet, else vecalign)",
+    )
+    p.add_argument("--src-lang", help="language of the source documents (en, de...), recorded for the dataset card")
+    p.add_argument("--tgt-lang", help="language of the target documents, recorded for the dataset card")
+    group = p.add_argument_group("search (defaults: Bertalign's)")
+    group.add_argument(
+        "--max-align",
+        type=_positive_int,
+        default=5,
+        help="most sentences in a bead, both sides together (default 5: up to 1-4, 2-3, 3-2, 4-1); overlaps of up "
+        "to N-1 sentences are encoded, so encoding grows with it",
+    )
+    group.add_argument(
+        "--top-k",
+        type=_positive_int,
+        default=3,
+        help="targets of each source sentence the anchors may link (default 3)",
+    )
+    group.add_argument(
+        "--window",
+        type=_positive_int,
+        default=5,
+        help="target sentences searched on either side of the anchor path (default 5)",
+    )
+    group.add_argument(
+        "--skip", type=_finite_float, default=-0.1, help="score of a 1-0 or 0-1 bead (default -0.1; lower: fewer)"
+    )
+    _add_common(p, k=False)
+    p.set_defaults(func=_bounded_inputs(cmd_align))
+
+
 def _probability(text: str) -> float:
     value = float(text)
     if not 0 < value <= 1:
@@ -565,8 +644,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,score,eval,push,data}")
+    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,align,score,eval,push,data}")
     shared = shared_options(defaults=False)
-    for add in (_add_encode, _add_mine, _add_score, _add_eval, add_push, add_data):
+    for add in (_add_encode, _add_mine, _add_align, _add_score, _add_eval, add_push, add_data):
         add(commands, argparse.RawDescriptionHelpFormatter, shared)
     return parser

@@ -157,8 +157,8 @@ def cmd_push(args) -> int:
         metadata_path,
         pairs_preview,
         prepare_dataset_folder,
-        read_mining_metadata,
         read_pairs_table,
+        read_sidecar,
     )
 
     if args.include or args.exclude:
@@ -172,7 +172,7 @@ def cmd_push(args) -> int:
     meta = Path(args.meta) if args.meta else metadata_path(pairs)
     if args.meta and not meta.is_file():
         raise DataValidationError(f"--meta {args.meta}: no such file")
-    metadata = read_mining_metadata(meta) if meta.is_file() else {}
+    metadata = read_sidecar(meta) if meta.is_file() else {}
     if not metadata:
         logger.warning("no mining metadata (%s): the card will not say how the pairs were mined", meta)
     token = None if args.dry_run else resolve_token(args.token)

@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from bitext_hf.errors import DataValidationError
+from bitext_hf.hub.alignment_card import alignment_metadata, is_alignment, render_alignment_card
 from bitext_hf.io import atomic_output
 
 # The sidecar's format lives with the mining job that writes it (mining is below hub); hub reads it from there.
 from bitext_hf.mining.sidecar import (
+    MAX_SIDECAR_BYTES,
     METADATA_KEYS,
     metadata_path,
     mining_metadata_json,
@@ -49,6 +51,7 @@ __all__ = [
     "prepare_dataset_folder",
     "read_mining_metadata",
     "read_pairs_table",
+    "read_sidecar",
     "render_dataset_card",
     "write_mining_metadata",
 ]
@@ -134,6 +137,20 @@ def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, 
     with atomic_output(path, follow_symlinks=False) as handle:
         handle.write(text)
     return path
+
+
+def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
+    """The sidecar beside a pairs file, its known keys: a mining run's (:func:`read_mining_metadata`, which also
+    refuses what is not one) or an alignment's (``bitext-hf align``: its ``task`` says so)."""
+    from bitext_hf.io.small_files import read_small_json
+
+    try:
+        record = read_small_json(path, MAX_SIDECAR_BYTES)
+    except (OSError, ValueError, RecursionError):
+        record = None  # read_mining_metadata names the problem
+    if isinstance(record, dict) and is_alignment(record):
+        return alignment_metadata(record)
+    return read_mining_metadata(path)
 
 
 def read_pairs_table(path: str | os.PathLike):
@@ -265,7 +282,7 @@ def render_dataset_card(
 
     languages = list(languages or [metadata[key] for key in ("src_lang", "tgt_lang") if metadata.get(key)])
     pair = "-".join(languages) if languages else "multilingual"
-    data = DatasetCardData(
+    fields = dict(
         language=languages or None,
         license=license,
         multilinguality="translation" if len(set(languages)) > 1 else None,
@@ -275,6 +292,16 @@ def render_dataset_card(
         pretty_name=f"Mined bitext ({pair})",
         configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}],
     )
+    if is_alignment(metadata):  # aligned documents (`bitext-hf align`): their own card, the same YAML fields
+        return render_alignment_card(
+            table,
+            metadata,
+            repo_id=repo_id,
+            histogram_caption=histogram_caption,
+            card_data=fields,
+            languages=languages,
+        )
+    data = DatasetCardData(**fields)
 
     def value(key: str) -> Any:
         found = metadata.get(key)
@@ -331,7 +358,7 @@ def prepare_dataset_folder(
     table = read_pairs_table(pairs_path) if table is None else table
     if metadata is None:
         sidecar = metadata_path(pairs_path)
-        metadata = read_mining_metadata(sidecar) if sidecar.is_file() else {}
+        metadata = read_sidecar(sidecar) if sidecar.is_file() else {}
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     # Written by datasets (its features go into the Parquet metadata), without its progress bar on stderr.
@@ -366,5 +393,6 @@ def prepare_dataset_folder(
         threshold_sample=threshold_sample,
     )
     (folder / "README.md").write_text(card, encoding="utf-8")
-    (folder / "mining.json").write_text(json.dumps(dict(metadata), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    settings = "alignment.json" if is_alignment(metadata) else "mining.json"
+    (folder / settings).write_text(json.dumps(dict(metadata), indent=2, ensure_ascii=False) + "\n", "utf-8")
     return folder

@@ -160,20 +160,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
         docs = (docs[0][kept[0]], docs[1][kept[1]])
 
     read_seconds = time.perf_counter() - started
-    embedder = Embedder(
-        model=config.model,
-        pooling=config.pooling,
-        quantize=config.quantize,
-        backend=config.backend,
-        batch_size=config.batch_size,
-        cache_dir=config.cache_dir,
-        no_cache=config.no_cache,
-        show_progress=not config.quiet,
-        distributed=config.distributed,
-        ray_address=config.ray_address,
-        workers=config.workers,
-        load_encoder=load_encoder,
-    )
+    embedder = Embedder.from_options(config, load_encoder)
     with _distributed_session(config):  # started after every input was read and checked
         per_document = docs is not None
         src_emb, src_lines, src_keys = _rows_to_mine(

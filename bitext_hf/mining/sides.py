@@ -97,6 +97,15 @@ class Embedder:
     from_cache: int = field(default=0, init=False)
     encode_seconds: float = field(default=0.0, init=False)
 
+    @classmethod
+    def from_options(cls, options: Any, load_encoder: Any = None) -> Embedder:
+        """The embedder of a job's config or parsed arguments: its encoder, cache and Ray fields by name (a field it
+        lacks keeps the default; ``quiet`` turns the progress bars off)."""
+        fields = ("model", "pooling", "quantize", "backend", "batch_size", "cache_dir", "no_cache")
+        fields += ("distributed", "ray_address", "workers")
+        values = {name: getattr(options, name) for name in fields if hasattr(options, name)}
+        return cls(**values, show_progress=not getattr(options, "quiet", False), load_encoder=load_encoder)
+
     def encoder(self, spec: str | None):
         """The encoder ``spec`` (None: the default encoder), loaded at its first use."""
         if spec not in self._encoders:

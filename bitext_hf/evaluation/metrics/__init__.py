@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bitext_hf.evaluation.metrics.beads import alignment_f1
 from bitext_hf.evaluation.metrics.functional import (
     bitext_accuracy,
     bucc_f1,
@@ -24,6 +25,7 @@ from bitext_hf.evaluation.metrics.functional import (
 
 __all__ = [
     "METRIC_NAMES",
+    "alignment_f1",
     "bitext_accuracy",
     "bucc_f1",
     "bucc_labels",
@@ -37,7 +39,7 @@ __all__ = [
     "xsim_micro_average",
 ]
 
-METRIC_NAMES: tuple[str, ...] = ("xsim", "bucc_f1", "bitext_accuracy", "mteb_bitext_mining")
+METRIC_NAMES: tuple[str, ...] = ("xsim", "bucc_f1", "bitext_accuracy", "mteb_bitext_mining", "alignment_f1")
 
 
 def metric_path(name: str) -> Path:

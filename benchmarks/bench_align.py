@@ -1,0 +1,395 @@
+"""Sentence alignment of parallel documents: ``bitext_hf.alignment`` beside Bertalign's and vecalign's own search
+algorithms, all fed the same overlap embeddings of the same encoder.
+
+Data: vecalign's ``bleualign_data`` (Text+Berg German-French, a dev document and seven test documents with gold
+alignments; GPL-2.0, so read from a checkout of vecalign, not copied). Every overlap (up to ``--max-align`` - 1
+consecutive sentences joined by a space, as both peers build them) is encoded once by the default offline encoder
+(USE v3, ``bitext_hf.encoders.load_encoder()``) through the package's encoding cache; the encoding time is reported
+on its own line. Then, on the same vectors:
+
+(a) ``bitext_hf.alignment.search`` (defaults: max_align 5, top-k 3, window 5, skip -0.1, margin, length prior);
+(b) Bertalign's two-step search: its ``corelib`` functions (bfsujason/bertalign, GPL-3.0, imported from a checkout,
+    never copied; its LaBSE load and language detector are never imported) called as ``Bertalign.align_sents`` calls
+    them, with its defaults (max_align 5, top_k 3, win 5, skip -0.1, margin, length penalty);
+(c) vecalign's DP (thompsonb/vecalign, Apache-2.0, its Cython ``dp_core`` built from the checkout: needs Cython),
+    ``vecalign()`` with its command line's defaults (deletion percentile 0.2, search buffer 5, full DP up to 300
+    sentences) and the same bead sizes (a + b <= max_align). The overlaps that do not exist at a document's start
+    (vecalign embeds the text 'PAD' there) get a seeded random unit vector; no bead reads them.
+
+Quality: strict and lax F1 over beads (``bitext_hf.evaluation.metrics.alignment_f1``, equal to vecalign's score.py),
+on dev, then on the seven test documents together (the counts summed, as the papers report). Speed and memory: the
+alignment alone (encoding excluded), on every test document, on the seven concatenated into one, and on synthetic
+documents of ``--synthetic`` sentences (random vectors with planted 1-1, 1-2, 2-1, 1-0 and 0-1 beads, d = 512);
+"peak extra" is the peak resident memory above the inputs (the kernel's peak counter reset before each method).
+
+    pip install cython   # for vecalign's dp_core
+    python benchmarks/bench_align.py --vecalign ~/src/vecalign --bertalign ~/src/bertalign
+    python benchmarks/bench_align.py --vecalign ... --bertalign ... --synthetic 10000 50000 --tune
+
+``--vecalign`` and ``--bertalign`` are checkouts (or bare clones) of the two repositories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from bench_mining import rss_mb  # the resident-memory reader of the mining benchmark
+
+from bitext_hf.alignment.overlaps import Overlaps, overlap_texts
+from bitext_hf.alignment.search import search
+from bitext_hf.evaluation.metrics import alignment_f1
+
+TEST_DOCUMENTS = [f"test{number}" for number in range(7)]
+
+
+def repository_file(repo: str, path: str) -> str:
+    """A file of a checkout, or of a bare clone (read with git show)."""
+    if os.path.isfile(os.path.join(repo, path)):
+        return Path(repo, path).read_text(encoding="utf-8")
+    return subprocess.run(
+        ["git", "-C", repo, "show", f"HEAD:{path}"], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def bleualign(repo: str, name: str):
+    """(German sentences, French sentences, gold beads) of one Bleualign document, stripped as vecalign reads them."""
+    from ast import literal_eval
+
+    de = [line.strip() for line in repository_file(repo, f"bleualign_data/{name}.de").splitlines()]
+    fr = [line.strip() for line in repository_file(repo, f"bleualign_data/{name}.fr").splitlines()]
+    gold = []
+    for line in repository_file(repo, f"bleualign_data/{name}.defr").splitlines():
+        fields = [field.strip() for field in line.split(":") if field.strip()]
+        gold.append((literal_eval(fields[0]), literal_eval(fields[1])))
+    return de, fr, gold
+
+
+class MemoEncoder:
+    """Encodes through the package's Embedder (its cache on disk), and keeps every vector of this run by text, so
+    that a new document made of known sentences (the concatenation) encodes only its new overlaps."""
+
+    def __init__(self, cache_dir: str | None) -> None:
+        from bitext_hf.mining.sides import Embedder
+
+        self.embedder = Embedder(cache_dir=cache_dir, show_progress=False)
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if text not in self.vectors]
+        if missing:
+            for text, vector in zip(missing, self.embedder.embed(missing, "overlap")):
+                self.vectors[text] = vector
+        return np.stack([self.vectors[text] for text in texts])
+
+
+def overlaps_of(documents, layers: int, encode) -> list[Overlaps]:
+    return overlap_texts(documents, layers).embed(encode)
+
+
+# ------------------------------------------------------------------------------------------------------ the peers
+
+
+def load_bertalign(repo: str, folder: str):
+    """Bertalign's corelib as a module of its own (its package __init__ loads LaBSE at import: never imported)."""
+    Path(folder, "bertalign_corelib.py").write_text(repository_file(repo, "bertalign/corelib.py"))
+    sys.path.insert(0, folder)
+    return importlib.import_module("bertalign_corelib")
+
+
+def load_vecalign(repo: str, folder: str):
+    """vecalign's dp_utils, with its Cython dp_core built in ``folder`` (once: a child process finds it built)."""
+    package = Path(folder, "vecalign")
+    if package.is_dir():
+        sys.path.insert(0, folder)
+        return importlib.import_module("vecalign.dp_utils")
+    package.mkdir()
+    for name in ("__init__.py", "dp_core.pyx", "dp_utils.py"):
+        (package / name).write_text(repository_file(repo, f"vecalign/{name}"))
+    setup = (
+        "import numpy as np\nfrom setuptools import setup, Extension\nfrom Cython.Build import cythonize\n"
+        "ext = Extension('vecalign.dp_core', ['vecalign/dp_core.pyx'], include_dirs=[np.get_include()],\n"
+        "                define_macros=[('NPY_NO_DEPRECATED_API', 'NPY_1_7_API_VERSION')])\n"
+        "setup(ext_modules=cythonize([ext], language_level=3, force=True))\n"
+    )
+    Path(folder, "setup.py").write_text(setup)
+    subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=folder, check=True, capture_output=True)
+    sys.path.insert(0, folder)
+    return importlib.import_module("vecalign.dp_utils")
+
+
+def layered(overlaps: Overlaps, fill: str) -> tuple[np.ndarray, np.ndarray]:
+    """The peers' layout: vectors (layers, n, d) and lengths (layers, n); where no overlap exists, zeros (Bertalign
+    never reads them) or a seeded random unit vector (``fill="random"``, as vecalign's 'PAD')."""
+    index = overlaps.index
+    vectors = overlaps.vectors[np.maximum(index, 0)].astype(np.float32)
+    missing = index < 0
+    if fill == "random":
+        rng = np.random.default_rng(42)
+        noise = rng.standard_normal((int(missing.sum()), vectors.shape[2])).astype(np.float32)
+        vectors[missing] = noise / np.linalg.norm(noise, axis=1, keepdims=True)
+    else:
+        vectors[missing] = 0.0
+    return np.ascontiguousarray(vectors), overlaps.lengths.astype(np.int64)
+
+
+def run_bertalign(corelib, src: Overlaps, tgt: Overlaps, max_align: int):
+    """``Bertalign.align_sents`` with its defaults, on our vectors."""
+    src_vecs, src_lens = layered(src, "zeros")
+    tgt_vecs, tgt_lens = layered(tgt, "zeros")
+    char_ratio = np.sum(src_lens[0,]) / np.sum(tgt_lens[0,])
+    n, m = src.n, tgt.n
+    top_sims, top_targets = corelib.find_top_k_sents(src_vecs[0, :], tgt_vecs[0, :], k=3)
+    first_types = corelib.get_alignment_types(2)
+    first_w, first_path = corelib.find_first_search_path(n, m)
+    first_pointers = corelib.first_pass_align(n, m, first_w, first_path, first_types, top_sims, top_targets)
+    first = corelib.first_back_track(n, m, first_pointers, first_path, first_types)
+    second_types = corelib.get_alignment_types(max_align)
+    second_w, second_path = corelib.find_second_search_path(first, 5, n, m)
+    second_pointers = corelib.second_pass_align(
+        src_vecs,
+        tgt_vecs,
+        src_lens,
+        tgt_lens,
+        second_w,
+        second_path,
+        second_types,
+        char_ratio,
+        -0.1,
+        margin=True,
+        len_penalty=True,
+    )
+    return corelib.second_back_track(n, m, second_pointers, second_path, second_types)
+
+
+def run_vecalign(dp_utils, src: Overlaps, tgt: Overlaps, max_align: int):
+    """``vecalign()`` with its command line's defaults, on our vectors."""
+    np.random.seed(42)
+    vecs0, _ = layered(src, "random")
+    vecs1, _ = layered(tgt, "random")
+    stack = dp_utils.vecalign(
+        vecs0=vecs0,
+        vecs1=vecs1,
+        final_alignment_types=dp_utils.make_alignment_types(max_align),
+        del_percentile_frac=0.2,
+        width_over2=math.ceil(max_align / 2.0) + 5,
+        max_size_full_dp=300,
+        costs_sample_size=20000,
+        num_samps_for_norm=100,
+    )
+    return stack[0]["final_alignments"]
+
+
+# ------------------------------------------------------------------------------------------------------ measuring
+
+
+def measured(function, *args):
+    """(result, wall seconds, peak resident MB above the resident size before the call)."""
+    Path("/proc/self/clear_refs").write_text("5")
+    base = rss_mb("VmRSS")
+    started = time.perf_counter()
+    result = function(*args)
+    return result, time.perf_counter() - started, rss_mb("VmHWM") - base
+
+
+def synthetic(n: int, dim: int = 512, seed: int = 0) -> tuple[Overlaps, Overlaps, list]:
+    """Two documents of about ``n`` sentences and their gold beads: random meanings and lengths, the target built
+    from the source by planted 1-1, 1-2, 2-1, 1-0 and 0-1 beads; an overlap's vector is the normalized sum of its
+    sentences' plus noise, its length the sum of theirs."""
+    rng = np.random.default_rng(seed)
+    meanings = rng.standard_normal((n, dim)).astype(np.float32)
+    src_lengths = rng.uniform(20, 200, n)
+    tgt_rows: list[np.ndarray] = []
+    tgt_lengths: list[float] = []
+    gold: list[tuple[list[int], list[int]]] = []
+    i = 0
+    while i < n:
+        kind = rng.choice(5, p=[0.86, 0.04, 0.04, 0.03, 0.03])
+        j = len(tgt_rows)
+        if kind == 0:
+            tgt_rows.append(meanings[i] + 0.3 * rng.standard_normal(dim))
+            tgt_lengths.append(src_lengths[i] * rng.uniform(0.8, 1.2))
+            gold.append(([i], [j]))
+            i += 1
+        elif kind == 1:  # one source sentence split in two
+            part = rng.uniform(0.3, 0.7)
+            tgt_rows += [meanings[i] * part, meanings[i] * (1 - part)]
+            tgt_lengths += [src_lengths[i] * part, src_lengths[i] * (1 - part)]
+            gold.append(([i], [j, j + 1]))
+            i += 1
+        elif kind == 2 and i + 1 < n:  # two merged
+            tgt_rows.append(meanings[i] + meanings[i + 1])
+            tgt_lengths.append(src_lengths[i] + src_lengths[i + 1])
+            gold.append(([i, i + 1], [j]))
+            i += 2
+        elif kind == 3:  # dropped
+            gold.append(([i], []))
+            i += 1
+        else:  # inserted
+            tgt_rows.append(rng.standard_normal(dim))
+            tgt_lengths.append(rng.uniform(20, 200))
+            gold.append(([], [j]))
+    sides = []
+    for rows, sizes in ((meanings, src_lengths), (np.asarray(tgt_rows, dtype=np.float32), np.asarray(tgt_lengths))):
+        count, layers = rows.shape[0], 4
+        vectors = np.empty((layers * count, dim), np.float32)
+        index = np.full((layers, count), -1, np.int64)
+        lengths = np.zeros((layers, count))
+        cumulative = np.concatenate([np.zeros((1, dim), np.float32), np.cumsum(rows, axis=0)])
+        total = np.concatenate([[0.0], np.cumsum(sizes)])
+        for layer in range(layers):
+            ends = np.arange(layer, count)
+            block = cumulative[ends + 1] - cumulative[ends - layer] + 0.1 * rng.standard_normal((len(ends), dim))
+            start = layer * count
+            vectors[start : start + len(ends)] = block / np.linalg.norm(block, axis=1, keepdims=True)
+            index[layer, layer:] = np.arange(start, start + len(ends))
+            lengths[layer, layer:] = total[ends + 1] - total[ends - layer]
+        sides.append(Overlaps(vectors, index, lengths))
+    return sides[0], sides[1], gold
+
+
+def aligners(args, workdir: str) -> dict:
+    """The methods, each ``(source overlaps, target overlaps) -> beads``."""
+    methods = {"bitext-hf": lambda src, tgt, **options: search(src, tgt, max_align=args.max_align, **options).beads}
+    if args.bertalign:
+        corelib = load_bertalign(args.bertalign, workdir)
+        methods["Bertalign"] = lambda src, tgt: run_bertalign(corelib, src, tgt, args.max_align)
+    if not args.no_vecalign_dp:
+        dp_utils = load_vecalign(args.vecalign, workdir)
+        methods["vecalign"] = lambda src, tgt: run_vecalign(dp_utils, src, tgt, args.max_align)
+    return methods
+
+
+def child(args, method: str, path: str, workdir: str) -> None:
+    """One method on one saved document pair, in a fresh process: warmed up on a small synthetic pair (the numba
+    functions load), then timed with the peak memory counter reset."""
+    function = aligners(args, workdir)[method]
+    function(*synthetic(300)[:2])
+    data = np.load(path)
+    src, tgt = (
+        Overlaps(*(data[f"{side}_{key}"] for key in ("vectors", "index", "lengths"))) for side in ("src", "tgt")
+    )
+    beads, seconds, peak = measured(function, src, tgt)
+    scores = alignment_f1([json.loads(str(data["gold"]))], [beads])
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "f1_strict": scores["f1_strict"]}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--vecalign", required=True, help="checkout or bare clone of thompsonb/vecalign")
+    parser.add_argument("--bertalign", default=None, help="checkout or bare clone of bfsujason/bertalign")
+    parser.add_argument("--max-align", type=int, default=5)
+    parser.add_argument("--cache-dir", default=None, help="the encoding cache (default: the package's)")
+    parser.add_argument("--synthetic", type=int, nargs="*", default=[], help="synthetic document sizes")
+    parser.add_argument("--tune", action="store_true", help="also sweep skip and window on dev (dev only)")
+    parser.add_argument("--no-vecalign-dp", action="store_true", help="leave vecalign's DP out (no Cython)")
+    parser.add_argument("--child", nargs=3, metavar=("METHOD", "NPZ", "WORKDIR"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        child(args, *args.child)
+        return
+    import torch
+
+    load = os.getloadavg()[0]
+    print(f"# {os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), load {load:.1f}")
+    workdir = tempfile.mkdtemp(prefix="bench-align-")
+    methods = aligners(args, workdir)
+
+    layers = args.max_align - 1
+    encode = MemoEncoder(args.cache_dir)
+    documents = {name: bleualign(args.vecalign, name) for name in ["dev", *TEST_DOCUMENTS]}
+    started = time.perf_counter()
+    encoded_before = encode.embedder.encoded
+    overlaps = {}
+    for name, (de, fr, _) in documents.items():
+        overlaps[name] = overlaps_of([de, fr], layers, encode)
+    sentences = sum(len(de) + len(fr) for de, fr, _ in documents.values())
+    print(
+        f"encoding (USE v3): {sentences} sentences, {len(encode.vectors)} distinct overlaps, "
+        f"{encode.embedder.encoded - encoded_before} encoded now ({encode.embedder.from_cache} from the cache) in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+
+    ours = methods["bitext-hf"]
+    # Warm-up on dev: the numba functions of ours and Bertalign's compile at their first call.
+    for function in methods.values():
+        function(*overlaps["dev"])
+
+    if args.tune:
+        print("\n## dev sweep (bitext-hf)\n\n| skip | window | strict F1 | lax F1 |\n|---|---|---|---|")
+        for skip in (-0.3, -0.2, -0.1, -0.05, 0.0):
+            for window in (3, 5, 8):
+                beads = ours(*overlaps["dev"], skip=skip, window=window)
+                scores = alignment_f1([documents["dev"][2]], [beads])
+                print(f"| {skip} | {window} | {scores['f1_strict']:.3f} | {scores['f1_lax']:.3f} |")
+
+    print("\n## quality and alignment time\n")
+    print(
+        "| method | dev strict F1 | dev lax F1 | test strict F1 | test lax F1 | test P strict | test R strict | "
+        "test align s (7 docs) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, function in methods.items():
+        dev = alignment_f1([documents["dev"][2]], [function(*overlaps["dev"])])
+        started = time.perf_counter()
+        test_beads = [function(*overlaps[doc]) for doc in TEST_DOCUMENTS]
+        seconds = time.perf_counter() - started
+        test = alignment_f1([documents[doc][2] for doc in TEST_DOCUMENTS], test_beads)
+        print(
+            f"| {name} | {dev['f1_strict']:.3f} | {dev['f1_lax']:.3f} | {test['f1_strict']:.3f} | "
+            f"{test['f1_lax']:.3f} | {test['precision_strict']:.3f} | {test['recall_strict']:.3f} | {seconds:.2f} |"
+        )
+
+    print("\n## long documents: alignment time and peak memory (encoding excluded)\n")
+    de = [s for doc in TEST_DOCUMENTS for s in documents[doc][0]]
+    fr = [s for doc in TEST_DOCUMENTS for s in documents[doc][1]]
+    gold, offset_de, offset_fr = [], 0, 0
+    for doc in TEST_DOCUMENTS:  # the gold beads of the concatenation: each document's, shifted
+        gold += [([x + offset_de for x in xs], [y + offset_fr for y in ys]) for xs, ys in documents[doc][2]]
+        offset_de, offset_fr = offset_de + len(documents[doc][0]), offset_fr + len(documents[doc][1])
+    concatenated = overlaps_of([de, fr], layers, encode)
+    long_documents = {f"7 test documents concatenated ({len(de)} x {len(fr)})": (*concatenated, gold)}
+    for size in args.synthetic:
+        src, tgt, planted = synthetic(size)
+        long_documents[f"synthetic {src.n} x {tgt.n}"] = (src, tgt, planted)
+    print("| document | method | strict F1 | align s | peak extra MB |\n|---|---|---|---|---|")
+    for label, (src, tgt, gold) in long_documents.items():
+        path = os.path.join(workdir, "document.npz")
+        arrays = {
+            f"{side}_{key}": getattr(overlaps, key)
+            for side, overlaps in (("src", src), ("tgt", tgt))
+            for key in ("vectors", "index", "lengths")
+        }
+        np.savez(path, gold=np.array(json.dumps(gold)), **arrays)
+        del src, tgt
+        for name in methods:
+            # Each method in a process of its own, so that memory freed by another is not counted or reused.
+            command = [sys.executable, __file__, "--vecalign", args.vecalign, "--max-align", str(args.max_align)]
+            command += ["--bertalign", args.bertalign] if args.bertalign else []
+            command += ["--no-vecalign-dp"] if args.no_vecalign_dp else []
+            result = subprocess.run([*command, "--child", name, path, workdir], capture_output=True, text=True)
+            if result.returncode:
+                print(f"| {label} | {name} | failed: {result.stderr.strip().splitlines()[-1]} | | |", flush=True)
+                continue
+            numbers = json.loads(result.stdout.strip().splitlines()[-1])
+            print(
+                f"| {label} | {name} | {numbers['f1_strict']:.3f} | {numbers['seconds']:.2f} | "
+                f"{numbers['peak_mb']:.0f} |",
+                flush=True,
+            )
+        os.unlink(path)
+    print(json.dumps({"load_after": os.getloadavg()[0]}))
+
+
+if __name__ == "__main__":
+    main()

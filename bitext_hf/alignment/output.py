@@ -1,0 +1,108 @@
+"""Writing and reading alignments.
+
+``vecalign`` (the format vecalign's and Bertalign's scorers read): one bead a line, ``[0, 1]:[2]:0.734215``, the
+0-based source and target sentences then the score; every sentence of both documents appears once, in order. ``tsv``,
+``jsonl`` and ``parquet`` hold the same beads with their joined sentences: columns ``score src_lines tgt_lines src
+tgt`` (TSV: the lines comma-separated, empty for none; JSON Lines and Parquet: lists of integers). Every file is
+written atomically (:func:`bitext_hf.io.atomic_output`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from ast import literal_eval
+from collections.abc import Sequence
+from pathlib import Path
+
+from bitext_hf.alignment.search import Alignment
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.io import atomic_output
+
+__all__ = ["ALIGN_FORMATS", "EXTENSIONS", "alignment_format", "read_beads", "write_alignment"]
+
+ALIGN_FORMATS = ("vecalign", "tsv", "jsonl", "parquet")
+EXTENSIONS = {"vecalign": ".align", "tsv": ".tsv", "jsonl": ".jsonl", "parquet": ".parquet"}
+_BY_EXTENSION = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+HEADER = ("score", "src_lines", "tgt_lines", "src", "tgt")
+_TSV_BREAKERS = ("\t", "\n", "\r")
+# The joined text of a bead: the sentences as the encoder read them, one space between.
+_JOINER = " "
+
+
+def alignment_format(path: str | os.PathLike | None, format: str | None = None) -> str:
+    """``format`` when given, else from the extension (.tsv, .jsonl, .parquet); anything else is vecalign."""
+    if format is not None:
+        if format not in ALIGN_FORMATS:
+            raise UsageError(f"unknown alignment format {format!r}; choose one of {', '.join(ALIGN_FORMATS)}")
+        return format
+    return _BY_EXTENSION.get(Path(os.fspath(path or "")).suffix.lower(), "vecalign")
+
+
+def check_tsv_sentences(sentences: Sequence[str], name: str) -> None:
+    """TSV cannot hold a sentence with a tab: refused naming the file and line, before any encoding."""
+    for number, sentence in enumerate(sentences, start=1):
+        if any(char in sentence for char in _TSV_BREAKERS):
+            raise DataValidationError(
+                f"{name}:{number}: the sentence contains a tab, which TSV output cannot hold; write .jsonl or "
+                ".parquet instead (or --format vecalign|jsonl|parquet)"
+            )
+
+
+def _rows(alignment: Alignment, src: Sequence[str], tgt: Sequence[str]):
+    for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
+        yield score, xs, ys, _JOINER.join(src[x] for x in xs), _JOINER.join(tgt[y] for y in ys)
+
+
+def write_alignment(
+    alignment: Alignment, path: str | os.PathLike, src: Sequence[str], tgt: Sequence[str], format: str
+) -> None:
+    """Write ``alignment`` of the sentences ``src`` and ``tgt`` to ``path`` (``-``: stdout) in ``format``."""
+    if format == "vecalign":
+        with atomic_output(path) as handle:
+            for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
+                handle.write(f"{xs}:{ys}:{score:.6f}\n")
+    elif format == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        columns = list(zip(*_rows(alignment, src, tgt))) or [[]] * len(HEADER)
+        types = (pa.float32(), pa.list_(pa.int64()), pa.list_(pa.int64()), pa.string(), pa.string())
+        table = pa.table({name: pa.array(list(column), kind) for name, column, kind in zip(HEADER, columns, types)})
+        with atomic_output(path, "wb") as handle:
+            pq.write_table(table, handle)
+    elif format == "jsonl":
+        with atomic_output(path) as handle:
+            for score, xs, ys, src_text, tgt_text in _rows(alignment, src, tgt):
+                record = dict(zip(HEADER, (round(score, 6), xs, ys, src_text, tgt_text)))
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    elif format == "tsv":
+        with atomic_output(path) as handle:
+            handle.write("\t".join(HEADER) + "\n")
+            for score, xs, ys, src_text, tgt_text in _rows(alignment, src, tgt):
+                lines = [",".join(map(str, side)) for side in (xs, ys)]
+                handle.write(f"{score:.6f}\t{lines[0]}\t{lines[1]}\t{src_text}\t{tgt_text}\n")
+    else:
+        raise UsageError(f"unknown alignment format {format!r}; choose one of {', '.join(ALIGN_FORMATS)}")
+
+
+def read_beads(path: str | os.PathLike) -> list[tuple[list[int], list[int]]]:
+    """The beads of a vecalign-format file (``[0]:[0, 1]`` or with a score after a second colon), as vecalign's
+    ``read_alignments`` reads them; a line that is not one is a data error naming the file and line."""
+    from bitext_hf.data import read_lines
+
+    beads = []
+    for number, line in enumerate(read_lines(path, allow_empty_lines=True), start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split(":") if field.strip()]
+        try:
+            xs, ys = literal_eval(fields[0]), literal_eval(fields[1])
+            if not all(isinstance(side, list) and all(type(i) is int and i >= 0 for i in side) for side in (xs, ys)):
+                raise ValueError
+        except (ValueError, SyntaxError, IndexError, MemoryError, RecursionError):
+            raise DataValidationError(
+                f"{path}:{number}: expected a bead `[i, j]:[k]` or `[i, j]:[k]:score` (0-based sentence numbers)"
+            ) from None
+        beads.append((xs, ys))
+    return beads

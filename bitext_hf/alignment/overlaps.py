@@ -1,0 +1,83 @@
+"""Overlap embeddings: every run of up to ``layers`` consecutive sentences of a document, joined by a space, as one
+text (vecalign's and Bertalign's overlaps), so that a bead of several sentences is scored by the embedding of its
+joined text. Each distinct text is encoded once, whatever the number of runs, layers or documents that hold it.
+
+Overlap ``o`` (0-based) ending at sentence ``i`` joins sentences ``i - o .. i``; :attr:`Overlaps.index` names the
+row of its vector, and is -1 where the document has fewer than ``o + 1`` sentences up to ``i``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["OverlapTexts", "Overlaps", "overlap_texts"]
+
+# A space, as both peers join a run: the encoders read a run as one paragraph.
+JOINER = " "
+
+
+@dataclass
+class OverlapTexts:
+    """The overlaps of one or more documents before encoding.
+
+    Attributes:
+        texts (list[str]): the distinct overlap texts, in first-seen order.
+        documents (list[tuple[np.ndarray, np.ndarray]]): per document, ``index`` (layers, n) into ``texts`` (-1
+            where there is no such run) and ``lengths`` (layers, n), the UTF-8 bytes of each run's text.
+    """
+
+    texts: list[str]
+    documents: list[tuple[np.ndarray, np.ndarray]]
+
+    def embed(self, encode: Callable[[list[str]], np.ndarray]) -> list[Overlaps]:
+        """Each document's :class:`Overlaps`, from one call of ``encode`` over every distinct text."""
+        from bitext_hf.mining.knn import check_embeddings
+
+        if self.texts:
+            vectors = check_embeddings(np.asarray(encode(self.texts)), "overlap embeddings")
+            if vectors.shape[0] != len(self.texts):
+                raise ValueError(f"the encoder returned {vectors.shape[0]} vectors for {len(self.texts)} texts")
+        else:
+            vectors = np.zeros((0, 1), np.float32)
+        return [Overlaps(vectors, index, lengths) for index, lengths in self.documents]
+
+
+@dataclass
+class Overlaps:
+    """A document's overlap embeddings: ``vectors`` (rows L2-normalized, shared by the documents of a run), ``index``
+    (layers, n) int64 and ``lengths`` (layers, n) float64, as :class:`OverlapTexts`."""
+
+    vectors: np.ndarray
+    index: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.index.shape[1])
+
+    @property
+    def layers(self) -> int:
+        return int(self.index.shape[0])
+
+
+def overlap_texts(documents: Sequence[Sequence[str]], layers: int) -> OverlapTexts:
+    """The overlaps of every document, up to ``layers`` sentences each, with every distinct text listed once."""
+    if layers < 1:
+        raise ValueError(f"layers must be at least 1, got {layers}")
+    rows: dict[str, int] = {}
+    per_document = []
+    for sentences in documents:
+        n = len(sentences)
+        index = np.full((layers, n), -1, dtype=np.int64)
+        lengths = np.zeros((layers, n), dtype=np.float64)
+        sizes = [len(sentence.encode("utf-8", "surrogatepass")) for sentence in sentences]
+        for layer in range(layers):
+            for end in range(layer, n):
+                text = JOINER.join(sentences[end - layer : end + 1])
+                index[layer, end] = rows.setdefault(text, len(rows))
+                lengths[layer, end] = sum(sizes[end - layer : end + 1]) + layer * len(JOINER)
+        per_document.append((index, lengths))
+    return OverlapTexts(list(rows), per_document)

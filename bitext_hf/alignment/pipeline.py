@@ -1,0 +1,346 @@
+"""The alignment job over files: :func:`run_alignment` over an :class:`AlignConfig`. ``bitext-hf align`` parses its
+options into the config and calls it; Python users get the same job, the same files:
+
+>>> from bitext_hf.alignment.pipeline import AlignConfig, run_alignment
+>>> result = run_alignment(AlignConfig("book.de", "book.fr", out="book.align"))
+
+A run aligns one document pair (``src`` and ``tgt`` files, one sentence a line) or many (``src`` and ``tgt``
+folders holding files of the same names, or ``src_docs`` and ``tgt_docs`` lists of documents paired line by line;
+``out`` is then a folder, one output file per document). In order: every
+option checked when the config is made; the output path and every input checked, and the inputs protected from every
+file the job writes; every document read and checked (and, for TSV output, that its sentences fit); only then the
+encoder loaded and every distinct overlap text of each side encoded once for the whole run (or taken from the
+encoding cache); each pair aligned, and the outputs written with the sidecar ``<out>.meta.json`` (in a folder
+``out``: ``alignment.meta.json``), which records the settings. A bad input never costs an encoding run and never
+leaves an output behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bitext_hf.alignment.align import AlignSettings
+from bitext_hf.alignment.output import ALIGN_FORMATS, EXTENSIONS, alignment_format, check_tsv_sentences
+from bitext_hf.alignment.overlaps import overlap_texts
+from bitext_hf.alignment.search import Alignment, search
+from bitext_hf.errors import UsageError
+from bitext_hf.threads import limit_threads
+
+__all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignConfig", "AlignResult", "run_alignment"]
+
+logger = logging.getLogger("bitext_hf")
+
+# The sidecar of a folder of outputs (a file output's is <file>.meta.json, as mine's).
+SIDECAR_NAME = "alignment.meta.json"
+# What tells an alignment's sidecar from a mining run's (``push --pairs`` renders the card of either), and its keys.
+ALIGNMENT_TASK = "sentence alignment"
+SIDECAR_KEYS = (
+    "task",
+    "encoder",
+    *(field.name for field in dataclasses.fields(AlignSettings)),
+    "format",
+    "src",
+    "tgt",
+    "src_lang",
+    "tgt_lang",
+    "src_docs",
+    "tgt_docs",
+    "documents",
+    "command",
+)
+
+
+@dataclasses.dataclass
+class AlignConfig:
+    """Everything one alignment run needs; the fields are ``bitext-hf align``'s options. Checked when made.
+
+    Args:
+        src, tgt (str): the documents, one sentence a line (``-`` for stdin, compressed files too), or two folders of
+            documents paired by file name.
+        src_docs, tgt_docs (str, optional): instead of ``src`` and ``tgt``, two lists of documents, one path a line
+            (relative to the list's folder), paired line by line.
+        out (str, optional): the output file (a folder for many documents; ``-`` for stdout); None writes nothing.
+        format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
+            (.tsv, .jsonl, .parquet), else vecalign.
+        max_align, top_k, window, skip: the search (:class:`~bitext_hf.alignment.AlignSettings`).
+        model, pooling, quantize, backend, batch_size, cache_dir, no_cache: the encoder and its cache, as ``mine``.
+        max_line_chars (int, defaults to 10000): the longest line accepted.
+        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
+        quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
+    """
+
+    src: str | None = None
+    tgt: str | None = None
+    out: str | None = None
+    format: str | None = None
+    src_docs: str | None = None
+    tgt_docs: str | None = None
+    max_align: int = 5
+    top_k: int = 3
+    window: int = 5
+    skip: float = -0.1
+    model: str | None = None
+    pooling: str | None = None
+    quantize: str | None = None
+    backend: str | None = None
+    batch_size: int = 128
+    max_line_chars: int = 10_000
+    cache_dir: str | None = None
+    no_cache: bool = False
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    quiet: bool = False
+    threads: int | None = None
+    command: str | None = None
+
+    def __post_init__(self) -> None:
+        from bitext_hf.mining.config import refuse_cache_dir_without_cache
+
+        lists = bool(self.src_docs) or bool(self.tgt_docs)
+        if lists and (self.src or self.tgt):
+            raise UsageError("give either --src and --tgt, or --src-docs and --tgt-docs (lists of documents)")
+        if lists and not (self.src_docs and self.tgt_docs):
+            raise UsageError("give both --src-docs and --tgt-docs (lists of documents, paired line by line)")
+        if not lists and not (self.src and self.tgt):
+            raise UsageError("give --src and --tgt (documents, one sentence a line, or folders of them)")
+        _ = self.settings  # checked when the config is made
+        if self.format is not None and self.format not in ALIGN_FORMATS:
+            raise UsageError(f"unknown format {self.format!r}; choose one of {', '.join(ALIGN_FORMATS)}")
+        if self.format is not None and not self.out:
+            raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
+        for name in ("batch_size", "max_line_chars", "threads"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
+        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
+        folders = [os.path.isdir(path) for path in (self.src, self.tgt) if path]
+        if len(set(folders)) > 1:
+            raise UsageError("--src and --tgt must both be files or both be folders of documents")
+        if self.many_documents and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
+            raise UsageError(f"--out {self.out}: many documents align into a folder, one file each; name a folder")
+
+    @property
+    def many_documents(self) -> bool:
+        """Folders or lists of documents (``out`` is a folder), not one pair of files."""
+        return bool(self.src_docs) or os.path.isdir(self.src)
+
+    @property
+    def settings(self) -> AlignSettings:
+        return AlignSettings(max_align=self.max_align, top_k=self.top_k, window=self.window, skip=self.skip)
+
+    @property
+    def output_format(self) -> str:
+        return alignment_format(None if self.many_documents else self.out, self.format)
+
+
+@dataclasses.dataclass
+class AlignResult:
+    """What a run aligned: per document pair, its name, sentences and :class:`Alignment`; the counts and times."""
+
+    names: list[str]
+    src_documents: list[list[str]]
+    tgt_documents: list[list[str]]
+    alignments: list[Alignment]
+    outputs: list[str]
+    encoded: int
+    from_cache: int
+    seconds: dict[str, float]
+
+
+def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | None = None) -> AlignResult:
+    """Run the alignment job of ``config`` (see the module docstring).
+
+    Args:
+        load_encoder (callable, optional): as :func:`bitext_hf.mining.pipeline.run_mining`'s.
+
+    Raises:
+        UsageError: options or output path that cannot work; DataValidationError: a bad input (naming the file and
+            line); OutputWriteError: an output could not be written (nothing partial is left behind).
+    """
+    from bitext_hf.io import protect_inputs
+
+    try:
+        with limit_threads(config.threads):
+            return _run(config, load_encoder)
+    finally:
+        protect_inputs(())  # this run's inputs; a later run has its own
+
+
+def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
+    """(names, source paths, target paths): one pair, the documents of two lists paired by line, or the files of two
+    folders paired by name."""
+    if config.src_docs:
+        return _listed_documents(config.src_docs, config.tgt_docs)
+    if not config.many_documents:
+        return [os.path.basename(config.src) or "document"], [config.src], [config.tgt]
+    listed = []
+    for folder in (config.src, config.tgt):
+        listed.append(sorted(entry.name for entry in os.scandir(folder) if entry.is_file() and entry.name[0] != "."))
+    src_names, tgt_names = map(set, listed)
+    if src_names != tgt_names:
+        only = sorted(src_names ^ tgt_names)[:3]
+        raise UsageError(
+            f"--src {config.src} and --tgt {config.tgt} must hold files of the same names (documents paired by name); "
+            f"not in both: {', '.join(only)}"
+        )
+    if not listed[0]:
+        raise UsageError(f"--src {config.src}: no documents in the folder")
+    names = listed[0]
+    return names, [os.path.join(config.src, n) for n in names], [os.path.join(config.tgt, n) for n in names]
+
+
+def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str], list[str]]:
+    """The documents of two lists, paired line by line; a document's name (its output's) is its source file's."""
+    from bitext_hf.data import read_lines
+    from bitext_hf.errors import DataValidationError
+    from bitext_hf.mining.sides import display
+
+    paths = []
+    for listing in (src_list, tgt_list):
+        folder = os.path.dirname(listing) if listing != "-" else ""
+        paths.append([os.path.join(folder, line.strip()) for line in read_lines(listing)])
+    if len(paths[0]) != len(paths[1]):
+        raise DataValidationError(
+            f"{display(src_list)} lists {len(paths[0])} documents but {display(tgt_list)} lists {len(paths[1])}: "
+            "give one target document per source document"
+        )
+    names, seen = [], {}
+    for number, path in enumerate(paths[0], start=1):
+        name = os.path.basename(path)
+        if name in seen:
+            raise DataValidationError(
+                f"{display(src_list)}:{number}: a second document named {name} (line {seen[name]}); the outputs are "
+                "named after the source documents, so their file names must differ"
+            )
+        seen[name] = number
+        names.append(name)
+    return names, paths[0], paths[1]
+
+
+def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> list[str]:
+    """The output path of each document (and the sidecar's), checked against the inputs before anything is read."""
+    from bitext_hf.io import check_output_path, refuse_input
+    from bitext_hf.mining.sides import check_inputs_and_output
+
+    if not config.many_documents:
+        check_inputs_and_output(config.out, inputs)
+        return [config.out] if config.out else []
+    check_inputs_and_output(None, inputs)
+    if config.out is None:
+        return []
+    folder = Path(config.out)
+    if not folder.exists():
+        check_output_path(str(folder), inputs=inputs, option="--out")  # its parent exists and is writable
+    extension = EXTENSIONS[config.output_format]
+    outputs = [str(folder / (name + extension)) for name in names]
+    for path in [*outputs, str(folder / SIDECAR_NAME)]:
+        refuse_input(path, path, "--out")
+    return outputs
+
+
+def _run(config: AlignConfig, load_encoder) -> AlignResult:
+    from bitext_hf.data import read_lines
+    from bitext_hf.mining.sides import Embedder, display
+
+    started = time.perf_counter()
+    names, src_paths, tgt_paths = _documents(config)
+    fmt = config.output_format
+    lists = [path for path in (config.src_docs, config.tgt_docs) if path]
+    outputs = _check_outputs(config, names, src_paths + tgt_paths + lists)
+    settings = config.settings
+    # Every document is read and checked before any encoder is loaded.
+    src_docs = [read_lines(path, max_chars=config.max_line_chars) for path in src_paths]
+    tgt_docs = [read_lines(path, max_chars=config.max_line_chars) for path in tgt_paths]
+    if fmt == "tsv":
+        for path, document in zip(src_paths + tgt_paths, src_docs + tgt_docs):
+            check_tsv_sentences(document, display(path))
+    read_seconds = time.perf_counter() - started
+
+    embedder = Embedder.from_options(config, load_encoder)
+    layers = settings.max_align - 1
+    # Each side's distinct overlap texts over every document are encoded in one call: once each, one cache entry.
+    src_overlaps = overlap_texts(src_docs, layers).embed(lambda texts: embedder.embed(texts, "source overlap"))
+    tgt_overlaps = overlap_texts(tgt_docs, layers).embed(lambda texts: embedder.embed(texts, "target overlap"))
+    align_started = time.perf_counter()
+    alignments = [search(src, tgt, **settings.as_dict()) for src, tgt in zip(src_overlaps, tgt_overlaps)]
+    align_seconds = time.perf_counter() - align_started
+
+    write_started = time.perf_counter()
+    if outputs:
+        _write(config, outputs, alignments, src_docs, tgt_docs, fmt, names)
+    return AlignResult(
+        names=names,
+        src_documents=src_docs,
+        tgt_documents=tgt_docs,
+        alignments=alignments,
+        outputs=outputs,
+        encoded=embedder.encoded,
+        from_cache=embedder.from_cache,
+        seconds={
+            "read": read_seconds,
+            "encode": embedder.encode_seconds,
+            "align": align_seconds,
+            "write": time.perf_counter() - write_started,
+        },
+    )
+
+
+def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
+    from bitext_hf.mining.embedding_cache import encoder_identity
+    from bitext_hf.mining.sidecar import printable
+
+    record = {
+        "task": ALIGNMENT_TASK,
+        "encoder": encoder_identity(config.model, config.pooling, config.quantize, config.backend),
+        **config.settings.as_dict(),
+        "format": fmt,
+        "src": config.src,
+        "tgt": config.tgt,
+        "src_lang": config.src_lang,
+        "tgt_lang": config.tgt_lang,
+        "src_docs": config.src_docs,
+        "tgt_docs": config.tgt_docs,
+        "documents": names if config.many_documents else None,
+        "command": config.command,
+    }
+    return (
+        json.dumps({k: printable(v) for k, v in record.items() if v is not None}, indent=2, ensure_ascii=False) + "\n"
+    )
+
+
+def _write(config, outputs, alignments, src_docs, tgt_docs, fmt, names) -> None:
+    """Every output and the sidecar, or none of them: the sidecar's temp file is renamed last, and a failure removes
+    what this run wrote."""
+    import contextlib
+
+    from bitext_hf.alignment import output
+    from bitext_hf.io import atomic_output, writes_in_place
+    from bitext_hf.mining.sidecar import metadata_path
+
+    if config.many_documents:
+        os.makedirs(config.out, exist_ok=True)
+        sidecar = os.path.join(config.out, SIDECAR_NAME)
+    elif writes_in_place(config.out):
+        output.write_alignment(alignments[0], config.out, src_docs[0], tgt_docs[0], fmt)
+        return
+    else:
+        sidecar = str(metadata_path(config.out))
+    written: list[str] = []
+    try:
+        with atomic_output(sidecar, follow_symlinks=False) as handle:
+            handle.write(_sidecar_text(config, names, fmt))
+            for path, alignment, src, tgt in zip(outputs, alignments, src_docs, tgt_docs):
+                output.write_alignment(alignment, path, src, tgt, fmt)
+                written.append(path)
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise
