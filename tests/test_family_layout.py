@@ -48,4 +48,5 @@ def test_the_used_by_names_run_the_family_named_recipes(alias, recipe):
     aliased, named = import_recipe(alias), import_recipe(recipe)
     assert aliased.main.__code__.co_filename == str(ROOT / "recipes" / f"{recipe}.py")
     assert aliased.ScriptArguments is named.ScriptArguments  # the family's class, not a second copy
-    assert named.DEFAULT_CONFIG == ROOT / "recipes" / "configs" / f"{alias}.yaml" and named.DEFAULT_CONFIG.is_file()
+    default_config = named.DEFAULT_CONFIG
+    assert default_config.is_file() and default_config.name == f"{alias}.yaml"
