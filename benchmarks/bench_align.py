@@ -25,6 +25,7 @@ documents of ``--synthetic`` sentences (random vectors with planted 1-1, 1-2, 2-
     pip install cython   # for vecalign's dp_core
     python benchmarks/bench_align.py --vecalign ~/src/vecalign --bertalign ~/src/bertalign
     python benchmarks/bench_align.py --vecalign ... --bertalign ... --synthetic 10000 50000 --tune
+    python benchmarks/bench_align.py --vecalign ... --bertalign ... --gettext ja zh_CN ko ru
 
 ``--vecalign`` and ``--bertalign`` are checkouts (or bare clones) of the two repositories.
 """
@@ -257,6 +258,53 @@ def synthetic(n: int, dim: int = 512, seed: int = 0) -> tuple[Overlaps, Overlaps
     return sides[0], sides[1], gold
 
 
+def gettext_document(lang: str, n: int, seed: int = 0) -> tuple[list[str], list[str], list]:
+    """An English document and its ``lang`` translation with planted beads, made of real human translations: a run of
+    ``n`` consecutive pairs of one language's gettext catalogs (messages of at least 5 English words, in catalog
+    order, so neighbours come from the same application and look alike), the target built pair by pair: 1-1, two
+    English messages joined into one source line against their two translations (1-2), two translations joined into
+    one target line (2-1), a translation dropped (1-0), the translation of a message from outside the run inserted
+    (0-1). Translations are joined without a space in scripts written without spaces."""
+    from bitext_hf.data import gettext_pairs
+
+    pairs = gettext_pairs(lang, min_words=5)
+    rng = np.random.default_rng(seed)
+    start = int(rng.integers(0, len(pairs) - 2 * n))
+    run, outside = pairs[start : start + n], pairs[start + n :]
+    joiner = "" if lang.split("_")[0] in ("ja", "zh", "th") else " "
+    src: list[str] = []
+    tgt: list[str] = []
+    gold: list[tuple[list[int], list[int]]] = []
+    i, inserted = 0, 0
+    while i < len(run):
+        kind = rng.choice(5, p=[0.86, 0.04, 0.04, 0.03, 0.03])
+        english, translation = run[i]
+        if kind == 1 and i + 1 < len(run):  # two English messages on one source line
+            gold.append(([len(src)], [len(tgt), len(tgt) + 1]))
+            src.append(f"{english} {run[i + 1][0]}")
+            tgt += [translation, run[i + 1][1]]
+            i += 2
+        elif kind == 2 and i + 1 < len(run):  # two translations on one target line
+            gold.append(([len(src), len(src) + 1], [len(tgt)]))
+            src += [english, run[i + 1][0]]
+            tgt.append(f"{translation}{joiner}{run[i + 1][1]}")
+            i += 2
+        elif kind == 3:  # no translation
+            gold.append(([len(src)], []))
+            src.append(english)
+            i += 1
+        elif kind == 4:  # a translation of nothing in the source
+            gold.append(([], [len(tgt)]))
+            tgt.append(outside[inserted][1])
+            inserted += 1
+        else:
+            gold.append(([len(src)], [len(tgt)]))
+            src.append(english)
+            tgt.append(translation)
+            i += 1
+    return src, tgt, gold
+
+
 def aligners(args, workdir: str) -> dict:
     """The methods, each ``(source overlaps, target overlaps) -> beads``."""
     methods = {"bitext-hf": lambda src, tgt, **options: search(src, tgt, max_align=args.max_align, **options).beads}
@@ -292,6 +340,14 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, nargs="*", default=[], help="synthetic document sizes")
     parser.add_argument("--tune", action="store_true", help="also sweep skip and window on dev (dev only)")
     parser.add_argument("--no-vecalign-dp", action="store_true", help="leave vecalign's DP out (no Cython)")
+    parser.add_argument(
+        "--gettext",
+        nargs="*",
+        default=[],
+        metavar="LANG",
+        help="also English -> LANG documents built from gettext catalogs with planted beads (gettext_document)",
+    )
+    parser.add_argument("--gettext-sentences", type=int, default=500, help="pairs per gettext document")
     parser.add_argument("--child", nargs=3, metavar=("METHOD", "NPZ", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -349,6 +405,23 @@ def main() -> None:
             f"| {name} | {dev['f1_strict']:.3f} | {dev['f1_lax']:.3f} | {test['f1_strict']:.3f} | "
             f"{test['f1_lax']:.3f} | {test['precision_strict']:.3f} | {test['recall_strict']:.3f} | {seconds:.2f} |"
         )
+
+    if args.gettext:
+        print(f"\n## English -> other scripts: gettext documents of {args.gettext_sentences} pairs, planted beads\n")
+        print("| pair | sentences | method | strict F1 | lax F1 | align s |\n|---|---|---|---|---|---|")
+        for lang in args.gettext:
+            src_sentences, tgt_sentences, gold = gettext_document(lang, args.gettext_sentences)
+            pair = overlaps_of([src_sentences, tgt_sentences], layers, encode)
+            for name, function in methods.items():
+                started = time.perf_counter()
+                beads = function(*pair)
+                seconds = time.perf_counter() - started
+                scores = alignment_f1([gold], [beads])
+                print(
+                    f"| en-{lang} | {len(src_sentences)} x {len(tgt_sentences)} | {name} | {scores['f1_strict']:.3f} "
+                    f"| {scores['f1_lax']:.3f} | {seconds:.2f} |",
+                    flush=True,
+                )
 
     print("\n## long documents: alignment time and peak memory (encoding excluded)\n")
     de = [s for doc in TEST_DOCUMENTS for s in documents[doc][0]]
