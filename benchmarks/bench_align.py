@@ -7,7 +7,8 @@ consecutive sentences joined by a space, as both peers build them) is encoded on
 (USE v3, ``bitext_hf.encoders.load_encoder()``) through the package's encoding cache; the encoding time is reported
 on its own line. Then, on the same vectors:
 
-(a) ``bitext_hf.alignment.search`` (defaults: max_align 5, top-k 3, window 5, skip -0.1, margin, length prior);
+(a) ``bitext_hf.alignment.search`` (defaults: max_align 5, top-k 3, window 5, skip -0.1, no margin, length prior),
+    and with ``margin=True`` (Bertalign's scoring);
 (b) Bertalign's two-step search: its ``corelib`` functions (bfsujason/bertalign, GPL-3.0, imported from a checkout,
     never copied; its LaBSE load and language detector are never imported) called as ``Bertalign.align_sents`` calls
     them, with its defaults (max_align 5, top_k 3, win 5, skip -0.1, margin, length penalty);
@@ -307,7 +308,10 @@ def gettext_document(lang: str, n: int, seed: int = 0) -> tuple[list[str], list[
 
 def aligners(args, workdir: str) -> dict:
     """The methods, each ``(source overlaps, target overlaps) -> beads``."""
-    methods = {"bitext-hf": lambda src, tgt, **options: search(src, tgt, max_align=args.max_align, **options).beads}
+    methods = {
+        "bitext-hf": lambda src, tgt, **options: search(src, tgt, max_align=args.max_align, **options).beads,
+        "bitext-hf --margin": lambda src, tgt: search(src, tgt, max_align=args.max_align, margin=True).beads,
+    }
     if args.bertalign:
         corelib = load_bertalign(args.bertalign, workdir)
         methods["Bertalign"] = lambda src, tgt: run_bertalign(corelib, src, tgt, args.max_align)
@@ -382,12 +386,30 @@ def main() -> None:
         function(*overlaps["dev"])
 
     if args.tune:
-        print("\n## dev sweep (bitext-hf)\n\n| skip | window | strict F1 | lax F1 |\n|---|---|---|---|")
-        for skip in (-0.3, -0.2, -0.1, -0.05, 0.0):
-            for window in (3, 5, 8):
-                beads = ours(*overlaps["dev"], skip=skip, window=window)
-                scores = alignment_f1([documents["dev"][2]], [beads])
-                print(f"| {skip} | {window} | {scores['f1_strict']:.3f} | {scores['f1_lax']:.3f} |")
+        development = {"Bleualign dev": (overlaps["dev"], documents["dev"][2])}
+        for lang in args.gettext:  # seed 1: not the test documents (seed 0)
+            src_sentences, tgt_sentences, gold = gettext_document(lang, args.gettext_sentences, seed=1)
+            development[f"gettext en-{lang} seed 1"] = (
+                overlaps_of([src_sentences, tgt_sentences], layers, encode),
+                gold,
+            )
+        names = list(development)
+        print(
+            f"\n## development sweep (bitext-hf), strict F1\n\n| skip | window | margin | length prior | {' | '.join(names)} |"
+        )
+        print("|---" * (4 + len(names)) + "|")
+        for skip in (-0.3, -0.2, -0.1, 0.0):
+            for window in (5, 8):
+                for margin in (True, False):
+                    for length_prior in (True, False):
+                        options = {"skip": skip, "window": window, "margin": margin, "length_prior": length_prior}
+                        cells = [
+                            alignment_f1([gold], [ours(*pair, **options)])["f1_strict"]
+                            for pair, gold in development.values()
+                        ]
+                        print(
+                            f"| {skip} | {window} | {margin} | {length_prior} | {' | '.join(f'{c:.3f}' for c in cells)} |"
+                        )
 
     print("\n## quality and alignment time\n")
     print(

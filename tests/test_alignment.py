@@ -65,7 +65,7 @@ def exhaustive_best(src, tgt, settings: AlignSettings) -> tuple[float, list]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("settings", [AlignSettings(), AlignSettings(max_align=3, margin=False, skip=-0.3)])
+@pytest.mark.parametrize("settings", [AlignSettings(), AlignSettings(max_align=3, margin=True, skip=-0.3)])
 def test_the_search_finds_the_best_bead_sequence_of_small_documents(seed, settings):
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(1, 5)), int(rng.integers(1, 5))

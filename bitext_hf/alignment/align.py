@@ -23,7 +23,7 @@ __all__ = ["AlignSettings", "align_sentences", "encode_function"]
 
 @dataclass(frozen=True)
 class AlignSettings:
-    """The search's settings (:func:`bitext_hf.alignment.search.search`); defaults are Bertalign's.
+    """The search's settings (:func:`bitext_hf.alignment.search.search`); defaults are Bertalign's but for the margin.
 
     Args:
         max_align (int, defaults to 5): the most sentences in a bead, both sides together (a 2-3 bead has 5);
@@ -33,7 +33,9 @@ class AlignSettings:
         anchor_window (int, defaults to 250): the least half-width of the anchor pass's band (it grows with the
             documents, a share of the longer one's sentences, up to :data:`~bitext_hf.alignment.search.MAX_ANCHOR_WINDOW`).
         skip (float, defaults to -0.1): the score of a 1-0 or 0-1 bead.
-        margin (bool, defaults to True), length_prior (bool, defaults to True): see the search's scoring.
+        margin (bool, defaults to False): subtract the bead's mean cosine to its neighbouring sentences, as
+            Bertalign does by default (see the search's scoring for why it is off here).
+        length_prior (bool, defaults to True): weigh a bead by how alike its two sides' lengths are.
     """
 
     max_align: int = 5
@@ -41,7 +43,7 @@ class AlignSettings:
     window: int = 5
     anchor_window: int = 250
     skip: float = -0.1
-    margin: bool = True
+    margin: bool = False
     length_prior: bool = True
 
     def __post_init__(self) -> None:

@@ -69,7 +69,7 @@ class AlignConfig:
         out (str, optional): the output file (a folder for many documents; ``-`` for stdout); None writes nothing.
         format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
             (.tsv, .jsonl, .parquet), else vecalign.
-        max_align, top_k, window, skip: the search (:class:`~bitext_hf.alignment.AlignSettings`).
+        max_align, top_k, window, skip, margin, length_prior: the search (:class:`~bitext_hf.alignment.AlignSettings`).
         model, pooling, quantize, backend, batch_size, cache_dir, no_cache: the encoder and its cache, as ``mine``.
         max_line_chars (int, defaults to 10000): the longest line accepted.
         src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
@@ -86,6 +86,8 @@ class AlignConfig:
     top_k: int = 3
     window: int = 5
     skip: float = -0.1
+    margin: bool = False
+    length_prior: bool = True
     model: str | None = None
     pooling: str | None = None
     quantize: str | None = None
@@ -133,7 +135,14 @@ class AlignConfig:
 
     @property
     def settings(self) -> AlignSettings:
-        return AlignSettings(max_align=self.max_align, top_k=self.top_k, window=self.window, skip=self.skip)
+        return AlignSettings(
+            max_align=self.max_align,
+            top_k=self.top_k,
+            window=self.window,
+            skip=self.skip,
+            margin=self.margin,
+            length_prior=self.length_prior,
+        )
 
     @property
     def output_format(self) -> str:

@@ -10,7 +10,10 @@ the document length for a fixed window.
    and ``b`` target sentences scores the cosine of their overlap embeddings, less (with ``margin``) the mean cosine
    of each side's vector to the single sentences just before and after the other side's run, times (with
    ``length_prior``) ``log2(1 + min / max)`` of the two runs' UTF-8 lengths (the target's scaled by the documents'
-   length ratio); 1-0 and 0-1 beads score ``skip``.
+   length ratio); 1-0 and 0-1 beads score ``skip``. Bertalign subtracts the margin by default; here it is off by
+   default: neighbouring sentences that resemble each other (lists, interface strings, repeated lines) lower the
+   margin of the right bead below ``skip``, and on prose it made no difference (benchmarks/README.md, "Sentence
+   alignment", has both development sets).
 
 Cells are numbered as the peers do: cell (i, j) is the state after ``i`` source and ``j`` target sentences; row ``i``
 of a band holds the columns ``lo[i] .. hi[i]``.
@@ -263,7 +266,7 @@ def search(
     window: int = 5,
     anchor_window: int = 250,
     skip: float = -0.1,
-    margin: bool = True,
+    margin: bool = False,
     length_prior: bool = True,
 ) -> Alignment:
     """Align two documents from their overlap embeddings (see the module docstring). A document without sentences

@@ -416,6 +416,18 @@ def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--skip", type=_finite_float, default=-0.1, help="score of a 1-0 or 0-1 bead (default -0.1; lower: fewer)"
     )
+    group.add_argument(
+        "--margin",
+        action="store_true",
+        help="subtract a bead's mean cosine to its neighbouring sentences (Bertalign's default; off by default: it "
+        "hurts where neighbouring sentences look alike and made no difference on prose)",
+    )
+    group.add_argument(
+        "--no-length-prior",
+        dest="length_prior",
+        action="store_false",
+        help="score beads by cosine alone, not weighed by how alike their two sides' lengths are",
+    )
     _add_common(p, k=False)
     p.set_defaults(func=_bounded_inputs(cmd_align))
 

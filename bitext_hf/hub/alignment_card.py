@@ -33,6 +33,8 @@ The beads are machine-aligned, not human-verified.
 | anchor candidates per sentence (top-k) | {{ top_k }} |
 | sentences searched around the anchors | {{ window }} |
 | score of a sentence without counterpart | {{ skip }} |
+| margin (less the mean cosine to neighbouring sentences) | {{ margin }} |
+| length prior | {{ length_prior }} |
 | languages | {{ languages }} |
 | source | {{ src }} |
 | target | {{ tgt }} |
@@ -129,6 +131,8 @@ def render_alignment_card(
         top_k=value("top_k"),
         window=value("window"),
         skip=value("skip"),
+        margin=value("margin"),
+        length_prior=value("length_prior"),
         languages=", ".join(languages) or _MISSING,
         src=value("src"),
         tgt=value("tgt"),
