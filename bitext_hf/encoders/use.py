@@ -178,7 +178,17 @@ class UseTorchForward:
         self.second = [(weights[f"w2_{n}"].to(self.dtype), weights[f"b2_{n}"]) for n in orders]
         self.norm = (weights["ln_g"], weights["ln_b"])
         self.pool, self.pool_bias = weights["cnn_W"], weights["cnn_b"]
-        self.head = {name: weights[name] for name in ("d0", "d1", "d2", "d3", "p1", "p3")}
+        # The sentence-level head in float32: in bfloat16 it moves the vectors more than all the convolutions do.
+        self.head = [
+            torch.cat([weights["p1"], weights["d0"]], dim=1),
+            weights["d1"],
+            torch.cat([weights["p3"], weights["d2"]], dim=1),
+            weights["d3"],
+        ]
+        self.head_widths = (
+            [weights["p1"].shape[1], weights["d0"].shape[1]],
+            [weights["p3"].shape[1], weights["d2"].shape[1]],
+        )
 
     def __call__(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
         import torch
@@ -258,8 +268,17 @@ class UseTorchForward:
         # The token sum commutes with the pooled projection: sum first, then project sentences, not tokens.
         summed = torch.zeros((len(lengths), features.shape[1]), dtype=torch.float32).index_add_(0, sentence, features)
         counts = lengths.float()[:, None]
-        mean = torch.addmm(counts * self.pool_bias, summed, self.pool).mul_(counts.rsqrt())
-        head = self.head
-        y1 = torch.relu_(torch.addmm(mean @ head["p1"], torch.relu(mean @ head["d0"]), head["d1"]))
-        z = torch.tanh_(torch.addmm(y1 @ head["p3"], torch.relu(y1 @ head["d2"]), head["d3"]))
+        mean = _product(summed, self.pool).add_(counts * self.pool_bias).mul_(counts.rsqrt())
+        # Each pair of products of one input is one product with the two matrices side by side.
+        skip, hidden = _product(mean, self.head[0]).split(self.head_widths[0], dim=1)
+        y1 = torch.relu_(skip.add_(_product(torch.relu_(hidden), self.head[1])))
+        skip, hidden = _product(y1, self.head[2]).split(self.head_widths[1], dim=1)
+        z = torch.tanh_(skip.add_(_product(torch.relu_(hidden), self.head[3])))
         return z * torch.rsqrt(torch.clamp((z * z).sum(1, keepdim=True), min=self.eps))
+
+
+def _product(x, weight):
+    """``x @ weight`` in the weight's dtype, as a float32 tensor."""
+    import torch
+
+    return torch.mm(x.to(weight.dtype), weight).float()
