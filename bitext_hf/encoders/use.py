@@ -34,7 +34,7 @@ __all__ = ["USE_RUNTIMES", "USE_TORCH_BATCH", "UseTokenizer", "UseTorchForward",
 USE_RUNTIMES = ("torch", "numpy")
 # Sentences the torch runtime encodes at a time, at least: more distinct tokens share the work done once per id
 # (benchmarks/README.md, "Default encoder throughput"), for per-id tables of tens of megabytes.
-USE_TORCH_BATCH = 512
+USE_TORCH_BATCH = 1024
 _UNK, _BOS, _EOS = 0, 1, 2
 _CHUNKS = 17  # the embedding table is quantized in 17 interleaved chunks (row id modulo 17), each its own scale
 _EMBEDDING = 512
@@ -146,7 +146,7 @@ class UseTorchForward:
             products, in float32), at most; a longer sentence has tables of its own.
     """
 
-    def __init__(self, *, bf16: bool, token_budget: int = 2048, id_budget: int = 8192) -> None:
+    def __init__(self, *, bf16: bool, token_budget: int = 2048, id_budget: int = 16384) -> None:
         import torch
 
         self.token_budget, self.id_budget = token_budget, id_budget
@@ -252,13 +252,13 @@ class UseTorchForward:
         id_window = torch.where(inside, inverse[window.clamp(0, n_tokens - 1)], distinct)
         token_window = torch.where(inside, window, n_tokens)
         buffer = torch.zeros((n_tokens + 1, _BRANCH), dtype=self.dtype)
+        projected = torch.index_select(projected, 0, inverse)  # whole rows: a gather of column slices is slower
         parts = zip(_ORDERS, self.first, self.second, products)
         for i, ((order, left), (_, b1), (w2, b2), table) in enumerate(parts):
             slots = slice(_MAX_LEFT - left, _MAX_LEFT - left + order)
             # First convolution: the sum over the window's slots of each slot's id's product with its block.
             hidden = F.embedding_bag(id_window[:, slots] * order + torch.arange(order), table, mode="sum")
-            branch = torch.index_select(projected[:, i * _BRANCH : (i + 1) * _BRANCH], 0, inverse)
-            hidden = torch.relu_(hidden.add_(b1)).add_(branch)
+            hidden = torch.relu_(hidden.add_(b1)).add_(projected[:, i * _BRANCH : (i + 1) * _BRANCH])
             buffer[:n_tokens] = hidden
             windows = torch.index_select(buffer, 0, token_window[:, slots].reshape(-1)).view(n_tokens, -1)
             out = torch.mm(windows, w2).float()
