@@ -152,10 +152,10 @@ class UseTorchForward:
         self.token_budget, self.id_budget = token_budget, id_budget
         self.dtype = torch.bfloat16 if bf16 else torch.float32
         with np.load(use_resource("weights.npz"), allow_pickle=False) as archive:
-            chunks = [archive[f"q{i + 1}"] for i in range(_CHUNKS)]
-            table = np.empty((_CHUNKS * chunks[0].shape[0], _EMBEDDING), dtype=np.uint8)
-            for i, chunk in enumerate(chunks):
-                table[i::_CHUNKS] = chunk
+            # Chunk i holds every _CHUNKS-th row from row i: written into the table one chunk at a time, never all at once.
+            table = np.empty((_CHUNKS * archive["q1"].shape[0], _EMBEDDING), dtype=np.uint8)
+            for i in range(_CHUNKS):
+                table[i::_CHUNKS] = archive[f"q{i + 1}"]
             weights = {name: torch.from_numpy(archive[name]) for name in archive.files if not name.startswith("q")}
         self.table = torch.from_numpy(table)
         self.scale, self.low = weights["scale"], weights["lo"]
