@@ -152,7 +152,8 @@ class UseTorchForward:
         self.token_budget, self.id_budget = token_budget, id_budget
         self.dtype = torch.bfloat16 if bf16 else torch.float32
         with np.load(use_resource("weights.npz"), allow_pickle=False) as archive:
-            # Chunk i holds every _CHUNKS-th row from row i: written into the table one chunk at a time, never all at once.
+            # Chunk i holds every _CHUNKS-th row from row i: written into the table one chunk at a time, never all
+            # at once.
             table = np.empty((_CHUNKS * archive["q1"].shape[0], _EMBEDDING), dtype=np.uint8)
             for i in range(_CHUNKS):
                 table[i::_CHUNKS] = archive[f"q{i + 1}"]
