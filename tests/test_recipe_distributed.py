@@ -32,7 +32,7 @@ from bitext_hf.training import run_recipe
 from bitext_hf.training.distributed import check_launch
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPE = ["recipes/align_contrastive.py", "--config", "recipes/configs/align_contrastive-smoke.yaml"]
+RECIPE = ["recipes/train_contrastive_align.py", "--config", "recipes/configs/align_contrastive-smoke.yaml"]
 FEW_STEPS = ["--max_steps", "4", "--save_steps", "4", "--held_out", "20", "--eval_before_training", "false"]
 LAUNCHER_VARIABLES = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU")
 
@@ -275,9 +275,9 @@ def test_launches_that_cannot_be_one_job_are_refused_before_any_work(tmp_path):
         result, world = refused_cpu.result(), refused_world.result()
 
     assert result.returncode != 0
-    refusal = [line for line in result.stderr.splitlines() if line.startswith("align_contrastive: error:")]
+    refusal = [line for line in result.stderr.splitlines() if line.startswith("train_contrastive_align: error:")]
     assert refusal == [
-        "align_contrastive: error: accelerate launch --cpu started one process where several were asked (without "
+        "train_contrastive_align: error: accelerate launch --cpu started one process where several were asked (without "
         "MPI it cannot start more): use accelerate launch --config_file recipes/accelerate/multi_cpu.yaml "
         "--num_processes N (recipes/README.md)"
     ]
@@ -288,7 +288,7 @@ def test_launches_that_cannot_be_one_job_are_refused_before_any_work(tmp_path):
     assert (
         world.stderr.strip()
         .splitlines()[-1]
-        .startswith("align_contrastive: error: WORLD_SIZE=2 but this process was not started by a launcher")
+        .startswith("train_contrastive_align: error: WORLD_SIZE=2 but this process was not started by a launcher")
     )
     assert "Traceback" not in world.stderr
     assert not no_launcher.exists()
