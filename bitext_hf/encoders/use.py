@@ -61,16 +61,20 @@ def _spans(lengths: Sequence[int], budget: int) -> list[slice]:
 
 def use_runtime(backend: str | None, quantize: str | None) -> tuple[str, str]:
     """(runtime, arithmetic) of a USE encoder asked for with ``backend`` (None: "torch") and ``quantize`` (None:
-    "auto"): "torch" with "none" (float32) or "bf16" ("auto": bfloat16 where the CPU computes it natively, as for
-    Hugging Face encoders), or "numpy" with "none". Anything else is a ``UsageError`` naming what is offered."""
-    from bitext_hf.encoders.precision import check_quantize, native_bf16
+    "auto"): "torch" with "none" (float32) or "bf16", or "numpy" with "none". Anything else is a ``UsageError``
+    naming what is offered.
+
+    "auto" is float32 here, unlike Hugging Face encoders' "auto": the default encoder's vectors are the reference
+    the demo's printed scores, the embedding caches and the experiments' recorded numbers rest on, and bfloat16 moves
+    them (benchmarks/README.md, "Default encoder throughput", has both speeds)."""
+    from bitext_hf.encoders.precision import check_quantize
 
     backend = backend or "torch"
     if backend not in USE_RUNTIMES:
         raise UsageError(f"the USE encoder runs in {' or '.join(USE_RUNTIMES)}, not {backend!r}")
     quantize = check_quantize(quantize)
     if quantize == "auto":
-        quantize = "bf16" if backend == "torch" and native_bf16() else "none"
+        quantize = "none"
     allowed = ("none", "bf16") if backend == "torch" else ("none",)
     if quantize not in allowed:
         raise UsageError(f"the USE encoder's {backend} runtime computes in quantize={' or '.join(map(repr, allowed))}")
