@@ -256,7 +256,8 @@ def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> 
 
 def _run(config: AlignConfig, load_encoder) -> AlignResult:
     from bitext_hf.data import read_lines
-    from bitext_hf.mining.sides import Embedder, display
+    from bitext_hf.mining.embedder import Embedder
+    from bitext_hf.mining.sides import display
 
     started = time.perf_counter()
     names, src_paths, tgt_paths = _documents(config)

@@ -43,10 +43,10 @@ def check_encoder_options(args) -> None:
 
 
 def embedder(args):
-    """The run's :class:`~bitext_hf.mining.sides.Embedder` from the encoder options (one per run, kept on ``args``:
+    """The run's :class:`~bitext_hf.mining.embedder.Embedder` from the encoder options (one per run, kept on ``args``:
     each encoder is loaded once, and an unwritable cache is warned about once)."""
     if "_embedder" not in args.__dict__:
-        from bitext_hf.mining.sides import Embedder
+        from bitext_hf.mining.embedder import Embedder
 
         args._embedder = Embedder(
             model=args.model,

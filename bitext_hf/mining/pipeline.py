@@ -28,13 +28,13 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining.config import DEMO_DIR, MiningConfig  # DEMO_DIR re-exported: the CLI takes it here
+from bitext_hf.mining.embedder import Embedder
 from bitext_hf.mining.filters import filter_mined, filter_sides
 from bitext_hf.mining.index import RecallReport
 from bitext_hf.mining.knn import check_embeddings, check_k
 from bitext_hf.mining.retrieval import MinedPairs
 from bitext_hf.mining.sidecar import MiningRecord
 from bitext_hf.mining.sides import (
-    Embedder,
     Side,
     check_inputs_and_output,
     display,

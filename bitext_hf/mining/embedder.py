@@ -1,0 +1,109 @@
+"""The encoder engine of a job (mining, alignment, encoding): :class:`Embedder` loads each encoder once, only when
+the encoding cache does not hold the sentences for it, and sends the batches to Ray tasks when asked."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Embedder"]
+
+logger = logging.getLogger("bitext_hf")
+
+
+@dataclass
+class Embedder:
+    """Encodes sentences for one run: each encoder (``spec``, default ``model``) is loaded once, and not at all when
+    the encoding cache holds the sentences for it; with ``distributed="ray"`` the batches go to Ray tasks.
+
+    Encoders come from ``bitext_hf.encoders.load_encoder``, looked up at each load (so a test can replace it), or
+    from ``load_encoder`` when given: ``load_encoder(spec, pooling=...)`` returning an object with
+    ``encode(texts, batch_size=..., show_progress=...) -> (n, d) float32``.
+    """
+
+    model: str | None = None
+    pooling: str | None = None
+    quantize: str | None = None
+    backend: str | None = None
+    batch_size: int = 128
+    cache_dir: str | None = None
+    no_cache: bool = False
+    show_progress: bool = True
+    distributed: str | None = None
+    ray_address: str | None = None
+    workers: int | None = None
+    load_encoder: Any = None
+    _encoders: dict = field(default_factory=dict, init=False, repr=False)
+    _cache: Any = field(default=None, init=False, repr=False)
+    # What the run's report says: sentences encoded (and the seconds that took, loading the encoders included) and
+    # sentences whose embeddings came from the cache.
+    encoded: int = field(default=0, init=False)
+    from_cache: int = field(default=0, init=False)
+    encode_seconds: float = field(default=0.0, init=False)
+
+    @classmethod
+    def from_options(cls, options: Any, load_encoder: Any = None) -> Embedder:
+        """The embedder of a job's config or parsed arguments: its encoder, cache and Ray fields by name (a field it
+        lacks keeps the default; ``quiet`` turns the progress bars off)."""
+        fields = ("model", "pooling", "quantize", "backend", "batch_size", "cache_dir", "no_cache")
+        fields += ("distributed", "ray_address", "workers")
+        values = {name: getattr(options, name) for name in fields if hasattr(options, name)}
+        return cls(**values, show_progress=not getattr(options, "quiet", False), load_encoder=load_encoder)
+
+    def encoder(self, spec: str | None):
+        """The encoder ``spec`` (None: the default encoder), loaded at its first use."""
+        if spec not in self._encoders:
+            # Looked up at call time (not imported at module level) so that --help does not import torch.
+            from bitext_hf import encoders
+
+            load = self.load_encoder or encoders.load_encoder
+            # These options only when asked: a replaced loader (a test's fake) need not know them.
+            options = {name: value for name, value in self.runtime.items() if value is not None}
+            self._encoders[spec] = load(spec, pooling=self.pooling, **options)
+        return self._encoders[spec]
+
+    @property
+    def runtime(self) -> dict:
+        """What the encoders compute in: ``quantize`` and ``backend`` as ``load_encoder`` takes them."""
+        return {"quantize": self.quantize, "backend": self.backend}
+
+    @property
+    def cache(self):
+        """The encoding cache of ``cache_dir`` (None with ``no_cache``). One per run: it warns once about a cache
+        it cannot write, however many sides are embedded."""
+        if self.no_cache:
+            return None
+        if self._cache is None:
+            from bitext_hf.mining.embedding_cache import EmbeddingCache
+
+            self._cache = EmbeddingCache(self.cache_dir)
+        return self._cache
+
+    def embed(self, texts: list[str], what: str, spec: str | None = None) -> np.ndarray:
+        """Embed ``texts`` with the encoder ``spec`` (default ``model``); ``what`` names them in the logs."""
+        spec = spec if spec is not None else self.model
+        cache = self.cache
+        key = cache.key(texts, spec, self.pooling, **self.runtime) if cache is not None else None
+        if cache is not None and (cached := cache.load(key, len(texts))) is not None:
+            logger.info("%d %s sentences: embeddings from the cache (%s)", len(texts), what, cache.path(key))
+            self.from_cache += len(texts)
+            return cached
+        started = time.perf_counter()
+        if self.distributed:  # mine --distributed ray: the batches go to the Ray workers too
+            from bitext_hf.mining.distributed import encode_ray, encoder_loader
+
+            logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
+            loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size, **self.runtime)
+            embeddings = encode_ray(texts, loader, address=self.ray_address, workers=self.workers, what=what)
+        else:
+            logger.info("encoding %d %s sentences", len(texts), what)
+            embeddings = self.encoder(spec).encode(texts, batch_size=self.batch_size, show_progress=self.show_progress)
+        self.encoded += len(texts)
+        self.encode_seconds += time.perf_counter() - started
+        if cache is not None:
+            cache.store(key, embeddings)
+        return embeddings
