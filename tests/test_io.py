@@ -341,3 +341,34 @@ def test_dev_stdout_redirected_to_a_file_keeps_what_was_printed_around_it(tmp_pa
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
     assert target.read_text() == "before\npair 1\npair 2\nafter\n"
+
+
+def test_write_table_gives_each_format_its_own_cells(tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from bitext_hf.io.tables import write_table
+
+    columns = {"score": [0.5, 0.25], "lines": [[0, 1], [2]], "text": ["a,b", "c"]}
+    options = {
+        "cells": {"score": ["0.500000", "0.250000"], "lines": ["0,1", "2"]},
+        "records": {"score": [0.5, 0.25]},
+        "types": {"score": "float32", "lines": "list<int64>", "text": "string"},
+    }
+    for fmt in ("tsv", "csv", "jsonl", "parquet"):
+        write_table(tmp_path / f"t.{fmt}", fmt, columns, **options)
+    assert (tmp_path / "t.tsv").read_text() == "score\tlines\ttext\n0.500000\t0,1\ta,b\n0.250000\t2\tc\n"
+    assert (tmp_path / "t.csv").read_bytes().decode().replace(
+        "\r\n", "\n"
+    ) == 'score,lines,text\n0.500000,"0,1","a,b"\n0.250000,2,c\n'
+    assert [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()] == [
+        {"score": 0.5, "lines": [0, 1], "text": "a,b"},
+        {"score": 0.25, "lines": [2], "text": "c"},
+    ]
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert str(table.schema.field("score").type) == "float" and table.column("lines").to_pylist() == [[0, 1], [2]]
+    write_table(tmp_path / "bare.tsv", "tsv", {"en": ["x"], "fr": ["y"]}, tsv_header=False)
+    assert (tmp_path / "bare.tsv").read_text() == "x\ty\n"
+    with pytest.raises(ValueError, match="unknown table format"):
+        write_table(tmp_path / "t.xml", "xml", columns)

@@ -9,7 +9,6 @@ written atomically (:func:`bitext_hf.io.atomic_output`).
 
 from __future__ import annotations
 
-import json
 import os
 from ast import literal_eval
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from bitext_hf.alignment.search import Alignment
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
+from bitext_hf.io.tables import write_table
 
 __all__ = ["ALIGN_FORMATS", "EXTENSIONS", "alignment_format", "read_beads", "write_alignment"]
 
@@ -62,26 +62,20 @@ def write_alignment(
         with atomic_output(path) as handle:
             for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
                 handle.write(f"{xs}:{ys}:{score:.6f}\n")
-    elif format == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        columns = list(zip(*_rows(alignment, src, tgt))) or [[]] * len(HEADER)
-        types = (pa.float32(), pa.list_(pa.int64()), pa.list_(pa.int64()), pa.string(), pa.string())
-        table = pa.table({name: pa.array(list(column), kind) for name, column, kind in zip(HEADER, columns, types)})
-        with atomic_output(path, "wb") as handle:
-            pq.write_table(table, handle)
-    elif format == "jsonl":
-        with atomic_output(path) as handle:
-            for score, xs, ys, src_text, tgt_text in _rows(alignment, src, tgt):
-                record = dict(zip(HEADER, (round(score, 6), xs, ys, src_text, tgt_text)))
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    elif format == "tsv":
-        with atomic_output(path) as handle:
-            handle.write("\t".join(HEADER) + "\n")
-            for score, xs, ys, src_text, tgt_text in _rows(alignment, src, tgt):
-                lines = [",".join(map(str, side)) for side in (xs, ys)]
-                handle.write(f"{score:.6f}\t{lines[0]}\t{lines[1]}\t{src_text}\t{tgt_text}\n")
+    elif format in ("parquet", "jsonl", "tsv"):
+        rows = list(_rows(alignment, src, tgt))
+        columns = dict(zip(HEADER, map(list, zip(*rows)))) if rows else {name: [] for name in HEADER}
+        write_table(
+            path,
+            format,
+            columns,
+            cells={
+                "score": [f"{score:.6f}" for score in columns["score"]],
+                **{name: [",".join(map(str, lines)) for lines in columns[name]] for name in HEADER[1:3]},
+            },
+            records={"score": [round(score, 6) for score in columns["score"]]},
+            types=dict(zip(HEADER, ("float32", "list<int64>", "list<int64>", "string", "string"))),
+        )
     else:
         raise UsageError(f"unknown alignment format {format!r}; choose one of {', '.join(ALIGN_FORMATS)}")
 

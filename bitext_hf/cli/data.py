@@ -9,8 +9,6 @@ and checked before anything is written, and every file is written atomically, ne
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import re
 import sys
 from typing import TYPE_CHECKING
@@ -289,23 +287,9 @@ def _write(args) -> int:
 
 
 def _write_pairs(pairs: list[tuple[str, str]], lang: str, out: str, fmt: str) -> None:
-    """``pairs`` as ``fmt``; cleaned messages are one line without tabs, so TSV holds every pair as it is."""
-    from bitext_hf.io import atomic_output
+    """``pairs`` as ``fmt``, columns ``en`` and ``lang``; cleaned messages are one line without tabs, so TSV (without
+    a header: two plain columns) holds every pair as it is."""
+    from bitext_hf.io.tables import write_table
 
-    if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pa.table({"en": [en for en, _ in pairs], lang: [xx for _, xx in pairs]})
-        with atomic_output(out, "wb") as handle:
-            pq.write_table(table, handle)
-        return
-    with atomic_output(out, "w") as handle:
-        if fmt == "tsv":
-            handle.writelines(f"{en}\t{xx}\n" for en, xx in pairs)
-        elif fmt == "jsonl":
-            handle.writelines(json.dumps({"en": en, lang: xx}, ensure_ascii=False) + "\n" for en, xx in pairs)
-        else:
-            writer = csv.writer(handle)
-            writer.writerow(["en", lang])
-            writer.writerows(pairs)
+    columns = {"en": [en for en, _ in pairs], lang: [xx for _, xx in pairs]}
+    write_table(out, fmt, columns, tsv_header=False)

@@ -10,8 +10,6 @@ the ``csv`` module), JSON Lines and Parquet hold any text.
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import stat
 from collections.abc import Sequence
@@ -20,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output
+from bitext_hf.io.tables import write_table
 from bitext_hf.mining.retrieval import MinedPairs
 
 __all__ = ["FORMATS", "TSV_HEADER", "check_representable", "output_format", "write_pairs"]
@@ -114,46 +112,27 @@ def write_pairs(
         DataValidationError: in TSV, a sentence holding a tab or a line break (see :func:`check_representable`).
     """
     fmt = output_format(path, format)
+    if fmt == "tsv":
+        check_representable(src_texts, "source texts", fmt)
+        check_representable(tgt_texts, "target texts", fmt)
     src_indices, tgt_indices = pairs.src_indices.tolist(), pairs.tgt_indices.tolist()
-    src_column = _text_column(src_texts, src_indices)
-    tgt_column = _text_column(tgt_texts, tgt_indices)
+    columns = {
+        "score": pairs.scores.tolist(),
+        "src_index": src_indices,
+        "tgt_index": tgt_indices,
+        "src": _text_column(src_texts, src_indices),
+        "tgt": _text_column(tgt_texts, tgt_indices),
+    }
     doc_column = _doc_column(pairs.doc_ids)
-    header = TSV_HEADER + (("doc_id",) if doc_column is not None else ())
-    if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        columns = {
-            "score": pa.array(pairs.scores, pa.float32()),
-            "src_index": pa.array(pairs.src_indices, pa.int64()),
-            "tgt_index": pa.array(pairs.tgt_indices, pa.int64()),
-            "src": pa.array(src_column, pa.string()),
-            "tgt": pa.array(tgt_column, pa.string()),
-        }
-        if doc_column is not None:
-            columns["doc_id"] = pa.array(doc_column)
-        with atomic_output(path, "wb") as handle:
-            pq.write_table(pa.table(columns), handle)
-        return Path(path)
-    scores = [f"{score:.6f}" for score in pairs.scores.tolist()]
-    rows = zip(scores, src_indices, tgt_indices, src_column, tgt_column, *([doc_column] if doc_column else []))
-    if fmt == "jsonl":
-        with atomic_output(path) as handle:
-            for row in rows:
-                record = dict(zip(header, row))
-                record["score"] = float(record["score"])  # the rounded value, as in TSV and CSV
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        return Path(path)
-    if fmt == "csv":
-        with atomic_output(path) as handle:
-            writer = csv.writer(handle)  # RFC 4180: quotes cells with commas, quotes or line breaks
-            writer.writerow(header)
-            writer.writerows(rows)
-        return Path(path)
-    check_representable(src_texts, "source texts", fmt)
-    check_representable(tgt_texts, "target texts", fmt)
-    with atomic_output(path) as handle:
-        handle.write("\t".join(header) + "\n")
-        for row in rows:
-            handle.write("\t".join(map(str, row)) + "\n")
+    if doc_column is not None:
+        columns["doc_id"] = doc_column
+    scores = [f"{score:.6f}" for score in columns["score"]]
+    write_table(
+        path,
+        fmt,
+        columns,
+        cells={"score": scores},
+        records={"score": [float(score) for score in scores]},  # the rounded value, as in TSV and CSV
+        types={"score": "float32", "src_index": "int64", "tgt_index": "int64", "src": "string", "tgt": "string"},
+    )
     return Path(path)
