@@ -15,11 +15,10 @@ import os
 import shlex
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from bitext_hf.cli.inputs import check_encoder_options, check_inputs_and_output, display, embed, embedder, pair_texts
+from bitext_hf.cli.inputs import check_encoder_options, check_inputs_and_output, display, embed, pair_texts
 from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
 
 __all__ = ["cmd_align", "cmd_encode", "cmd_mine", "cmd_score"]
@@ -34,16 +33,6 @@ def _report_stream(out: str | None):
 
 def _shown(out: str) -> str:
     return "stdout" if out == "-" else out
-
-
-def _shard_output(out: str) -> bool:
-    """Whether ``encode --out`` names a folder of shards: a path ending in /, an existing folder, or a new path
-    without a file extension (``emb.de`` or ``x.npy`` stay one file)."""
-    if out == "-" or not out.strip():
-        return False
-    if out.endswith(("/", os.sep)) or os.path.isdir(out):
-        return True
-    return not os.path.exists(out) and not Path(out).suffix
 
 
 def _quiet(args) -> bool:
@@ -67,95 +56,30 @@ def _report_rate(args, sentences: int, started: float, detail: str = "") -> None
 
 
 def cmd_encode(args) -> int:
-    from bitext_hf.data import read_lines
-    from bitext_hf.io import atomic_output, protect_inputs
+    """Parse the options into an :class:`~bitext_hf.mining.encoding.EncodeConfig`, run the job, print the report."""
+    from bitext_hf.mining.encoding import EncodeConfig, run_encoding
 
     started = time.perf_counter()
-    check_encoder_options(args)
-    protect_inputs([args.input])  # no file this command writes, a shard behind a link included, may replace it
-    _check_distributed(args)
-    if _shard_output(args.out):
-        return _encode_shards(args)
-    if args.distributed:
-        raise UsageError(f"--distributed ray writes a folder of shards; end --out with / ({args.out} is one file)")
-    if args.shard_size is not None or args.resume:
-        raise UsageError(
-            f"--shard-size and --resume are for a folder --out; {args.out} is written as one .npy file "
-            "(end the path with / for shards)"
+    options = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(EncodeConfig)
+        if hasattr(args, field.name)
+    }
+    result = run_encoding(EncodeConfig(**options))
+    if result.shards is None:
+        print(
+            f"wrote {result.count} x {result.dimension} {result.dtype} embeddings to {_shown(args.out)}",
+            file=_report_stream(args.out),
         )
-    check_inputs_and_output(args.out, [args.input])
-    texts = read_lines(args.input, max_chars=args.max_line_chars)
-    embeddings = embed(args, texts, "input")
-    with atomic_output(args.out, "wb") as handle:
-        np.save(handle, embeddings.astype(args.dtype))
+        _report_rate(args, result.count, started)
+        return EXIT_OK
     print(
-        f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} {args.dtype} embeddings to {_shown(args.out)}",
-        file=_report_stream(args.out),
+        f"wrote {result.count} x {result.dimension} {result.dtype} embeddings in {result.shards} "
+        f"shard(s) and {os.path.join(args.out, 'manifest.json')} ({result.encoded} sentences encoded by this run)"
     )
-    _report_rate(args, len(texts), started)
+    if result.encoded:  # a resumed run's rate is over what it encoded itself
+        _report_rate(args, result.encoded, started, " encoded")
     return EXIT_OK
-
-
-def _encode_shards(args) -> int:
-    """``encode`` into a folder: shard by shard, memory one shard, the manifest last; ``--resume`` continues."""
-    from bitext_hf.data import read_lines
-    from bitext_hf.mining.embedding_cache import encoder_identity
-    from bitext_hf.mining.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
-
-    started = time.perf_counter()
-    check_shard_folder(args.out, resume=args.resume)  # before reading: a wrong folder costs nothing
-    texts = read_lines(args.input, max_chars=args.max_line_chars)
-    # Whole-text entries only: a run cut short resumes from its shards (--resume), and the shards of a run are
-    # its durable copy, so entries per shard would only hold every shard twice on disk. A sharded run does not
-    # write an entry either: that would hold the whole text in memory, which shards exist to avoid.
-    cache = embedder(args).cache
-    key = cache.key(texts, args.model, args.pooling, args.quantize, args.backend) if cache is not None else None
-    cached = cache.load(key, len(texts)) if cache is not None else None
-
-    def encode(batch: list[str]) -> np.ndarray:  # the encoder is loaded at the first shard left to encode
-        return embedder(args).encoder(args.model).encode(batch, batch_size=args.batch_size, show_progress=False)
-
-    settings = dict(
-        encoder=encoder_identity(args.model, args.pooling, args.quantize, args.backend),
-        shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
-        dtype=args.dtype,
-        resume=args.resume,
-        show_progress=not args.quiet,
-    )
-    if cached is not None:  # the encoder is never loaded
-        logger.info("%d input sentences: embeddings from the cache", len(texts))
-        manifest, encoded = write_shards(args.out, texts, encode, embeddings=cached, **settings)
-    elif args.distributed:
-        from bitext_hf.mining.distributed import encode_shards_ray, encoder_loader
-
-        loader = encoder_loader(
-            args.model, pooling=args.pooling, batch_size=args.batch_size, quantize=args.quantize, backend=args.backend
-        )
-        manifest, encoded = encode_shards_ray(
-            args.out, texts, loader, address=args.ray_address, workers=args.workers, **settings
-        )
-    else:
-        manifest, encoded = write_shards(args.out, texts, encode, **settings)
-    print(
-        f"wrote {manifest.count} x {manifest.dimension} {manifest.dtype} embeddings in {len(manifest.shards)} "
-        f"shard(s) and {os.path.join(args.out, 'manifest.json')} ({encoded} sentences encoded by this run)"
-    )
-    if encoded:  # a resumed run's rate is over what it encoded itself
-        _report_rate(args, encoded, started, " encoded")
-    return EXIT_OK
-
-
-def _check_distributed(args) -> None:
-    """``--distributed ray`` options, checked before anything is read: Ray installed, the address answering."""
-    if not getattr(args, "distributed", None):
-        if getattr(args, "ray_address", None) or getattr(args, "workers", None):
-            raise UsageError("--ray-address and --workers go with --distributed ray")
-        return
-    from bitext_hf.mining.distributed import check_ray_address, import_ray
-
-    import_ray()
-    if args.ray_address:
-        check_ray_address(args.ray_address)
 
 
 # ----------------------------------------------------------------------------------------------------- mine

@@ -1,0 +1,189 @@
+"""The encoding job: ``run_encoding(EncodeConfig)`` embeds a text file, one sentence a line, into one ``.npy`` file
+or a folder of shards with a manifest (resumable, optionally encoded by Ray tasks), through the encoding cache.
+``bitext-hf encode`` calls it; Python users call the same thing.
+
+Everything cheap is checked before the text is read: the options, Ray's address, the output against the input, a
+shard folder's state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bitext_hf.errors import UsageError
+
+__all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
+
+logger = logging.getLogger("bitext_hf")
+
+
+@dataclass
+class EncodeConfig:
+    """One encoding run; the fields are ``bitext-hf encode``'s options. Checked when made.
+
+    Args:
+        input (str): UTF-8 text, one sentence a line (``-`` for stdin, compressed files too).
+        out (str): a ``.npy`` file, or a folder (new or empty, or a path ending in ``/`` or without a file
+            extension) for shards and a manifest.
+        shard_size (int, optional), dtype (str), resume (bool): a folder's rows per shard (default
+            :data:`~bitext_hf.mining.shards.DEFAULT_SHARD_SIZE`), stored precision ("float32" or "float16") and
+            whether to continue an unfinished folder after its last complete shard.
+        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
+            and the input's longest line, as ``mine``.
+        distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes the
+            shards of a folder in Ray tasks.
+        quiet (bool): no progress bars.
+    """
+
+    input: str
+    out: str
+    shard_size: int | None = None
+    dtype: str = "float32"
+    resume: bool = False
+    model: str | None = None
+    pooling: str | None = None
+    quantize: str | None = None
+    backend: str | None = None
+    batch_size: int = 128
+    max_line_chars: int = 10_000
+    cache_dir: str | None = None
+    no_cache: bool = False
+    distributed: str | None = None
+    ray_address: str | None = None
+    workers: int | None = None
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        from bitext_hf.mining.config import refuse_cache_dir_without_cache
+
+        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
+
+    @property
+    def sharded(self) -> bool:
+        """Whether ``out`` is a folder of shards: a path ending in a separator, an existing folder, or a new path
+        without a file extension (``emb.de`` or ``x.npy`` stay one file)."""
+        out = self.out
+        if out == "-" or not out.strip():
+            return False
+        if out.endswith(("/", os.sep)) or os.path.isdir(out):
+            return True
+        return not os.path.exists(out) and not Path(out).suffix
+
+
+@dataclass
+class EncodingResult:
+    """What a run wrote: ``count`` x ``dimension`` embeddings of ``dtype`` in ``path`` (``shards`` shard files and a
+    manifest, or one ``.npy`` file when ``shards`` is None); ``encoded`` sentences encoded by this run (a resumed
+    run's or a cached run's can be fewer than ``count``), ``from_cache`` taken from the encoding cache."""
+
+    path: str
+    count: int
+    dimension: int
+    dtype: str
+    shards: int | None
+    encoded: int
+    from_cache: int
+    seconds: float
+
+
+def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
+    """Run ``config``: check, read, encode (the cache first), write atomically (a folder: shard by shard, memory one
+    shard, the manifest last). ``load_encoder`` replaces ``bitext_hf.encoders.load_encoder`` (tests, custom models)."""
+    from bitext_hf.data import read_lines
+    from bitext_hf.io import atomic_output, protect_inputs
+    from bitext_hf.mining.embedder import Embedder
+    from bitext_hf.mining.sides import check_inputs_and_output
+
+    started = time.perf_counter()
+    protect_inputs([config.input])  # no file this run writes, a shard behind a link included, may replace it
+    if not config.distributed and (config.ray_address or config.workers):
+        raise UsageError("--ray-address and --workers go with --distributed ray")
+    if config.distributed:
+        from bitext_hf.mining.distributed import check_ray_address, import_ray
+
+        import_ray()
+        if config.ray_address:
+            check_ray_address(config.ray_address)
+    embedder = Embedder.from_options(config, load_encoder)
+    if config.sharded:
+        return _encode_shards(config, embedder, started)
+    if config.distributed:
+        raise UsageError(f"--distributed ray writes a folder of shards; end --out with / ({config.out} is one file)")
+    if config.shard_size is not None or config.resume:
+        raise UsageError(
+            f"--shard-size and --resume are for a folder --out; {config.out} is written as one .npy file "
+            "(end the path with / for shards)"
+        )
+    check_inputs_and_output(config.out, [config.input])
+    texts = read_lines(config.input, max_chars=config.max_line_chars)
+    embeddings = embedder.embed(texts, "input").astype(config.dtype)
+    with atomic_output(config.out, "wb") as handle:
+        np.save(handle, embeddings)
+    count, dimension = embeddings.shape
+    seconds = time.perf_counter() - started
+    return EncodingResult(
+        config.out, count, dimension, config.dtype, None, embedder.encoded, embedder.from_cache, seconds
+    )
+
+
+def _encode_shards(config: EncodeConfig, embedder, started: float) -> EncodingResult:
+    from bitext_hf.data import read_lines
+    from bitext_hf.mining.embedding_cache import encoder_identity
+    from bitext_hf.mining.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
+
+    check_shard_folder(config.out, resume=config.resume)  # before reading: a wrong folder costs nothing
+    texts = read_lines(config.input, max_chars=config.max_line_chars)
+    # Whole-text entries only: a run cut short resumes from its shards (--resume), and the shards of a run are
+    # its durable copy, so entries per shard would only hold every shard twice on disk. A sharded run does not
+    # write an entry either: that would hold the whole text in memory, which shards exist to avoid.
+    cache = embedder.cache
+    runtime = (config.model, config.pooling, config.quantize, config.backend)
+    key = cache.key(texts, *runtime) if cache is not None else None
+    cached = cache.load(key, len(texts)) if cache is not None else None
+
+    def encode(batch: list[str]) -> np.ndarray:  # the encoder is loaded at the first shard left to encode
+        return embedder.encoder(config.model).encode(batch, batch_size=config.batch_size, show_progress=False)
+
+    settings = dict(
+        encoder=encoder_identity(*runtime),
+        shard_size=config.shard_size or DEFAULT_SHARD_SIZE,
+        dtype=config.dtype,
+        resume=config.resume,
+        show_progress=not config.quiet,
+    )
+    if cached is not None:  # the encoder is never loaded
+        logger.info("%d input sentences: embeddings from the cache", len(texts))
+        manifest, encoded = write_shards(config.out, texts, encode, embeddings=cached, **settings)
+    elif config.distributed:
+        from bitext_hf.mining.distributed import encode_shards_ray, encoder_loader
+
+        loader = encoder_loader(
+            config.model,
+            pooling=config.pooling,
+            batch_size=config.batch_size,
+            quantize=config.quantize,
+            backend=config.backend,
+        )
+        manifest, encoded = encode_shards_ray(
+            config.out, texts, loader, address=config.ray_address, workers=config.workers, **settings
+        )
+    else:
+        manifest, encoded = write_shards(config.out, texts, encode, **settings)
+    seconds = time.perf_counter() - started
+    from_cache = len(texts) if cached is not None else 0
+    return EncodingResult(
+        config.out,
+        manifest.count,
+        manifest.dimension,
+        manifest.dtype,
+        len(manifest.shards),
+        encoded,
+        from_cache,
+        seconds,
+    )
