@@ -72,8 +72,10 @@ def write_alignment(
             cells={
                 "score": [f"{score:.6f}" for score in columns["score"]],
                 **{name: [",".join(map(str, lines)) for lines in columns[name]] for name in HEADER[1:3]},
-            },
-            records={"score": [round(score, 6) for score in columns["score"]]},
+            }
+            if format == "tsv"
+            else None,
+            records={"score": [round(score, 6) for score in columns["score"]]} if format == "jsonl" else None,
             types=dict(zip(HEADER, ("float32", "list<int64>", "list<int64>", "string", "string"))),
         )
     else:

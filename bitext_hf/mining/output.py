@@ -126,13 +126,14 @@ def write_pairs(
     doc_column = _doc_column(pairs.doc_ids)
     if doc_column is not None:
         columns["doc_id"] = doc_column
-    scores = [f"{score:.6f}" for score in columns["score"]]
+    # Each format's own score cells, made only for that format: millions of pairs make the formatting a cost.
+    scores = [f"{score:.6f}" for score in columns["score"]] if fmt != "parquet" else None
     write_table(
         path,
         fmt,
         columns,
-        cells={"score": scores},
-        records={"score": [float(score) for score in scores]},  # the rounded value, as in TSV and CSV
+        cells={"score": scores} if fmt in ("tsv", "csv") else None,
+        records={"score": [float(score) for score in scores]} if fmt == "jsonl" else None,  # TSV's rounded value
         types={"score": "float32", "src_index": "int64", "tgt_index": "int64", "src": "string", "tgt": "string"},
     )
     return Path(path)
