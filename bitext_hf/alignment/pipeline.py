@@ -31,6 +31,7 @@ from bitext_hf.alignment.output import ALIGN_FORMATS, EXTENSIONS, alignment_form
 from bitext_hf.alignment.overlaps import overlap_texts
 from bitext_hf.alignment.search import Alignment, search
 from bitext_hf.errors import UsageError
+from bitext_hf.mining.embedder import EncoderOptions
 from bitext_hf.threads import limit_threads
 
 __all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignConfig", "AlignResult", "run_alignment"]
@@ -58,7 +59,7 @@ SIDECAR_KEYS = (
 
 
 @dataclasses.dataclass
-class AlignConfig:
+class AlignConfig(EncoderOptions):
     """Everything one alignment run needs; the fields are ``bitext-hf align``'s options. Checked when made.
 
     Args:
@@ -70,8 +71,8 @@ class AlignConfig:
         format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
             (.tsv, .jsonl, .parquet), else vecalign.
         max_align, top_k, window, skip, margin, length_prior: the search (:class:`~bitext_hf.alignment.AlignSettings`).
-        model, pooling, quantize, backend, batch_size, cache_dir, no_cache: the encoder and its cache, as ``mine``.
-        max_line_chars (int, defaults to 10000): the longest line accepted.
+        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
+            and the longest line accepted (:class:`~bitext_hf.mining.embedder.EncoderOptions`), as ``mine``.
         src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
         quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
     """
@@ -88,14 +89,6 @@ class AlignConfig:
     skip: float = -0.1
     margin: bool = False
     length_prior: bool = True
-    model: str | None = None
-    pooling: str | None = None
-    quantize: str | None = None
-    backend: str | None = None
-    batch_size: int = 128
-    max_line_chars: int = 10_000
-    cache_dir: str | None = None
-    no_cache: bool = False
     src_lang: str | None = None
     tgt_lang: str | None = None
     quiet: bool = False

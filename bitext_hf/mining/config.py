@@ -13,6 +13,7 @@ import numpy as np
 from bitext_hf.encoders.exported import BACKENDS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.errors import UsageError
+from bitext_hf.mining.embedder import EncoderOptions
 from bitext_hf.mining.filters import FilterSettings
 from bitext_hf.mining.output import FORMATS
 from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings
@@ -80,7 +81,7 @@ def _positive_or_none(value: Any, name: str) -> None:
 
 
 @dataclasses.dataclass
-class MiningConfig:
+class MiningConfig(EncoderOptions):
     """Everything one mining run needs; the fields are ``bitext-hf mine``'s options (``--src-docs`` is
     ``src_docs``), and messages name them as the command line spells them. Checked when made (``UsageError``).
 
@@ -136,16 +137,8 @@ class MiningConfig:
     tgt_docs: str | None = None
     gold: str | None = None
     keep_duplicates: bool = False
-    model: str | None = None
     src_model: str | None = None
     tgt_model: str | None = None
-    pooling: str | None = None
-    quantize: str | None = None
-    backend: str | None = None
-    batch_size: int = 128
-    max_line_chars: int = 10_000
-    cache_dir: str | None = None
-    no_cache: bool = False
     index: str = "exact"
     nprobe: int | None = None
     check_recall: int | None = None

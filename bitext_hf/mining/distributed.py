@@ -54,6 +54,7 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_RETRIES",
     "MAX_RUN_BLOCKS",
+    "check_ray",
     "check_ray_address",
     "encode_ray",
     "encode_shards_ray",
@@ -89,6 +90,14 @@ def import_ray():
 
 
 # ----------------------------------------------------------------------------------------------------- session
+
+
+def check_ray(address: str | None) -> None:
+    """What a job asked to run with Ray checks before it reads anything: Ray installed (:func:`import_ray`) and
+    ``address``, when given, answering as a Ray head (:func:`check_ray_address`)."""
+    import_ray()
+    if address:
+        check_ray_address(address)
 
 
 def check_ray_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:

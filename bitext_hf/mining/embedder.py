@@ -10,9 +10,32 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "EncoderOptions"]
 
 logger = logging.getLogger("bitext_hf")
+
+
+@dataclass(kw_only=True)
+class EncoderOptions:
+    """The encoder options every job shares (``mine``, ``encode``, ``align``), declared once: each job's config
+    inherits them, keyword-only, after its own fields.
+
+    Args:
+        model (str, optional): encoder path or hub id (default: the embedded USE v3).
+        pooling, quantize, backend (str, optional): as :func:`bitext_hf.encoders.load_encoder` takes them.
+        batch_size (int, defaults to 128): sentences per encoder batch.
+        max_line_chars (int, defaults to 10000): the longest line accepted.
+        cache_dir (str, optional), no_cache (bool): the encoding cache's folder, or none at all.
+    """
+
+    model: str | None = None
+    pooling: str | None = None
+    quantize: str | None = None
+    backend: str | None = None
+    batch_size: int = 128
+    max_line_chars: int = 10_000
+    cache_dir: str | None = None
+    no_cache: bool = False
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from bitext_hf.errors import UsageError
+from bitext_hf.mining.embedder import EncoderOptions
 
 __all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
 
@@ -24,7 +25,7 @@ logger = logging.getLogger("bitext_hf")
 
 
 @dataclass
-class EncodeConfig:
+class EncodeConfig(EncoderOptions):
     """One encoding run; the fields are ``bitext-hf encode``'s options. Checked when made.
 
     Args:
@@ -35,7 +36,7 @@ class EncodeConfig:
             :data:`~bitext_hf.mining.shards.DEFAULT_SHARD_SIZE`), stored precision ("float32" or "float16") and
             whether to continue an unfinished folder after its last complete shard.
         model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the input's longest line, as ``mine``.
+            and the input's longest line (:class:`~bitext_hf.mining.embedder.EncoderOptions`), as ``mine``.
         distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes the
             shards of a folder in Ray tasks.
         quiet (bool): no progress bars.
@@ -46,14 +47,6 @@ class EncodeConfig:
     shard_size: int | None = None
     dtype: str = "float32"
     resume: bool = False
-    model: str | None = None
-    pooling: str | None = None
-    quantize: str | None = None
-    backend: str | None = None
-    batch_size: int = 128
-    max_line_chars: int = 10_000
-    cache_dir: str | None = None
-    no_cache: bool = False
     distributed: str | None = None
     ray_address: str | None = None
     workers: int | None = None
@@ -105,11 +98,9 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
     if not config.distributed and (config.ray_address or config.workers):
         raise UsageError("--ray-address and --workers go with --distributed ray")
     if config.distributed:
-        from bitext_hf.mining.distributed import check_ray_address, import_ray
+        from bitext_hf.mining.distributed import check_ray
 
-        import_ray()
-        if config.ray_address:
-            check_ray_address(config.ray_address)
+        check_ray(config.ray_address)
     embedder = Embedder.from_options(config, load_encoder)
     if config.sharded:
         return _encode_shards(config, embedder, started)

@@ -114,11 +114,9 @@ def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None 
     from bitext_hf.io import protect_inputs
 
     if config.distributed:  # Ray installed, the address answering: before anything is read
-        from bitext_hf.mining.distributed import check_ray_address, import_ray
+        from bitext_hf.mining.distributed import check_ray
 
-        import_ray()
-        if config.ray_address:
-            check_ray_address(config.ray_address)
+        check_ray(config.ray_address)
     try:
         with limit_threads(config.threads):  # the encoders and the search; the caller's setting comes back after
             return _run(config, load_encoder)
