@@ -11,9 +11,9 @@ the document length for a fixed window.
    of each side's vector to the single sentences just before and after the other side's run, times (with
    ``length_prior``) ``log2(1 + min / max)`` of the two runs' UTF-8 lengths (the target's scaled by the documents'
    length ratio); 1-0 and 0-1 beads score ``skip``. Bertalign subtracts the margin by default; here it is off by
-   default: neighbouring sentences that resemble each other (lists, interface strings, repeated lines) lower the
-   margin of the right bead below ``skip``, and on prose it made no difference (benchmarks/README.md, "Sentence
-   alignment", has both development sets).
+   default: where neighbouring sentences resemble each other (lists, interface strings, repeated lines) it favours
+   merging them into fewer, larger beads, and on prose it made little difference (benchmarks/README.md, "Sentence
+   alignment", has both development sets and the bead counts).
 
 Cells are numbered as the peers do: cell (i, j) is the state after ``i`` source and ``j`` target sentences; row ``i``
 of a band holds the columns ``lo[i] .. hi[i]``.

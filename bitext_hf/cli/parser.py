@@ -421,7 +421,7 @@ def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
         "--margin",
         action="store_true",
         help="subtract a bead's mean cosine to its neighbouring sentences (Bertalign's default; off by default: it "
-        "hurts where neighbouring sentences look alike and made no difference on prose)",
+        "merges neighbouring sentences that look alike into too few beads, and made little difference on prose)",
     )
     group.add_argument(
         "--no-length-prior",
