@@ -4,8 +4,20 @@ package (:mod:`.overlaps`), a two-step search linear in the document length (:mo
 
 from __future__ import annotations
 
-from bitext_hf.alignment.align import AlignSettings, align_sentences
-from bitext_hf.alignment.pipeline import AlignConfig, AlignResult, run_alignment
-from bitext_hf.alignment.search import Alignment
+from bitext_hf.lazy_imports import lazy_exports
 
-__all__ = ["AlignConfig", "AlignResult", "AlignSettings", "Alignment", "align_sentences", "run_alignment"]
+# Each public name and the submodule that defines it, imported on first access (PEP 562): the configs import
+# neither numba nor torch, so ``--help`` reads them without compiling the search.
+_SUBMODULE_OF = {
+    "AlignConfig": "config",
+    "AlignResult": "pipeline",
+    "AlignSettings": "config",
+    "Alignment": "search",
+    "align_sentences": "align",
+    "run_alignment": "pipeline",
+}
+
+__all__ = sorted(_SUBMODULE_OF)
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _SUBMODULE_OF, globals())

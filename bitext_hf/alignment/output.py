@@ -13,11 +13,14 @@ import os
 from ast import literal_eval
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bitext_hf.alignment.search import Alignment
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.io.tables import write_table
+
+if TYPE_CHECKING:  # annotations only: the search module compiles with numba, which the options' checks do not need
+    from bitext_hf.alignment.search import Alignment
 
 __all__ = ["ALIGN_FORMATS", "EXTENSIONS", "alignment_format", "read_beads", "write_alignment"]
 

@@ -1,7 +1,7 @@
 """The alignment job over files: :func:`run_alignment` over an :class:`AlignConfig`. ``bitext-hf align`` parses its
 options into the config and calls it; Python users get the same job, the same files:
 
->>> from bitext_hf.alignment.pipeline import AlignConfig, run_alignment
+>>> from bitext_hf.alignment import AlignConfig, run_alignment
 >>> result = run_alignment(AlignConfig("book.de", "book.fr", out="book.align"))
 
 A run aligns one document pair (``src`` and ``tgt`` files, one sentence a line) or many (``src`` and ``tgt``
@@ -26,15 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bitext_hf.alignment.align import AlignSettings
-from bitext_hf.alignment.output import ALIGN_FORMATS, EXTENSIONS, alignment_format, check_tsv_sentences
+from bitext_hf.alignment.config import AlignConfig, AlignSettings
+from bitext_hf.alignment.output import EXTENSIONS, check_tsv_sentences
 from bitext_hf.alignment.overlaps import overlap_texts
 from bitext_hf.alignment.search import Alignment, search
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.embedder import EncoderOptions
 from bitext_hf.threads import limit_threads
 
-__all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignConfig", "AlignResult", "run_alignment"]
+__all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignResult", "run_alignment"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -56,90 +55,6 @@ SIDECAR_KEYS = (
     "documents",
     "command",
 )
-
-
-@dataclasses.dataclass
-class AlignConfig(EncoderOptions):
-    """Everything one alignment run needs; the fields are ``bitext-hf align``'s options. Checked when made.
-
-    Args:
-        src, tgt (str): the documents, one sentence a line (``-`` for stdin, compressed files too), or two folders of
-            documents paired by file name.
-        src_docs, tgt_docs (str, optional): instead of ``src`` and ``tgt``, two lists of documents, one path a line
-            (relative to the list's folder), paired line by line.
-        out (str, optional): the output file (a folder for many documents; ``-`` for stdout); None writes nothing.
-        format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
-            (.tsv, .jsonl, .parquet), else vecalign.
-        max_align, top_k, window, skip, margin, length_prior: the search (:class:`~bitext_hf.alignment.AlignSettings`).
-        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the longest line accepted (:class:`~bitext_hf.mining.embedder.EncoderOptions`), as ``mine``.
-        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
-        quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
-    """
-
-    src: str | None = None
-    tgt: str | None = None
-    out: str | None = None
-    format: str | None = None
-    src_docs: str | None = None
-    tgt_docs: str | None = None
-    max_align: int = 5
-    top_k: int = 3
-    window: int = 5
-    skip: float = -0.1
-    margin: bool = False
-    length_prior: bool = True
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-    quiet: bool = False
-    threads: int | None = None
-    command: str | None = None
-
-    def __post_init__(self) -> None:
-        from bitext_hf.mining.config import refuse_cache_dir_without_cache
-
-        lists = bool(self.src_docs) or bool(self.tgt_docs)
-        if lists and (self.src or self.tgt):
-            raise UsageError("give either --src and --tgt, or --src-docs and --tgt-docs (lists of documents)")
-        if lists and not (self.src_docs and self.tgt_docs):
-            raise UsageError("give both --src-docs and --tgt-docs (lists of documents, paired line by line)")
-        if not lists and not (self.src and self.tgt):
-            raise UsageError("give --src and --tgt (documents, one sentence a line, or folders of them)")
-        _ = self.settings  # checked when the config is made
-        if self.format is not None and self.format not in ALIGN_FORMATS:
-            raise UsageError(f"unknown format {self.format!r}; choose one of {', '.join(ALIGN_FORMATS)}")
-        if self.format is not None and not self.out:
-            raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
-        for name in ("batch_size", "max_line_chars", "threads"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
-        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
-        folders = [os.path.isdir(path) for path in (self.src, self.tgt) if path]
-        if len(set(folders)) > 1:
-            raise UsageError("--src and --tgt must both be files or both be folders of documents")
-        if self.many_documents and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
-            raise UsageError(f"--out {self.out}: many documents align into a folder, one file each; name a folder")
-
-    @property
-    def many_documents(self) -> bool:
-        """Folders or lists of documents (``out`` is a folder), not one pair of files."""
-        return bool(self.src_docs) or os.path.isdir(self.src)
-
-    @property
-    def settings(self) -> AlignSettings:
-        return AlignSettings(
-            max_align=self.max_align,
-            top_k=self.top_k,
-            window=self.window,
-            skip=self.skip,
-            margin=self.margin,
-            length_prior=self.length_prior,
-        )
-
-    @property
-    def output_format(self) -> str:
-        return alignment_format(None if self.many_documents else self.out, self.format)
 
 
 @dataclasses.dataclass

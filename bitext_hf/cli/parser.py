@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 from collections.abc import Callable
 
+from bitext_hf.cli.arguments import add_config_options
 from bitext_hf.cli.commands import cmd_align, cmd_encode, cmd_mine, cmd_score
 from bitext_hf.cli.data import add_data
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
@@ -21,6 +21,15 @@ from bitext_hf.io import (
     input_byte_limit,
     max_input_bytes,
     parse_byte_count,
+)
+from bitext_hf.options import (
+    column_pair,
+    finite_float,
+    non_negative,
+    positive_int,
+    probability,
+    ratio,
+    show_count,
 )
 from bitext_hf.threads import usable_cpus
 
@@ -59,27 +68,6 @@ Duplicate lines are encoded and mined once, reported at their first line (inside
 """
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _show_count(text: str) -> int:
-    value = int(text)
-    if value < -1:
-        raise argparse.ArgumentTypeError(f"must be -1 (all), 0 or more, got {value}")
-    return value
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
-
-
 def _byte_count(text: str) -> int:
     try:
         return parse_byte_count(text)
@@ -87,20 +75,7 @@ def _byte_count(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _column_pair(text: str) -> tuple[str, str]:
-    names = tuple(name.strip() for name in text.split(","))
-    if len(names) != 2 or not all(names):
-        raise argparse.ArgumentTypeError(f"give two column names as A,B, got {text!r}")
-    if names[0] == names[1]:  # a column scored against itself: xsim 0, accuracy 1, whatever the encoder
-        raise argparse.ArgumentTypeError(f"give two different columns, got {names[0]!r} twice")
-    return names
-
-
-# argparse's messages for these types name the function; say what is expected instead.
-_positive_int.__name__ = "integer >= 1"
-_show_count.__name__ = "integer >= -1"
-_finite_float.__name__ = "finite number"
-_column_pair.__name__ = "A,B column names"
+# argparse's message for this type names the function; say what is expected instead.
 _byte_count.__name__ = "byte count"
 
 
@@ -116,54 +91,9 @@ def _bounded_inputs(command: Callable[[argparse.Namespace], int]) -> Callable[[a
     return run
 
 
-def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
-    group = parser.add_argument_group("encoder")
-    group.add_argument(
-        "--model",
-        default=None,
-        help="encoder: 'use-multilingual-v3' (default, embedded, no download), a sentence-transformers folder, "
-        "or a Hugging Face model folder / cached hub id",
-    )
-    group.add_argument(
-        "--pooling",
-        choices=("mean", "max", "cls"),
-        default=None,
-        help="pooling for Hugging Face models (default mean); sentence-transformers models and USE pool their own way",
-    )
-    group.add_argument(
-        "--quantize",
-        choices=("auto", "none", "bf16", "int8"),
-        default=None,
-        help="arithmetic of the encoders: none (float32), bf16 (CPU or GPU), int8 (dynamic, CPU only: the model then "
-        "runs on the CPU; not for USE); default auto: bf16 where the CPU computes it natively (AMX, AVX512-BF16), "
-        "else float32 (on a GPU too); float32 for USE, whose bf16 is faster but moves its reference vectors. Speed "
-        "and xsim of each: benchmarks/README.md, 'Encoder backends', 'On a GPU' and, for USE, 'Default encoder "
-        "throughput'",
-    )
-    group.add_argument(
-        "--backend",
-        choices=("torch", "onnx", "openvino"),
-        default=None,
-        help="how Hugging Face and sentence-transformers models run: torch (default); onnx or openvino: converted when "
-        "they load and run by ONNX Runtime (float32, --quantize int8; pip install 'bitext-hf[onnx]') or OpenVINO "
-        "(float32, --quantize bf16; pip install 'bitext-hf[openvino]') on the CPU",
-    )
-    group.add_argument(
-        "--batch-size", type=_positive_int, default=128, help="sentences per encoder batch (default 128)"
-    )
-    group.add_argument(
-        "--max-line-chars",
-        type=_positive_int,
-        default=10_000,
-        help="an input line longer than this is a data error, exit 3 (default 10000)",
-    )
-    group.add_argument(
-        "--cache-dir",
-        default=None,
-        help="encoding cache: embeddings kept by the text's content and the encoder, so the same text is not encoded "
-        "twice (default $BITEXT_HF_EMBEDDING_CACHE or ~/.cache/bitext-hf/embeddings; nothing is evicted)",
-    )
-    group.add_argument("--no-cache", action="store_true", help="neither read nor write the encoding cache")
+def _add_input_bound(parser: argparse.ArgumentParser) -> None:
+    """``--max-input-bytes``, of every command that reads text: the command line's bound, applied around the job
+    (:func:`_bounded_inputs`)."""
     parser.add_argument(
         "--max-input-bytes",
         type=_byte_count,
@@ -173,22 +103,16 @@ def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
         f"${MAX_INPUT_BYTES_ENV} or {DEFAULT_MAX_INPUT_BYTES // 1024**3}G. Binary input (a NUL byte) is refused at "
         "its first chunk",
     )
+
+
+def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
+    from bitext_hf.mining.config import MarginOptions
+    from bitext_hf.mining.embedder import EncoderOptions
+
+    _add_input_bound(parser)
+    add_config_options(parser, EncoderOptions)
     if k:
-        group = parser.add_argument_group("margin")
-        group.add_argument(
-            "--k",
-            type=_positive_int,
-            default=4,
-            # bitext_hf.mining.MAX_K, written out: importing mining here would import torch for --help.
-            help="neighbours averaged by the margin (default 4; capped at corpus size, then at most 256: time "
-            "and memory grow faster than k)",
-        )
-        group.add_argument(
-            "--margin",
-            choices=("ratio", "distance", "absolute"),
-            default="ratio",
-            help="ratio (default), distance, or absolute (plain cosine)",
-        )
+        add_config_options(parser, MarginOptions)
 
 
 def shared_options(*, defaults: bool) -> argparse.ArgumentParser:
@@ -217,7 +141,7 @@ def shared_options(*, defaults: bool) -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--threads",
-        type=_positive_int,
+        type=positive_int,
         default=default(None),
         metavar="N",
         help="CPU threads for encoding and search (default: OMP_NUM_THREADS if set, else the CPUs this process may "
@@ -238,22 +162,6 @@ def _add_output(parser: argparse.ArgumentParser, required: bool) -> None:
         choices=("tsv", "csv", "jsonl", "parquet"),
         default=None,
         help="output format whatever the extension (an unknown extension without --format is exit 2)",
-    )
-
-
-def _add_distributed(parser: argparse.ArgumentParser, what: str) -> None:
-    group = parser.add_argument_group("distributed (the distributed extra: pip install ray)")
-    group.add_argument(
-        "--distributed", choices=("ray",), default=None, help=f"{what} in parallel Ray tasks (same output)"
-    )
-    group.add_argument(
-        "--ray-address",
-        default=None,
-        help="join the Ray cluster at HOST:PORT, ray://HOST:PORT or auto (default: start a local Ray instance); an "
-        "address that does not answer within 10 s is exit 2",
-    )
-    group.add_argument(
-        "--workers", type=_positive_int, default=None, help="tasks at a time (default: the CPUs of the Ray instance)"
     )
 
 
@@ -281,7 +189,7 @@ def _add_encode(commands, fmt, shared: argparse.ArgumentParser) -> None:
     )
     group = p.add_argument_group("shards")
     group.add_argument(
-        "--shard-size", type=_positive_int, default=None, help="rows per shard of a folder --out (default 1000000)"
+        "--shard-size", type=positive_int, default=None, help="rows per shard of a folder --out (default 1000000)"
     )
     group.add_argument(
         "--dtype",
@@ -292,12 +200,16 @@ def _add_encode(commands, fmt, shared: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--resume", action="store_true", help="continue an unfinished folder --out after its last complete shard"
     )
-    _add_distributed(p, "encode the shards of a folder --out")
+    from bitext_hf.mining.embedder import RayOptions
+
+    add_config_options(p, RayOptions)
     _add_common(p, k=False)
     p.set_defaults(func=_bounded_inputs(cmd_encode))
 
 
 def _add_mine(commands, fmt, shared: argparse.ArgumentParser) -> None:
+    from bitext_hf.mining.config import MiningConfig
+
     p = commands.add_parser(
         "mine",
         parents=[shared],
@@ -305,40 +217,12 @@ def _add_mine(commands, fmt, shared: argparse.ArgumentParser) -> None:
         formatter_class=fmt,
         epilog=_EPILOG_MINE + "\n" + EPILOG_EXIT,
     )
-    p.add_argument(
-        "--src",
-        help="source sentences (text, one a line; .gz/.xz/.bz2/.zst; - for stdin) or embeddings (.npy, or a folder "
-        "of shards from `encode --out FOLDER/`, mined a block at a time)",
-    )
-    p.add_argument("--tgt", help="target sentences or embeddings, as --src (only one side can be -)")
-    p.add_argument("--src-text", help="with a .npy or folder --src: the text file of its sentences (one line per row)")
-    p.add_argument("--tgt-text", help="with a .npy --tgt: the text file of its sentences")
+    add_config_options(p, MiningConfig)
     p.add_argument(
         "--demo", action="store_true", help="mine the bundled English-German demo and score it against its gold pairs"
     )
-    _add_output(p, required=False)
-    p.add_argument(
-        "--mode",
-        choices=("forward", "backward", "intersect", "union", "max"),
-        default=None,
-        help="retrieval mode (default max, also for document-level mining)",
-    )
-    p.add_argument("--threshold", type=_finite_float, default=None, help="keep pairs with score >= this (every mode)")
-    p.add_argument("--src-docs", help="document id of each source line: mine inside aligned documents")
-    p.add_argument("--tgt-docs", help="document id of each target line")
-    p.add_argument(
-        "--gold",
-        help="gold pairs (`src_line<TAB>tgt_line`, 0-based) to report precision and recall; read before encoding",
-    )
-    p.add_argument("--keep-duplicates", action="store_true", help="mine duplicate lines separately (default: once)")
-    p.add_argument("--show", type=_show_count, default=10, help="pairs to print (default 10, -1 for all, 0 none)")
-    group = p.add_argument_group("one encoder per side")
-    group.add_argument("--src-model", help="encoder of the source side (default --model), e.g. a LASER3 student")
-    group.add_argument("--tgt-model", help="encoder of the target side (default --model), e.g. its teacher")
-    _add_filters(p, mining=True)
-    _add_index(p)
-    _add_distributed(p, "search in tasks (exact: target blocks; --index auto|FACTORY: tiles against index shards)")
-    _add_common(p)
+    p.add_argument("--show", type=show_count, default=10, help="pairs to print (default 10, -1 for all, 0 none)")
+    _add_input_bound(p)
     p.set_defaults(func=_bounded_inputs(cmd_mine))
 
 
@@ -364,6 +248,8 @@ source document, and alignment.meta.json.
 
 
 def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
+    from bitext_hf.alignment.config import AlignConfig
+
     p = commands.add_parser(
         "align",
         parents=[shared],
@@ -371,92 +257,9 @@ def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
         formatter_class=fmt,
         epilog=_EPILOG_ALIGN + "\n" + EPILOG_EXIT,
     )
-    p.add_argument(
-        "--src", help="source document, one sentence a line (.gz/.xz/.bz2/.zst; - for stdin), or a folder of documents"
-    )
-    p.add_argument("--tgt", help="target document, or a folder of documents of the same file names")
-    p.add_argument(
-        "--src-docs",
-        help="instead of --src: a list of source documents, one path a line (relative to the list's folder)",
-    )
-    p.add_argument("--tgt-docs", help="instead of --tgt: the list of their target documents, in the same order")
-    p.add_argument(
-        "--out",
-        default=None,
-        help="write the alignment here (a folder for folders or lists of documents; - for stdout); written "
-        "atomically, never over an input. Without --out the alignment is printed",
-    )
-    p.add_argument(
-        "--format",
-        choices=("vecalign", "tsv", "jsonl", "parquet"),
-        default=None,
-        help="output format (default: by the extension of --out, .tsv .jsonl .parquet, else vecalign)",
-    )
-    p.add_argument("--src-lang", help="language of the source documents (en, de...), recorded for the dataset card")
-    p.add_argument("--tgt-lang", help="language of the target documents, recorded for the dataset card")
-    group = p.add_argument_group("search (defaults: Bertalign's)")
-    group.add_argument(
-        "--max-align",
-        type=_positive_int,
-        default=5,
-        help="most sentences in a bead, both sides together (default 5: up to 1-4, 2-3, 3-2, 4-1); overlaps of up "
-        "to N-1 sentences are encoded, so encoding grows with it",
-    )
-    group.add_argument(
-        "--top-k",
-        type=_positive_int,
-        default=3,
-        help="targets of each source sentence the anchors may link (default 3)",
-    )
-    group.add_argument(
-        "--window",
-        type=_positive_int,
-        default=5,
-        help="target sentences searched on either side of the anchor path (default 5)",
-    )
-    group.add_argument(
-        "--skip", type=_finite_float, default=-0.1, help="score of a 1-0 or 0-1 bead (default -0.1; lower: fewer)"
-    )
-    group.add_argument(
-        "--margin",
-        action="store_true",
-        help="subtract a bead's mean cosine to its neighbouring sentences (Bertalign's default; off by default: it "
-        "merges neighbouring sentences that look alike into too few beads, and made little difference on prose)",
-    )
-    group.add_argument(
-        "--no-length-prior",
-        dest="length_prior",
-        action="store_false",
-        help="score beads by cosine alone, not weighed by how alike their two sides' lengths are",
-    )
-    _add_common(p, k=False)
+    add_config_options(p, AlignConfig)
+    _add_input_bound(p)
     p.set_defaults(func=_bounded_inputs(cmd_align))
-
-
-def _probability(text: str) -> float:
-    value = float(text)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a probability in (0, 1], got {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    value = _finite_float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
-    return value
-
-
-def _ratio(text: str) -> float:
-    value = _finite_float(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
-
-
-_probability.__name__ = "probability"
-_non_negative.__name__ = "number"
-_ratio.__name__ = "ratio"
 
 
 def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
@@ -490,7 +293,7 @@ def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
     )
     group.add_argument(
         "--lid-min-prob",
-        type=_probability,
+        type=probability,
         default=None,  # None: the filters' default; a value given without --lid is refused (it cannot act)
         metavar="P",
         help="with --lid, the least probability lid.176 must give the side's language, as a fraction of the "
@@ -498,14 +301,14 @@ def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
         "probable)",
     )
     group.add_argument(
-        "--min-chars", type=_non_negative, default=None, metavar="N", help="drop sentences shorter than N (see above)"
+        "--min-chars", type=non_negative, default=None, metavar="N", help="drop sentences shorter than N (see above)"
     )
     group.add_argument(
-        "--max-chars", type=_non_negative, default=None, metavar="N", help="drop sentences longer than N"
+        "--max-chars", type=non_negative, default=None, metavar="N", help="drop sentences longer than N"
     )
     group.add_argument(
         "--max-length-ratio",
-        type=_ratio,
+        type=ratio,
         default=None,
         metavar="R",
         help="drop pairs whose longer side is more than R times the shorter (lengths as above; e.g. 2)",
@@ -534,36 +337,6 @@ def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
     )
 
 
-def _add_index(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("approximate search (FAISS; benchmarks/README.md has recall and time by size)")
-    group.add_argument(
-        "--index",
-        default="exact",
-        metavar="exact|auto|FACTORY",
-        help="exact (default): every similarity, one pass for both directions; auto: exact while the corpus is "
-        "small (N x M <= 6.4e9 sentence pairs, 80k x 80k, where an index starts to pay on a busy machine), then "
-        "IVF<n>,Flat (inverted lists of exact vectors, "
-        "n ~ 4 sqrt(N) lists, nprobe: 64 of them and at least 3/64), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS "
-        "factory string, e.g. IVF1024,Flat. An index is trained once on a seeded sample of both sides and built "
-        "over each side; scores are always exact cosines of the candidates found, so an index can only miss pairs",
-    )
-    group.add_argument(
-        "--nprobe",
-        type=_positive_int,
-        default=None,
-        help="inverted lists each sentence scans with an IVF index (default 64, at most the lists): time grows about "
-        "linearly with it, and so does recall until it nears exact; with IVF-Flat, nprobe = lists is exact search",
-    )
-    group.add_argument(
-        "--check-recall",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="after an approximate run, compare the neighbours of N sampled sources (seeded) with exact search and "
-        "print recall@k (to stderr when the pairs go to stdout); costs one more index over the targets",
-    )
-
-
 def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p = commands.add_parser(
         "score",
@@ -582,7 +355,7 @@ def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p.add_argument("--src", help="source side of Moses-style parallel files")
     p.add_argument("--tgt", help="target side of Moses-style parallel files")
     _add_output(p, required=True)
-    p.add_argument("--threshold", type=_finite_float, default=None, help="keep only pairs with score >= this")
+    p.add_argument("--threshold", type=finite_float, default=None, help="keep only pairs with score >= this")
     _add_filters(p, mining=False)
     _add_common(p)
     p.set_defaults(func=_bounded_inputs(cmd_score))
@@ -611,7 +384,7 @@ def _add_eval(commands, fmt, shared: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--columns",
-        type=_column_pair,
+        type=column_pair,
         help="the two sentence columns as A,B when they are not sentence1,sentence2 (Flores: "
         "sentence_eng_Latn,sentence_deu_Latn)",
     )

@@ -22,7 +22,7 @@ import os
 
 from bitext_hf.encoders.base import Encoder, l2_normalize
 from bitext_hf.encoders.exported import BACKENDS, check_backend
-from bitext_hf.encoders.huggingface import HFEncoder, SentenceTransformerEncoder
+from bitext_hf.encoders.huggingface import POOLINGS, HFEncoder, SentenceTransformerEncoder
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES, check_quantize
 from bitext_hf.encoders.sources import DEFAULT_ENCODER, ModelSource, resolve_model
 from bitext_hf.encoders.use import USE_LANGUAGES, USEEncoder
@@ -32,6 +32,7 @@ from bitext_hf.threads import check_threads
 __all__ = [
     "BACKENDS",
     "DEFAULT_ENCODER",
+    "POOLINGS",
     "QUANTIZE_CHOICES",
     "USE_LANGUAGES",
     "Encoder",

@@ -41,7 +41,10 @@ from bitext_hf.encoders.sources import (
 from bitext_hf.io.logs import settle_imported_libraries
 from bitext_hf.threads import check_threads, default_threads, limit_threads
 
-__all__ = ["HFEncoder", "SentenceTransformerEncoder"]
+__all__ = ["POOLINGS", "HFEncoder", "SentenceTransformerEncoder"]
+
+# The poolings a user chooses; "model" (a model's own sentence_embedding) is chosen by the loader.
+POOLINGS = ("mean", "max", "cls")
 
 logger = logging.getLogger("bitext_hf.encoders")
 
@@ -86,7 +89,7 @@ class HFEncoder:
     ) -> None:
         check_quantize(quantize)
         self.backend = check_backend(backend)
-        if pooling not in ("mean", "max", "cls", "model"):
+        if pooling not in (*POOLINGS, "model"):
             raise ValueError(f"unknown pooling {pooling!r}; choose 'mean', 'max', 'cls' or 'model'")
         if pooling == "model" and layer is not None:
             raise ValueError("pooling='model' uses the model's own sentence_embedding; it cannot pool another layer")

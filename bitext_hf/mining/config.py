@@ -5,28 +5,35 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from bitext_hf.encoders.exported import BACKENDS
+from bitext_hf.encoders.huggingface import POOLINGS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.embedder import EncoderOptions
-from bitext_hf.mining.filters import FilterSettings
+from bitext_hf.mining.embedder import EncoderOptions, RayOptions
+from bitext_hf.mining.filters import FilterOptions, FilterSettings
+from bitext_hf.mining.margin import MARGINS
 from bitext_hf.mining.output import FORMATS
-from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, check_settings
 from bitext_hf.mining.sidecar import MiningRecord
 from bitext_hf.mining.sides import (
     display,
     is_embeddings,
     is_npy,
 )
+from bitext_hf.options import finite_float, option, positive_int
 
 __all__ = [
     "DEMO_DIR",
+    "FILTER_LENGTHS",
+    "MarginOptions",
     "MiningConfig",
+    "ThresholdOptions",
     "filter_settings",
     "refuse_cache_dir_without_cache",
     "refuse_lid_options_without_lid",
@@ -34,7 +41,12 @@ __all__ = [
 ]
 
 DEMO_DIR = Path(__file__).parent.parent / "demo"
-POOLINGS = ("mean", "max", "cls")
+
+# How the filters count a sentence's length, said in the help of every command that filters.
+FILTER_LENGTHS = (
+    "Lengths are in Latin-equivalent characters: a Han or kana character counts 3, a Hangul syllable 2, any\n"
+    "other 1 (those scripts write about that much more per character), so one bound serves every script."
+)
 
 
 def used_k(k: int, n_src: int, n_tgt: int) -> int:
@@ -43,13 +55,60 @@ def used_k(k: int, n_src: int, n_tgt: int) -> int:
     return min(int(k), max(int(n_src), int(n_tgt)))
 
 
-def filter_settings(options: Any) -> FilterSettings:
-    """The :class:`FilterSettings` of ``options`` (a config or parsed arguments: an attribute per filter field); an
-    unset ``lid_min_prob`` (None) is left to the filters' default."""
-    values = {field.name: getattr(options, field.name) for field in dataclasses.fields(FilterSettings)}
-    if values.get("lid_min_prob", 0) is None:
-        del values["lid_min_prob"]
-    return FilterSettings(**values)
+def filter_settings(options: FilterOptions) -> FilterSettings:
+    """The checked :class:`FilterSettings` of a job's config (an unset ``lid_min_prob`` is the filters' default)."""
+    return FilterSettings(**{name.name: getattr(options, name.name) for name in dataclasses.fields(FilterOptions)})
+
+
+@dataclasses.dataclass(kw_only=True)
+class MarginOptions:
+    """The margin's options (``mine``, ``score``, ``eval``), declared once.
+
+    Args:
+        k (int, defaults to 4): the neighbours the margin averages, capped at the corpus size.
+        margin (str, defaults to "ratio"): "ratio", "distance" or "absolute" (plain cosine).
+    """
+
+    option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {"margin": ("margin", None)}
+
+    k: int | None = field(
+        default=4,
+        metadata=option(
+            # bitext_hf.mining.knn.MAX_K, written out: the kNN module imports torch, which --help must not.
+            "neighbours averaged by the margin (default 4; capped at corpus size, then at most 256: time and memory "
+            "grow faster than k)",
+            type=positive_int,
+            group="margin",
+        ),
+    )
+    margin: str | None = field(
+        default="ratio",
+        metadata=option("ratio (default), distance, or absolute (plain cosine)", choices=MARGINS, group="margin"),
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class ThresholdOptions:
+    """The score threshold of the pairs a job keeps (``mine``, ``score``), and its report, declared once.
+
+    Args:
+        threshold (float, optional): keep the pairs scoring at least this.
+        threshold_report (bool, defaults to False): write a figure of every candidate pair's score with the threshold
+            marked, and the pairs just above and below it, beside the output file.
+    """
+
+    threshold: float | None = field(
+        default=None, metadata=option("keep the pairs with score >= this (in every mode)", type=finite_float)
+    )
+    threshold_report: bool = field(
+        default=False,
+        metadata=option(
+            "write OUT.threshold.png (the scores of every candidate pair, the --threshold marked) and "
+            "OUT.threshold.md (the pairs just above and below it; around the median without --threshold) beside "
+            "--out FILE, to pick a threshold by looking",
+            group="filters",
+        ),
+    )
 
 
 def refuse_lid_options_without_lid(
@@ -81,7 +140,7 @@ def _positive_or_none(value: Any, name: str) -> None:
 
 
 @dataclasses.dataclass
-class MiningConfig(EncoderOptions):
+class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, EncoderOptions):
     """Everything one mining run needs; the fields are ``bitext-hf mine``'s options (``--src-docs`` is
     ``src_docs``), and messages name them as the command line spells them. Checked when made (``UsageError``).
 
@@ -123,40 +182,100 @@ class MiningConfig(EncoderOptions):
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
     """
 
-    src: str | None
-    tgt: str | None
-    src_text: str | None = None
-    tgt_text: str | None = None
-    out: str | None = None
-    format: str | None = None
-    k: int = 4
-    margin: str = "ratio"
-    mode: str | None = DEFAULT_MODE
-    threshold: float | None = None
-    src_docs: str | None = None
-    tgt_docs: str | None = None
-    gold: str | None = None
-    keep_duplicates: bool = False
-    src_model: str | None = None
-    tgt_model: str | None = None
-    index: str = "exact"
-    nprobe: int | None = None
-    check_recall: int | None = None
-    distributed: str | None = None
-    ray_address: str | None = None
-    workers: int | None = None
+    option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {
+        "filters": (
+            "filters (all off by default; what each removes is counted in the report, the sidecar and the dataset "
+            "card)",
+            FILTER_LENGTHS + "\nLength, duplicates, then language run on each side before encoding; the others on "
+            "the mined pairs.",
+        ),
+        "sides": ("one encoder per side", None),
+        "index": ("approximate search (FAISS; benchmarks/README.md has recall and time by size)", None),
+    }
+
+    src: str | None = field(
+        metadata=option(
+            "source sentences (text, one a line; .gz/.xz/.bz2/.zst; - for stdin) or embeddings (.npy, or a folder "
+            "of shards from `encode --out FOLDER/`, mined a block at a time)"
+        )
+    )
+    tgt: str | None = field(metadata=option("target sentences or embeddings, as --src (only one side can be -)"))
+    src_text: str | None = field(
+        default=None,
+        metadata=option("with a .npy or folder --src: the text file of its sentences (one line per row)"),
+    )
+    tgt_text: str | None = field(default=None, metadata=option("with a .npy --tgt: the text file of its sentences"))
+    out: str | None = field(
+        default=None,
+        metadata=option(
+            "write the pairs here: .tsv, .csv, .jsonl or .parquet by extension, `-` for stdout (TSV unless "
+            "--format); written atomically, never over an input"
+        ),
+    )
+    format: str | None = field(
+        default=None,
+        metadata=option(
+            "output format whatever the extension (an unknown extension without --format is exit 2)", choices=FORMATS
+        ),
+    )
+    mode: str | None = field(
+        default=DEFAULT_MODE,
+        metadata=option(
+            "retrieval mode (default max, also for document-level mining)", choices=MODES, parser_default=None
+        ),
+    )
+    src_docs: str | None = field(
+        default=None, metadata=option("document id of each source line: mine inside aligned documents")
+    )
+    tgt_docs: str | None = field(default=None, metadata=option("document id of each target line"))
+    gold: str | None = field(
+        default=None,
+        metadata=option(
+            "gold pairs (`src_line<TAB>tgt_line`, 0-based) to report precision and recall; read before encoding"
+        ),
+    )
+    keep_duplicates: bool = field(default=False, metadata=option("mine duplicate lines separately (default: once)"))
+    src_model: str | None = field(
+        default=None,
+        metadata=option("encoder of the source side (default --model), e.g. a LASER3 student", group="sides"),
+    )
+    tgt_model: str | None = field(
+        default=None, metadata=option("encoder of the target side (default --model), e.g. its teacher", group="sides")
+    )
+    index: str = field(
+        default="exact",
+        metadata=option(
+            "exact (default): every similarity, one pass for both directions; auto: exact while the corpus is "
+            "small (N x M <= 6.4e9 sentence pairs, 80k x 80k, where an index starts to pay on a busy machine), then "
+            "IVF<n>,Flat (inverted lists of exact vectors, n ~ 4 sqrt(N) lists, nprobe: 64 of them and at least "
+            "3/64), then OPQ64,IVF<n>,PQ64 once a side's vectors pass 8 GiB; or any FAISS factory string, e.g. "
+            "IVF1024,Flat. An index is trained once on a seeded sample of both sides and built over each side; scores "
+            "are always exact cosines of the candidates found, so an index can only miss pairs",
+            metavar="exact|auto|FACTORY",
+            group="index",
+        ),
+    )
+    nprobe: int | None = field(
+        default=None,
+        metadata=option(
+            "inverted lists each sentence scans with an IVF index (default 64, at most the lists): time grows about "
+            "linearly with it, and so does recall until it nears exact; with IVF-Flat, nprobe = lists is exact search",
+            type=positive_int,
+            group="index",
+        ),
+    )
+    check_recall: int | None = field(
+        default=None,
+        metadata=option(
+            "after an approximate run, compare the neighbours of N sampled sources (seeded) with exact search and "
+            "print recall@k (to stderr when the pairs go to stdout); costs one more index over the targets",
+            type=positive_int,
+            metavar="N",
+            group="index",
+        ),
+    )
     quiet: bool = False
     threads: int | None = None
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-    lid: bool = False
-    lid_min_prob: float | None = None
-    min_chars: float | None = None
-    max_chars: float | None = None
-    max_length_ratio: float | None = None
-    dedup: bool = False
-    drop_same_text: bool = False
-    threshold_report: bool = False
     command: str | None = None
 
     def __post_init__(self) -> None:

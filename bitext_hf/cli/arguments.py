@@ -1,0 +1,95 @@
+"""The command line's options, generated from the jobs' config dataclasses: every field whose ``metadata`` holds an
+option's help (:func:`bitext_hf.options.option`) becomes that option, so an option is declared once, beside the field
+it sets, and the parsed values build the config by field name (:func:`config_from_arguments`).
+
+Hand-written rather than transformers' ``HfArgumentParser``: that one adds a dataclass's fields to a parser of its
+own, without sub-commands, groups or argparse types whose messages name the option; and importing it imports
+transformers, which ``--help`` must not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["add_config_options", "config_from_arguments"]
+
+
+def _option_groups(config: type) -> dict[str, tuple[str, str | None]]:
+    """The ``--help`` sections' titles and descriptions: each class of the config's bases names its own, and a
+    class nearer the config overrides a base's."""
+    groups: dict[str, tuple[str, str | None]] = {}
+    for cls in reversed(config.__mro__):
+        groups.update(vars(cls).get("option_groups", {}))
+    return groups
+
+
+def add_config_options(parser: argparse.ArgumentParser, config: type, *, skip: Iterable[str] = ()) -> None:
+    """Add an option to ``parser`` for every field of the dataclass ``config`` that declares one, but those in
+    ``skip``: the config's own fields first, then those of its bases, nearest first (``--help`` lists the options
+    without a section first, then each section in the order its first option comes)."""
+    titles, sections = _option_groups(config), {}
+    skipped = set(skip)
+    for field in _own_fields_first(config):
+        metadata = field.metadata
+        if "help" not in metadata or field.name in skipped:
+            continue
+        target: Any = parser
+        section = metadata.get("group")
+        if section is not None:
+            if section not in sections:
+                title, description = titles.get(section, (section, None))
+                sections[section] = parser.add_argument_group(title, description)
+            target = sections[section]
+        target.add_argument(*_flags(field), **_argument(field))
+
+
+def _own_fields_first(config: type) -> list[dataclasses.Field]:
+    def declared_by(field: dataclasses.Field) -> int:
+        return next(
+            depth for depth, cls in enumerate(config.__mro__) if field.name in vars(cls).get("__annotations__", {})
+        )
+
+    fields = dataclasses.fields(config)
+    return sorted(fields, key=lambda field: (declared_by(field), fields.index(field)))
+
+
+def _flags(field: dataclasses.Field) -> list[str]:
+    if field.default is True:  # a switch on by default is turned off by its negative flag
+        return [field.metadata["negative_flag"]]
+    return [field.metadata.get("flag") or "--" + field.name.replace("_", "-")]
+
+
+def _argument(field: dataclasses.Field) -> dict[str, Any]:
+    metadata = field.metadata
+    argument: dict[str, Any] = {"dest": field.name, "help": metadata["help"]}
+    if isinstance(field.default, bool):
+        argument["action"] = metadata.get("action") or ("store_false" if field.default else "store_true")
+        return argument
+    if "action" in metadata:
+        argument["action"] = metadata["action"]
+    for key in ("type", "choices", "metavar", "nargs", "required"):
+        if key in metadata:
+            argument[key] = metadata[key]
+    if "parser_default" in metadata:
+        argument["default"] = metadata["parser_default"]
+    elif field.default is not dataclasses.MISSING:
+        argument["default"] = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        argument["default"] = field.default_factory()
+    else:
+        argument["default"] = None  # a required field the config itself asks for, with the option's name
+    return argument
+
+
+def config_from_arguments(config: type, arguments: argparse.Namespace, **values: Any) -> Any:
+    """The ``config`` dataclass made from the parsed ``arguments`` (each field from the option of its name, where
+    the command has one) and ``values`` (the fields the command line does not set, or sets otherwise)."""
+    given = {
+        field.name: getattr(arguments, field.name)
+        for field in dataclasses.fields(config)
+        if field.init and field.name not in values and hasattr(arguments, field.name)
+    }
+    return config(**given, **values)
