@@ -21,6 +21,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "bitext_hf"
 LAYERS = {
     "errors": 0,
     "blas_kernels": 0,  # sets FAISS's OpenBLAS kernels at `import bitext_hf`; imports nothing of ours
+    "lazy_imports": 0,  # PEP 562 namespaces of the packages; imports nothing of ours
+    "options": 0,  # the command-line metadata of the configs' fields; imports nothing of ours
     "io": 1,
     "threads": 1,  # caps the thread pools; imports only errors
     "data": 2,
@@ -34,7 +36,6 @@ LAYERS = {
     "training": 5,
     "families": 6,
     "cli": 7,
-    "metrics": 8,  # the deprecated path of bitext_hf.evaluation.metrics: on top, so nothing of ours imports it
 }
 
 # importer module -> imported module, against the direction: a debt to repay, never a place for a new one.

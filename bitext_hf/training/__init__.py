@@ -10,7 +10,7 @@ then costs no Trainer, PEFT or tokenizers import.
 
 from __future__ import annotations
 
-import importlib
+from bitext_hf.lazy_imports import lazy_exports
 
 # Each public name and the submodule that defines it.
 _SUBMODULE_OF = {
@@ -33,13 +33,4 @@ _SUBMODULE_OF = {
 __all__ = sorted(_SUBMODULE_OF)
 
 
-def __getattr__(name: str) -> object:
-    if name not in _SUBMODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_SUBMODULE_OF[name]}"), name)
-    globals()[name] = value  # later accesses skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _SUBMODULE_OF, globals())
