@@ -20,7 +20,7 @@ from bitext_hf.data.gettext import (
     gettext_pairs,
     locale_roots,
 )
-from bitext_hf.errors import DataValidationError
+from bitext_hf.errors import DataValidationError, UsageError
 
 
 def write_catalog(path: Path, entries: list[tuple[str, str]]) -> None:
@@ -100,6 +100,32 @@ def test_several_languages_formats_and_max_pairs(capsys, root, tmp_path):
     code, out, err = run(capsys, "--lang", "wo", "--out", "-", "--format", "csv", *hermetic(root))
     assert code == EXIT_OK and out.splitlines() == ["en,wo", "Quit the game,Génn ci po wi"]
     assert "wrote 1 English-wo pairs" in err, "the report goes to stderr when the pairs go to stdout"
+
+
+def test_run_gettext_is_the_command_in_one_call(capsys, root, tmp_path):
+    from bitext_hf.data.gettext_job import GettextConfig, LanguageCount, run_gettext
+
+    by_command = tmp_path / "command.{lang}.jsonl"
+    assert run(capsys, "--lang", "de", "wo", "--out", str(by_command), "--max-pairs", "5", *hermetic(root))[0] == 0
+    config = GettextConfig(
+        lang=["de", "wo"],
+        out=str(tmp_path / "call.{lang}.jsonl"),
+        catalogs=[root],
+        no_system_catalogs=True,
+        max_pairs=5,
+    )
+    result = run_gettext(config)
+    assert [(item.lang, item.pairs, item.format) for item in result.written] == [
+        ("de", 5, "jsonl"),
+        ("wo", 1, "jsonl"),
+    ]
+    for lang in ("de", "wo"):
+        assert (tmp_path / f"call.{lang}.jsonl").read_bytes() == (tmp_path / f"command.{lang}.jsonl").read_bytes()
+    listed = run_gettext(GettextConfig(list=True, catalogs=[root], no_system_catalogs=True, quiet=True))
+    assert listed.listed == [LanguageCount("fr", 20, 4), LanguageCount("de", 19, 3), LanguageCount("wo", 1, 1)]
+    assert listed.left_out == []
+    with pytest.raises(UsageError, match=r"--lang: '\.\./fr' is not a language folder"):
+        GettextConfig(lang=["../fr"], out="pairs.tsv")
 
 
 def test_bad_input_is_one_line_and_writes_nothing(capsys, root, tmp_path):

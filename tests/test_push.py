@@ -349,6 +349,32 @@ def test_pairs_dry_run_shows_the_rows_the_columns_and_the_first_rows(hub, pairs_
     )
 
 
+def test_run_push_is_the_command_in_one_call(hub, checkpoint, pairs_file, capsys):
+    from bitext_hf.errors import UsageError
+    from bitext_hf.hub import PushConfig, run_push
+    from bitext_hf.hub.model_files import LeftOut
+
+    code, out, _ = run(capsys, "--model", str(checkpoint), "--repo", "me/a", "--dry-run")
+    dry = run_push(PushConfig(model=str(checkpoint), repo="me/a", dry_run=True))
+    assert code == 0 and dry.url is None and dry.repo_type == "model" and hub.calls == []
+    assert [f"{size:>15,}  {name}" for name, size in dry.files] == out.splitlines()[1:7]
+    assert dry.left_out == [
+        LeftOut("checkpoint-5/", 1, 3, "a training checkpoint"),
+        LeftOut("logs.jsonl", 0, 3, "the training log"),
+    ]
+    assert run(capsys, "--model", str(checkpoint), "--repo", "me/a")[0] == 0
+    by_command = dict(hub.uploaded)
+    hub.uploaded.clear()
+    pushed = run_push(PushConfig(model=str(checkpoint), repo="me/a"))
+    assert pushed.url == "https://hub.example/commit/abc" and hub.uploaded == by_command
+    assert [name for name, _ in pushed.files] == sorted(by_command)
+    hub.uploaded.clear()
+    dataset = run_push(PushConfig(pairs=str(pairs_file), repo="me/m", languages=["en", "de"]))
+    assert dataset.repo_type == "dataset" and [name for name, _ in dataset.files] == sorted(hub.uploaded)
+    with pytest.raises(UsageError, match="--include and --exclude"):
+        PushConfig(pairs=str(pairs_file), repo="me/m", include=["*.md"])
+
+
 def test_adapter_folders_are_checkpoints_and_broken_card_images_are_reported(hub, tmp_path, capsys, caplog):
     adapter = tmp_path / "adapter"
     adapter.mkdir()

@@ -2,21 +2,21 @@
 
 ``--lang fr --out pairs.tsv`` writes what ``bitext_hf.data.gettext_pairs("fr")`` returns (and what the data spec
 ``fr=gettext`` loads): English<TAB>French lines, each English message and each translation once, the format that
-``fr=pairs.tsv`` specs read. ``--list`` prints the languages found with their pair counts. Every language is read
-and checked before anything is written, and every file is written atomically, never over a catalog (refused by name and by content, whether read or not).
+``fr=pairs.tsv`` specs read. ``--list`` prints the languages found with their pair counts. The job is
+:func:`bitext_hf.data.gettext_job.run_gettext`; this module declares the options and prints the report.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
-from bitext_hf.errors import EXIT_OK, EXIT_USAGE, DataValidationError, UsageError
+from bitext_hf.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
-    from bitext_hf.data.gettext import GettextPairs
+    from bitext_hf.data.gettext_job import GettextConfig, GettextResult
 
 __all__ = ["EPILOG_GETTEXT", "add_data", "cmd_data_gettext"]
 
@@ -44,14 +44,14 @@ Output: .tsv (English<TAB>xx, no header), .csv and .parquet (columns en and xx),
 the format follows the extension, or --format; `-` is stdout (TSV unless --format).
 """
 
-# A language folder name: fr, pt_BR, sr@latin, zh_Hans, ca@valencia; never a path.
-_LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:[_@.-][A-Za-z0-9]+)*")
-
 
 def _language(text: str) -> str:
-    if not _LANGUAGE.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a language folder name such as fr, pt_BR or sr@latin")
-    return text
+    from bitext_hf.data.gettext_job import check_language_folder
+
+    try:
+        return check_language_folder(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _count(text: str) -> int:
@@ -139,157 +139,48 @@ def _no_data_command(parser: argparse.ArgumentParser) -> int:
     return EXIT_USAGE
 
 
-def _roots(args) -> list:
-    from pathlib import Path
-
-    from bitext_hf.data.gettext import locale_roots
-
-    if args.no_system_catalogs and not args.catalogs:
-        raise UsageError("--no-system-catalogs needs at least one --catalogs DIR")
-    for folder in args.catalogs:
-        if not Path(folder).is_dir():
-            raise DataValidationError(f"--catalogs {folder}: no such folder")
-    return locale_roots(args.catalogs, system=not args.no_system_catalogs)
-
-
-def _pairs(lang: str, roots: list, args) -> GettextPairs:
-    """``lang``'s pairs: a catalog under a --catalogs folder that cannot be read is the user's bad data (exit 3),
-    one of this machine's is skipped with a warning."""
-    from bitext_hf.data.gettext import collect_gettext_pairs
-
-    found = collect_gettext_pairs(lang, roots, min_words=args.min_words, strict_roots=args.catalogs)
-    if args.max_pairs is not None:
-        found.pairs = found.pairs[: args.max_pairs]
-    return found
-
-
-def _left_out(found: list[GettextPairs]) -> str:
-    """What the pairs miss and why, for the report line ("" when nothing was left out)."""
-    from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
-
-    counts = (
-        (sum(len(item.skipped_catalogs) for item in found), "unreadable catalog(s), see the warnings"),
-        (sum(item.unusable_entries for item in found), "message(s) holding a NUL or an unpaired surrogate"),
-        (sum(item.too_long for item in found), f"pair(s) longer than {DEFAULT_MAX_LINE_CHARS} characters"),
-    )
-    parts = [f"{count} {what}" for count, what in counts if count]
-    return f"; left out: {', '.join(parts)}" if parts else ""
-
-
-def _refuse_catalog_output(out: str) -> None:
-    """``UsageError`` for an output named like a catalog or holding one (any catalog: the ones read are refused as
-    inputs too), so the pairs never replace a catalog, nor appear where catalogs are searched for."""
-    from bitext_hf.data.catalog_reader import is_catalog_file
-
-    if out != "-" and is_catalog_file(out):
-        raise UsageError(
-            f"--out {out}: is a gettext catalog (.mo / .po, by its name or its content); data gettext never writes "
-            "over a catalog: give a .tsv, .csv, .jsonl or .parquet path"
-        )
-
-
 def cmd_data_gettext(args) -> int:
-    if args.list:
-        if args.format:
-            raise UsageError("--format goes with --out; --list prints to stdout")
-        return _list(args)
-    if not args.lang or not args.out:
-        raise UsageError("give --lang LANG and --out FILE (or --list to see the languages)")
-    return _write(args)
+    """Parse the options into a :class:`~bitext_hf.data.gettext_job.GettextConfig`, run the job, print the report."""
+    from bitext_hf.data.gettext_job import GettextConfig, run_gettext
 
-
-def _list(args) -> int:
-    from bitext_hf.data.gettext import find_catalogs, gettext_languages
-
-    roots = _roots(args)
-    languages = list(dict.fromkeys(args.lang)) if args.lang else gettext_languages(roots)
-    if not languages:
-        raise DataValidationError(
-            f"no gettext catalogs under {len(roots)} folder(s) (<root>/<lang>/LC_MESSAGES/*.mo); install translated "
-            "packages or add a folder with --catalogs DIR"
-        )
-    if not args.quiet:
-        print(f"reading the catalogs of {len(languages)} language(s)...", file=sys.stderr)
-    from tqdm.auto import tqdm
-
-    rows, read = [], []
-    # A bar on stderr while the catalogs are read (a minute for every language of a desktop system); tqdm draws it
-    # only where stderr is a terminal, and -q turns it off.
-    progress = tqdm(languages, desc="catalogs", unit="language", disable=args.quiet or not sys.stderr.isatty())
-    for lang in progress:
-        catalogs = find_catalogs(lang, roots)
-        found = _pairs(lang, roots, args) if catalogs else None
-        if found is not None:
-            read.append(found)
-        rows.append((lang, len(found.pairs) if found else 0, len(catalogs)))
-    rows.sort(key=lambda row: (-row[1], row[0]))
-    listed = [row for row in rows if row[1] or args.lang]
-    width = max(len(lang) for lang, _, _ in listed) if listed else 0
-    for lang, pairs, catalogs in listed:
-        print(f"{lang:<{width}}  {pairs:>7} pairs  {catalogs:>5} catalogs")
-    empty = len(rows) - sum(1 for row in rows if row[1])
-    print(
-        f"{sum(1 for row in rows if row[1])} language(s) with pairs, {sum(row[1] for row in rows)} pairs in all, "
-        f"from {sum(row[2] for row in rows)} catalogs"
-        + (f"; {empty} language(s) without a usable pair" if empty else "")
-        + _left_out(read)
-    )
+    config = GettextConfig(**{field.name: getattr(args, field.name) for field in dataclasses.fields(GettextConfig)})
+    result = run_gettext(config)
+    if config.list:
+        _print_list(result)
+    else:
+        _print_written(result, config)
     return EXIT_OK
 
 
-def _write(args) -> int:
-    from bitext_hf.data.gettext import find_catalogs
-    from bitext_hf.io import check_output_path, protect_inputs
-    from bitext_hf.mining.output import output_format
+def _left_out(result: GettextResult) -> str:
+    return f"; left out: {', '.join(result.left_out)}" if result.left_out else ""
 
-    languages = list(dict.fromkeys(args.lang))
-    if len(languages) > 1 and "{lang}" not in args.out:
-        raise UsageError(f"--out {args.out}: with several languages, put {{lang}} in the name (pairs.{{lang}}.tsv)")
-    roots = _roots(args)
-    # Cheap checks first: every language has catalogs and every output path can be written, before any reading.
-    catalogs = {lang: find_catalogs(lang, roots) for lang in languages}
-    missing = [lang for lang, found in catalogs.items() if not found]
-    if missing:
-        raise DataValidationError(
-            f"no gettext catalogs for {', '.join(missing)} under {len(roots)} folder(s) "
-            "(<root>/<lang>/LC_MESSAGES/*.mo); `bitext-hf data gettext --list` shows the languages found"
-        )
-    every_catalog = [path for found in catalogs.values() for path in found]
-    protect_inputs(every_catalog)
-    outputs = {lang: args.out.replace("{lang}", lang) for lang in languages}
-    formats = {}
-    for lang, out in outputs.items():
-        check_output_path(out, inputs=every_catalog)
-        _refuse_catalog_output(out)
-        formats[lang] = output_format(out, args.format)
-    found = {lang: _pairs(lang, roots, args) for lang in languages}
-    pairs = {lang: item.pairs for lang, item in found.items()}
-    empty = [lang for lang, kept in pairs.items() if not kept]
-    if empty:
-        raise DataValidationError(
-            f"no usable pair in the {sum(len(catalogs[lang]) for lang in empty)} catalog(s) of {', '.join(empty)} "
-            "(untranslated, without letters, or below --min-words); nothing was written"
-        )
-    report = sys.stderr if args.out in ("-", "/dev/stdout") else sys.stdout
-    for lang in languages:
-        _write_pairs(pairs[lang], lang, outputs[lang], formats[lang])
-        if len(languages) > 1:
-            print(f"wrote {len(pairs[lang])} English-{lang} pairs to {outputs[lang]}", file=report)
-    total = sum(len(found) for found in pairs.values())
-    where = "stdout" if args.out == "-" else (outputs[languages[0]] if len(languages) == 1 else args.out)
+
+def _print_list(result: GettextResult) -> None:
+    width = max((len(row.lang) for row in result.listed), default=0)
+    for row in result.listed:
+        print(f"{row.lang:<{width}}  {row.pairs:>7} pairs  {row.catalogs:>5} catalogs")
+    with_pairs = [row for row in result.languages if row.pairs]
+    empty = len(result.languages) - len(with_pairs)
     print(
-        f"wrote {total} English-{'/'.join(languages)} pairs from {len(every_catalog)} catalogs to {where}"
-        + (f" (at most {args.max_pairs} per language)" if args.max_pairs else "")
-        + _left_out(list(found.values())),
+        f"{len(with_pairs)} language(s) with pairs, {sum(row.pairs for row in result.languages)} pairs in all, "
+        f"from {sum(row.catalogs for row in result.languages)} catalogs"
+        + (f"; {empty} language(s) without a usable pair" if empty else "")
+        + _left_out(result)
+    )
+
+
+def _print_written(result: GettextResult, config: GettextConfig) -> None:
+    report = sys.stderr if config.out in ("-", "/dev/stdout") else sys.stdout
+    if len(result.written) > 1:
+        for written in result.written:
+            print(f"wrote {written.pairs} English-{written.lang} pairs to {written.path}", file=report)
+    where = "stdout" if config.out == "-" else (result.written[0].path if len(result.written) == 1 else config.out)
+    print(
+        f"wrote {sum(written.pairs for written in result.written)} English-"
+        f"{'/'.join(written.lang for written in result.written)} pairs from "
+        f"{sum(row.catalogs for row in result.languages)} catalogs to {where}"
+        + (f" (at most {config.max_pairs} per language)" if config.max_pairs else "")
+        + _left_out(result),
         file=report,
     )
-    return EXIT_OK
-
-
-def _write_pairs(pairs: list[tuple[str, str]], lang: str, out: str, fmt: str) -> None:
-    """``pairs`` as ``fmt``, columns ``en`` and ``lang``; cleaned messages are one line without tabs, so TSV (without
-    a header: two plain columns) holds every pair as it is."""
-    from bitext_hf.io.tables import write_table
-
-    columns = {"en": [en for en, _ in pairs], lang: [xx for _, xx in pairs]}
-    write_table(out, fmt, columns, tsv_header=False)

@@ -5,21 +5,23 @@ a folder that is not a saved model or holds a link out of it, 3 for a pairs file
 token (exit 4 when there is none). A model folder publishes the exported model only, checked file by file
 (:mod:`bitext_hf.hub.model_files`); ``--dry-run`` prints what would go up and what stays local, and why. The upload
 is one commit (all files or none); a refusal of the Hub (401/403, 404, no network) is exit 4 and its message says
-that nothing was uploaded.
+that nothing was uploaded. The job is :func:`bitext_hf.hub.push.run_push`; this module declares the options and
+prints the report.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import tempfile
+import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
+from bitext_hf.errors import EXIT_OK
+
+if TYPE_CHECKING:
+    from bitext_hf.hub.model_files import LeftOut
 
 __all__ = ["EPILOG_PUSH", "add_push", "cmd_push"]
-
-logger = logging.getLogger(__name__)
 
 EPILOG_PUSH = """examples:
   bitext-hf push --model runs/laser3-wol --repo me/laser3-wol --private
@@ -62,8 +64,6 @@ exit codes:
   4  the Hub: no token, no write permission (HTTP 401/403), repository or revision not found, no network;
      nothing was uploaded (one commit: all files or none)
 Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback instead."""
-
-_PREVIEW_ROWS = 5
 
 
 def add_push(commands, fmt, shared: argparse.ArgumentParser) -> None:
@@ -116,95 +116,22 @@ def add_push(commands, fmt, shared: argparse.ArgumentParser) -> None:
 
 
 def cmd_push(args) -> int:
-    from bitext_hf.hub.upload import check_repo_id, resolve_token, upload
+    """Parse the options into a :class:`~bitext_hf.hub.push.PushConfig`, run the job, print the report."""
+    from bitext_hf.hub.push import PushConfig, run_push
 
-    repo_id = check_repo_id(args.repo)
-    if args.model is not None:
-        from bitext_hf.hub.model_files import select_model_files
-
-        # Options of a dataset upload do nothing to a model's: refused, as --include/--exclude are with --pairs.
-        given = [
-            option
-            for option, value in (("--meta", args.meta), ("--languages", args.languages), ("--license", args.license))
-            if value
-        ]
-        if given:
-            raise UsageError(
-                f"{', '.join(given)} describe{'s' if len(given) == 1 else ''} a --pairs dataset; --model uploads a "
-                "model, whose card is its folder's README.md"
-            )
-
-        selection = select_model_files(args.model, include=args.include, exclude=args.exclude)
-        if args.dry_run:
-            _print_commit(selection.files, f"model repository {repo_id}")
-            _print_left_out(selection.left_out)
-            print("dry run: nothing was uploaded")
-            return EXIT_OK
-        token = resolve_token(args.token)
-        url = upload(
-            selection.folder,
-            repo_id,
-            token=token,
-            private=args.private,
-            revision=args.revision,
-            commit_message=args.message or "Upload model trained with bitext-hf",
-            selection=selection,
-        )
-        print(f"uploaded {args.model} to {repo_id} ({len(selection.files)} files): {url}")
-        return EXIT_OK
-
-    from bitext_hf.hub.dataset_card import (
-        metadata_path,
-        pairs_preview,
-        prepare_dataset_folder,
-        read_pairs_table,
-        read_sidecar,
-    )
-
-    if args.include or args.exclude:
-        raise UsageError("--include and --exclude choose files of a --model folder; --pairs uploads a dataset")
-    pairs = Path(args.pairs)
-    if not pairs.is_file():
-        raise DataValidationError(
-            f"--pairs {args.pairs}: {'not a regular file' if pairs.exists() else 'no such file'}"
-        )
-    table = read_pairs_table(pairs)  # every check on the data before the token and the work
-    meta = Path(args.meta) if args.meta else metadata_path(pairs)
-    if args.meta and not meta.is_file():
-        raise DataValidationError(f"--meta {args.meta}: no such file")
-    metadata = read_sidecar(meta) if meta.is_file() else {}
-    if not metadata:
-        logger.warning("no mining metadata (%s): the card will not say how the pairs were mined", meta)
-    token = None if args.dry_run else resolve_token(args.token)
-    with tempfile.TemporaryDirectory(prefix="bitext-hf-push-") as staging:
-        folder = prepare_dataset_folder(
-            pairs,
-            staging,
-            repo_id=repo_id,
-            metadata=metadata,
-            languages=args.languages,
-            license=args.license,
-            table=table,
-        )
-        if args.dry_run:
-            print(pairs_preview(table, pairs, rows=_PREVIEW_ROWS))
-            files = sorted(path for path in folder.rglob("*") if path.is_file())
-            _print_commit(
-                [(path.relative_to(folder).as_posix(), path.stat().st_size) for path in files],
-                f"dataset repository {repo_id}",
-            )
-            print("dry run: nothing was uploaded")
-            return EXIT_OK
-        url = upload(
-            folder,
-            repo_id,
-            repo_type="dataset",
-            token=token,
-            private=args.private,
-            revision=args.revision,
-            commit_message=args.message or "Upload bitext mined with bitext-hf",
-        )
-    print(f"uploaded {pairs} as a dataset to {repo_id}: {url}")
+    config = PushConfig(**{field.name: getattr(args, field.name) for field in dataclasses.fields(PushConfig)})
+    result = run_push(config)
+    if result.url is None:
+        if result.preview is not None:
+            print(result.preview)
+        _print_commit(result.files, f"{result.repo_type} repository {result.repo_id}")
+        if config.model is not None:
+            _print_left_out(result.left_out)
+        print("dry run: nothing was uploaded")
+    elif config.model is not None:
+        print(f"uploaded {config.model} to {result.repo_id} ({len(result.files)} files): {result.url}")
+    else:
+        print(f"uploaded {Path(config.pairs)} as a dataset to {result.repo_id}: {result.url}")
     return EXIT_OK
 
 
@@ -215,19 +142,18 @@ def _bytes(count: int) -> str:
     return f"{count:,} bytes" + (f" ({tqdm.format_sizeof(count, 'B', 1000)})" if count >= 1000 else "")
 
 
-def _print_commit(files, target: str) -> None:
-    """``files``: CheckedFile or (name, size) pairs; one line each, by name, then the total."""
+def _print_commit(files: list[tuple[str, int]], target: str) -> None:
+    """``files``: (name, size) pairs, by name; one line each, then the total."""
     from bitext_hf.hub.model_files import printable
 
-    rows = sorted((file.name, file.size) if hasattr(file, "size") else file for file in files)
     print(f"would commit to the {target}:")
-    for name, size in rows:
+    for name, size in files:
         print(f"{size:>15,}  {printable(name)}")
-    total = sum(size for _, size in rows)
-    print(f"total: {len(rows)} files, {_bytes(total)}")
+    total = sum(size for _, size in files)
+    print(f"total: {len(files)} files, {_bytes(total)}")
 
 
-def _print_left_out(left_out) -> None:
+def _print_left_out(left_out: list[LeftOut]) -> None:
     from bitext_hf.hub.model_files import printable
 
     if not left_out:

@@ -1,30 +1,46 @@
 """Publishing: model and dataset cards (huggingface_hub), card figures, Hub-ready export (with sentence-transformers
-modules), upload."""
+modules), upload, and the push job (:func:`run_push`, what ``bitext-hf push`` runs).
+
+The names below are imported on first access (PEP 562, :func:`bitext_hf.lazy_imports.lazy_exports`), as :mod:`bitext_hf.training`'s
+are: importing a light submodule (``bitext_hf.hub.push``, whose :class:`PushConfig` the command line builds) then
+imports no torch, which only the export and the dataset card need.
+"""
 
 from __future__ import annotations
 
-from bitext_hf.hub.dataset_card import prepare_dataset_folder, read_pairs_table, write_mining_metadata
-from bitext_hf.hub.export import POOLING_MODES, HubExportError, push_recipe_output, push_to_hub, save_for_hub
-from bitext_hf.hub.figures import (
-    CardFigure,
-    card_figures,
-    margin_distribution,
-    score_histogram,
-    training_curve,
-    xsim_heatmap,
-)
-from bitext_hf.hub.model_card import (
-    MISSING_VALUE,
-    ModelCardError,
-    available_templates,
-    eval_results_from_table,
-    figures_markdown,
-    load_template,
-    markdown_table,
-    render_model_card,
-    template_fields,
-)
+# Imported now: the submodule ``upload`` would otherwise hide the function ``upload`` once anything imports it.
 from bitext_hf.hub.upload import HubAccessError, check_model_folder, upload
+from bitext_hf.lazy_imports import lazy_exports
+
+# Each public name and the submodule that defines it.
+_SUBMODULE_OF = {
+    "prepare_dataset_folder": "dataset_card",
+    "read_pairs_table": "dataset_card",
+    "write_mining_metadata": "dataset_card",
+    "POOLING_MODES": "export",
+    "HubExportError": "export",
+    "push_recipe_output": "export",
+    "push_to_hub": "export",
+    "save_for_hub": "export",
+    "CardFigure": "figures",
+    "card_figures": "figures",
+    "margin_distribution": "figures",
+    "score_histogram": "figures",
+    "training_curve": "figures",
+    "xsim_heatmap": "figures",
+    "MISSING_VALUE": "model_card",
+    "ModelCardError": "model_card",
+    "available_templates": "model_card",
+    "eval_results_from_table": "model_card",
+    "figures_markdown": "model_card",
+    "load_template": "model_card",
+    "markdown_table": "model_card",
+    "render_model_card": "model_card",
+    "template_fields": "model_card",
+    "PushConfig": "push",
+    "PushResult": "push",
+    "run_push": "push",
+}
 
 __all__ = [
     "MISSING_VALUE",
@@ -33,6 +49,8 @@ __all__ = [
     "HubAccessError",
     "HubExportError",
     "ModelCardError",
+    "PushConfig",
+    "PushResult",
     "available_templates",
     "card_figures",
     "check_model_folder",
@@ -46,6 +64,7 @@ __all__ = [
     "push_to_hub",
     "read_pairs_table",
     "render_model_card",
+    "run_push",
     "save_for_hub",
     "score_histogram",
     "template_fields",
@@ -54,3 +73,6 @@ __all__ = [
     "write_mining_metadata",
     "xsim_heatmap",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _SUBMODULE_OF, globals())

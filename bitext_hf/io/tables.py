@@ -4,6 +4,7 @@ or Parquet, written atomically (``-``: stdout) through :func:`bitext_hf.io.atomi
 A table is named columns of equal length. What a cell holds may differ by format, so a caller can give, beside the
 values (Parquet's cells, with optional Arrow types), the text of the cells for TSV and CSV and the JSON values for
 JSON Lines: a score rounded to six decimals is ``"0.123400"`` in TSV, ``0.1234`` in JSON and a float32 in Parquet.
+:func:`output_format` tells the format of an output path, for every command that writes such a table.
 """
 
 from __future__ import annotations
@@ -11,14 +12,50 @@ from __future__ import annotations
 import csv
 import json
 import os
+import stat
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from bitext_hf.errors import UsageError
 from bitext_hf.io.outputs import atomic_output
 
-__all__ = ["TABLE_FORMATS", "write_table"]
+__all__ = ["TABLE_FORMATS", "output_format", "write_table"]
 
 TABLE_FORMATS = ("tsv", "csv", "jsonl", "parquet")
+_EXTENSIONS = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def output_format(path: str | os.PathLike, format: str | None = None) -> str:
+    """The format to write: ``format`` when given, else from the extension; TSV for a stream (``-`` for stdout, an
+    existing FIFO or device such as ``/dev/stdout``), whose name says nothing about a format.
+
+    Raises:
+        UsageError: an unknown ``format``, or an extension that names no format and no ``format`` given.
+    """
+    if format is not None:
+        if format not in TABLE_FORMATS:
+            raise UsageError(f"unknown output format {format!r}; choose one of {', '.join(TABLE_FORMATS)}")
+        return format
+    if _is_stream(path):
+        return "tsv"
+    suffix = Path(path).suffix.lower()
+    if suffix not in _EXTENSIONS:
+        raise UsageError(
+            f"{path}: cannot tell the output format from the extension {suffix or '(none)'!r}; name the file "
+            f"{', '.join('.' + f for f in TABLE_FORMATS)}, or say --format {'|'.join(TABLE_FORMATS)}"
+        )
+    return _EXTENSIONS[suffix]
+
+
+def _is_stream(path: str | os.PathLike) -> bool:
+    # /dev/stdout may resolve to the regular file stdout is redirected to: still a stream, named as one.
+    if str(path) == "-" or os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # not there yet: a regular file to be
+        return False
 
 
 def write_table(

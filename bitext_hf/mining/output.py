@@ -11,55 +11,21 @@ the ``csv`` module), JSON Lines and Parquet hold any text.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io.tables import write_table
+from bitext_hf.errors import DataValidationError
+from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
 from bitext_hf.mining.retrieval import MinedPairs
 
 __all__ = ["FORMATS", "TSV_HEADER", "check_representable", "output_format", "write_pairs"]
 
 TSV_HEADER = ("score", "src_index", "tgt_index", "src", "tgt")
-FORMATS = ("tsv", "csv", "jsonl", "parquet")
-_EXTENSIONS = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+FORMATS = TABLE_FORMATS
 # Characters that end a TSV cell or row for the usual readers (cut, pandas, the csv module's excel-tab dialect).
 _TSV_BREAKERS = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
-
-
-def output_format(path: str | os.PathLike, format: str | None = None) -> str:
-    """The format to write: ``format`` when given, else from the extension; TSV for a stream (``-`` for stdout, an
-    existing FIFO or device such as ``/dev/stdout``), whose name says nothing about a format.
-
-    Raises:
-        UsageError: an unknown ``format``, or an extension that names no format and no ``format`` given.
-    """
-    if format is not None:
-        if format not in FORMATS:
-            raise UsageError(f"unknown output format {format!r}; choose one of {', '.join(FORMATS)}")
-        return format
-    if _is_stream(path):
-        return "tsv"
-    suffix = Path(path).suffix.lower()
-    if suffix not in _EXTENSIONS:
-        raise UsageError(
-            f"{path}: cannot tell the output format from the extension {suffix or '(none)'!r}; name the file "
-            f"{', '.join('.' + f for f in FORMATS)}, or say --format {'|'.join(FORMATS)}"
-        )
-    return _EXTENSIONS[suffix]
-
-
-def _is_stream(path: str | os.PathLike) -> bool:
-    # /dev/stdout may resolve to the regular file stdout is redirected to: still a stream, named as one.
-    if str(path) == "-" or os.path.abspath(path).startswith(("/dev/", "/proc/")):
-        return True
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:  # not there yet: a regular file to be
-        return False
 
 
 def check_representable(texts: Sequence[str] | None, path_of_texts: str | os.PathLike, format: str) -> None:

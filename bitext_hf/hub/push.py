@@ -1,0 +1,244 @@
+"""The push job: ``run_push(PushConfig)`` uploads a saved model folder, or mined pairs as a dataset with its card, to
+the Hub in one commit, or with ``dry_run`` says what that commit would hold. ``bitext-hf push`` calls it; Python
+users call the same thing.
+
+Checks run before any network access, cheapest first: the options and the repository id (when the config is made),
+the folder or pairs file (``UsageError`` for a folder that is not a saved model or holds a link out of it,
+``DataValidationError`` for a pairs file that cannot be read), then the token (``HubAccessError`` when there is
+none). A model folder publishes the exported model only, checked file by file (:mod:`bitext_hf.hub.model_files`).
+A refusal of the Hub (401/403, 404, no network) is a ``HubAccessError`` whose message says that nothing was
+uploaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.hub.upload import check_repo_id, resolve_token, upload
+
+if TYPE_CHECKING:
+    from bitext_hf.hub.model_files import LeftOut
+
+__all__ = ["PushConfig", "PushResult", "run_push"]
+
+logger = logging.getLogger(__name__)
+
+PREVIEW_ROWS = 5
+
+
+@dataclass(kw_only=True)
+class PushConfig:
+    """One ``bitext-hf push`` run; the fields are its options (``--dry-run`` is ``dry_run``), and messages name them
+    as the command line spells them. Checked when made (``UsageError``).
+
+    Args:
+        model (str, optional): a folder written by ``save_for_hub``: its exported model goes up.
+        pairs (str, optional): mined pairs (.parquet, .jsonl, .csv or .tsv as ``bitext-hf mine`` writes them): they
+            go up as a dataset with its card. Exactly one of ``model`` and ``pairs``.
+        repo (str): the Hub repository, ``owner/name`` (created if missing).
+        private (bool): create the repository private (an existing one is kept).
+        revision (str, optional): the branch to commit to (default main).
+        token (str, optional): a token with write access (default: ``HF_TOKEN``, then the saved login).
+        message (str, optional): the commit message.
+        dry_run (bool): say what the commit would hold and what stays local, then stop: no token, no network.
+        include, exclude (list of str): with ``model``, fnmatch patterns of files to add or to leave out.
+        meta (str, optional), languages (list of two str, optional), license (str, optional): with ``pairs``, the
+            mining metadata (default: the sidecar ``<pairs>.meta.json``), the two sides' language codes and the
+            dataset's licence id, for the card.
+    """
+
+    model: str | None = field(
+        default=None,
+        metadata={"help": "a folder written by save_for_hub (config.json and weights): its exported model goes up"},
+    )
+    pairs: str | None = field(
+        default=None,
+        metadata={"help": "mined pairs (.parquet, .jsonl, .csv or .tsv as `bitext-hf mine` writes them)"},
+    )
+    repo: str = field(metadata={"help": "the Hub repository, owner/name (created if missing)"})
+    private: bool = field(default=False, metadata={"help": "create the repository private (an existing one is kept)"})
+    revision: str | None = field(
+        default=None, metadata={"help": "the branch to commit to (created from main if missing; default main)"}
+    )
+    token: str | None = field(
+        default=None, metadata={"help": "a Hub token with write access (default: HF_TOKEN, then the saved login)"}
+    )
+    message: str | None = field(default=None, metadata={"help": "the commit message"})
+    dry_run: bool = field(
+        default=False,
+        metadata={
+            "help": "print the files the commit would hold (sizes, total) and what stays local and why, then stop: "
+            "no token, no network; with --pairs also the rows, columns and first rows"
+        },
+    )
+    include: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "also upload the files this pattern matches (repeatable; fnmatch on the path inside the folder, "
+            "'NAME/' for a folder)",
+            "metavar": "PATTERN",
+        },
+    )
+    exclude: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "do not upload the files this pattern matches, even files of the model (repeatable; a link "
+            "named here is left out instead of refused)",
+            "metavar": "PATTERN",
+        },
+    )
+    meta: str | None = field(
+        default=None,
+        metadata={"help": "mining metadata JSON (default: <pairs file>.meta.json when it exists)"},
+    )
+    languages: list[str] | None = field(
+        default=None,
+        metadata={"help": "language codes of the two sides", "metavar": ("SRC", "TGT")},
+    )
+    license: str | None = field(
+        default=None, metadata={"help": "the dataset's licence id for the card (e.g. cc-by-4.0)"}
+    )
+
+    def __post_init__(self) -> None:
+        if (self.model is None) == (self.pairs is None):
+            raise UsageError("give one of --model FOLDER and --pairs FILE")
+        check_repo_id(self.repo)
+        if self.model is not None:
+            # Options of a dataset upload do nothing to a model's: refused, as --include/--exclude are with --pairs.
+            given = [
+                option
+                for option, value in (
+                    ("--meta", self.meta),
+                    ("--languages", self.languages),
+                    ("--license", self.license),
+                )
+                if value
+            ]
+            if given:
+                raise UsageError(
+                    f"{', '.join(given)} describe{'s' if len(given) == 1 else ''} a --pairs dataset; --model uploads "
+                    "a model, whose card is its folder's README.md"
+                )
+        elif self.include or self.exclude:
+            raise UsageError("--include and --exclude choose files of a --model folder; --pairs uploads a dataset")
+        if self.languages is not None and len(self.languages) != 2:
+            raise UsageError(f"--languages takes two codes, SRC and TGT, got {len(self.languages)}")
+
+
+@dataclass
+class PushResult:
+    """What a run uploaded, or with ``dry_run`` would upload.
+
+    Args:
+        repo_id (str), repo_type (str): the repository, "model" or "dataset".
+        files (list of (str, int)): each file of the commit with its size in bytes, by name.
+        left_out (list of LeftOut): with ``model``, what stays local and why (a folder as one entry).
+        url (str, optional): the commit's URL; None for a dry run.
+        preview (str, optional): with ``pairs`` and ``dry_run``, the row count, the columns and the first rows as
+            text (:func:`bitext_hf.hub.dataset_card.pairs_preview`).
+    """
+
+    repo_id: str
+    repo_type: str
+    files: list[tuple[str, int]]
+    left_out: list[LeftOut] = field(default_factory=list)
+    url: str | None = None
+    preview: str | None = None
+
+
+def run_push(config: PushConfig) -> PushResult:
+    """Run ``config``: check the folder or the pairs, then (unless ``dry_run``) the token, and upload in one commit.
+
+    Raises:
+        UsageError: a folder that is not a saved model, a link out of it, nothing left to upload, a file that
+            changed while it was checked.
+        DataValidationError: a pairs or metadata file that cannot be read.
+        HubAccessError: no token, no write permission, repository or revision not found, no network (nothing was
+            uploaded).
+    """
+    if config.model is not None:
+        return _push_model(config)
+    return _push_pairs(config)
+
+
+def _push_model(config: PushConfig) -> PushResult:
+    from bitext_hf.hub.model_files import select_model_files
+
+    selection = select_model_files(config.model, include=config.include, exclude=config.exclude)
+    result = PushResult(
+        config.repo,
+        "model",
+        sorted((file.name, file.size) for file in selection.files),
+        list(selection.left_out),
+    )
+    if config.dry_run:
+        return result
+    token = resolve_token(config.token)
+    result.url = upload(
+        selection.folder,
+        config.repo,
+        token=token,
+        private=config.private,
+        revision=config.revision,
+        commit_message=config.message or "Upload model trained with bitext-hf",
+        selection=selection,
+    )
+    return result
+
+
+def _push_pairs(config: PushConfig) -> PushResult:
+    from bitext_hf.hub.dataset_card import (
+        metadata_path,
+        pairs_preview,
+        prepare_dataset_folder,
+        read_pairs_table,
+        read_sidecar,
+    )
+
+    pairs = Path(config.pairs)
+    if not pairs.is_file():
+        raise DataValidationError(
+            f"--pairs {config.pairs}: {'not a regular file' if pairs.exists() else 'no such file'}"
+        )
+    table = read_pairs_table(pairs)  # every check on the data before the token and the work
+    meta = Path(config.meta) if config.meta else metadata_path(pairs)
+    if config.meta and not meta.is_file():
+        raise DataValidationError(f"--meta {config.meta}: no such file")
+    metadata = read_sidecar(meta) if meta.is_file() else {}
+    if not metadata:
+        logger.warning("no mining metadata (%s): the card will not say how the pairs were mined", meta)
+    token = None if config.dry_run else resolve_token(config.token)
+    with tempfile.TemporaryDirectory(prefix="bitext-hf-push-") as staging:
+        folder = prepare_dataset_folder(
+            pairs,
+            staging,
+            repo_id=config.repo,
+            metadata=metadata,
+            languages=config.languages,
+            license=config.license,
+            table=table,
+        )
+        files = sorted(path for path in folder.rglob("*") if path.is_file())
+        result = PushResult(
+            config.repo,
+            "dataset",
+            sorted((path.relative_to(folder).as_posix(), path.stat().st_size) for path in files),
+        )
+        if config.dry_run:
+            result.preview = pairs_preview(table, pairs, rows=PREVIEW_ROWS)
+            return result
+        result.url = upload(
+            folder,
+            config.repo,
+            repo_type="dataset",
+            token=token,
+            private=config.private,
+            revision=config.revision,
+            commit_message=config.message or "Upload bitext mined with bitext-hf",
+        )
+    return result
