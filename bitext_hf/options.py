@@ -35,6 +35,7 @@ def option(
     choices: Sequence[str] | None = None,
     metavar: str | tuple[str, ...] | None = None,
     group: str | None = None,
+    exclusive: str | None = None,
     flag: str | None = None,
     negative_flag: str | None = None,
     nargs: int | str | None = None,
@@ -49,6 +50,8 @@ def option(
         type, choices, metavar, nargs, required, action: as ``argparse.ArgumentParser.add_argument`` takes them.
             A bool field defaulting to False is a ``store_true`` flag unless ``action`` says otherwise.
         group (str, optional): the ``--help`` section (the command's config names the sections' titles).
+        exclusive (str, optional): the name of a set of options of which one at most is given (one exactly when
+            its options are ``required``).
         flag (str, optional): the option's spelling when it is not ``--`` and the field's name with dashes.
         negative_flag (str, optional): for a bool field defaulting to True, the flag that turns it off
             (``--no-length-prior``).
@@ -61,6 +64,7 @@ def option(
         ("choices", tuple(choices) if choices is not None else None),
         ("metavar", metavar),
         ("group", group),
+        ("exclusive", exclusive),
         ("flag", flag),
         ("negative_flag", negative_flag),
         ("nargs", nargs),

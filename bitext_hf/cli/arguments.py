@@ -30,7 +30,7 @@ def add_config_options(parser: argparse.ArgumentParser, config: type, *, skip: I
     """Add an option to ``parser`` for every field of the dataclass ``config`` that declares one, but those in
     ``skip``: the config's own fields first, then those of its bases, nearest first (``--help`` lists the options
     without a section first, then each section in the order its first option comes)."""
-    titles, sections = _option_groups(config), {}
+    titles, sections, exclusive = _option_groups(config), {}, {}
     skipped = set(skip)
     for field in _own_fields_first(config):
         metadata = field.metadata
@@ -43,7 +43,13 @@ def add_config_options(parser: argparse.ArgumentParser, config: type, *, skip: I
                 title, description = titles.get(section, (section, None))
                 sections[section] = parser.add_argument_group(title, description)
             target = sections[section]
-        target.add_argument(*_flags(field), **_argument(field))
+        argument = _argument(field)
+        if "exclusive" in metadata:  # one of the set at most; one exactly when its options are required
+            required = argument.pop("required", False)
+            if metadata["exclusive"] not in exclusive:
+                exclusive[metadata["exclusive"]] = target.add_mutually_exclusive_group(required=required)
+            target = exclusive[metadata["exclusive"]]
+        target.add_argument(*_flags(field), **argument)
 
 
 def _own_fields_first(config: type) -> list[dataclasses.Field]:

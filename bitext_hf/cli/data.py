@@ -9,11 +9,11 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
-from bitext_hf.errors import EXIT_OK, EXIT_USAGE, UsageError
+from bitext_hf.cli.arguments import add_config_options, config_from_arguments
+from bitext_hf.errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from bitext_hf.data.gettext_job import GettextConfig, GettextResult
@@ -45,26 +45,6 @@ the format follows the extension, or --format; `-` is stdout (TSV unless --forma
 """
 
 
-def _language(text: str) -> str:
-    from bitext_hf.data.gettext_job import check_language_folder
-
-    try:
-        return check_language_folder(text)
-    except UsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-_language.__name__ = "language code"
-_count.__name__ = "integer >= 1"
-
-
 def add_data(commands, fmt, shared: argparse.ArgumentParser) -> None:
     """Register ``data`` (with its sub-command ``gettext``) on the sub-command parsers ``commands``, with the options
     every command takes (``shared``)."""
@@ -86,51 +66,9 @@ def add_data(commands, fmt, shared: argparse.ArgumentParser) -> None:
         formatter_class=fmt,
         epilog=EPILOG_GETTEXT + "\n" + EPILOG_EXIT,
     )
-    what = p.add_mutually_exclusive_group()
-    what.add_argument("--list", action="store_true", help="print the languages found with their pair counts")
-    what.add_argument(
-        "--out",
-        metavar="FILE",
-        help="write the pairs here (.tsv, .csv, .jsonl, .parquet; - for stdout); with several --lang it must hold "
-        "{lang}, e.g. pairs.{lang}.tsv. Written atomically, never over a catalog",
-    )
-    p.add_argument(
-        "--lang",
-        nargs="+",
-        type=_language,
-        metavar="LANG",
-        help="language folder(s): fr, pt_BR, sr@latin (English is the msgid side); with --list, list only these",
-    )
-    p.add_argument(
-        "--format", choices=("tsv", "csv", "jsonl", "parquet"), default=None, help="output format, whatever the name"
-    )
-    p.add_argument(
-        "--catalogs",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="also search this folder of <lang>/LC_MESSAGES/*.mo|*.po catalogs (repeatable); a catalog here that "
-        "cannot be read is an error (exit 3), not skipped",
-    )
-    p.add_argument(
-        "--no-system-catalogs",
-        action="store_true",
-        help="search only the --catalogs folders (a reproducible set instead of what this machine has installed)",
-    )
-    p.add_argument(
-        "--max-pairs",
-        type=_count,
-        default=None,
-        metavar="N",
-        help="keep the first N pairs of each language (catalog order)",
-    )
-    p.add_argument(
-        "--min-words",
-        type=_count,
-        default=1,
-        metavar="N",
-        help="drop pairs whose English has fewer words (placeholders such as %%s not counted; default 1)",
-    )
+    from bitext_hf.data.gettext_job import GettextConfig
+
+    add_config_options(p, GettextConfig)
     p.set_defaults(func=cmd_data_gettext)
 
 
@@ -143,7 +81,7 @@ def cmd_data_gettext(args) -> int:
     """Parse the options into a :class:`~bitext_hf.data.gettext_job.GettextConfig`, run the job, print the report."""
     from bitext_hf.data.gettext_job import GettextConfig, run_gettext
 
-    config = GettextConfig(**{field.name: getattr(args, field.name) for field in dataclasses.fields(GettextConfig)})
+    config = config_from_arguments(GettextConfig, args)
     result = run_gettext(config)
     if config.list:
         _print_list(result)

@@ -12,10 +12,10 @@ prints the report.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bitext_hf.cli.arguments import add_config_options, config_from_arguments
 from bitext_hf.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -75,43 +75,9 @@ def add_push(commands, fmt, shared: argparse.ArgumentParser) -> None:
         formatter_class=fmt,
         epilog=EPILOG_PUSH,
     )
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument(
-        "--model", help="a folder written by save_for_hub (config.json and weights): its exported model goes up"
-    )
-    what.add_argument("--pairs", help="mined pairs (.parquet, .jsonl, .csv or .tsv as `bitext-hf mine` writes them)")
-    p.add_argument("--repo", required=True, help="the Hub repository, owner/name (created if missing)")
-    p.add_argument("--private", action="store_true", help="create the repository private (an existing one is kept)")
-    p.add_argument("--revision", help="the branch to commit to (created from main if missing; default main)")
-    p.add_argument("--token", help="a Hub token with write access (default: HF_TOKEN, then the saved login)")
-    p.add_argument("--message", help="the commit message")
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the files the commit would hold (sizes, total) and what stays local and why, then stop: no "
-        "token, no network; with --pairs also the rows, columns and first rows",
-    )
-    group = p.add_argument_group("with --model")
-    group.add_argument(
-        "--include",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="also upload the files this pattern matches (repeatable; fnmatch on the path inside the folder, "
-        "'NAME/' for a folder)",
-    )
-    group.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="do not upload the files this pattern matches, even files of the model (repeatable; a link named "
-        "here is left out instead of refused)",
-    )
-    group = p.add_argument_group("with --pairs")
-    group.add_argument("--meta", help="mining metadata JSON (default: <pairs file>.meta.json when it exists)")
-    group.add_argument("--languages", nargs=2, metavar=("SRC", "TGT"), help="language codes of the two sides")
-    group.add_argument("--license", help="the dataset's licence id for the card (e.g. cc-by-4.0)")
+    from bitext_hf.hub.push import PushConfig
+
+    add_config_options(p, PushConfig)
     p.set_defaults(func=cmd_push)
 
 
@@ -119,7 +85,7 @@ def cmd_push(args) -> int:
     """Parse the options into a :class:`~bitext_hf.hub.push.PushConfig`, run the job, print the report."""
     from bitext_hf.hub.push import PushConfig, run_push
 
-    config = PushConfig(**{field.name: getattr(args, field.name) for field in dataclasses.fields(PushConfig)})
+    config = config_from_arguments(PushConfig, args)
     result = run_push(config)
     if result.url is None:
         if result.preview is not None:

@@ -9,6 +9,7 @@ catalog (refused by name and by content, whether read or not). The pairs are tho
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import re
 import sys
@@ -21,6 +22,7 @@ from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import check_output_path, protect_inputs
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
+from bitext_hf.options import option, positive_int
 
 __all__ = [
     "GettextConfig",
@@ -42,6 +44,17 @@ def check_language_folder(text: str) -> str:
     return text
 
 
+def language_folder(text: str) -> str:
+    """:func:`check_language_folder` as the command line's type of ``--lang`` (argparse's error, exit 2)."""
+    try:
+        return check_language_folder(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+language_folder.__name__ = "language code"  # argparse's message names the type
+
+
 @dataclass
 class GettextConfig:
     """One ``bitext-hf data gettext`` run; the fields are its options (``--max-pairs`` is ``max_pairs``), and
@@ -61,54 +74,59 @@ class GettextConfig:
         quiet (bool): no progress line or bar on stderr.
     """
 
-    list: bool = field(default=False, metadata={"help": "print the languages found with their pair counts"})
+    list: bool = field(
+        default=False, metadata=option("print the languages found with their pair counts", exclusive="what")
+    )
     # The field ``list`` hides the builtin in this class body, so the fields below name ``builtins.list``.
     out: str | None = field(
         default=None,
-        metadata={
-            "help": "write the pairs here (.tsv, .csv, .jsonl, .parquet; - for stdout); with several --lang it must "
+        metadata=option(
+            "write the pairs here (.tsv, .csv, .jsonl, .parquet; - for stdout); with several --lang it must "
             "hold {lang}, e.g. pairs.{lang}.tsv. Written atomically, never over a catalog",
-            "metavar": "FILE",
-        },
+            metavar="FILE",
+            exclusive="what",
+        ),
     )
     lang: builtins.list[str] | None = field(
         default=None,
-        metadata={
-            "help": "language folder(s): fr, pt_BR, sr@latin (English is the msgid side); with --list, list only "
-            "these",
-            "metavar": "LANG",
-        },
+        metadata=option(
+            "language folder(s): fr, pt_BR, sr@latin (English is the msgid side); with --list, list only these",
+            metavar="LANG",
+            nargs="+",
+            type=language_folder,
+        ),
     )
     format: str | None = field(
-        default=None, metadata={"help": "output format, whatever the name", "choices": TABLE_FORMATS}
+        default=None, metadata=option("output format, whatever the name", choices=TABLE_FORMATS)
     )
     catalogs: builtins.list[str] = field(
         default_factory=builtins.list,
-        metadata={
-            "help": "also search this folder of <lang>/LC_MESSAGES/*.mo|*.po catalogs (repeatable); a catalog here "
+        metadata=option(
+            "also search this folder of <lang>/LC_MESSAGES/*.mo|*.po catalogs (repeatable); a catalog here "
             "that cannot be read is an error (exit 3), not skipped",
-            "metavar": "DIR",
-        },
+            metavar="DIR",
+            action="append",
+        ),
     )
     no_system_catalogs: bool = field(
         default=False,
-        metadata={
-            "help": "search only the --catalogs folders (a reproducible set instead of what this machine has "
-            "installed)"
-        },
+        metadata=option(
+            "search only the --catalogs folders (a reproducible set instead of what this machine has installed)"
+        ),
     )
     max_pairs: int | None = field(
         default=None,
-        metadata={"help": "keep the first N pairs of each language (catalog order)", "metavar": "N"},
+        metadata=option("keep the first N pairs of each language (catalog order)", metavar="N", type=positive_int),
     )
     min_words: int = field(
         default=1,
-        metadata={
-            "help": "drop pairs whose English has fewer words (placeholders such as %%s not counted; default 1)",
-            "metavar": "N",
-        },
+        metadata=option(
+            "drop pairs whose English has fewer words (placeholders such as %%s not counted; default 1)",
+            metavar="N",
+            type=positive_int,
+        ),
     )
-    quiet: bool = field(default=False, metadata={"help": "no progress bars or info logs"})
+    quiet: bool = False
 
     def __post_init__(self) -> None:
         self.catalogs = [str(folder) for folder in self.catalogs]
@@ -117,9 +135,9 @@ class GettextConfig:
                 check_language_folder(code)
             except UsageError as error:
                 raise UsageError(f"--lang: {error}") from None
-        for option, value in (("--max-pairs", self.max_pairs), ("--min-words", self.min_words)):
+        for flag, value in (("--max-pairs", self.max_pairs), ("--min-words", self.min_words)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise UsageError(f"{option} must be an integer >= 1, got {value!r}")
+                raise UsageError(f"{flag} must be an integer >= 1, got {value!r}")
         if self.format is not None and self.format not in TABLE_FORMATS:
             raise UsageError(f"--format {self.format}: choose one of {', '.join(TABLE_FORMATS)}")
         if self.list:

@@ -16,10 +16,11 @@ import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.hub.upload import check_repo_id, resolve_token, upload
+from bitext_hf.options import option
 
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import LeftOut
@@ -52,56 +53,73 @@ class PushConfig:
             dataset's licence id, for the card.
     """
 
+    option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {
+        "model": ("with --model", None),
+        "pairs": ("with --pairs", None),
+    }
+
     model: str | None = field(
         default=None,
-        metadata={"help": "a folder written by save_for_hub (config.json and weights): its exported model goes up"},
+        metadata=option(
+            "a folder written by save_for_hub (config.json and weights): its exported model goes up",
+            exclusive="what",
+            required=True,
+        ),
     )
     pairs: str | None = field(
         default=None,
-        metadata={"help": "mined pairs (.parquet, .jsonl, .csv or .tsv as `bitext-hf mine` writes them)"},
+        metadata=option(
+            "mined pairs (.parquet, .jsonl, .csv or .tsv as `bitext-hf mine` writes them)",
+            exclusive="what",
+            required=True,
+        ),
     )
-    repo: str = field(metadata={"help": "the Hub repository, owner/name (created if missing)"})
-    private: bool = field(default=False, metadata={"help": "create the repository private (an existing one is kept)"})
+    repo: str = field(metadata=option("the Hub repository, owner/name (created if missing)", required=True))
+    private: bool = field(default=False, metadata=option("create the repository private (an existing one is kept)"))
     revision: str | None = field(
-        default=None, metadata={"help": "the branch to commit to (created from main if missing; default main)"}
+        default=None, metadata=option("the branch to commit to (created from main if missing; default main)")
     )
     token: str | None = field(
-        default=None, metadata={"help": "a Hub token with write access (default: HF_TOKEN, then the saved login)"}
+        default=None, metadata=option("a Hub token with write access (default: HF_TOKEN, then the saved login)")
     )
-    message: str | None = field(default=None, metadata={"help": "the commit message"})
+    message: str | None = field(default=None, metadata=option("the commit message"))
     dry_run: bool = field(
         default=False,
-        metadata={
-            "help": "print the files the commit would hold (sizes, total) and what stays local and why, then stop: "
+        metadata=option(
+            "print the files the commit would hold (sizes, total) and what stays local and why, then stop: "
             "no token, no network; with --pairs also the rows, columns and first rows"
-        },
+        ),
     )
     include: list[str] = field(
         default_factory=list,
-        metadata={
-            "help": "also upload the files this pattern matches (repeatable; fnmatch on the path inside the folder, "
+        metadata=option(
+            "also upload the files this pattern matches (repeatable; fnmatch on the path inside the folder, "
             "'NAME/' for a folder)",
-            "metavar": "PATTERN",
-        },
+            metavar="PATTERN",
+            action="append",
+            group="model",
+        ),
     )
     exclude: list[str] = field(
         default_factory=list,
-        metadata={
-            "help": "do not upload the files this pattern matches, even files of the model (repeatable; a link "
+        metadata=option(
+            "do not upload the files this pattern matches, even files of the model (repeatable; a link "
             "named here is left out instead of refused)",
-            "metavar": "PATTERN",
-        },
+            metavar="PATTERN",
+            action="append",
+            group="model",
+        ),
     )
     meta: str | None = field(
         default=None,
-        metadata={"help": "mining metadata JSON (default: <pairs file>.meta.json when it exists)"},
+        metadata=option("mining metadata JSON (default: <pairs file>.meta.json when it exists)", group="pairs"),
     )
     languages: list[str] | None = field(
         default=None,
-        metadata={"help": "language codes of the two sides", "metavar": ("SRC", "TGT")},
+        metadata=option("language codes of the two sides", metavar=("SRC", "TGT"), nargs=2, group="pairs"),
     )
     license: str | None = field(
-        default=None, metadata={"help": "the dataset's licence id for the card (e.g. cc-by-4.0)"}
+        default=None, metadata=option("the dataset's licence id for the card (e.g. cc-by-4.0)", group="pairs")
     )
 
     def __post_init__(self) -> None:
@@ -111,8 +129,8 @@ class PushConfig:
         if self.model is not None:
             # Options of a dataset upload do nothing to a model's: refused, as --include/--exclude are with --pairs.
             given = [
-                option
-                for option, value in (
+                flag
+                for flag, value in (
                     ("--meta", self.meta),
                     ("--languages", self.languages),
                     ("--license", self.license),
