@@ -228,8 +228,7 @@ def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str
 
 def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> list[str]:
     """The output path of each document (and the sidecar's), checked against the inputs before anything is read."""
-    from bitext_hf.io import check_output_path, refuse_input
-    from bitext_hf.mining.sides import check_inputs_and_output
+    from bitext_hf.io import check_inputs_and_output, check_output_path, refuse_input
 
     if not config.many_documents:
         check_inputs_and_output(config.out, inputs)

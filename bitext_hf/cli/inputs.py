@@ -24,9 +24,9 @@ def display(path: str) -> str:
 
 
 def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> None:
-    """:func:`bitext_hf.mining.sides.check_inputs_and_output`: at most one input is stdin, ``out`` is writable and
+    """:func:`bitext_hf.io.check_inputs_and_output`: at most one input is stdin, ``out`` is writable and
     none of the inputs, and the inputs stay protected for the rest of the command."""
-    from bitext_hf.mining.sides import check_inputs_and_output as check
+    from bitext_hf.io import check_inputs_and_output as check
 
     check(out, inputs)
 

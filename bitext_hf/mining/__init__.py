@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.errors import DataValidationError
 from bitext_hf.mining.documents import mine_documents
 from bitext_hf.mining.index import (
@@ -24,7 +25,6 @@ from bitext_hf.mining.knn import (
     MAX_K,
     BidirectionalKNN,
     bidirectional_knn,
-    check_embeddings,
     check_k,
     check_pair,
     ivf_index,

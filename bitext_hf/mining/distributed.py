@@ -605,8 +605,8 @@ def knn_ray(
 def checked_sides(src_embeddings, tgt_embeddings):
     """Both sides to search: arrays validated and L2-normalized (``check_embeddings``), shard folders as they are
     (checked when opened); a ``DataValidationError`` when their dimensions differ."""
+    from bitext_hf.data.embeddings import check_embeddings
     from bitext_hf.errors import DataValidationError
-    from bitext_hf.mining.knn import check_embeddings
     from bitext_hf.mining.shards import ShardedEmbeddings
 
     src, tgt = (

@@ -89,9 +89,8 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
     """Run ``config``: check, read, encode (the cache first), write atomically (a folder: shard by shard, memory one
     shard, the manifest last). ``load_encoder`` replaces ``bitext_hf.encoders.load_encoder`` (tests, custom models)."""
     from bitext_hf.data import read_lines
-    from bitext_hf.io import atomic_output, protect_inputs
+    from bitext_hf.io import atomic_output, check_inputs_and_output, protect_inputs
     from bitext_hf.mining.embedder import Embedder
-    from bitext_hf.mining.sides import check_inputs_and_output
 
     started = time.perf_counter()
     protect_inputs([config.input])  # no file this run writes, a shard behind a link included, may replace it

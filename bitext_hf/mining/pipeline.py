@@ -26,17 +26,18 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.io import check_inputs_and_output
 from bitext_hf.mining.config import DEMO_DIR, MiningConfig  # DEMO_DIR re-exported: the CLI takes it here
 from bitext_hf.mining.embedder import Embedder
 from bitext_hf.mining.filters import filter_mined, filter_sides
 from bitext_hf.mining.index import RecallReport
-from bitext_hf.mining.knn import check_embeddings, check_k
+from bitext_hf.mining.knn import check_k
 from bitext_hf.mining.retrieval import MinedPairs
 from bitext_hf.mining.sidecar import MiningRecord
 from bitext_hf.mining.sides import (
     Side,
-    check_inputs_and_output,
     display,
     read_docs,
     read_gold,

@@ -466,8 +466,7 @@ def open_shards(folder: str | os.PathLike, *, verify: bool = True) -> ShardedEmb
     manifest, a manifest that does not add up, a missing shard, a shard of another size (truncated), shape or dtype
     than recorded, a SHA-256 that differs (``verify``, one read of every shard), rows that are NaN, inf or zero.
     """
-    from bitext_hf.data.embeddings import read_embeddings
-    from bitext_hf.mining.knn import needs_normalizing, refuse_bad_rows, row_norms
+    from bitext_hf.data.embeddings import needs_normalizing, read_embeddings, refuse_bad_rows, row_norms
 
     folder = os.fspath(folder)
     manifest_path = os.path.join(folder, MANIFEST)
@@ -529,7 +528,8 @@ def mine_shards(
 ):
     """:func:`bitext_hf.mining.mine` where either side may be :class:`ShardedEmbeddings`: the same pairs and scores
     as mining the concatenated arrays, with one block of each side in memory at a time (arguments as there)."""
-    from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, bidirectional_knn_unchecked, check_embeddings
+    from bitext_hf.data.embeddings import check_embeddings
+    from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, bidirectional_knn_unchecked
     from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
 
     mode = mode or DEFAULT_MODE
