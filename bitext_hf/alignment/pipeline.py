@@ -30,8 +30,8 @@ from bitext_hf.alignment.align import AlignSettings
 from bitext_hf.alignment.output import ALIGN_FORMATS, EXTENSIONS, alignment_format, check_tsv_sentences
 from bitext_hf.alignment.overlaps import overlap_texts
 from bitext_hf.alignment.search import Alignment, search
+from bitext_hf.encoding.embedder import EncoderOptions
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.embedder import EncoderOptions
 from bitext_hf.threads import limit_threads
 
 __all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignConfig", "AlignResult", "run_alignment"]
@@ -72,7 +72,7 @@ class AlignConfig(EncoderOptions):
             (.tsv, .jsonl, .parquet), else vecalign.
         max_align, top_k, window, skip, margin, length_prior: the search (:class:`~bitext_hf.alignment.AlignSettings`).
         model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the longest line accepted (:class:`~bitext_hf.mining.embedder.EncoderOptions`), as ``mine``.
+            and the longest line accepted (:class:`~bitext_hf.encoding.embedder.EncoderOptions`), as ``mine``.
         src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
         quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
     """
@@ -96,7 +96,7 @@ class AlignConfig(EncoderOptions):
     command: str | None = None
 
     def __post_init__(self) -> None:
-        from bitext_hf.mining.config import refuse_cache_dir_without_cache
+        from bitext_hf.encoding.embedder import refuse_cache_dir_without_cache
 
         lists = bool(self.src_docs) or bool(self.tgt_docs)
         if lists and (self.src or self.tgt):
@@ -248,7 +248,7 @@ def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> 
 
 def _run(config: AlignConfig, load_encoder) -> AlignResult:
     from bitext_hf.data import read_lines
-    from bitext_hf.mining.embedder import Embedder
+    from bitext_hf.encoding.embedder import Embedder
     from bitext_hf.mining.sides import display
 
     started = time.perf_counter()
@@ -295,7 +295,7 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
 
 
 def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
-    from bitext_hf.mining.embedding_cache import encoder_identity
+    from bitext_hf.encoding.cache import encoder_identity
     from bitext_hf.mining.sidecar import printable
 
     record = {

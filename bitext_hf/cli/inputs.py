@@ -37,16 +37,16 @@ def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> No
 def check_encoder_options(args) -> None:
     """Encoder options that cannot act together, refused before anything is read (``mine`` checks its own in
     :class:`~bitext_hf.mining.MiningConfig`)."""
-    from bitext_hf.mining.config import refuse_cache_dir_without_cache
+    from bitext_hf.encoding.embedder import refuse_cache_dir_without_cache
 
     refuse_cache_dir_without_cache(getattr(args, "cache_dir", None), getattr(args, "no_cache", False))
 
 
 def embedder(args):
-    """The run's :class:`~bitext_hf.mining.embedder.Embedder` from the encoder options (one per run, kept on ``args``:
+    """The run's :class:`~bitext_hf.encoding.embedder.Embedder` from the encoder options (one per run, kept on ``args``:
     each encoder is loaded once, and an unwritable cache is warned about once)."""
     if "_embedder" not in args.__dict__:
-        from bitext_hf.mining.embedder import Embedder
+        from bitext_hf.encoding.embedder import Embedder
 
         args._embedder = Embedder(
             model=args.model,

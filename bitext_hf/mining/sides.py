@@ -1,5 +1,5 @@
 """The inputs of a mining job, read before any expensive work: the sentences or embeddings of each side, document
-ids and gold pairs (the sentences are encoded by :class:`bitext_hf.mining.embedder.Embedder`).
+ids and gold pairs (the sentences are encoded by :class:`bitext_hf.encoding.embedder.Embedder`).
 
 Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is ``MiningConfig.src_text``).
 """
@@ -41,7 +41,7 @@ def is_npy(path: str) -> bool:
 
 def is_embeddings(path: str) -> bool:
     """Embeddings rather than text: a .npy file, or a folder of shards (``bitext-hf encode --out FOLDER/``)."""
-    from bitext_hf.mining.shards import is_shard_folder
+    from bitext_hf.encoding.shards import is_shard_folder
 
     return is_npy(path) or is_shard_folder(path)
 
@@ -74,7 +74,7 @@ def read_side(path: str, text_path: str | None, what: str, *, max_line_chars: in
     is ``src`` or ``tgt``; a line longer than ``max_line_chars`` is a data error."""
     from bitext_hf.data import read_embeddings, read_lines
     from bitext_hf.data.embeddings import check_embeddings
-    from bitext_hf.mining.shards import is_shard_folder, open_shards, text_sha256
+    from bitext_hf.encoding.shards import is_shard_folder, open_shards, text_sha256
 
     if not is_embeddings(path):
         if text_path is not None:

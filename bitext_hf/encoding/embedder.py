@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Embedder", "EncoderOptions"]
+from bitext_hf.errors import UsageError
+
+__all__ = ["Embedder", "EncoderOptions", "refuse_cache_dir_without_cache"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -36,6 +38,12 @@ class EncoderOptions:
     max_line_chars: int = 10_000
     cache_dir: str | None = None
     no_cache: bool = False
+
+
+def refuse_cache_dir_without_cache(cache_dir: str | None, no_cache: bool) -> None:
+    """``--cache-dir`` names the encoding cache that ``--no-cache`` turns off: both at once is one line, exit 2."""
+    if cache_dir is not None and no_cache:
+        raise UsageError(f"--cache-dir {cache_dir} names the encoding cache, which --no-cache turns off: choose one")
 
 
 @dataclass
@@ -101,7 +109,7 @@ class Embedder:
         if self.no_cache:
             return None
         if self._cache is None:
-            from bitext_hf.mining.embedding_cache import EmbeddingCache
+            from bitext_hf.encoding.cache import EmbeddingCache
 
             self._cache = EmbeddingCache(self.cache_dir)
         return self._cache
@@ -117,7 +125,7 @@ class Embedder:
             return cached
         started = time.perf_counter()
         if self.distributed:  # mine --distributed ray: the batches go to the Ray workers too
-            from bitext_hf.mining.distributed import encode_ray, encoder_loader
+            from bitext_hf.encoding.ray import encode_ray, encoder_loader
 
             logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
             loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size, **self.runtime)
