@@ -81,7 +81,7 @@ class MemoEncoder:
     that a new document made of known sentences (the concatenation) encodes only its new overlaps."""
 
     def __init__(self, cache_dir: str | None) -> None:
-        from bitext_hf.mining.embedder import Embedder
+        from bitext_hf.encoding.embedder import Embedder
 
         self.embedder = Embedder(cache_dir=cache_dir, show_progress=False)
         self.vectors: dict[str, np.ndarray] = {}

@@ -1,5 +1,5 @@
 """Local Ray with 1 and 2 workers against one process: encoding into shards and exact mining
-(``bitext_hf.mining.distributed``).
+(``bitext_hf.encoding.ray`` and ``bitext_hf.mining.distributed``).
 
 Encoding: gettext sentences (``bitext_hf.data.gettext_pairs``, English and German messages of at least
 ``--min_words`` English words, a seeded sample) encoded by the default encoder (the embedded USE v3) into a shard
@@ -61,8 +61,8 @@ def _same_folders(a: str, b: str) -> bool:
 def bench_encode(args, work: str) -> None:
     import functools
 
-    from bitext_hf.mining.distributed import encode_shards_ray
-    from bitext_hf.mining.shards import open_shards, write_shards
+    from bitext_hf.encoding.ray import encode_shards_ray
+    from bitext_hf.encoding.shards import open_shards, write_shards
 
     texts = gettext_sentences(args.sentences, args.min_words)
     settings = dict(encoder="use-multilingual-v3", shard_size=args.shard_size)
@@ -103,7 +103,7 @@ def bench_mine(args) -> None:
     import torch
 
     from bitext_hf.mining.distributed import mine_ray
-    from bitext_hf.mining.shards import mine_shards
+    from bitext_hf.mining.sharded import mine_shards
 
     # The planted data of bench_mining (noisy translations at cosine ~0.78, unshuffled: the first half of the
     # sources are translated), so this mines the same kind of pairs as the other mining benchmarks.

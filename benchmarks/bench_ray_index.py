@@ -85,7 +85,7 @@ def check_generator() -> None:
 
 def write_side(folder: Path, n: int, dim: int, side: str, file_rows: int) -> float:
     """A shard folder of one side, by ``write_shards`` (its encode callback hands out the next rows in order)."""
-    from bitext_hf.mining.shards import MANIFEST, write_shards
+    from bitext_hf.encoding.shards import MANIFEST, write_shards
 
     if (folder / MANIFEST).exists():
         return 0.0
@@ -263,10 +263,10 @@ def child(args, workers: int, out: Path) -> None:
     import faiss
     import ray
 
+    from bitext_hf.encoding.shards import open_shards
     from bitext_hf.mining.distributed_index import knn_ray_index
     from bitext_hf.mining.index import IndexSpec, candidate_count
     from bitext_hf.mining.retrieval import retrieve
-    from bitext_hf.mining.shards import open_shards
 
     load_before = os.getloadavg()[0]
     start = time.perf_counter()

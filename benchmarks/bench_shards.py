@@ -1,7 +1,7 @@
 """Mining from shard folders (memory-mapped, a block at a time) against mining arrays held in memory.
 
 The same random L2-normalized embeddings (the first half of the targets are noisy translations of sources) are
-saved once as two whole ``.npy`` files and once as shard folders (``bitext_hf.mining.shards.write_shards``). Each
+saved once as two whole ``.npy`` files and once as shard folders (``bitext_hf.encoding.shards.write_shards``). Each
 method runs in a fresh subprocess so that its peak memory (VmHWM, reset after the imports and the warm-up) is its
 own, inputs included (above the memory of the imports; anonymous memory sampled every 10 ms, since the RSS peak
 also counts the page cache of memory-mapped files):
@@ -31,8 +31,9 @@ from bench_mining import make_embeddings, rss_mb
 
 
 def child(method: str, folder: str, out: str) -> None:
+    from bitext_hf.encoding.shards import open_shards
     from bitext_hf.mining import mine
-    from bitext_hf.mining.shards import mine_shards, open_shards
+    from bitext_hf.mining.sharded import mine_shards
 
     warm = np.eye(8, dtype=np.float32)
     mine(warm, warm)  # imports, thread pools and the cached numba kernel, outside the measurement
@@ -89,7 +90,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    from bitext_hf.mining.shards import write_shards
+    from bitext_hf.encoding.shards import write_shards
 
     x, y = make_embeddings(args.n_src, args.dim, n_tgt=args.n_tgt, shuffle=False)
     with tempfile.TemporaryDirectory(prefix="bench-shards-") as folder:

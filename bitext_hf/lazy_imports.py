@@ -15,7 +15,8 @@ def lazy_exports(
     package: str, submodule_of: Mapping[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package``, whose public names each come from a submodule
-    (``submodule_of``: name -> submodule) when first asked for; ``namespace`` is the package's ``globals()``, where
+    (``submodule_of``: name -> submodule, or a whole module path for a name another package defines) when first asked
+    for; ``namespace`` is the package's ``globals()``, where
     each name is kept once imported, so later accesses skip ``__getattr__``.
 
     >>> __getattr__, __dir__ = lazy_exports(__name__, {"run_mining": "pipeline"}, globals())
@@ -24,7 +25,8 @@ def lazy_exports(
     def __getattr__(name: str) -> Any:
         if name not in submodule_of:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{submodule_of[name]}"), name)
+        module = submodule_of[name]
+        value = getattr(importlib.import_module(module if "." in module else f"{package}.{module}"), name)
         namespace[name] = value
         return value
 

@@ -130,7 +130,7 @@ _LANGUAGE_COLUMNS = {"fr": 1, "de": 2, "es": 3}
 @pytest.fixture(autouse=True)
 def _private_embedding_cache(monkeypatch, tmp_path_factory):
     """Each test gets an empty encoding cache of its own: nothing is written under ~/.cache, and a test that counts
-    encoder calls never finds the sentences of an earlier test in the cache (bitext_hf.mining.embedding_cache)."""
+    encoder calls never finds the sentences of an earlier test in the cache (bitext_hf.encoding.cache)."""
     monkeypatch.setenv("BITEXT_HF_EMBEDDING_CACHE", str(tmp_path_factory.mktemp("embedding-cache")))
 
 

@@ -225,7 +225,7 @@ def test_mine_writes_the_sidecar_that_push_puts_in_the_dataset_card(capsys, fake
 def test_one_encoder_for_both_sides_is_the_encoder_of_the_sidecar(capsys, fake_encoders, tmp_path):
     import json
 
-    from bitext_hf.mining.embedding_cache import encoder_identity
+    from bitext_hf.encoding.cache import encoder_identity
 
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
     out = tmp_path / "pairs.tsv"

@@ -1,4 +1,4 @@
-"""Ray across workers (bitext_hf.mining.distributed): mining equal to one process (pairs and scores, bit for bit),
+"""Ray across workers (bitext_hf.encoding.ray, bitext_hf.mining.distributed): mining equal to one process (pairs and scores, bit for bit),
 encoding to the same shard bytes, a worker killed mid-run (recovered by a retry, or one clean error with the folder
 left for --resume), and an unreachable --ray-address as one line, exit 2.
 
@@ -18,22 +18,17 @@ import pytest
 from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_OK, EXIT_USAGE
+from bitext_hf.encoding.shards import MANIFEST, PROGRESS, RowRange, open_shards, read_manifest, write_shards
 from bitext_hf.errors import BitextError, EncoderLoadError
 from bitext_hf.mining import bidirectional_knn, check_embeddings
-from bitext_hf.mining.shards import (
-    MANIFEST,
-    PROGRESS,
-    RowRange,
-    mine_shards,
-    open_shards,
-    read_manifest,
-    write_shards,
-)
+from bitext_hf.mining.sharded import mine_shards
 
 ray = pytest.importorskip("ray")
 
+from bitext_hf.encoding import ray as encoding_ray  # noqa: E402
+from bitext_hf.encoding.ray import encode_shards_ray  # noqa: E402
 from bitext_hf.mining import distributed  # noqa: E402
-from bitext_hf.mining.distributed import encode_shards_ray, knn_ray, mine_ray  # noqa: E402
+from bitext_hf.mining.distributed import knn_ray, mine_ray  # noqa: E402
 
 TEXTS = [f"sentence {i}" for i in range(23)]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -143,12 +138,10 @@ def test_a_search_task_keeps_its_one_thread():
 
 
 def test_cli_mine_distributed_encodes_in_ray_and_equals_single_process(capsys, tmp_path, fakes, monkeypatch):
-    from bitext_hf.mining import distributed
-
     encoded_in_ray = []
-    real_encode_ray = distributed.encode_ray
+    real_encode_ray = encoding_ray.encode_ray
     monkeypatch.setattr(
-        distributed,
+        encoding_ray,
         "encode_ray",
         lambda texts, *a, **kw: encoded_in_ray.append(len(texts)) or real_encode_ray(texts, *a, **kw),
     )
@@ -296,5 +289,5 @@ def test_a_ray_head_passes_the_address_check_at_once():
     GCS of this module's Ray instance, in well under the 10 s it allows."""
     address = ray.get_runtime_context().gcs_address
     start = time.monotonic()
-    distributed.check_ray_address(address)
+    encoding_ray.check_ray_address(address)
     assert time.monotonic() - start < 2

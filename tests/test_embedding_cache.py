@@ -18,8 +18,8 @@ import pytest
 from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_OK
-from bitext_hf.mining import embedding_cache
-from bitext_hf.mining.embedding_cache import EmbeddingCache
+from bitext_hf.encoding import cache as embedding_cache
+from bitext_hf.encoding.cache import EmbeddingCache
 
 # A FIFO at an entry's path blocked the run forever: a regression must fail the test, not hang the suite.
 pytestmark = pytest.mark.timeout(60)

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from bitext_hf.encoders import EncoderLoadError, HFEncoder, load_encoder
+from bitext_hf.encoding.cache import encoder_identity, entry_key
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.embedding_cache import encoder_identity, entry_key
 
 SENTENCES = ["A short one.", "A considerably longer sentence with many more words in it.", "Mid length.", "x"]
 RUNTIME = {"onnx": "onnxruntime", "openvino": "openvino"}
@@ -135,7 +135,7 @@ def test_the_backend_names_the_cache_entry_and_the_encoder(tiny_model_dir):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cli_encode_with_a_backend_names_it_in_the_manifest(tiny_model_dir, tmp_path, backend):
     from bitext_hf.cli import main
-    from bitext_hf.mining.shards import MANIFEST, read_manifest
+    from bitext_hf.encoding.shards import MANIFEST, read_manifest
 
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     out = tmp_path / "shards"

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from bitext_hf.encoders import EncoderLoadError, HFEncoder, SentenceTransformerEncoder, load_encoder, precision
+from bitext_hf.encoding.cache import encoder_identity, entry_key
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.embedding_cache import encoder_identity, entry_key
 
 SENTENCES = ["A short one.", "A considerably longer sentence with many more words in it.", "Mid length.", "x"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from bitext_hf.data.hashing import text_sha256
-from bitext_hf.mining.shards import text_sha256 as shards_text_sha256
+from bitext_hf.encoding.shards import text_sha256 as shards_text_sha256
 
 
 def test_lines_hash_as_the_sha256sum_of_their_file():

@@ -29,8 +29,9 @@ LAYERS = {
     "encoders": 2,
     "modeling": 1.5,  # imports nothing of ours; below encoders, whose loaders import it to register the families
     "bitext_hf": 3.5,  # the package's __init__: the version and FAISS's OpenBLAS kernels
+    "encoding": 3.75,  # the encoding job: encoder engine, cache, shard folders, Ray sessions; under every job
     "mining": 4,
-    "alignment": 4.5,  # sentence alignment of documents: uses mining's kNN and encoding cache, used by evaluation and cli
+    "alignment": 4.5,  # sentence alignment of documents: uses mining's kNN and the encoding package, used by evaluation and cli
     "evaluation": 5,
     "hub": 5,
     "training": 5,

@@ -271,7 +271,7 @@ def test_deeply_nested_gold_cell_is_a_data_error(tmp_path):
 
 def test_deeply_nested_manifest_and_model_config(tmp_path):
     from bitext_hf.encoders.sources import read_json
-    from bitext_hf.mining.shards import read_manifest
+    from bitext_hf.encoding.shards import read_manifest
 
     path = tmp_path / "manifest.json"
     path.write_text(DEEP, encoding="utf-8")

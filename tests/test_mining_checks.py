@@ -70,9 +70,9 @@ def test_rows_within_float_rounding_of_unit_length_are_used_without_a_copy_or_wa
 
 
 def test_memory_mapped_unnormalized_input_is_normalized_blockwise(tmp_path, monkeypatch):
-    import bitext_hf.mining.knn as knn
+    import bitext_hf.data.embeddings as embeddings
 
-    monkeypatch.setattr(knn, "_CHECK_BLOCK_ELEMENTS", 16 * 3)  # blocks of 3 rows
+    monkeypatch.setattr(embeddings, "_CHECK_BLOCK_ELEMENTS", 16 * 3)  # blocks of 3 rows
     x = np.random.default_rng(0).standard_normal((10, 16)).astype(np.float64) * 7
     np.save(tmp_path / "x.npy", x)
     checked = check_embeddings(np.load(tmp_path / "x.npy", mmap_mode="r"), "x.npy")

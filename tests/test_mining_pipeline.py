@@ -183,13 +183,13 @@ def test_the_sidecar_text_is_the_format_push_reads():
 
 
 def test_npy_embeddings_are_validated_once(capsys, corpus, monkeypatch):
-    from bitext_hf.mining import knn
+    from bitext_hf.data import embeddings
 
     np.save(corpus / "src.npy", np.stack([fake_embedding(s) for s in SOURCES]))
     np.save(corpus / "tgt.npy", np.stack([fake_embedding(t) for t in TARGETS]))
     validated = []
-    real_row_norms = knn.row_norms
-    monkeypatch.setattr(knn, "row_norms", lambda array: validated.append(array.shape) or real_row_norms(array))
+    real_row_norms = embeddings.row_norms
+    monkeypatch.setattr(embeddings, "row_norms", lambda array: validated.append(array.shape) or real_row_norms(array))
     code, _, err = run(capsys, "mine", "--src", "src.npy", "--tgt", "tgt.npy", "--out", "pairs.tsv")
     assert code == EXIT_OK, err
     assert validated == [(5, 16), (5, 16)]  # once per side, when read; the search trusts them

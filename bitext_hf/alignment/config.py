@@ -12,9 +12,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bitext_hf.alignment.output import ALIGN_FORMATS, alignment_format
+from bitext_hf.encoding.embedder import EncoderOptions, refuse_cache_dir_without_cache
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.config import refuse_cache_dir_without_cache
-from bitext_hf.mining.embedder import EncoderOptions
 from bitext_hf.options import finite_float, option, positive_int
 
 __all__ = ["AlignConfig", "AlignSettings"]
@@ -114,7 +113,7 @@ class AlignConfig(AlignSettings, EncoderOptions):
             (.tsv, .jsonl, .parquet), else vecalign.
         max_align, top_k, window, skip, margin, length_prior: the search (:class:`AlignSettings`, whose fields the config inherits).
         model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the longest line accepted (:class:`~bitext_hf.mining.embedder.EncoderOptions`), as ``mine``.
+            and the longest line accepted (:class:`~bitext_hf.encoding.embedder.EncoderOptions`), as ``mine``.
         src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
         quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
     """

@@ -34,7 +34,7 @@ class OverlapTexts:
 
     def embed(self, encode: Callable[[list[str]], np.ndarray]) -> list[Overlaps]:
         """Each document's :class:`Overlaps`, from one call of ``encode`` over every distinct text."""
-        from bitext_hf.mining.knn import check_embeddings
+        from bitext_hf.data.embeddings import check_embeddings
 
         if self.texts:
             vectors = check_embeddings(np.asarray(encode(self.texts)), "overlap embeddings")

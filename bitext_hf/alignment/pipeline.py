@@ -143,8 +143,7 @@ def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str
 
 def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> list[str]:
     """The output path of each document (and the sidecar's), checked against the inputs before anything is read."""
-    from bitext_hf.io import check_output_path, refuse_input
-    from bitext_hf.mining.sides import check_inputs_and_output
+    from bitext_hf.io import check_inputs_and_output, check_output_path, refuse_input
 
     if not config.many_documents:
         check_inputs_and_output(config.out, inputs)
@@ -164,7 +163,7 @@ def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> 
 
 def _run(config: AlignConfig, load_encoder) -> AlignResult:
     from bitext_hf.data import read_lines
-    from bitext_hf.mining.embedder import Embedder
+    from bitext_hf.encoding.embedder import Embedder
     from bitext_hf.mining.sides import display
 
     started = time.perf_counter()
@@ -211,7 +210,7 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
 
 
 def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
-    from bitext_hf.mining.embedding_cache import encoder_identity
+    from bitext_hf.encoding.cache import encoder_identity
     from bitext_hf.mining.sidecar import printable
 
     record = {

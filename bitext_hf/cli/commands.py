@@ -56,8 +56,8 @@ def _report_rate(args, sentences: int, started: float, detail: str = "") -> None
 
 
 def cmd_encode(args) -> int:
-    """Parse the options into an :class:`~bitext_hf.mining.encoding.EncodeConfig`, run the job, print the report."""
-    from bitext_hf.mining.encoding import EncodeConfig, run_encoding
+    """Parse the options into an :class:`~bitext_hf.encoding.job.EncodeConfig`, run the job, print the report."""
+    from bitext_hf.encoding.job import EncodeConfig, run_encoding
 
     started = time.perf_counter()
     options = {

@@ -24,9 +24,9 @@ def display(path: str) -> str:
 
 
 def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> None:
-    """:func:`bitext_hf.mining.sides.check_inputs_and_output`: at most one input is stdin, ``out`` is writable and
+    """:func:`bitext_hf.io.check_inputs_and_output`: at most one input is stdin, ``out`` is writable and
     none of the inputs, and the inputs stay protected for the rest of the command."""
-    from bitext_hf.mining.sides import check_inputs_and_output as check
+    from bitext_hf.io import check_inputs_and_output as check
 
     check(out, inputs)
 
@@ -37,16 +37,16 @@ def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> No
 def check_encoder_options(args) -> None:
     """Encoder options that cannot act together, refused before anything is read (``mine`` checks its own in
     :class:`~bitext_hf.mining.MiningConfig`)."""
-    from bitext_hf.mining.config import refuse_cache_dir_without_cache
+    from bitext_hf.encoding.embedder import refuse_cache_dir_without_cache
 
     refuse_cache_dir_without_cache(getattr(args, "cache_dir", None), getattr(args, "no_cache", False))
 
 
 def embedder(args):
-    """The run's :class:`~bitext_hf.mining.embedder.Embedder` from the encoder options (one per run, kept on ``args``:
+    """The run's :class:`~bitext_hf.encoding.embedder.Embedder` from the encoder options (one per run, kept on ``args``:
     each encoder is loaded once, and an unwritable cache is warned about once)."""
     if "_embedder" not in args.__dict__:
-        from bitext_hf.mining.embedder import Embedder
+        from bitext_hf.encoding.embedder import Embedder
 
         args._embedder = Embedder(
             model=args.model,

@@ -106,8 +106,8 @@ def _add_input_bound(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
+    from bitext_hf.encoding.embedder import EncoderOptions
     from bitext_hf.mining.config import MarginOptions
-    from bitext_hf.mining.embedder import EncoderOptions
 
     _add_input_bound(parser)
     add_config_options(parser, EncoderOptions)
@@ -200,7 +200,7 @@ def _add_encode(commands, fmt, shared: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--resume", action="store_true", help="continue an unfinished folder --out after its last complete shard"
     )
-    from bitext_hf.mining.embedder import RayOptions
+    from bitext_hf.encoding.embedder import RayOptions
 
     add_config_options(p, RayOptions)
     _add_common(p, k=False)

@@ -17,6 +17,7 @@ from bitext_hf.io.inputs import (
 )
 from bitext_hf.io.outputs import (
     atomic_output,
+    check_inputs_and_output,
     check_output_path,
     non_regular_kind,
     protect_inputs,
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "MAX_INPUT_BYTES_ENV",
     "atomic_output",
+    "check_inputs_and_output",
     "check_output_path",
     "compression_of",
     "input_byte_limit",

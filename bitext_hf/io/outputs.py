@@ -25,6 +25,7 @@ from bitext_hf.errors import OutputWriteError, UsageError
 
 __all__ = [
     "atomic_output",
+    "check_inputs_and_output",
     "check_output_path",
     "checked_stdout",
     "non_regular_kind",
@@ -450,3 +451,16 @@ def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] 
         if _same_file(text, os.fspath(source)):
             raise UsageError(f"{option} {text}: is the input {os.fspath(source)}; writing it would destroy the input")
     refuse_input(text, text, option)
+
+
+def check_inputs_and_output(out: StrPath | None, inputs: Iterable[StrPath | None]) -> None:
+    """Cheap checks before any reading: at most one input is stdin (``-``), and ``out`` (when given) is a writable
+    path that is none of the inputs (writing it would destroy that input). The inputs stay protected for the rest
+    of the command: no file it writes (sidecar, shards, cache entries) may replace one (``protect_inputs``)."""
+    inputs = tuple(inputs)
+    stdin = [path for path in inputs if path == "-"]
+    if len(stdin) > 1:
+        raise UsageError("only one input can be read from stdin ('-')")
+    protect_inputs(inputs)
+    if out is not None:
+        check_output_path(out, inputs=inputs, option="--out")

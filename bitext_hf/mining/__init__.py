@@ -19,7 +19,7 @@ _SUBMODULE_OF = {
     "bidirectional_knn": "knn",
     "BidirectionalKNN": "knn",
     "candidate_scores": "retrieval",
-    "check_embeddings": "knn",
+    "check_embeddings": "bitext_hf.data.embeddings",
     "check_index": "index",
     "check_k": "knn",
     "check_pair": "knn",

@@ -14,8 +14,8 @@ import numpy as np
 from bitext_hf.encoders.exported import BACKENDS
 from bitext_hf.encoders.huggingface import POOLINGS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
+from bitext_hf.encoding.embedder import EncoderOptions, RayOptions, refuse_cache_dir_without_cache
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.embedder import EncoderOptions, RayOptions
 from bitext_hf.mining.filters import FilterOptions, FilterSettings
 from bitext_hf.mining.margin import MARGINS
 from bitext_hf.mining.output import FORMATS
@@ -35,7 +35,6 @@ __all__ = [
     "MiningConfig",
     "ThresholdOptions",
     "filter_settings",
-    "refuse_cache_dir_without_cache",
     "refuse_lid_options_without_lid",
     "used_k",
 ]
@@ -127,11 +126,6 @@ def refuse_lid_options_without_lid(
                 f"{' and '.join(given)} {'act' if len(given) > 1 else 'acts'} only with --lid{where}, "
                 "which is not given"
             )
-
-
-def refuse_cache_dir_without_cache(cache_dir: str | None, no_cache: bool) -> None:
-    if cache_dir is not None and no_cache:
-        raise UsageError(f"--cache-dir {cache_dir} names the encoding cache, which --no-cache turns off: choose one")
 
 
 def _positive_or_none(value: Any, name: str) -> None:
@@ -371,12 +365,12 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         """The encoder that embedded a side: the manifest's for shards, None for a .npy side (not known here)."""
         path = getattr(self, side)
         if os.path.isdir(path):
-            from bitext_hf.mining.shards import MANIFEST, read_manifest
+            from bitext_hf.encoding.shards import MANIFEST, read_manifest
 
             return read_manifest(os.path.join(path, MANIFEST)).encoder
         if is_npy(path):
             return None
-        from bitext_hf.mining.embedding_cache import encoder_identity
+        from bitext_hf.encoding.cache import encoder_identity
 
         model = getattr(self, f"{side}_model") or self.model
         return encoder_identity(model, self.pooling, self.quantize, self.backend)

@@ -1,16 +1,5 @@
-"""Encoding and exact mining across workers and machines with Ray (the ``distributed`` extra: ``pip install ray``).
-
-Ray does the scheduling, the data transfer (its object store) and the retries of tasks whose worker died; nothing
-here is a scheduler or an RPC layer of its own. :func:`ray_session` starts a local Ray instance (``workers`` CPUs) or
-joins a cluster at an address, after a bounded check that a Ray head answers there (Ray itself retries an unreachable
-address for minutes, and one that answers but is not Ray, an HTTP server for instance, for ever). A SIGTERM during a
-session shuts Ray down and then ends the process as it would have without Ray (Ray's own handlers exit 1 or abort).
-
-:func:`encode_shards_ray` writes the same shard folder as :func:`bitext_hf.mining.shards.write_shards` (it *is*
-``write_shards``, fed by Ray tasks that encode its batches ahead, in parallel): same bytes, same manifest, the same
-``--resume``; :func:`encode_ray` returns the embeddings of a text side in memory the same way (``mine``). Each
-worker process loads the encoder once and keeps it for every batch it is given; with a GPU in the
-cluster every task asks for one (``num_gpus=1``).
+"""Exact mining across workers and machines with Ray (the ``distributed`` extra: ``pip install ray``), in the Ray
+session of :func:`bitext_hf.encoding.ray.ray_session` (which also holds the Ray encoding).
 
 :func:`knn_ray` splits the targets into contiguous runs of the single-process engine's column blocks; one task per
 run computes, with the engine's own block geometry, the forward top-k of every source among those targets and the
@@ -25,7 +14,7 @@ task, with only as many runs in flight as tasks run at a time. Of a shard folder
 path (one machine, or a shared file system; a probe task on each node checks), a task gets only its run's name
 (``RowRange``) and reads the rows itself; otherwise the driver reads each run and passes the rows.
 A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error is one line
-and nothing is presented as complete (shards: no manifest; pairs: written only after mining).
+and nothing is presented as complete (pairs: written only after mining).
 """
 
 from __future__ import annotations
@@ -35,389 +24,19 @@ import itertools
 import logging
 import math
 import os
-import signal
-import socket
-import sys
-import threading
-import time
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn
-from urllib.parse import urlsplit
 
 import numpy as np
 
-from bitext_hf.errors import BitextError, UsageError
+from bitext_hf.encoding.ray import DEFAULT_RETRIES, gpus_per_task, import_ray, ray_failure, ray_session
 
-__all__ = [
-    "DEFAULT_CONNECT_TIMEOUT",
-    "DEFAULT_RETRIES",
-    "MAX_RUN_BLOCKS",
-    "check_ray",
-    "check_ray_address",
-    "encode_ray",
-    "encode_shards_ray",
-    "encoder_loader",
-    "import_ray",
-    "knn_ray",
-    "mine_ray",
-    "ray_session",
-]
+__all__ = ["MAX_RUN_BLOCKS", "checked_sides", "knn_ray", "merge_forward", "mine_ray"]
 
 logger = logging.getLogger("bitext_hf")
 
-# Seconds the check of --ray-address waits in all (the TCP connection and Ray's answer): a cluster's head answers in
-# milliseconds; Ray's own client would retry an unreachable address for minutes.
-DEFAULT_CONNECT_TIMEOUT = 10.0
-# Times Ray runs a task again after its worker died (killed, out of memory, a machine lost).
-DEFAULT_RETRIES = 2
-_RAY_PORT, _CLIENT_PORT = 6379, 10001
 # Column blocks in one mining task at most (8,192 targets each by default: about 400 MB of float32 at d=768), so
 # that a large target side travels through the object store a few runs at a time.
 MAX_RUN_BLOCKS = 16
-
-
-def import_ray():
-    """The ``ray`` module; a ``UsageError`` (exit 2) saying how to install it when it is not installed."""
-    try:
-        import ray
-    except ImportError:
-        raise UsageError(
-            '--distributed ray needs Ray: pip install "bitext-hf[distributed]" (or pip install ray)'
-        ) from None
-    return ray
-
-
-# ----------------------------------------------------------------------------------------------------- session
-
-
-def check_ray(address: str | None) -> None:
-    """What a job asked to run with Ray checks before it reads anything: Ray installed (:func:`import_ray`) and
-    ``address``, when given, answering as a Ray head (:func:`check_ray_address`)."""
-    import_ray()
-    if address:
-        check_ray_address(address)
-
-
-def check_ray_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
-    """Refuse (``UsageError``, exit 2) a Ray address where no Ray head answers within ``timeout`` seconds in all:
-    ``HOST:PORT`` (the head's GCS, port 6379 by default) or ``ray://HOST:PORT`` (Ray Client, 10001). ``auto`` (the
-    cluster this machine belongs to) is left to Ray, which answers at once when there is none.
-
-    First a TCP connection (a closed port or an unreachable host is named as such), then one call that only a Ray
-    head answers (:func:`_ray_head_answer`): a server of another kind on that port (HTTP, or one that accepts and
-    stays silent) would otherwise make ``ray.init`` retry for ever without a word."""
-    if address == "auto":
-        return
-    deadline = time.monotonic() + timeout
-    client = address.startswith("ray://")
-    parts = urlsplit(address if "://" in address else f"//{address}")
-    try:
-        host, port = parts.hostname, parts.port or (_CLIENT_PORT if client else _RAY_PORT)
-    except ValueError:
-        host = None
-    if not host:
-        raise UsageError(f"--ray-address {address}: not an address; give HOST:PORT, ray://HOST:PORT or auto")
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError as error:
-        reason = f"no answer within {timeout:g} s" if isinstance(error, TimeoutError) else error.strerror or error
-        raise UsageError(
-            f"--ray-address {address}: no Ray cluster reachable at {host}:{port} ({reason}); "
-            "start one with `ray start --head`, or leave out --ray-address for a local Ray instance"
-        ) from None
-    refusal = _ray_head_answer(host, port, client, max(0.1, deadline - time.monotonic()))
-    if refusal is not None:
-        service = "a Ray Client server" if client else "a Ray cluster's head (GCS)"
-        raise UsageError(
-            f"--ray-address {address}: {host}:{port} answers but is not {service} ({refusal}); give the address "
-            "`ray start --head` printed, or leave out --ray-address for a local Ray instance"
-        )
-
-
-def _ray_head_answer(host: str, port: int, client: bool, timeout: float) -> str | None:
-    """None when a Ray head answers at ``host:port`` within ``timeout`` seconds, else why not (one line).
-
-    The call is one every Ray head serves and nothing else does, made with gRPC (what Ray speaks, installed with it)
-    under a deadline: the GCS's ``GetClusterId``, or Ray Client's ping (``ClusterInfo`` of type ``PING``, the call
-    Ray's own client connects with); an answer, or a refusal for want of Ray's auth token, is a Ray head. With TLS
-    on (``RAY_USE_TLS``) the call would need Ray's certificates, so the TCP check is all that is made."""
-    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
-        return None
-    import grpc
-
-    # Ray's own channels ignore http_proxy unless this is set: a probe through a proxy would test another path.
-    proxy = int(os.environ.get("RAY_grpc_enable_http_proxy", "0").lower() in ("1", "true"))  # noqa: SIM112
-    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", proxy)]) as channel:
-        try:
-            if client:
-                from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
-
-                ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)
-                ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=timeout)
-            else:
-                from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
-
-                stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
-                stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout)
-        except grpc.RpcError as error:
-            if error.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-                return None  # a head that wants Ray's token (token auth): Ray, which ray.init authenticates to
-            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                return f"no Ray answer within {timeout:.0f} s"
-            # gRPC's details end with the cause ("...: Failed parsing HTTP/2 (...)"): that part says what answered.
-            cause = (error.details() or "").strip().splitlines()[:1]
-            return ": ".join([error.code().name.lower(), *(line.rsplit(": ", 1)[-1] for line in cause)])
-    return None
-
-
-@contextlib.contextmanager
-def _stderr_to_devnull() -> Iterator[None]:
-    """File descriptor 2 to /dev/null: Ray's C++ client logs every retry of an address that answers but is not a Ray
-    cluster on stderr (a line a second, past the logging module), and the command's failure is to be one line."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-class _Terminated(BaseException):
-    """Raised by the SIGTERM handler of a Ray session: it unwinds the command (each output removes its temp file)
-    like a KeyboardInterrupt, and is no ``Exception``, so that no handler takes it for an error."""
-
-
-def _raise_terminated(signum: int, frame) -> None:
-    raise _Terminated
-
-
-def _end_as_without_ray(previous) -> NoReturn:
-    """Give SIGTERM back the handler it had before Ray and deliver it: by default the process dies of it, the
-    status a run without Ray ends with (-15 to its parent)."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-    signal.raise_signal(signal.SIGTERM)
-    raise KeyboardInterrupt  # SIGTERM is ignored or blocked here: the run is stopped all the same
-
-
-def _init_ray(ray, address: str | None, options: dict, sigterm_before) -> None:
-    """``ray.init`` with stderr silenced and its failures as one line (exit 2).
-
-    ``ray.init`` replaces the SIGTERM handler with one that exits 1 without a word (``SystemExit``, also while it
-    runs), and Ray's core worker with one that aborts (SIGABRT, a C++ stack on stderr): afterwards the handler the
-    process had is put back (ignored, or the application's own), and the default one is replaced by
-    :func:`_raise_terminated`, which :func:`ray_session` turns into a Ray shutdown and then the signal as before."""
-    try:
-        with _stderr_to_devnull():
-            ray.init(address=address, **options)
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        where = f"--ray-address {address}" if address else "a local Ray instance"
-        raise UsageError(f"{where}: Ray could not start or connect ({str(error).splitlines()[0]})") from None
-    except SystemExit:  # Ray's SIGTERM handler, while ray.init ran
-        if threading.current_thread() is not threading.main_thread():
-            raise
-        with contextlib.suppress(Exception):
-            ray.shutdown()
-        _end_as_without_ray(sigterm_before)
-    if threading.current_thread() is threading.main_thread():  # the only thread that may set handlers
-        default = sigterm_before in (signal.SIG_DFL, None)
-        signal.signal(signal.SIGTERM, _raise_terminated if default else sigterm_before)
-
-
-@contextlib.contextmanager
-def ray_session(address: str | None = None, workers: int | None = None) -> Iterator[int]:
-    """Ray for the duration of a ``with`` block; yields how many tasks run at a time (``workers``, else the CPUs of
-    the cluster).
-
-    A session that is already initialized (a caller's own ``ray.init``) is used as it is and left running. Otherwise
-    ``address`` is checked (:func:`check_ray_address`) and joined, or, without one, a local instance is started with
-    ``workers`` CPUs (all of this machine's by default), no dashboard and quiet logs; it is shut down at the end,
-    also on a SIGTERM, after which the signal does what it would have done without Ray (by default: the process
-    dies of it).
-    """
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise UsageError(f"--workers must be an integer >= 1, got {workers!r}")
-    ray = import_ray()
-    if ray.is_initialized():
-        yield workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        return
-    if address is not None:
-        check_ray_address(address)
-    options: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False)
-    if address is None:
-        options.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
-    sigterm_before = signal.getsignal(signal.SIGTERM)
-    _init_ray(ray, address, options, sigterm_before)
-    terminated = False
-    try:
-        yield workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    except _Terminated:
-        terminated = True
-    finally:
-        # The handler back first: a second SIGTERM while Ray shuts down does what it would do without Ray.
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if sigterm_before is None else sigterm_before)
-        ray.shutdown()
-    if terminated:
-        _end_as_without_ray(sigterm_before)
-
-
-def _gpus_per_task(ray) -> int:
-    """One GPU a task when the cluster has GPUs (the task then runs its encoder or products on it), else none."""
-    return 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
-
-
-def ray_failure(error: BaseException, what: str) -> BaseException:
-    """A Ray error as the error to raise: the task's own exception when it raised one (an EncoderLoadError keeps
-    its exit code), else one line saying that workers died or were lost (exit 1)."""
-    cause = getattr(error, "cause", None)
-    if isinstance(cause, BaseException):
-        return cause
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return BitextError(f"{what}: a Ray worker died or was lost and the retries ran out ({first})")
-
-
-# ----------------------------------------------------------------------------------------------------- encode
-
-# The encoders this worker process has loaded, by the token of the run that sent the loader: one load per process.
-_WORKER_ENCODERS: dict[str, Callable[[list[str]], np.ndarray]] = {}
-
-
-def _encode_batch(token: str, load: Callable[[], Callable[[list[str]], np.ndarray]], texts: list[str]) -> np.ndarray:
-    """Ray task: encode one batch with this worker's encoder for the run ``token`` (loaded at its first batch)."""
-    if token not in _WORKER_ENCODERS:
-        _WORKER_ENCODERS.clear()  # an encoder of an earlier run is not needed again
-        _WORKER_ENCODERS[token] = load()
-    return np.asarray(_WORKER_ENCODERS[token](texts))
-
-
-class _EncodedAhead:
-    """The ``encode`` callable handed to ``write_shards``: it answers each batch from Ray tasks that encoded it, and
-    keeps at most ``window`` batches in flight, the ones ``write_shards`` will ask for next.
-
-    Why matched by content: ``write_shards`` asks for its batches in a fixed order (shard by shard, each split at
-    ``ENCODE_CHUNK``) from the first shard it has to write, which only it knows (``--resume``). The first batch
-    locates that shard; every later one is checked against the plan, and a batch off the plan is located again.
-    Equal texts give equal embeddings, so a batch matched at another place with the same texts is still right.
-    """
-
-    def __init__(self, ray, remote, texts: Sequence[str], shard_size: int, window: int, what: str) -> None:
-        from bitext_hf.mining.shards import ENCODE_CHUNK
-
-        self.ray, self.remote, self.texts, self.window, self.what = ray, remote, texts, window, what
-        self.batches = [
-            (start, min(start + ENCODE_CHUNK, shard_start + shard_size, len(texts)))
-            for shard_start in range(0, len(texts), shard_size)
-            for start in range(shard_start, min(shard_start + shard_size, len(texts)), ENCODE_CHUNK)
-        ]
-        self.next_batch = 0  # the plan position of the next batch write_shards should ask for
-        self.in_flight: deque = deque()  # (plan position, ObjectRef), in plan order
-
-    def _locate(self, batch: list[str]) -> int:
-        for position, (start, stop) in enumerate(self.batches):
-            if stop - start == len(batch) and list(self.texts[start:stop]) == batch:
-                return position
-        raise RuntimeError(f"{self.what}: write_shards asked for a batch that is not in its plan")
-
-    def _fill(self) -> None:
-        submitted = self.in_flight[-1][0] + 1 if self.in_flight else self.next_batch
-        while len(self.in_flight) < self.window and submitted < len(self.batches):
-            start, stop = self.batches[submitted]
-            self.in_flight.append((submitted, self.remote(list(self.texts[start:stop]))))
-            submitted += 1
-
-    def cancel(self) -> None:
-        for _, ref in self.in_flight:
-            with contextlib.suppress(Exception):
-                self.ray.cancel(ref, force=True)
-        self.in_flight.clear()
-
-    def __call__(self, batch: list[str]) -> np.ndarray:
-        position = self.next_batch
-        if position >= len(self.batches) or batch != list(self.texts[slice(*self.batches[position])]):
-            self.cancel()
-            position = self._locate(batch)
-        self.next_batch = position
-        self._fill()
-        # No refill while waiting: the batch waited for still runs, so ``window`` tasks (the --workers the user
-        # allows) are the most that run at once, also on a cluster with more CPUs than that.
-        _, ref = self.in_flight.popleft()
-        self.next_batch = position + 1
-        try:
-            return self.ray.get(ref)
-        except self.ray.exceptions.RayError as error:
-            raise ray_failure(error, self.what) from None
-
-
-def _encoding_ahead(load_encoder, texts: Sequence[str], shard_size: int, slots: int, retries: int, what: str):
-    """An :class:`_EncodedAhead` over ``texts`` whose batches are Ray tasks of this session, ``slots`` at a time,
-    each worker loading the encoder once for this run (its token)."""
-    ray = import_ray()
-    token = uuid.uuid4().hex
-    load_ref = ray.put(load_encoder)
-    task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
-    return _EncodedAhead(ray, lambda batch: task.remote(token, load_ref, batch), texts, shard_size, slots, what)
-
-
-def encode_shards_ray(
-    folder: str | os.PathLike,
-    texts: Sequence[str],
-    load_encoder: Callable[[], Callable[[list[str]], np.ndarray]],
-    *,
-    encoder: str | None,
-    shard_size: int | None = None,
-    dtype: str = "float32",
-    resume: bool = False,
-    show_progress: bool = False,
-    address: str | None = None,
-    workers: int | None = None,
-    retries: int = DEFAULT_RETRIES,
-):
-    """:func:`bitext_hf.mining.shards.write_shards` with the encoding done by Ray tasks in parallel: the same folder,
-    byte for byte, for a deterministic encoder.
-
-    Args:
-        load_encoder: called once in each worker process; returns sentences -> float32 (n, d) embeddings. It is
-            pickled to the workers (cloudpickle): a ``functools.partial`` of an importable function, for instance.
-        address, workers: see :func:`ray_session`.
-        retries: times a batch is encoded again after its worker died.
-        Other arguments as in ``write_shards``.
-
-    Returns:
-        (the manifest, how many sentences this call encoded), as ``write_shards``.
-
-    Raises:
-        BitextError: workers kept dying (exit 1); a shard folder in progress is left for ``--resume``.
-        The task's own error when the encoder raised (``EncoderLoadError``: exit 4).
-    """
-    from bitext_hf.mining.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
-
-    shard_size = shard_size or DEFAULT_SHARD_SIZE
-    check_shard_folder(os.fspath(folder), resume=resume)  # before starting Ray: a wrong folder costs nothing
-    with ray_session(address, workers) as slots:
-        ahead = _encoding_ahead(load_encoder, texts, shard_size, slots, retries, f"encoding {folder}")
-        try:
-            return write_shards(
-                folder,
-                texts,
-                ahead,
-                encoder=encoder,
-                shard_size=shard_size,
-                dtype=dtype,
-                resume=resume,
-                show_progress=show_progress,
-            )
-        finally:
-            ahead.cancel()
-
-
-# ----------------------------------------------------------------------------------------------------- mine
 
 
 def _block_geometry(n: int, m: int, block_elements: int) -> tuple[int, int]:
@@ -430,7 +49,7 @@ def _folder_digests(folders: list[str]) -> dict[str, str | None]:
     """Ray task: the SHA-256 of each shard folder's manifest as this node sees it (None where it sees none)."""
     import hashlib
 
-    from bitext_hf.mining.shards import MANIFEST
+    from bitext_hf.encoding.shards import MANIFEST
 
     digests: dict[str, str | None] = {}
     for folder in folders:
@@ -446,7 +65,7 @@ def tasks_read_folders(ray, *sides) -> bool:
     """Whether the tasks may read their rows from the sides' shard folders themselves: every node of the cluster
     sees each folder at the driver's path with the driver's manifest (one probe task pinned to each node). Else
     the driver reads the rows and passes them, as for arrays: a cluster without a shared file system still works."""
-    from bitext_hf.mining.shards import ShardedEmbeddings
+    from bitext_hf.encoding.shards import ShardedEmbeddings
 
     folders = sorted({side.folder for side in sides if isinstance(side, ShardedEmbeddings)})
     if not folders:
@@ -471,7 +90,7 @@ def rows_for_tasks(side, start: int, stop: int, by_name: bool):
     """What the tasks get for rows ``start`` to ``stop`` of a side: of a shard folder every node sees
     (``by_name``), a ``RowRange`` (each task reads the rows from the folder itself, so they never pass through the
     driver or the object store); else the rows."""
-    from bitext_hf.mining.shards import ShardedEmbeddings
+    from bitext_hf.encoding.shards import ShardedEmbeddings
 
     named = side.row_range(start, stop) if by_name and isinstance(side, ShardedEmbeddings) else None
     return named if named is not None else np.ascontiguousarray(side[start:stop], dtype=np.float32)
@@ -479,7 +98,7 @@ def rows_for_tasks(side, start: int, stop: int, by_name: bool):
 
 def read_rows(rows) -> np.ndarray:
     """In a task: the rows it was given, or read from a ``RowRange``."""
-    from bitext_hf.mining.shard_rows import RowRange
+    from bitext_hf.encoding.shard_rows import RowRange
 
     return rows.read() if isinstance(rows, RowRange) else rows
 
@@ -510,29 +129,6 @@ def merge_forward(
     order = np.lexsort((all_indices, -all_sims), axis=1)[:, :k]
     columns = (all_sims, all_indices, *(np.concatenate(column, axis=1) for column in carried))
     return tuple(np.take_along_axis(column, order, axis=1) for column in columns)
-
-
-def encode_ray(
-    texts: Sequence[str],
-    load_encoder: Callable[[], Callable[[list[str]], np.ndarray]],
-    *,
-    address: str | None = None,
-    workers: int | None = None,
-    retries: int = DEFAULT_RETRIES,
-    what: str = "sentences",
-) -> np.ndarray:
-    """The embeddings of ``texts`` (float32, in order), encoded by Ray tasks in batches of the shard writer's size,
-    at most ``workers`` at a time: what ``mine --distributed ray`` does with a side given as text. Arguments as in
-    :func:`encode_shards_ray`; the batches are those a shard folder of one shard would be encoded in."""
-    if not len(texts):
-        raise UsageError(f"{what}: nothing to encode")
-    with ray_session(address, workers) as slots:
-        ahead = _encoding_ahead(load_encoder, texts, len(texts), slots, retries, f"encoding {what}")
-        try:
-            parts = [ahead(list(texts[start:stop])) for start, stop in ahead.batches]
-        finally:
-            ahead.cancel()
-    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
 def _column_runs(n_blocks: int, parts: int) -> list[tuple[int, int]]:
@@ -574,7 +170,7 @@ def knn_ray(
     with ray_session(address, workers) as slots:
         ray = import_ray()
         runs = _column_runs(n_blocks, max(slots, math.ceil(n_blocks / max(1, max_run_blocks))))
-        task = ray.remote(search_run).options(num_cpus=1, num_gpus=_gpus_per_task(ray), max_retries=retries)
+        task = ray.remote(search_run).options(num_cpus=1, num_gpus=gpus_per_task(ray), max_retries=retries)
         src_ref = ray.put(np.ascontiguousarray(src[0:n]))  # sources once, shared by every task on a machine
         by_name = tasks_read_folders(ray, tgt)
         pending: dict = {}  # ObjectRef -> first target of its run
@@ -605,9 +201,9 @@ def knn_ray(
 def checked_sides(src_embeddings, tgt_embeddings):
     """Both sides to search: arrays validated and L2-normalized (``check_embeddings``), shard folders as they are
     (checked when opened); a ``DataValidationError`` when their dimensions differ."""
+    from bitext_hf.data.embeddings import check_embeddings
+    from bitext_hf.encoding.shards import ShardedEmbeddings
     from bitext_hf.errors import DataValidationError
-    from bitext_hf.mining.knn import check_embeddings
-    from bitext_hf.mining.shards import ShardedEmbeddings
 
     src, tgt = (
         side if isinstance(side, ShardedEmbeddings) else check_embeddings(side, name)
@@ -635,7 +231,7 @@ def mine_ray(
     threshold: float | None = None,
 ):
     """:func:`bitext_hf.mining.mine` (exact index) with the search in parallel Ray tasks (:func:`knn_ray`): the same
-    pairs and scores. Either side may be :class:`~bitext_hf.mining.shards.ShardedEmbeddings`."""
+    pairs and scores. Either side may be :class:`~bitext_hf.encoding.shards.ShardedEmbeddings`."""
     from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
 
     mode = mode or DEFAULT_MODE
@@ -643,27 +239,3 @@ def mine_ray(
     src, tgt = checked_sides(src_embeddings, tgt_embeddings)
     knn = knn_ray(src, tgt, k, address=address, workers=workers, block_elements=block_elements, retries=retries)
     return retrieve(knn, margin=margin, mode=mode, threshold=threshold)
-
-
-def _load_encode(loader: Callable[..., Any], spec: str | None, pooling: str | None, batch_size: int, runtime: dict):
-    encoder = loader(spec, pooling=pooling, **{name: value for name, value in runtime.items() if value is not None})
-    return lambda texts: encoder.encode(texts, batch_size=batch_size, show_progress=False)
-
-
-def encoder_loader(
-    spec: str | None,
-    *,
-    pooling: str | None = None,
-    batch_size: int = 128,
-    quantize: str | None = None,
-    backend: str | None = None,
-):
-    """A picklable ``load_encoder`` for :func:`encode_shards_ray`: ``bitext_hf.encoders.load_encoder(spec,
-    pooling=..., quantize=..., backend=...)`` in each worker (the last two only when given), encoding ``batch_size`` sentences a batch. The loader function is taken here, in
-    the driver, so that a replaced one (a test's fake) is the one the workers run."""
-    import functools
-
-    from bitext_hf import encoders
-
-    runtime = {"quantize": quantize, "backend": backend}
-    return functools.partial(_load_encode, encoders.load_encoder, spec, pooling, batch_size, runtime)

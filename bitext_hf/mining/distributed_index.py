@@ -63,15 +63,12 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from bitext_hf.encoding.ray import DEFAULT_RETRIES, import_ray, ray_failure, ray_session
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.distributed import (
-    DEFAULT_RETRIES,
     checked_sides,
-    import_ray,
     knn_ray,
     merge_forward,
-    ray_failure,
-    ray_session,
     read_rows,
     rows_for_tasks,
     tasks_read_folders,
@@ -373,13 +370,13 @@ def knn_ray_index(
     on_task: TaskHook | None = None,
 ):
     """:func:`bitext_hf.mining.index.search_neighbours_unchecked` (checked inputs: arrays from ``check_pair`` or
-    :class:`~bitext_hf.mining.shards.ShardedEmbeddings`) with the index filled shard by shard and searched tile by
+    :class:`~bitext_hf.encoding.shards.ShardedEmbeddings`) with the index filled shard by shard and searched tile by
     shard in parallel Ray tasks; see the module docstring. An index that resolves to exact search goes to
     :func:`bitext_hf.mining.distributed.knn_ray`.
 
     Args:
         index, nprobe, seed: as in ``search_neighbours`` (``device="cpu"``: FAISS runs on the tasks' CPUs).
-        address, workers, retries: see :func:`bitext_hf.mining.distributed.ray_session` and ``knn_ray``.
+        address, workers, retries: see :func:`bitext_hf.encoding.ray.ray_session` and ``knn_ray``.
         tile_rows: query rows a search task takes at most (at least one tile per worker when there are enough).
         shard_rows: database rows one shard's index holds at most.
         on_task: called in the driver with (``"fill"`` | ``"assign"`` | ``"search"`` | ``"exact"``, query rows,
@@ -448,7 +445,7 @@ def mine_ray_index(
 ):
     """:func:`bitext_hf.mining.mine` with an index, searched in parallel Ray tasks (:func:`knn_ray_index`): the
     same pairs and scores as one process with the same index, nprobe and seed. Either side may be
-    :class:`~bitext_hf.mining.shards.ShardedEmbeddings`."""
+    :class:`~bitext_hf.encoding.shards.ShardedEmbeddings`."""
     from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
 
     mode = mode or DEFAULT_MODE

@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.knn import (
     BidirectionalKNN,
     bidirectional_knn_unchecked,
-    check_embeddings,
     check_k,
     check_pair,
     knn_search,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.errors import DataValidationError, UsageError
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
     "BidirectionalKNN",
     "bidirectional_knn",
     "bidirectional_knn_unchecked",
-    "check_embeddings",
     "check_k",
     "check_pair",
     "ivf_index",
@@ -45,14 +45,6 @@ DEFAULT_BLOCK_ELEMENTS = 1 << 25
 # and a GPU holds a 1 GiB block easily (faster on an H200: benchmarks/README.md, "On a GPU").
 # Used when the caller leaves block_elements at its default.
 CUDA_BLOCK_ELEMENTS = 1 << 28
-
-# check_embeddings reads rows in blocks of this many elements (float64: 32 MiB), so a memory-mapped file is never
-# copied whole for the norms. Rows within _UNIT_TOLERANCE of unit length are used as they are (float32 rounding of a
-# normalized row is ~1e-7 per element); beyond _WARN_TOLERANCE the input was not normalized and the user is told.
-_CHECK_BLOCK_ELEMENTS = 1 << 22
-_UNIT_TOLERANCE = 1e-5
-_WARN_TOLERANCE = 1e-3
-_MAX_RAW_NORM = float(np.sqrt(np.finfo(np.float32).max))
 
 # The largest neighbourhood accepted. A similarity enters a sorted top-k list at a cost of up to k shifts, and the
 # larger k is the more of them enter, so time grows faster than k (measured in benchmarks/README.md, "what k
@@ -79,111 +71,6 @@ class BidirectionalKNN:
     forward_indices: np.ndarray
     backward_sims: np.ndarray
     backward_indices: np.ndarray
-
-
-def check_embeddings(embeddings: np.ndarray, name: str = "embeddings", *, normalize: bool = True) -> np.ndarray:
-    """Validate an embedding matrix and return it as C-contiguous float32 with L2-normalized rows.
-
-    Cosines are inner products of unit vectors only: rows that are not unit length are normalized here, with ONE
-    warning (how many rows were off by more than 1e-3). Norms are computed in float64 block by block, so a
-    memory-mapped input is read in pieces; an input that is already float32 and unit length is returned without a
-    copy, otherwise one float32 copy is filled block by block.
-
-    Args:
-        name: what the error messages call the matrix (a file name, or "source embeddings").
-        normalize (bool, defaults to True): False keeps the rows as they are (raw inner-product search) and only
-            checks that every inner product of two rows fits in float32.
-
-    Raises:
-        DataValidationError: not 2-D, empty, not floating point, NaN / inf, an all-zero row, or values whose
-            products cannot be represented; the message names ``name`` and the first bad row (0-based).
-    """
-    array = np.asarray(embeddings)
-    if array.ndim != 2:
-        raise DataValidationError(f"{name}: expected a 2-D array (n, dim), got shape {array.shape}")
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise DataValidationError(f"{name}: empty embedding matrix of shape {array.shape}")
-    if not np.issubdtype(array.dtype, np.floating):
-        raise DataValidationError(f"{name}: expected floating-point embeddings, got dtype {array.dtype}")
-    n, dim = array.shape
-    norms = row_norms(array)
-    refuse_bad_rows(array, norms, name, normalize)
-    if not normalize or not needs_normalizing(norms, name):
-        return np.ascontiguousarray(array, dtype=np.float32)
-    block = max(1, _CHECK_BLOCK_ELEMENTS // dim)
-    result = np.empty((n, dim), dtype=np.float32)
-    for start in range(0, n, block):
-        rows = array[start : start + block].astype(np.float64)
-        result[start : start + block] = rows / norms[start : start + block, None]
-    return result
-
-
-def row_norms(array: np.ndarray) -> np.ndarray:
-    """float64 L2 norms of the rows, read in blocks (a memory-mapped input is never copied whole)."""
-    n, dim = array.shape
-    block = max(1, _CHECK_BLOCK_ELEMENTS // dim)
-    norms = np.empty(n, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, n, block):
-            rows = array[start : start + block].astype(np.float64)
-            norms[start : start + block] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    return norms
-
-
-def needs_normalizing(norms: np.ndarray, name: str) -> bool:
-    """Whether rows with these norms are normalized (all of them, or none: within _UNIT_TOLERANCE of unit length
-    they are used as they are); warns once when some were off by more than _WARN_TOLERANCE."""
-    off = np.abs(norms - 1.0)
-    if off.max() <= _UNIT_TOLERANCE:
-        return False
-    not_unit = int((off > _WARN_TOLERANCE).sum())
-    if not_unit:
-        worst = int(off.argmax())
-        logger.warning(
-            "%s: %d of %d rows were not unit length (e.g. row %d has L2 norm %.4g); normalized them, as cosine "
-            "similarity needs",
-            name,
-            not_unit,
-            norms.size,
-            worst,
-            norms[worst],
-        )
-    return True
-
-
-def refuse_bad_rows(array: np.ndarray, norms: np.ndarray, name: str, normalize: bool) -> None:
-    """DataValidationError for the first row that cannot be used; ``norms`` are float64 row norms of ``array``."""
-    bad = ~np.isfinite(norms)
-    if bad.any():
-        rows = np.flatnonzero(bad)
-        row = int(rows[0])
-        if np.isfinite(array[row]).all():
-            reason = "values so large that their squares overflow even in float64"
-        else:
-            reason = "NaN or inf"
-        raise DataValidationError(
-            f"{name}: {rows.size} row(s) contain {reason} (first: row {row}, 0-based); "
-            "check the encoder output or the .npy file"
-        )
-    if normalize:
-        zero = np.flatnonzero(norms == 0)
-        if zero.size:
-            row = int(zero[0])
-            what = (
-                "is all zeros" if not array[row].any() else "has values too small to normalize (their squares are 0)"
-            )
-            raise DataValidationError(
-                f"{name}: row {row} (0-based) {what} ({zero.size} such row(s)); a zero vector has no direction, so "
-                "it has no cosine with anything"
-            )
-    else:
-        # Without normalization an inner product is bounded by the product of the two norms; keep it within float32.
-        large = np.flatnonzero(norms > _MAX_RAW_NORM)
-        if large.size:
-            raise DataValidationError(
-                f"{name}: row {int(large[0])} (0-based) has L2 norm {norms[large[0]]:.3g}; inner products of such "
-                "rows overflow float32 (normalize the rows)"
-            )
 
 
 def _check_positive_k(k: int) -> None:
@@ -341,7 +228,7 @@ def bidirectional_knn_unchecked(
 ) -> BidirectionalKNN:
     """Exact top-k by inner product of every row of ``x`` among ``y`` and of every row of ``y`` among ``x``, for
     inputs validated already: arrays from :func:`check_pair`, or row sources not in memory whose ``[a:b]`` gives rows
-    ``a`` to ``b`` as C-contiguous float32 (``bitext_hf.mining.shards.ShardedEmbeddings``). A row source is read one
+    ``a`` to ``b`` as C-contiguous float32 (``bitext_hf.encoding.shards.ShardedEmbeddings``). A row source is read one
     block at a time; the blocks are those of the concatenated arrays, so the results are the same, bit for bit.
 
     Each block of the similarity matrix is computed once; its row-wise and column-wise top-k are merged into the

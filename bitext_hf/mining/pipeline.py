@@ -26,22 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.data.embeddings import check_embeddings
+from bitext_hf.encoding.embedder import Embedder
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.io import check_inputs_and_output
 from bitext_hf.mining.config import DEMO_DIR, MiningConfig  # DEMO_DIR re-exported: the CLI takes it here
-from bitext_hf.mining.embedder import Embedder
 from bitext_hf.mining.filters import filter_mined, filter_sides
 from bitext_hf.mining.index import RecallReport
-from bitext_hf.mining.knn import check_embeddings, check_k
+from bitext_hf.mining.knn import check_k
 from bitext_hf.mining.retrieval import MinedPairs
 from bitext_hf.mining.sidecar import MiningRecord
-from bitext_hf.mining.sides import (
-    Side,
-    check_inputs_and_output,
-    display,
-    read_docs,
-    read_gold,
-    read_side,
-)
+from bitext_hf.mining.sides import Side, display, read_docs, read_gold, read_side
 from bitext_hf.threads import limit_threads
 
 __all__ = ["DEMO_DIR", "GoldScores", "MiningConfig", "MiningResult", "run_mining"]
@@ -114,7 +109,7 @@ def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None 
     from bitext_hf.io import protect_inputs
 
     if config.distributed:  # Ray installed, the address answering: before anything is read
-        from bitext_hf.mining.distributed import check_ray
+        from bitext_hf.encoding.ray import check_ray
 
         check_ray(config.ray_address)
     try:
@@ -277,7 +272,7 @@ def _distributed_session(config: MiningConfig):
     its own, and load the encoder in fresh workers, otherwise); nothing without it."""
     if not config.distributed:
         return contextlib.nullcontext()
-    from bitext_hf.mining.distributed import ray_session
+    from bitext_hf.encoding.ray import ray_session
 
     return ray_session(config.ray_address, config.workers)
 
@@ -350,9 +345,10 @@ def _search_and_retrieve(
 ) -> tuple[MinedPairs, RecallReport | None]:
     """Search and retrieve in memory, or block by block when a side is a folder of shards (same pairs and scores).
     Returns the pairs and, with check_recall, the recall@k of the run's own forward neighbours (no second index)."""
+    from bitext_hf.encoding.shards import ShardedEmbeddings
     from bitext_hf.mining.index import recall_at_k, search_neighbours_unchecked
     from bitext_hf.mining.retrieval import retrieve
-    from bitext_hf.mining.shards import ShardedEmbeddings, mine_shards
+    from bitext_hf.mining.sharded import mine_shards
 
     settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=threshold)
     show_progress = not config.quiet and src_emb.shape[0] > 50_000

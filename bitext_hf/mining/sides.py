@@ -1,5 +1,5 @@
 """The inputs of a mining job, read before any expensive work: the sentences or embeddings of each side, document
-ids and gold pairs (the sentences are encoded by :class:`bitext_hf.mining.embedder.Embedder`).
+ids and gold pairs (the sentences are encoded by :class:`bitext_hf.encoding.embedder.Embedder`).
 
 Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is ``MiningConfig.src_text``).
 """
@@ -7,18 +7,15 @@ Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is `
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import check_output_path, protect_inputs
 
 __all__ = [
     "Side",
-    "check_inputs_and_output",
     "display",
     "is_embeddings",
     "is_npy",
@@ -44,21 +41,9 @@ def is_npy(path: str) -> bool:
 
 def is_embeddings(path: str) -> bool:
     """Embeddings rather than text: a .npy file, or a folder of shards (``bitext-hf encode --out FOLDER/``)."""
-    from bitext_hf.mining.shards import is_shard_folder
+    from bitext_hf.encoding.shards import is_shard_folder
 
     return is_npy(path) or is_shard_folder(path)
-
-
-def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> None:
-    """Cheap checks before any reading: at most one input is stdin (``-``), and ``out`` (when given) is a writable
-    path that is none of the inputs (writing it would destroy that input). The inputs stay protected for the rest
-    of the command: no file it writes (sidecar, shards, cache entries) may replace one (``protect_inputs``)."""
-    stdin = [path for path in inputs if path == "-"]
-    if len(stdin) > 1:
-        raise UsageError("only one input can be read from stdin ('-')")
-    protect_inputs(inputs)
-    if out is not None:
-        check_output_path(out, inputs=tuple(inputs), option="--out")
 
 
 # ----------------------------------------------------------------------------------------------------- sides
@@ -88,8 +73,8 @@ def read_side(path: str, text_path: str | None, what: str, *, max_line_chars: in
     sentences (``--src-text``: one line per embedding row; checked against a manifest's text checksum). ``what``
     is ``src`` or ``tgt``; a line longer than ``max_line_chars`` is a data error."""
     from bitext_hf.data import read_embeddings, read_lines
-    from bitext_hf.mining.knn import check_embeddings
-    from bitext_hf.mining.shards import is_shard_folder, open_shards, text_sha256
+    from bitext_hf.data.embeddings import check_embeddings
+    from bitext_hf.encoding.shards import is_shard_folder, open_shards, text_sha256
 
     if not is_embeddings(path):
         if text_path is not None:

@@ -1,6 +1,6 @@
 """Teacher embeddings computed once, cached on disk and served memory-mapped.
 
-The entries are the encoding cache's (:mod:`bitext_hf.mining.embedding_cache`): written atomically, served only from
+The entries are the encoding cache's (:mod:`bitext_hf.encoding.cache`): written atomically, served only from
 a regular file whose checksum, shape and values (finite, no all-zero row) hold, and encoded again otherwise. The key
 covers the teacher id (a local teacher folder by its files too), the curriculum prefix ratio and the exact texts, so
 a cache never serves embeddings of other texts or of another teacher; with the curriculum each prefix stage has its
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.encoding.cache import EmbeddingCache, entry_key
 from bitext_hf.families.laser3.errors import DistillationDataError
-from bitext_hf.mining.embedding_cache import EmbeddingCache, entry_key
 
 __all__ = ["TeacherEmbeddingCache", "cache_key"]
 

@@ -1,4 +1,4 @@
-"""Embeddings on disk: memory-mapped ``.npy`` shards with a manifest, written with resume and mined block by block.
+"""Embeddings on disk: memory-mapped ``.npy`` shards with a manifest, written with resume and read block by block.
 
 A shard folder holds ``shard-00000.npy``, ``shard-00001.npy``, ... (``shard_size`` rows each, the last one fewer;
 float32 or float16) and ``manifest.json`` (count, dimension, dtype, encoder, SHA-256 of the text, every shard with
@@ -9,12 +9,13 @@ run leaves it (nothing written depends on when or how often the run was started)
 
 :func:`open_shards` checks a folder against its manifest before any work (every shard present, of the recorded size,
 header and checksum; rows finite and non-zero) and returns :class:`ShardedEmbeddings`, which reads rows by slices from
-the memory-mapped shards, normalized exactly as :func:`bitext_hf.mining.check_embeddings` normalizes the concatenated
-array. :func:`mine_shards` therefore returns the same pairs and scores as :func:`bitext_hf.mining.mine` on the
-concatenation, holding only a block of each side and the top-k lists in memory.
+the memory-mapped shards, normalized exactly as :func:`bitext_hf.data.embeddings.check_embeddings` normalizes the concatenated
+array. :func:`bitext_hf.mining.sharded.mine_shards` therefore returns the same pairs and scores as
+:func:`bitext_hf.mining.mine` on the concatenation, holding only a block of each side and the top-k lists in memory.
 
-The encoding cache (:class:`EmbeddingCache`) lives in ``embedding_cache.py``; rows named for a distributed task to
-read itself (:class:`RowRange`, from ``ShardedEmbeddings.row_range``) in ``shard_rows.py``.
+The manifest is read and written in ``shard_manifest.py``; rows named for a distributed task to read itself
+(:class:`RowRange`, from ``ShardedEmbeddings.row_range``) in ``shard_rows.py``. The encoding cache
+(:class:`~bitext_hf.encoding.cache.EmbeddingCache`) lives in ``cache.py``.
 """
 
 from __future__ import annotations
@@ -32,9 +33,7 @@ from typing import IO
 
 import numpy as np
 
-from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output, non_regular_kind, refuse_input
-from bitext_hf.mining.shard_manifest import (
+from bitext_hf.encoding.shard_manifest import (
     DTYPES,
     MANIFEST,
     PROGRESS,
@@ -46,7 +45,9 @@ from bitext_hf.mining.shard_manifest import (
     text_sha256,
     write_manifest,
 )
-from bitext_hf.mining.shard_rows import RowRange, as_checked, rows_across
+from bitext_hf.encoding.shard_rows import RowRange, as_checked, rows_across
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.io import atomic_output, non_regular_kind, refuse_input
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -58,7 +59,6 @@ __all__ = [
     "ShardedEmbeddings",
     "check_shard_folder",
     "is_shard_folder",
-    "mine_shards",
     "open_shards",
     "read_manifest",
     "text_sha256",
@@ -363,7 +363,7 @@ class ShardedEmbeddings:
     """The rows of a shard folder as one (count, dimension) float32 matrix, read on demand (see :func:`open_shards`).
 
     ``self[a:b]`` reads rows ``a`` to ``b`` from the memory-mapped shards (a block may span shards) and returns them
-    as float32, normalized as :func:`bitext_hf.mining.check_embeddings` normalizes the whole concatenation (all rows,
+    as float32, normalized as :func:`bitext_hf.data.embeddings.check_embeddings` normalizes the whole concatenation (all rows,
     or none when every row is unit length already). ``self[rows]`` with an array of row numbers returns a view of
     those rows (nothing is read); ``np.asarray(self)`` reads everything.
     """
@@ -466,8 +466,7 @@ def open_shards(folder: str | os.PathLike, *, verify: bool = True) -> ShardedEmb
     manifest, a manifest that does not add up, a missing shard, a shard of another size (truncated), shape or dtype
     than recorded, a SHA-256 that differs (``verify``, one read of every shard), rows that are NaN, inf or zero.
     """
-    from bitext_hf.data.embeddings import read_embeddings
-    from bitext_hf.mining.knn import needs_normalizing, refuse_bad_rows, row_norms
+    from bitext_hf.data.embeddings import needs_normalizing, read_embeddings, refuse_bad_rows, row_norms
 
     folder = os.fspath(folder)
     manifest_path = os.path.join(folder, MANIFEST)
@@ -513,42 +512,3 @@ def open_shards(folder: str | os.PathLike, *, verify: bool = True) -> ShardedEmb
         norms.append(shard_norms)
     all_norms = np.concatenate(norms)
     return ShardedEmbeddings(folder, manifest, arrays, all_norms, needs_normalizing(all_norms, folder))
-
-
-def mine_shards(
-    src_embeddings,
-    tgt_embeddings,
-    *,
-    k: int = 4,
-    margin: str = "ratio",
-    mode: str | None = None,
-    threshold: float | None = None,
-    device: str | None = None,
-    show_progress: bool = False,
-    block_elements: int | None = None,
-):
-    """:func:`bitext_hf.mining.mine` where either side may be :class:`ShardedEmbeddings`: the same pairs and scores
-    as mining the concatenated arrays, with one block of each side in memory at a time (arguments as there)."""
-    from bitext_hf.mining.knn import DEFAULT_BLOCK_ELEMENTS, bidirectional_knn_unchecked, check_embeddings
-    from bitext_hf.mining.retrieval import DEFAULT_MODE, check_settings, retrieve
-
-    mode = mode or DEFAULT_MODE
-    check_settings(margin, mode, threshold)
-    sides = []
-    for embeddings, name in ((src_embeddings, "source embeddings"), (tgt_embeddings, "target embeddings")):
-        sides.append(embeddings if isinstance(embeddings, ShardedEmbeddings) else check_embeddings(embeddings, name))
-    src, tgt = sides
-    if src.shape[1] != tgt.shape[1]:
-        raise DataValidationError(
-            f"dimension mismatch: source embeddings have dimension {src.shape[1]} but target embeddings "
-            f"{tgt.shape[1]}; both sides must come from the same encoder"
-        )
-    knn = bidirectional_knn_unchecked(
-        src,
-        tgt,
-        k,
-        device=device,
-        show_progress=show_progress,
-        block_elements=block_elements or DEFAULT_BLOCK_ELEMENTS,
-    )
-    return retrieve(knn, margin=margin, mode=mode, threshold=threshold)

@@ -1,5 +1,5 @@
 """Rows of a shard folder named rather than held (:class:`RowRange`), and the conversion every reader of a shard
-folder applies to the rows it reads (:func:`as_checked`); :class:`bitext_hf.mining.shards.ShardedEmbeddings` makes
+folder applies to the rows it reads (:func:`as_checked`); :class:`bitext_hf.encoding.shards.ShardedEmbeddings` makes
 both."""
 
 from __future__ import annotations

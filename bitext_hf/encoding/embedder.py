@@ -13,9 +13,10 @@ import numpy as np
 from bitext_hf.encoders.exported import BACKENDS
 from bitext_hf.encoders.huggingface import POOLINGS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
+from bitext_hf.errors import UsageError
 from bitext_hf.options import option, positive_int
 
-__all__ = ["Embedder", "EncoderOptions", "RayOptions"]
+__all__ = ["Embedder", "EncoderOptions", "RayOptions", "refuse_cache_dir_without_cache"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -123,6 +124,12 @@ class RayOptions:
     )
 
 
+def refuse_cache_dir_without_cache(cache_dir: str | None, no_cache: bool) -> None:
+    """``--cache-dir`` names the encoding cache that ``--no-cache`` turns off: both at once is one line, exit 2."""
+    if cache_dir is not None and no_cache:
+        raise UsageError(f"--cache-dir {cache_dir} names the encoding cache, which --no-cache turns off: choose one")
+
+
 @dataclass
 class Embedder:
     """Encodes sentences for one run: each encoder (``spec``, default ``model``) is loaded once, and not at all when
@@ -186,7 +193,7 @@ class Embedder:
         if self.no_cache:
             return None
         if self._cache is None:
-            from bitext_hf.mining.embedding_cache import EmbeddingCache
+            from bitext_hf.encoding.cache import EmbeddingCache
 
             self._cache = EmbeddingCache(self.cache_dir)
         return self._cache
@@ -202,7 +209,7 @@ class Embedder:
             return cached
         started = time.perf_counter()
         if self.distributed:  # mine --distributed ray: the batches go to the Ray workers too
-            from bitext_hf.mining.distributed import encode_ray, encoder_loader
+            from bitext_hf.encoding.ray import encode_ray, encoder_loader
 
             logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
             loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size, **self.runtime)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bitext_hf.encoding.embedder import EncoderOptions, refuse_cache_dir_without_cache
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.embedder import EncoderOptions
 
 __all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
 
@@ -33,10 +33,10 @@ class EncodeConfig(EncoderOptions):
         out (str): a ``.npy`` file, or a folder (new or empty, or a path ending in ``/`` or without a file
             extension) for shards and a manifest.
         shard_size (int, optional), dtype (str), resume (bool): a folder's rows per shard (default
-            :data:`~bitext_hf.mining.shards.DEFAULT_SHARD_SIZE`), stored precision ("float32" or "float16") and
+            :data:`~bitext_hf.encoding.shards.DEFAULT_SHARD_SIZE`), stored precision ("float32" or "float16") and
             whether to continue an unfinished folder after its last complete shard.
         model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the input's longest line (:class:`~bitext_hf.mining.embedder.EncoderOptions`), as ``mine``.
+            and the input's longest line (:class:`~bitext_hf.encoding.embedder.EncoderOptions`), as ``mine``.
         distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes the
             shards of a folder in Ray tasks.
         quiet (bool): no progress bars.
@@ -53,8 +53,6 @@ class EncodeConfig(EncoderOptions):
     quiet: bool = False
 
     def __post_init__(self) -> None:
-        from bitext_hf.mining.config import refuse_cache_dir_without_cache
-
         refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
 
     @property
@@ -89,16 +87,15 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
     """Run ``config``: check, read, encode (the cache first), write atomically (a folder: shard by shard, memory one
     shard, the manifest last). ``load_encoder`` replaces ``bitext_hf.encoders.load_encoder`` (tests, custom models)."""
     from bitext_hf.data import read_lines
-    from bitext_hf.io import atomic_output, protect_inputs
-    from bitext_hf.mining.embedder import Embedder
-    from bitext_hf.mining.sides import check_inputs_and_output
+    from bitext_hf.encoding.embedder import Embedder
+    from bitext_hf.io import atomic_output, check_inputs_and_output, protect_inputs
 
     started = time.perf_counter()
     protect_inputs([config.input])  # no file this run writes, a shard behind a link included, may replace it
     if not config.distributed and (config.ray_address or config.workers):
         raise UsageError("--ray-address and --workers go with --distributed ray")
     if config.distributed:
-        from bitext_hf.mining.distributed import check_ray
+        from bitext_hf.encoding.ray import check_ray
 
         check_ray(config.ray_address)
     embedder = Embedder.from_options(config, load_encoder)
@@ -125,8 +122,8 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
 
 def _encode_shards(config: EncodeConfig, embedder, started: float) -> EncodingResult:
     from bitext_hf.data import read_lines
-    from bitext_hf.mining.embedding_cache import encoder_identity
-    from bitext_hf.mining.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
+    from bitext_hf.encoding.cache import encoder_identity
+    from bitext_hf.encoding.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
 
     check_shard_folder(config.out, resume=config.resume)  # before reading: a wrong folder costs nothing
     texts = read_lines(config.input, max_chars=config.max_line_chars)
@@ -152,7 +149,7 @@ def _encode_shards(config: EncodeConfig, embedder, started: float) -> EncodingRe
         logger.info("%d input sentences: embeddings from the cache", len(texts))
         manifest, encoded = write_shards(config.out, texts, encode, embeddings=cached, **settings)
     elif config.distributed:
-        from bitext_hf.mining.distributed import encode_shards_ray, encoder_loader
+        from bitext_hf.encoding.ray import encode_shards_ray, encoder_loader
 
         loader = encoder_loader(
             config.model,
