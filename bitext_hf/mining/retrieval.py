@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.knn import BidirectionalKNN
 from bitext_hf.mining.margin import apply_margin, check_margin, neighbourhood_means
+
+if TYPE_CHECKING:  # annotations only: importing the search (torch) is not needed to hold or write pairs
+    from bitext_hf.mining.knn import BidirectionalKNN
 
 __all__ = ["DEFAULT_MODE", "MODES", "MinedPairs", "Mode", "candidate_scores", "check_settings", "retrieve"]
 
