@@ -153,14 +153,14 @@ def _report_mining_time(args, result, started: float) -> None:
 
 
 def _write_threshold_report(out, candidates, src_texts, tgt_texts, threshold, margin, report) -> None:
-    """``--threshold-report``: the figure and the sample beside ``out`` (bitext_hf.hub.figures.threshold_report)."""
+    """``--threshold-report``: the figure and the sample beside ``out`` (bitext_hf.mining.threshold_report)."""
     if not len(candidates):
         logger.warning("--threshold-report: no candidate pairs, nothing to draw")
         return
-    from bitext_hf.hub.figures import threshold_report
+    from bitext_hf.mining.threshold_report import write_threshold_report
 
-    figure, sample = threshold_report(out, candidates, src_texts, tgt_texts, threshold=threshold, margin=margin)
-    print(f"wrote the threshold report {figure.path} and {sample}", file=report)
+    figure, sample = write_threshold_report(out, candidates, src_texts, tgt_texts, threshold=threshold, margin=margin)
+    print(f"wrote the threshold report {figure} and {sample}", file=report)
 
 
 def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
@@ -240,7 +240,7 @@ def cmd_score(args) -> int:
     from bitext_hf.mining.config import used_k
     from bitext_hf.mining.filters import filter_aligned, format_counts
     from bitext_hf.mining.output import check_representable, output_format
-    from bitext_hf.mining.sidecar import threshold_report_paths
+    from bitext_hf.mining.threshold_report import threshold_report_paths
 
     check_encoder_options(args)
     filters = _score_filters(args)

@@ -119,7 +119,8 @@ class MiningConfig(EncoderOptions):
             default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is in the result and the
             sidecar. ``lid_min_prob`` None is the filters' default.
         threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result,
-            for :func:`bitext_hf.hub.figures.threshold_report` (``mine --threshold-report`` writes it beside ``out``).
+            for :func:`bitext_hf.mining.threshold_report.write_threshold_report` (``mine --threshold-report`` writes
+            it beside ``out``).
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
     """
 

@@ -326,7 +326,7 @@ def _rows_to_mine(
 def _check_filter_options(config: MiningConfig, src: Side, tgt: Side) -> None:
     """Filters need the sentences of each side, in memory; the threshold report needs a file to write beside."""
     from bitext_hf.io import writes_in_place
-    from bitext_hf.mining.sidecar import threshold_report_paths
+    from bitext_hf.mining.threshold_report import threshold_report_paths
 
     filters = config.filters
     if filters.active:
