@@ -123,10 +123,7 @@ def cmd_mine(args) -> int:
     for line in (result.gold, result.recall):
         if line is not None:
             print(line, file=report)
-    if config.threshold_report:
-        _write_threshold_report(
-            args.out, result.candidates, result.src_texts, result.tgt_texts, config.threshold, config.margin, report
-        )
+    _report_threshold_report(result.threshold_report_files, report)
     _report_mining_time(args, result, started)
     return EXIT_OK
 
@@ -150,6 +147,12 @@ def _report_mining_time(args, result, started: float) -> None:
     )
     total = result.src_sentences + result.tgt_sentences
     print(f"mine: {total} sentences ({'; '.join(sources)}) in {seconds:.1f} s ({parts}); {speed}", file=sys.stderr)
+
+
+def _report_threshold_report(files, report) -> None:
+    """The line saying where the job wrote the threshold report (``--threshold-report``), when it wrote one."""
+    if files is not None:
+        print(f"wrote the threshold report {files[0]} and {files[1]}", file=report)
 
 
 def _write_threshold_report(out, candidates, src_texts, tgt_texts, threshold, margin, report) -> None:

@@ -118,9 +118,8 @@ class MiningConfig(EncoderOptions):
         lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the filters, all off by
             default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is in the result and the
             sidecar. ``lid_min_prob`` None is the filters' default.
-        threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result,
-            for :func:`bitext_hf.mining.threshold_report.write_threshold_report` (``mine --threshold-report`` writes
-            it beside ``out``).
+        threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result
+            and write the threshold report beside ``out`` (:mod:`bitext_hf.mining.threshold_report`).
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
     """
 

@@ -6,8 +6,9 @@ Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is `
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "display",
     "is_embeddings",
     "is_npy",
+    "job_scope",
     "read_docs",
     "read_gold",
     "read_side",
@@ -59,6 +61,21 @@ def check_inputs_and_output(out: str | None, inputs: Sequence[str | None]) -> No
     protect_inputs(inputs)
     if out is not None:
         check_output_path(out, inputs=tuple(inputs), option="--out")
+
+
+@contextlib.contextmanager
+def job_scope(threads: int | None) -> Iterator[None]:
+    """Where a job (mining, scoring, evaluation) runs: its encoders and search on ``threads`` CPU threads
+    (:func:`bitext_hf.threads.limit_threads`; the caller's setting comes back after), and the inputs that
+    :func:`check_inputs_and_output` protects protected until it ends (a later job, or the caller's own writes, have
+    their own)."""
+    from bitext_hf.threads import limit_threads
+
+    try:
+        with limit_threads(threads):
+            yield
+    finally:
+        protect_inputs(())
 
 
 # ----------------------------------------------------------------------------------------------------- sides
