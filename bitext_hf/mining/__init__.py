@@ -34,6 +34,7 @@ from bitext_hf.mining.margin import MARGINS, apply_margin, neighbourhood_means
 from bitext_hf.mining.output import write_pairs
 from bitext_hf.mining.pipeline import MiningConfig, MiningResult, run_mining
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs, candidate_scores, check_settings, retrieve
+from bitext_hf.mining.scoring import ScoreConfig, ScoringResult, run_scoring
 from bitext_hf.mining.voting import mine_with_voting, vote
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "MinedPairs",
     "MiningConfig",
     "MiningResult",
+    "ScoreConfig",
+    "ScoringResult",
     "apply_margin",
     "bidirectional_knn",
     "candidate_scores",
@@ -64,6 +67,7 @@ __all__ = [
     "recall_at_k",
     "retrieve",
     "run_mining",
+    "run_scoring",
     "score_pairs",
     "search_neighbours",
     "search_neighbours_unchecked",
