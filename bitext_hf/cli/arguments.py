@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["add_config_options", "config_from_arguments"]
+__all__ = ["GENERAL_FIELDS", "add_config_options", "config_from_arguments"]
 
 
 def _option_groups(config: type) -> dict[str, tuple[str, str | None]]:
@@ -90,12 +90,21 @@ def _argument(field: dataclasses.Field) -> dict[str, Any]:
     return argument
 
 
+# The fields that the general options set (``-q``, ``--threads``: every command takes them, before its name or after
+# it, so the parser declares them once for all commands, not from a config).
+GENERAL_FIELDS = frozenset({"quiet", "threads"})
+
+
 def config_from_arguments(config: type, arguments: argparse.Namespace, **values: Any) -> Any:
-    """The ``config`` dataclass made from the parsed ``arguments`` (each field from the option of its name, where
-    the command has one) and ``values`` (the fields the command line does not set, or sets otherwise)."""
+    """The ``config`` dataclass made from the parsed ``arguments`` (each field that declares an option, or that a
+    general option sets, from the value parsed for it) and ``values`` (the fields the command line sets otherwise,
+    such as the command as typed)."""
     given = {
         field.name: getattr(arguments, field.name)
         for field in dataclasses.fields(config)
-        if field.init and field.name not in values and hasattr(arguments, field.name)
+        if field.init
+        and field.name not in values
+        and ("help" in field.metadata or field.name in GENERAL_FIELDS)
+        and hasattr(arguments, field.name)
     }
     return config(**given, **values)

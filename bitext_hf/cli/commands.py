@@ -9,21 +9,15 @@ with their speed in sentences per second, one line on stderr (not with ``-q``).
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import os
 import shlex
 import sys
 import time
 
-import numpy as np
-
-from bitext_hf.cli.inputs import check_encoder_options, check_inputs_and_output, display, embed, pair_texts
-from bitext_hf.errors import EXIT_OK, DataValidationError, UsageError
+from bitext_hf.cli.arguments import config_from_arguments
+from bitext_hf.errors import EXIT_OK, UsageError
 
 __all__ = ["cmd_align", "cmd_encode", "cmd_mine", "cmd_score"]
-
-logger = logging.getLogger("bitext_hf")
 
 
 def _report_stream(out: str | None):
@@ -60,12 +54,7 @@ def cmd_encode(args) -> int:
     from bitext_hf.encoding.job import EncodeConfig, run_encoding
 
     started = time.perf_counter()
-    options = {
-        field.name: getattr(args, field.name)
-        for field in dataclasses.fields(EncodeConfig)
-        if hasattr(args, field.name)
-    }
-    result = run_encoding(EncodeConfig(**options))
+    result = run_encoding(config_from_arguments(EncodeConfig, args))
     if result.shards is None:
         print(
             f"wrote {result.count} x {result.dimension} {result.dtype} embeddings to {_shown(args.out)}",
@@ -97,14 +86,8 @@ def cmd_mine(args) -> int:
         args.src, args.tgt = str(DEMO_DIR / "en.txt"), str(DEMO_DIR / "de.txt")
         args.gold = args.gold or str(DEMO_DIR / "gold.tsv")
         print(f"Demo: {DEMO_DIR / 'README.md'} (Django UI messages, English-German, BSD-3-Clause)", file=report)
-    # The config's fields are the options' names (`args.command` is the sub-command, not the command line).
-    options = {
-        field.name: getattr(args, field.name)
-        for field in dataclasses.fields(MiningConfig)
-        if field.name != "command" and hasattr(args, field.name)
-    }
     command = shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])
-    config = MiningConfig(**options, command=command)
+    config = config_from_arguments(MiningConfig, args, command=command)
     result = run_mining(config)
 
     pairs = result.pairs
@@ -123,10 +106,7 @@ def cmd_mine(args) -> int:
     for line in (result.gold, result.recall):
         if line is not None:
             print(line, file=report)
-    if config.threshold_report:
-        _write_threshold_report(
-            args.out, result.candidates, result.src_texts, result.tgt_texts, config.threshold, config.margin, report
-        )
+    _report_threshold_report(result.threshold_report_files, report)
     _report_mining_time(args, result, started)
     return EXIT_OK
 
@@ -152,15 +132,10 @@ def _report_mining_time(args, result, started: float) -> None:
     print(f"mine: {total} sentences ({'; '.join(sources)}) in {seconds:.1f} s ({parts}); {speed}", file=sys.stderr)
 
 
-def _write_threshold_report(out, candidates, src_texts, tgt_texts, threshold, margin, report) -> None:
-    """``--threshold-report``: the figure and the sample beside ``out`` (bitext_hf.hub.figures.threshold_report)."""
-    if not len(candidates):
-        logger.warning("--threshold-report: no candidate pairs, nothing to draw")
-        return
-    from bitext_hf.hub.figures import threshold_report
-
-    figure, sample = threshold_report(out, candidates, src_texts, tgt_texts, threshold=threshold, margin=margin)
-    print(f"wrote the threshold report {figure.path} and {sample}", file=report)
+def _report_threshold_report(files, report) -> None:
+    """The line saying where the job wrote the threshold report (``--threshold-report``), when it wrote one."""
+    if files is not None:
+        print(f"wrote the threshold report {files[0]} and {files[1]}", file=report)
 
 
 def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
@@ -188,12 +163,8 @@ def cmd_align(args) -> int:
     from bitext_hf.alignment.pipeline import AlignConfig, run_alignment
 
     started = time.perf_counter()
-    options = {
-        field.name: getattr(args, field.name)
-        for field in dataclasses.fields(AlignConfig)
-        if field.name != "command" and hasattr(args, field.name)
-    }
-    config = AlignConfig(**options, command=shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])]))
+    command = shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])
+    config = config_from_arguments(AlignConfig, args, command=command)
     result = run_alignment(config)
     report = _report_stream(args.out)
     if not args.out:
@@ -224,63 +195,23 @@ def cmd_align(args) -> int:
 # ----------------------------------------------------------------------------------------------------- score
 
 
-def _score_filters(args):
-    """The filters of ``score`` (every one off unless asked for), checked before anything is read; an option that
-    cannot act (``--lid-min-prob``, ``--src-lang``, ``--tgt-lang`` without ``--lid``: score records no languages)
-    is refused."""
-    from bitext_hf.mining.config import filter_settings, refuse_lid_options_without_lid
-
-    refuse_lid_options_without_lid(args.lid, args.lid_min_prob, args.src_lang, args.tgt_lang)
-    return filter_settings(args)
-
-
 def cmd_score(args) -> int:
-    from bitext_hf.io import writes_in_place
-    from bitext_hf.mining import MinedPairs, check_k, score_pairs, write_pairs
-    from bitext_hf.mining.config import used_k
-    from bitext_hf.mining.filters import filter_aligned, format_counts
-    from bitext_hf.mining.output import check_representable, output_format
-    from bitext_hf.mining.sidecar import threshold_report_paths
+    """Parse the options into a :class:`~bitext_hf.mining.scoring.ScoreConfig`, run the job, print the report."""
+    from bitext_hf.mining.filters import format_counts
+    from bitext_hf.mining.scoring import ScoreConfig, run_scoring
 
-    check_encoder_options(args)
-    filters = _score_filters(args)
-    inputs = [args.pairs, args.src, args.tgt]
-    check_inputs_and_output(args.out, inputs)
-    if args.threshold_report:
-        if writes_in_place(args.out):
-            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
-        for path in threshold_report_paths(args.out):
-            check_inputs_and_output(str(path), inputs)
-    fmt = output_format(args.out, args.format)
-    sources, targets = pair_texts(args)
-    # Before encoding: a Moses line, or a CSV / JSON Lines / Parquet cell, may hold a tab that TSV output cannot.
-    check_representable(sources, display(args.pairs or args.src), fmt)
-    check_representable(targets, display(args.pairs or args.tgt), fmt)
-    rows, counts = np.arange(len(sources)), {}
-    if filters.active:  # before encoding: a rejected pair costs nothing
-        rows = filter_aligned(sources, targets, filters, counts)
-        if not len(rows):
-            raise DataValidationError(f"the filters removed every pair ({format_counts(counts)})")
-    kept_sources, kept_targets = [sources[row] for row in rows], [targets[row] for row in rows]
-    check_k(args.k, len(kept_sources), len(kept_targets))
-    src_emb, tgt_emb = embed(args, kept_sources, "source"), embed(args, kept_targets, "target")
-    scores = score_pairs(src_emb, tgt_emb, k=args.k, margin=args.margin)
-    candidates = MinedPairs(rows, rows, scores, np.einsum("ij,ij->i", src_emb, tgt_emb))
-    pairs = candidates
-    if args.threshold is not None:
-        pairs = pairs.select(pairs.scores >= args.threshold)
-    write_pairs(pairs, args.out, src_texts=sources, tgt_texts=targets, format=fmt)
+    config = config_from_arguments(ScoreConfig, args)
+    result = run_scoring(config)
     report = _report_stream(args.out)
+    threshold = f" (threshold {config.threshold})" if config.threshold is not None else ""
     print(
-        f"scored {len(rows)} pairs (k={used_k(args.k, len(rows), len(rows))}, margin={args.margin}); wrote {len(pairs)} to {_shown(args.out)}"
-        + (f" (threshold {args.threshold})" if args.threshold is not None else ""),
+        f"scored {len(result.candidates)} pairs (k={result.k}, margin={config.margin}); wrote {len(result.pairs)} "
+        f"to {_shown(args.out)}{threshold}",
         file=report,
     )
-    if filters.active:
-        print(format_counts(counts), file=report)
-    if args.threshold_report:
-        _write_threshold_report(args.out, candidates, sources, targets, args.threshold, args.margin, report)
-    quantiles = (0.05, 0.25, 0.5, 0.75, 0.95)
-    values = np.quantile(scores, quantiles)
-    print("score quantiles: " + "  ".join(f"{q:.0%} {v:.4f}" for q, v in zip(quantiles, values)), file=report)
+    if result.filter_counts is not None:
+        print(format_counts(result.filter_counts), file=report)
+    _report_threshold_report(result.threshold_report_files, report)
+    quantiles = "  ".join(f"{q:.0%} {v:.4f}" for q, v in result.quantiles.items())
+    print(f"score quantiles: {quantiles}", file=report)
     return EXIT_OK

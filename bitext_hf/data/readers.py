@@ -32,6 +32,7 @@ __all__ = [
     "decode_text",
     "deduplicate",
     "display_name",
+    "read_aligned",
     "read_bucc",
     "read_lines",
     "read_moses",
@@ -317,6 +318,21 @@ def read_moses(
             "parallel files must be line-aligned"
         )
     return sources, targets
+
+
+def read_aligned(
+    pairs: str | os.PathLike | None,
+    src: str | os.PathLike | None = None,
+    tgt: str | os.PathLike | None = None,
+    *,
+    max_chars: int = DEFAULT_MAX_LINE_CHARS,
+) -> tuple[list[str], list[str]]:
+    """Aligned sentences (the source and target of each pair, in order): from the pairs file ``pairs``, any that
+    :func:`read_pairs` reads, when it is given, else from the Moses-style parallel files ``src`` and ``tgt``
+    (:func:`read_moses`)."""
+    if pairs:
+        return read_pairs(pairs, max_chars=max_chars)
+    return read_moses(src, tgt, max_chars=max_chars)
 
 
 @dataclass

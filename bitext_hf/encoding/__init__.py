@@ -17,7 +17,7 @@ folder of shards, in one process or in Ray tasks.
 from __future__ import annotations
 
 from bitext_hf.encoding.cache import EmbeddingCache, encoder_identity
-from bitext_hf.encoding.embedder import Embedder, EncoderOptions
+from bitext_hf.encoding.embedder import Embedder, EncoderOptions, RayOptions
 from bitext_hf.encoding.job import EncodeConfig, EncodingResult, run_encoding
 from bitext_hf.encoding.shards import (
     DEFAULT_SHARD_SIZE,
@@ -37,6 +37,7 @@ __all__ = [
     "EncoderOptions",
     "EncodingResult",
     "Manifest",
+    "RayOptions",
     "ShardedEmbeddings",
     "encoder_identity",
     "is_shard_folder",

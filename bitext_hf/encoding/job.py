@@ -11,13 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions, refuse_cache_dir_without_cache
+from bitext_hf.encoding.embedder import EncoderOptions, RayOptions, refuse_cache_dir_without_cache
 from bitext_hf.errors import UsageError
+from bitext_hf.options import option, positive_int
 
 __all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
 
@@ -25,7 +27,7 @@ logger = logging.getLogger("bitext_hf")
 
 
 @dataclass
-class EncodeConfig(EncoderOptions):
+class EncodeConfig(RayOptions, EncoderOptions):
     """One encoding run; the fields are ``bitext-hf encode``'s options. Checked when made.
 
     Args:
@@ -42,14 +44,34 @@ class EncodeConfig(EncoderOptions):
         quiet (bool): no progress bars.
     """
 
-    input: str
-    out: str
-    shard_size: int | None = None
-    dtype: str = "float32"
-    resume: bool = False
-    distributed: str | None = None
-    ray_address: str | None = None
-    workers: int | None = None
+    option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {"shards": ("shards", None)}
+
+    input: str = field(
+        metadata=option("UTF-8 text file, one sentence a line (.gz/.xz/.bz2/.zst, - stdin)", required=True)
+    )
+    out: str = field(
+        metadata=option(
+            "output .npy (L2-normalized rows), never over the input; a folder (new or empty, or a path ending in / or "
+            "without a file extension) gets shards and a manifest",
+            required=True,
+        )
+    )
+    shard_size: int | None = field(
+        default=None,
+        metadata=option("rows per shard of a folder --out (default 1000000)", type=positive_int, group="shards"),
+    )
+    dtype: str = field(
+        default="float32",
+        metadata=option(
+            "stored precision (default float32; float16 halves the disk and is renormalized when read)",
+            choices=("float32", "float16"),
+            group="shards",
+        ),
+    )
+    resume: bool = field(
+        default=False,
+        metadata=option("continue an unfinished folder --out after its last complete shard", group="shards"),
+    )
     quiet: bool = False
 
     def __post_init__(self) -> None:

@@ -1,25 +1,68 @@
-"""Robust evaluation, usable with every model: the evaluators' base (:class:`RetrievalEvaluator`), a multi-seed
-runner (mean +- std per metric), margins of held-out gold pairs against random pairs, zero-shot cross-lingual transfer with a linear head, word-level and sentence-level
-retrieval of aligned encoders."""
+"""Robust evaluation, usable with every model: the evaluation job of ``bitext-hf eval`` (:func:`run_evaluation` over
+an :class:`EvalConfig`), the evaluators' base (:class:`RetrievalEvaluator`), a multi-seed runner (mean +- std per
+metric), margins of held-out gold pairs against random pairs, zero-shot cross-lingual transfer with a linear head,
+word-level and sentence-level retrieval of aligned encoders.
+
+Each name is imported from its module at its first use (PEP 562), so that the job's config
+(:mod:`bitext_hf.evaluation.job`) imports without torch.
+"""
 
 from __future__ import annotations
 
-from bitext_hf.evaluation.evaluator import RetrievalEvaluator
-from bitext_hf.evaluation.margins import gold_and_random_margins, held_out_margins
-from bitext_hf.evaluation.retrieval import sentence_retrieval, word_retrieval_accuracy
-from bitext_hf.evaluation.seeds import DEFAULT_SEEDS, SeedReport, run_over_seeds, set_all_seeds
-from bitext_hf.evaluation.zero_shot import ZeroShotTransfer, zero_shot_transfer
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bitext_hf.evaluation.evaluator import RetrievalEvaluator
+    from bitext_hf.evaluation.job import EvalConfig, EvaluationResult, run_evaluation
+    from bitext_hf.evaluation.margins import gold_and_random_margins, held_out_margins
+    from bitext_hf.evaluation.retrieval import sentence_retrieval, word_retrieval_accuracy
+    from bitext_hf.evaluation.seeds import DEFAULT_SEEDS, SeedReport, run_over_seeds, set_all_seeds
+    from bitext_hf.evaluation.zero_shot import ZeroShotTransfer, zero_shot_transfer
+
+# Each public name -> the module that defines it.
+_MODULES = {
+    "RetrievalEvaluator": "evaluator",
+    "EvalConfig": "job",
+    "EvaluationResult": "job",
+    "run_evaluation": "job",
+    "gold_and_random_margins": "margins",
+    "held_out_margins": "margins",
+    "sentence_retrieval": "retrieval",
+    "word_retrieval_accuracy": "retrieval",
+    "DEFAULT_SEEDS": "seeds",
+    "SeedReport": "seeds",
+    "run_over_seeds": "seeds",
+    "set_all_seeds": "seeds",
+    "ZeroShotTransfer": "zero_shot",
+    "zero_shot_transfer": "zero_shot",
+}
 
 __all__ = [
     "DEFAULT_SEEDS",
+    "EvalConfig",
+    "EvaluationResult",
     "RetrievalEvaluator",
     "SeedReport",
     "ZeroShotTransfer",
     "gold_and_random_margins",
     "held_out_margins",
+    "run_evaluation",
     "run_over_seeds",
     "sentence_retrieval",
     "set_all_seeds",
     "word_retrieval_accuracy",
     "zero_shot_transfer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+    globals()[name] = value  # the next lookup finds it without this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

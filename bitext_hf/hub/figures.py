@@ -1,29 +1,33 @@
 """Figures for model and dataset cards, saved as PNG: xsim heatmap, margin distributions, training curve.
 
-Each function draws one figure with matplotlib's object API on the Agg canvas (no pyplot, no global backend
-switch, no display needed), writes it atomically to ``path`` and returns a :class:`CardFigure`: the file and a
+Each function draws one figure with matplotlib's object API on the Agg canvas (:mod:`bitext_hf.io.figures`: no
+pyplot, no global backend switch, no display needed), writes it atomically to ``path`` and returns a :class:`CardFigure`: the file and a
 caption that states what the figure shows and its key numbers. Pass the figures to
 ``render_model_card(..., figures=...)`` (the card shows them) and ``save_for_hub(..., figures=...)`` (the files
-travel with the checkpoint); a ``CardFigure`` is path-like.
+travel with the checkpoint); a ``CardFigure`` is path-like. The threshold report of a mining run is written by the
+job itself (:mod:`bitext_hf.mining.threshold_report`).
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import math
 import os
-import shutil
-import sys
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bitext_hf.io import atomic_output
+from bitext_hf.io.figures import (
+    PRIMARY_COLOUR,
+    SECONDARY_COLOUR,
+    CardFigure,
+    histogram_bins,
+    mark_threshold,
+    new_figure,
+    save_figure,
+)
 
 __all__ = [
     "CardFigure",
@@ -31,71 +35,10 @@ __all__ = [
     "load_log_history",
     "margin_distribution",
     "score_histogram",
-    "threshold_histogram",
-    "threshold_report",
     "training_curve",
     "xsim_by_series",
     "xsim_heatmap",
 ]
-
-_DPI = 120
-_GOLD, _RANDOM, _THRESHOLD = "#1f77b4", "#ff7f0e", "#d62728"
-
-
-@dataclass(frozen=True)
-class CardFigure:
-    """A PNG file written for a card, with its caption (Markdown)."""
-
-    path: Path
-    caption: str
-
-    def __fspath__(self) -> str:
-        return str(self.path)
-
-
-def _writable_folder(path: Path) -> bool:
-    """Whether ``path`` is, or could be made as, a folder this process can write: its nearest existing ancestor is a
-    writable folder (what matplotlib tries when it makes its config and cache folders)."""
-    while not path.exists() and path.parent != path:
-        path = path.parent
-    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
-
-
-def _quiet_matplotlib_config() -> None:
-    """Before matplotlib is first imported: where its default config or cache folder cannot be written (an
-    unwritable or missing HOME), give it a fresh temporary one (MPLCONFIGDIR, removed at exit). Matplotlib would
-    make one itself, but with two warnings on stderr beside the package's own; a folder the user set is kept."""
-    if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR"):
-        return
-    home = Path(os.path.expanduser("~"))
-    folders = [
-        Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "matplotlib",
-        Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache") / "matplotlib",
-    ]
-    if all(_writable_folder(folder) for folder in folders):
-        return
-    folder = tempfile.mkdtemp(prefix="bitext-hf-matplotlib-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    os.environ["MPLCONFIGDIR"] = folder
-
-
-def _figure(width: float = 6.4, height: float = 4.0):
-    _quiet_matplotlib_config()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
-    FigureCanvasAgg(figure)
-    return figure
-
-
-def _save(figure: Any, path: str | os.PathLike, caption: str) -> CardFigure:
-    path = Path(path)
-    if path.suffix.lower() != ".png":
-        raise ValueError(f"figure path {str(path)!r} must end in .png")
-    with atomic_output(path, "wb", follow_symlinks=False) as handle:
-        figure.savefig(handle, format="png", dpi=_DPI)
-    return CardFigure(path, caption)
 
 
 def _direction(key: Any, target: str) -> tuple[str, str]:
@@ -133,7 +76,7 @@ def xsim_heatmap(
     grid = np.full((len(sources), len(targets)), np.nan)
     for (source, tgt), value in cells.items():
         grid[sources.index(source), targets.index(tgt)] = value
-    figure = _figure(max(4.0, 1.1 * len(targets) + 2.8), max(3.0, 0.55 * len(sources) + 1.6))
+    figure = new_figure(max(4.0, 1.1 * len(targets) + 2.8), max(3.0, 0.55 * len(sources) + 1.6))
     axes = figure.add_subplot()
     from matplotlib import colormaps
 
@@ -155,22 +98,7 @@ def xsim_heatmap(
         f"xsim (LASER's margin-based error rate, %, lower is better) by direction: {directions}. Green cells are "
         "directions the model retrieves well, red ones where it fails; grey: not evaluated."
     )
-    return _save(figure, path, caption)
-
-
-def _bins(*arrays: np.ndarray, threshold: float | None) -> np.ndarray:
-    values = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
-    low, high = float(values.min()), float(values.max())
-    if threshold is not None:
-        low, high = min(low, threshold), max(high, threshold)
-    if high - low < 1e-9:
-        low, high = low - 0.5, high + 0.5
-    return np.linspace(low, high, 41)
-
-
-def _mark_threshold(axes: Any, threshold: float | None) -> None:
-    if threshold is not None:
-        axes.axvline(threshold, color=_THRESHOLD, linestyle="--", linewidth=1.5, label=f"threshold {threshold:g}")
+    return save_figure(figure, path, caption)
 
 
 def margin_distribution(
@@ -189,12 +117,14 @@ def margin_distribution(
     gold, random = np.asarray(gold_scores, dtype=np.float64), np.asarray(random_scores, dtype=np.float64)
     if gold.size == 0 or random.size == 0:
         raise ValueError("margin_distribution needs gold and random scores")
-    bins = _bins(gold, random, threshold=threshold)
-    figure = _figure()
+    bins = histogram_bins(gold, random, threshold=threshold)
+    figure = new_figure()
     axes = figure.add_subplot()
-    axes.hist(random, bins=bins, density=True, alpha=0.55, color=_RANDOM, label=f"random pairs (n={random.size})")
-    axes.hist(gold, bins=bins, density=True, alpha=0.55, color=_GOLD, label=f"gold pairs (n={gold.size})")
-    _mark_threshold(axes, threshold)
+    axes.hist(
+        random, bins=bins, density=True, alpha=0.55, color=SECONDARY_COLOUR, label=f"random pairs (n={random.size})"
+    )
+    axes.hist(gold, bins=bins, density=True, alpha=0.55, color=PRIMARY_COLOUR, label=f"gold pairs (n={gold.size})")
+    mark_threshold(axes, threshold)
     axes.set_xlabel(f"margin score ({margin} margin)")
     axes.set_ylabel("density (share of pairs per unit of margin)")
     axes.set_title("Margin scores: held-out gold pairs vs random pairs")
@@ -208,7 +138,7 @@ def margin_distribution(
             f"; at the threshold {threshold:g}, {kept:.1f}% of gold pairs and {leaked:.1f}% of random pairs pass"
         )
     caption += ". The less the two histograms overlap, the better the encoder tells translations from random pairs"
-    return _save(figure, path, caption + ".")
+    return save_figure(figure, path, caption + ".")
 
 
 def score_histogram(
@@ -222,12 +152,16 @@ def score_histogram(
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
         raise ValueError("score_histogram needs at least one score")
-    figure = _figure()
+    figure = new_figure()
     axes = figure.add_subplot()
     axes.hist(
-        values, bins=_bins(values, threshold=threshold), color=_GOLD, alpha=0.8, label=f"pairs (n={values.size})"
+        values,
+        bins=histogram_bins(values, threshold=threshold),
+        color=PRIMARY_COLOUR,
+        alpha=0.8,
+        label=f"pairs (n={values.size})",
     )
-    _mark_threshold(axes, threshold)
+    mark_threshold(axes, threshold)
     axes.set_xlabel(f"margin score ({margin} margin)")
     axes.set_ylabel("mined pairs (count)")
     from matplotlib.ticker import MaxNLocator
@@ -242,76 +176,7 @@ def score_histogram(
     )
     if threshold is not None:
         caption += f"; threshold {threshold:g}. Pairs just above the threshold are the least certain translations"
-    return _save(figure, path, caption + ".")
-
-
-def threshold_histogram(
-    scores: Sequence[float] | np.ndarray,
-    path: str | os.PathLike,
-    *,
-    threshold: float | None = None,
-    margin: str = "ratio",
-) -> CardFigure:
-    """A histogram of every candidate pair of a run, before its threshold, the threshold marked: where it cuts the
-    distribution (a run of translations shows a mode of high scores apart from the bulk of chance pairs)."""
-    values = np.asarray(scores, dtype=np.float64)
-    if values.size == 0:
-        raise ValueError("threshold_histogram needs at least one score")
-    bins = _bins(values, threshold=threshold)
-    figure = _figure()
-    axes = figure.add_subplot()
-    if threshold is None:
-        axes.hist(values, bins=bins, color=_GOLD, alpha=0.8, label=f"candidates (n={values.size})")
-    else:
-        kept = values >= threshold
-        axes.hist(values[kept], bins=bins, color=_GOLD, alpha=0.8, label=f"kept (n={int(kept.sum())})")
-        axes.hist(values[~kept], bins=bins, color=_RANDOM, alpha=0.8, label=f"below (n={int((~kept).sum())})")
-    _mark_threshold(axes, threshold)
-    axes.set_xlabel(f"margin score ({margin} margin)")
-    axes.set_ylabel("candidate pairs (count)")
-    from matplotlib.ticker import MaxNLocator
-
-    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.set_title("Scores of the candidate pairs, before the threshold")
-    axes.legend()
-    caption = f"Scores of the {values.size} candidate pairs of the run ({margin} margin), before the threshold"
-    if threshold is not None:
-        share = 100 * float(np.mean(values >= threshold))
-        caption += f"; the threshold {threshold:g} keeps {share:.1f}% of them"
-    return _save(figure, path, caption + ".")
-
-
-def threshold_report(
-    out: str | os.PathLike,
-    candidates: Any,
-    src_texts: Sequence[str] | None,
-    tgt_texts: Sequence[str] | None,
-    *,
-    threshold: float | None = None,
-    margin: str = "ratio",
-    size: int = 10,
-) -> tuple[CardFigure, Path]:
-    """Write the threshold report of the pairs file ``out`` beside it (``mine`` / ``score --threshold-report``):
-    :func:`threshold_histogram` of the ``candidates`` (``MinedPairs`` before the threshold) and a Markdown sample of
-    the pairs just above and just below the threshold (``out.threshold.png``, ``out.threshold.md``), so a threshold
-    can be picked by looking. Each written atomically, never through a link. Returns (figure, sample path)."""
-    from bitext_hf.mining.filters import threshold_sample_markdown
-    from bitext_hf.mining.sidecar import threshold_report_paths
-
-    figure_path, sample_path = threshold_report_paths(out)
-    figure = threshold_histogram(candidates.scores, figure_path, threshold=threshold, margin=margin)
-    sample = threshold_sample_markdown(
-        candidates.scores,
-        candidates.src_indices,
-        candidates.tgt_indices,
-        src_texts,
-        tgt_texts,
-        threshold,
-        size=size,
-    )
-    with atomic_output(sample_path, follow_symlinks=False) as handle:
-        handle.write(f"{figure.caption}\n\n![threshold]({figure_path.name})\n\n{sample}")
-    return figure, sample_path
+    return save_figure(figure, path, caption + ".")
 
 
 def load_log_history(source: str | os.PathLike | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -413,7 +278,7 @@ def training_curve(
     found = {key for key in found if "xsim" in key or "accuracy" in key}
     # The averages over evaluation sets (no "/" in the key) before the per-set values: three lines at most.
     metric_keys = sorted(found, key=lambda key: ("/" in key, key))[:3]
-    figure = _figure()
+    figure = new_figure()
     axes = figure.add_subplot()
     marker = (
         {"marker": "o", "markersize": 3} if max(len(s) for s, _ in [*losses.values(), *parts.values()]) < 30 else {}
@@ -468,7 +333,7 @@ def training_curve(
         caption += "; the dotted grey total mixes the parts, so read the coloured lines for progress"
     if metric_keys:
         caption += "; dashed, right axis: " + ", ".join(key[5:] for key in metric_keys) + " on the evaluation sets"
-    return _save(figure, path, caption + ".")
+    return save_figure(figure, path, caption + ".")
 
 
 def card_figures(
@@ -529,7 +394,7 @@ def xsim_by_series(
     if not values:
         raise ValueError("xsim_by_series needs at least one series with one language")
     languages = list(dict.fromkeys(lang for by_language in values.values() for lang in by_language))
-    figure = _figure(min(10.0, max(5.0, 0.9 * len(languages) * max(1, len(values)) ** 0.5 + 2.5)), 3.8)
+    figure = new_figure(min(10.0, max(5.0, 0.9 * len(languages) * max(1, len(values)) ** 0.5 + 2.5)), 3.8)
     axes = figure.add_subplot()
     width = 0.8 / len(values)
     seeds = max(array.size for by_language in values.values() for array in by_language.values())
@@ -548,4 +413,4 @@ def xsim_by_series(
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: bars reach the top
     runs = f"mean over {seeds} runs, error bars one standard deviation; " if seeds > 1 else ""
     caption = f"xsim (margin-based error rate, %, lower is better) per language ({runs}average over languages: "
-    return _save(figure, path, caption + ", ".join(parts) + ").")
+    return save_figure(figure, path, caption + ", ".join(parts) + ").")

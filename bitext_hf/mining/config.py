@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,6 +35,8 @@ __all__ = [
     "MarginOptions",
     "MiningConfig",
     "ThresholdOptions",
+    "check_choices",
+    "check_positive",
     "filter_settings",
     "refuse_lid_options_without_lid",
     "used_k",
@@ -128,9 +131,20 @@ def refuse_lid_options_without_lid(
             )
 
 
-def _positive_or_none(value: Any, name: str) -> None:
+def check_positive(value: Any, name: str) -> None:
+    """``value`` is None or an integer >= 1 (a config's count option); else a usage error naming ``name``."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
         raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def check_choices(options: Any, **allowed: Sequence[str]) -> None:
+    """What the command line's ``choices`` refuse, for a config made in Python: each option named in ``allowed`` and
+    the encoder's ``pooling``, ``quantize`` and ``backend`` are None or one of their choices; else a usage error."""
+    allowed = {"pooling": POOLINGS, "quantize": QUANTIZE_CHOICES, "backend": BACKENDS, **allowed}
+    for name, choices in allowed.items():
+        value = getattr(options, name)
+        if value is not None and value not in choices:
+            raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
 
 
 @dataclasses.dataclass
@@ -171,8 +185,8 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the filters, all off by
             default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is in the result and the
             sidecar. ``lid_min_prob`` None is the filters' default.
-        threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result,
-            for :func:`bitext_hf.hub.figures.threshold_report` (``mine --threshold-report`` writes it beside ``out``).
+        threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result
+            and write the threshold report beside ``out`` (:mod:`bitext_hf.mining.threshold_report`).
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
     """
 
@@ -290,18 +304,10 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         # What the command line's parser refuses before a config is made; Python callers get the same checks.
         self.mode = self.mode or DEFAULT_MODE
         check_settings(self.margin, self.mode, self.threshold)
-        _positive_or_none(self.k, "k")
+        check_positive(self.k, "k")
         for name in ("batch_size", "max_line_chars", "nprobe", "check_recall", "workers", "threads"):
-            _positive_or_none(getattr(self, name), name)
-        for name, value, allowed in (
-            ("format", self.format, FORMATS),
-            ("pooling", self.pooling, POOLINGS),
-            ("quantize", self.quantize, QUANTIZE_CHOICES),
-            ("backend", self.backend, BACKENDS),
-            ("distributed", self.distributed, ("ray",)),
-        ):
-            if value is not None and value not in allowed:
-                raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
+            check_positive(getattr(self, name), name)
+        check_choices(self, format=FORMATS, distributed=("ray",))
         if not isinstance(self.index, str):
             raise UsageError(f"index must be 'exact', 'auto' or a FAISS factory string, got {self.index!r}")
         if self.dedup and self.keep_duplicates:

@@ -41,8 +41,6 @@ __all__ = [
     "lid_code",
     "normalize_for_duplicates",
     "pair_filter_mask",
-    "threshold_sample",
-    "threshold_sample_markdown",
     "weighted_length",
 ]
 
@@ -475,49 +473,3 @@ def format_counts(counts: dict[str, int]) -> str:
     """``filters removed: length_src 2, language_tgt 5`` (every filter that ran, zeros included)."""
     shown = [f"{name} {counts[name]}" for name in COUNT_NAMES if name in counts]
     return "filters removed: " + (", ".join(shown) if shown else "nothing (no filter ran)")
-
-
-def threshold_sample(
-    scores: np.ndarray, threshold: float | None, *, size: int = 10
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """The positions of the ``size`` scores just at or above the threshold and of the ``size`` just below it (each in
-    decreasing score order), and the threshold used: the median score when none was given."""
-    scores = np.asarray(scores, dtype=np.float64)
-    pivot = float(np.median(scores)) if threshold is None and scores.size else float(threshold or 0.0)
-    order = np.argsort(-scores, kind="stable")
-    above = order[scores[order] >= pivot]
-    below = order[scores[order] < pivot]
-    return above[-size:], below[:size], pivot
-
-
-def _cell(text: str, width: int = 80) -> str:
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def threshold_sample_markdown(
-    scores: np.ndarray,
-    src_indices: np.ndarray,
-    tgt_indices: np.ndarray,
-    src_texts: Sequence[str] | None,
-    tgt_texts: Sequence[str] | None,
-    threshold: float | None,
-    *,
-    size: int = 10,
-) -> str:
-    """Markdown tables of the pairs just above and just below the threshold (the median without one): what a
-    threshold keeps and drops at its edge. Line numbers are the inputs' (0-based)."""
-    above, below, pivot = threshold_sample(scores, threshold, size=size)
-    what = f"the threshold {pivot:g}" if threshold is not None else f"the median score {pivot:.4f} (no threshold)"
-    parts = [f"Pairs just above and just below {what}, out of {len(scores)} candidates.\n"]
-    titles = ("Just above (kept)", "Just below (dropped)") if threshold is not None else ("Just above", "Just below")
-    for title, positions in zip(titles, (above, below)):
-        parts.append(f"\n#### {title}\n\n| score | src | tgt | source | target |\n|---|---|---|---|---|\n")
-        for position in positions.tolist():
-            src, tgt = int(src_indices[position]), int(tgt_indices[position])
-            source = _cell(src_texts[src]) if src_texts is not None else ""
-            target = _cell(tgt_texts[tgt]) if tgt_texts is not None else ""
-            parts.append(f"| {scores[position]:.4f} | {src} | {tgt} | {source} | {target} |\n")
-        if not len(positions):
-            parts.append("| | | | (none) | |\n")
-    return "".join(parts)

@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,8 +37,7 @@ from bitext_hf.mining.index import RecallReport
 from bitext_hf.mining.knn import check_k
 from bitext_hf.mining.retrieval import MinedPairs
 from bitext_hf.mining.sidecar import MiningRecord
-from bitext_hf.mining.sides import Side, display, read_docs, read_gold, read_side
-from bitext_hf.threads import limit_threads
+from bitext_hf.mining.sides import Side, display, job_scope, read_docs, read_gold, read_side
 
 __all__ = ["DEMO_DIR", "GoldScores", "MiningConfig", "MiningResult", "run_mining"]
 
@@ -74,7 +74,9 @@ class MiningResult:
     """What a run found: the pairs (line numbers of the inputs), the sentences of each side (None for an embeddings
     side without its text), the rows searched, the recall@k report (with ``check_recall``), the scores against
     the gold pairs (with ``gold``) and the sidecar record (written beside ``out``); with filters, the count each
-    removed (``filter_counts``), and with ``threshold_report`` every candidate pair before the threshold."""
+    removed (``filter_counts``), and with ``threshold_report`` every candidate pair before the threshold and the
+    report's files written beside ``out`` (``threshold_report_files``: the figure and the sample; None when there was
+    no candidate to draw)."""
 
     pairs: MinedPairs
     src_texts: list[str] | None
@@ -86,6 +88,7 @@ class MiningResult:
     gold: GoldScores | None = None
     filter_counts: dict[str, int] | None = None
     candidates: MinedPairs | None = None
+    threshold_report_files: tuple[Path, Path] | None = None
     # Sentences encoded and sentences served by the encoding cache, and the seconds of each part of the run:
     # "read" (reading and checking the inputs, the single-side filters), "encode" (loading the encoders and
     # encoding), "search" (the kNN search, margins and retrieval) and "write" (the pairs and their sidecar).
@@ -106,17 +109,12 @@ def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None 
         UsageError: options, output path or index that cannot work; DataValidationError: a bad input (naming the
             file and line); OutputWriteError: the pairs could not be written (nothing is left behind).
     """
-    from bitext_hf.io import protect_inputs
-
     if config.distributed:  # Ray installed, the address answering: before anything is read
         from bitext_hf.encoding.ray import check_ray
 
         check_ray(config.ray_address)
-    try:
-        with limit_threads(config.threads):  # the encoders and the search; the caller's setting comes back after
-            return _run(config, load_encoder)
-    finally:
-        protect_inputs(())  # _run protects this run's inputs; a later run, or the caller's writes, have their own
+    with job_scope(config.threads):
+        return _run(config, load_encoder)
 
 
 def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> MiningResult:
@@ -210,6 +208,13 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
     if config.out:
         _write_pairs_and_sidecar(config.out, pairs, src, tgt, fmt, record)
     write_seconds = time.perf_counter() - write_started
+    report_files = None
+    if config.threshold_report:
+        from bitext_hf.mining.threshold_report import write_threshold_report
+
+        report_files = write_threshold_report(
+            config.out, candidates, src.texts, tgt.texts, threshold=config.threshold, margin=config.margin
+        )
     if config.check_recall and recall is None:  # document-level runs keep no global neighbours
         from bitext_hf.mining.index import check_recall
 
@@ -224,6 +229,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
     return MiningResult(
         filter_counts=counts if filters.active else None,
         candidates=candidates,
+        threshold_report_files=report_files,
         pairs=pairs,
         src_texts=src.texts,
         tgt_texts=tgt.texts,
@@ -321,7 +327,7 @@ def _rows_to_mine(
 def _check_filter_options(config: MiningConfig, src: Side, tgt: Side) -> None:
     """Filters need the sentences of each side, in memory; the threshold report needs a file to write beside."""
     from bitext_hf.io import writes_in_place
-    from bitext_hf.mining.sidecar import threshold_report_paths
+    from bitext_hf.mining.threshold_report import threshold_report_paths
 
     filters = config.filters
     if filters.active:

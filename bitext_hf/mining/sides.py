@@ -6,19 +6,23 @@ Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is `
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.io import protect_inputs
 
 __all__ = [
     "Side",
     "display",
     "is_embeddings",
     "is_npy",
+    "job_scope",
     "read_docs",
     "read_gold",
     "read_side",
@@ -44,6 +48,21 @@ def is_embeddings(path: str) -> bool:
     from bitext_hf.encoding.shards import is_shard_folder
 
     return is_npy(path) or is_shard_folder(path)
+
+
+@contextlib.contextmanager
+def job_scope(threads: int | None) -> Iterator[None]:
+    """Where a job (mining, scoring, evaluation) runs: its encoders and search on ``threads`` CPU threads
+    (:func:`bitext_hf.threads.limit_threads`; the caller's setting comes back after), and the inputs that
+    :func:`bitext_hf.io.check_inputs_and_output` protects protected until it ends (a later job, or the caller's own writes, have
+    their own)."""
+    from bitext_hf.threads import limit_threads
+
+    try:
+        with limit_threads(threads):
+            yield
+    finally:
+        protect_inputs(())
 
 
 # ----------------------------------------------------------------------------------------------------- sides

@@ -1,0 +1,257 @@
+"""The scoring job: :func:`run_scoring` over a :class:`ScoreConfig` margin-scores the pairs of an existing parallel
+corpus (row i of the source with row i of the target, neighbourhoods from the whole corpus on both sides), keeps
+those above a threshold and writes them. ``bitext-hf score`` parses its options into the config and calls it;
+Python users get the same job, the same files, in one call:
+
+>>> from bitext_hf.mining.scoring import ScoreConfig, run_scoring
+>>> result = run_scoring(ScoreConfig(pairs="corpus.tsv", out="scored.tsv", threshold=1.05))
+>>> len(result.pairs), result.quantiles[0.5]
+
+The job, in order: every option checked (when the config is made); the output path (and the threshold report's
+files) checked against the inputs; the pairs read, checked to fit the output format and filtered
+(:func:`bitext_hf.mining.filters.filter_aligned`: every filter runs before encoding); k checked against the corpus;
+only then the encoder loaded and the sentences encoded (or taken from the encoding cache); the pairs scored, written
+(atomically), and the threshold report written beside them. A bad input never costs an encoding run and never
+leaves an output behind.
+
+The config's module imports no torch: the job's heavy parts are imported when it runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from bitext_hf.encoding.embedder import EncoderOptions
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.mining.config import (
+    FILTER_LENGTHS,
+    MarginOptions,
+    ThresholdOptions,
+    check_choices,
+    check_positive,
+    filter_settings,
+    refuse_cache_dir_without_cache,
+    refuse_lid_options_without_lid,
+)
+from bitext_hf.mining.filters import FilterOptions, FilterSettings
+from bitext_hf.mining.output import FORMATS
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings
+from bitext_hf.options import option
+
+if TYPE_CHECKING:
+    from bitext_hf.encoding.embedder import Embedder
+
+__all__ = [
+    "QUANTILES",
+    "ScoreConfig",
+    "ScoringResult",
+    "check_aligned_inputs",
+    "run_scoring",
+]
+
+# The quantiles of the scores that the report gives.
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+def check_aligned_inputs(pairs: str | None, src: str | None, tgt: str | None) -> None:
+    """Aligned sentences come from a pairs file or from two parallel files (what
+    :func:`bitext_hf.data.readers.read_aligned` reads), not both, not one parallel file alone."""
+    if pairs:
+        if src or tgt:
+            raise UsageError("give either --pairs FILE or --src/--tgt, not both")
+    elif not (src and tgt):
+        raise UsageError("give --pairs FILE.tsv, or --src and --tgt parallel files")
+
+
+@dataclasses.dataclass(kw_only=True)
+class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions):
+    """One scoring run; the fields are ``bitext-hf score``'s options (``--max-length-ratio`` is
+    ``max_length_ratio``), and messages name them as the command line spells them. Checked when made
+    (``UsageError``). Each field's ``metadata`` holds its command-line help, choices and metavar.
+
+    Args:
+        out (str): the scored pairs (.tsv, .csv, .jsonl, .parquet or ``format``; ``-`` for stdout), one row per
+            input pair above the threshold, in input order; written atomically, never over an input.
+        pairs (str, optional): a pairs file (:func:`bitext_hf.data.readers.read_pairs`); or
+        src, tgt (str, optional): Moses-style parallel files.
+        format (str, optional): the output format whatever the extension.
+        threshold (float, optional): keep only pairs with a score at least this.
+        k (int, defaults to 4), margin (str, defaults to "ratio"): as :func:`bitext_hf.mining.score_pairs`.
+        src_lang, tgt_lang, lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the
+            filters, all off by default, all run before encoding
+            (:class:`~bitext_hf.mining.filters.FilterSettings`); ``lid_min_prob`` None is the filters' default.
+        threshold_report (bool, defaults to False): write ``OUT.threshold.png`` and ``OUT.threshold.md`` beside
+            ``out`` (:mod:`bitext_hf.mining.threshold_report`).
+        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
+            and the longest line accepted (:class:`~bitext_hf.encoding.embedder.EncoderOptions`).
+        quiet (bool, defaults to False): no progress bars.
+        threads (int, optional): CPU threads of the encoder and the search (:func:`bitext_hf.threads.limit_threads`,
+            restored after the run).
+    """
+
+    option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {
+        "filters": (
+            "filters (all off by default; what each removes is counted in the report)",
+            FILTER_LENGTHS + "\nEvery filter runs before encoding; of duplicate pairs the first stays.",
+        )
+    }
+
+    out: str = field(
+        metadata=option(
+            "write the pairs here: .tsv, .csv, .jsonl or .parquet by extension, `-` for stdout (TSV unless "
+            "--format); written atomically, never over an input",
+            required=True,
+        )
+    )
+    pairs: str | None = field(
+        default=None,
+        metadata=option(
+            "pairs file: source<TAB>target per line (a header naming src/tgt, source/target or "
+            "sentence1/sentence2 picks those columns), or the .tsv, .csv, .jsonl or .parquet output of `mine`, "
+            "`score` or `data gettext`"
+        ),
+    )
+    src: str | None = field(default=None, metadata=option("source side of Moses-style parallel files"))
+    tgt: str | None = field(default=None, metadata=option("target side of Moses-style parallel files"))
+    format: str | None = field(
+        default=None,
+        metadata=option(
+            "output format whatever the extension (an unknown extension without --format is exit 2)", choices=FORMATS
+        ),
+    )
+    # The general options (`-q`, `--threads`), which every command takes before its name or after it.
+    quiet: bool = False
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        # In the order the command has always checked them, so that its messages stay the same.
+        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
+        # score records no languages: --src-lang / --tgt-lang act only through --lid.
+        refuse_lid_options_without_lid(self.lid, self.lid_min_prob, self.src_lang, self.tgt_lang)
+        _ = self.filters  # checked when the config is made, as every other option
+        check_aligned_inputs(self.pairs, self.src, self.tgt)
+        # What the command line's parser refuses before a config is made; Python callers get the same checks.
+        check_settings(self.margin, DEFAULT_MODE, self.threshold)
+        for name in ("k", "batch_size", "max_line_chars", "threads"):
+            check_positive(getattr(self, name), name)
+        check_choices(self, format=FORMATS)
+
+    @property
+    def filters(self) -> FilterSettings:
+        """The filters of this run (see :mod:`bitext_hf.mining.filters`)."""
+        return filter_settings(self)
+
+    @property
+    def inputs(self) -> list[str | None]:
+        """Every file the run reads (None for an input not given)."""
+        return [self.pairs, self.src, self.tgt]
+
+
+@dataclasses.dataclass
+class ScoringResult:
+    """What a run scored and wrote.
+
+    Attributes:
+        pairs (MinedPairs): the pairs written to ``out`` (those at or above the threshold), in input order; their
+            indices are the input's rows (0-based).
+        candidates (MinedPairs): every pair scored (the pairs the filters kept), before the threshold.
+        src_texts, tgt_texts (list of str): the sentences of every input row.
+        k (int): the neighbours the margin averaged (``k`` capped at the corpus).
+        filter_counts (dict, optional): the rows each filter removed (None when no filter ran).
+        quantiles (dict): the score at each of :data:`QUANTILES` (over the candidates).
+        threshold_report_files (tuple of Path, optional): the figure and the sample written beside ``out``.
+        encoded, from_cache (int): sentences encoded, and sentences whose embeddings came from the encoding cache.
+    """
+
+    pairs: MinedPairs
+    candidates: MinedPairs
+    src_texts: list[str]
+    tgt_texts: list[str]
+    k: int
+    filter_counts: dict[str, int] | None
+    quantiles: dict[float, float]
+    threshold_report_files: tuple[Path, Path] | None = None
+    encoded: int = 0
+    from_cache: int = 0
+
+
+def run_scoring(config: ScoreConfig, *, load_encoder: Callable[..., Any] | None = None) -> ScoringResult:
+    """Run the scoring job of ``config`` (see the module docstring).
+
+    Args:
+        load_encoder (callable, optional): ``load_encoder(spec, pooling=...)`` returning an encoder; defaults to
+            :func:`bitext_hf.encoders.load_encoder`. Called once, and only when something is encoded.
+
+    Raises:
+        UsageError: an output path that cannot be written or names an input, k above the corpus; DataValidationError:
+            a bad input (naming the file and line), filters that removed every pair; OutputWriteError: the pairs
+            could not be written (nothing is left behind).
+    """
+    from bitext_hf.encoding.embedder import Embedder
+    from bitext_hf.mining.sides import job_scope
+
+    with job_scope(config.threads):
+        return _score(config, Embedder.from_options(config, load_encoder))
+
+
+def _score(config: ScoreConfig, embedder: Embedder) -> ScoringResult:
+    from bitext_hf.data.readers import read_aligned
+    from bitext_hf.io import check_inputs_and_output, writes_in_place
+    from bitext_hf.mining import score_pairs, write_pairs  # at call time: the package imports this module
+    from bitext_hf.mining.config import used_k
+    from bitext_hf.mining.filters import filter_aligned, format_counts
+    from bitext_hf.mining.knn import check_k
+    from bitext_hf.mining.output import check_representable, output_format
+    from bitext_hf.mining.sides import display
+    from bitext_hf.mining.threshold_report import threshold_report_paths, write_threshold_report
+
+    inputs = config.inputs
+    check_inputs_and_output(config.out, inputs)
+    if config.threshold_report:
+        if writes_in_place(config.out):
+            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
+        for path in threshold_report_paths(config.out):
+            check_inputs_and_output(str(path), inputs)
+    fmt = output_format(config.out, config.format)
+    sources, targets = read_aligned(config.pairs, config.src, config.tgt, max_chars=config.max_line_chars)
+    # Before encoding: a Moses line, or a CSV / JSON Lines / Parquet cell, may hold a tab that TSV output cannot.
+    check_representable(sources, display(config.pairs or config.src), fmt)
+    check_representable(targets, display(config.pairs or config.tgt), fmt)
+    filters = config.filters
+    rows, counts = np.arange(len(sources)), {}
+    if filters.active:  # before encoding: a rejected pair costs nothing
+        rows = filter_aligned(sources, targets, filters, counts)
+        if not len(rows):
+            raise DataValidationError(f"the filters removed every pair ({format_counts(counts)})")
+    kept_sources, kept_targets = [sources[row] for row in rows], [targets[row] for row in rows]
+    check_k(config.k, len(kept_sources), len(kept_targets))
+    src_emb, tgt_emb = embedder.embed(kept_sources, "source"), embedder.embed(kept_targets, "target")
+    scores = score_pairs(src_emb, tgt_emb, k=config.k, margin=config.margin)
+    candidates = MinedPairs(rows, rows, scores, np.einsum("ij,ij->i", src_emb, tgt_emb))
+    pairs = candidates
+    if config.threshold is not None:
+        pairs = pairs.select(pairs.scores >= config.threshold)
+    write_pairs(pairs, config.out, src_texts=sources, tgt_texts=targets, format=fmt)
+    report_files = None
+    if config.threshold_report:
+        report_files = write_threshold_report(
+            config.out, candidates, sources, targets, threshold=config.threshold, margin=config.margin
+        )
+    return ScoringResult(
+        pairs=pairs,
+        candidates=candidates,
+        src_texts=sources,
+        tgt_texts=targets,
+        k=used_k(config.k, len(rows), len(rows)),
+        filter_counts=counts if filters.active else None,
+        quantiles=dict(zip(QUANTILES, np.quantile(scores, QUANTILES).tolist())),
+        threshold_report_files=report_files,
+        encoded=embedder.encoded,
+        from_cache=embedder.from_cache,
+    )
