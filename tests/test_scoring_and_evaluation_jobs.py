@@ -5,8 +5,6 @@ threshold report itself; the configs refuse what the commands refuse, and import
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from cli_fakes import GOLD, SOURCES, TARGETS, FakeEncoders, install_fake_encoders, run, write_lines
@@ -91,22 +89,6 @@ def test_the_configs_refuse_what_the_commands_refuse(make, message):
 def test_eval_config_resolves_k_margin_and_metrics():
     config = EvalConfig(src="a", tgt="b")
     assert (config.k, config.margin, config.metrics) == (4, "ratio", ["xsim", "accuracy", "mteb"])
-
-
-def test_the_configs_import_without_torch():
-    code = (
-        "import sys; import bitext_hf.mining.scoring, bitext_hf.evaluation.job, bitext_hf.mining.threshold_report; "
-        "print(sorted(name for name in ('torch', 'matplotlib') if name in sys.modules))"
-    )
-    # The package inits are bypassed: whether `bitext_hf.mining` itself loads lazily is its own concern.
-    shim = (
-        "import importlib, pathlib, sys, types; import bitext_hf; "
-        "package = types.ModuleType('bitext_hf.mining'); "
-        "package.__path__ = [str(pathlib.Path(bitext_hf.__file__).parent / 'mining')]; "
-        "sys.modules['bitext_hf.mining'] = package; "
-    )
-    found = subprocess.run([sys.executable, "-c", shim + code], capture_output=True, text=True, check=True)
-    assert found.stdout.strip() == "[]"
 
 
 def test_the_metadata_holds_the_command_lines_help():

@@ -14,6 +14,7 @@ import numpy as np
 from bitext_hf.alignment.output import ALIGN_FORMATS, alignment_format
 from bitext_hf.encoding.embedder import EncoderOptions, refuse_cache_dir_without_cache
 from bitext_hf.errors import UsageError
+from bitext_hf.mining.filters import LanguageOptions
 from bitext_hf.options import finite_float, option, positive_int
 
 __all__ = ["AlignConfig", "AlignSettings"]
@@ -100,7 +101,7 @@ class AlignSettings:
 
 
 @dataclasses.dataclass
-class AlignConfig(AlignSettings, EncoderOptions):
+class AlignConfig(AlignSettings, LanguageOptions, EncoderOptions):
     """Everything one alignment run needs; the fields are ``bitext-hf align``'s options. Checked when made.
 
     Args:
@@ -150,13 +151,6 @@ class AlignConfig(AlignSettings, EncoderOptions):
     tgt_docs: str | None = field(
         default=None,
         metadata=option("instead of --tgt: the list of their target documents, in the same order"),
-    )
-    src_lang: str | None = field(
-        default=None,
-        metadata=option("language of the source documents (en, de...), recorded for the dataset card"),
-    )
-    tgt_lang: str | None = field(
-        default=None, metadata=option("language of the target documents, recorded for the dataset card")
     )
     quiet: bool = False
     threads: int | None = None

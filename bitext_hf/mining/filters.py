@@ -33,6 +33,7 @@ __all__ = [
     "FilterOptions",
     "FilterSettings",
     "LanguageIdentifier",
+    "LanguageOptions",
     "filter_aligned",
     "filter_mined",
     "filter_side",
@@ -125,7 +126,28 @@ _FILTERS = "filters"
 
 
 @dataclasses.dataclass(kw_only=True)
-class FilterOptions:
+class LanguageOptions:
+    """The languages of the two sides (``mine``, ``score``, ``align``), declared once: what ``lid`` checks, and what
+    the sidecar of an output records for the dataset card.
+
+    Args:
+        src_lang, tgt_lang (str, optional): language codes (``en``, ``de``, ``pt_BR``...).
+    """
+
+    src_lang: str | None = dataclasses.field(
+        default=None,
+        metadata=option(
+            "language of the source side (en, de, pt_BR...): what --lid checks, and recorded in the sidecar of "
+            "--out FILE for the dataset card by mine and align (score, which records none, refuses it without --lid)"
+        ),
+    )
+    tgt_lang: str | None = dataclasses.field(
+        default=None, metadata=option("language of the target side, as --src-lang")
+    )
+
+
+@dataclasses.dataclass(kw_only=True)
+class FilterOptions(LanguageOptions):
     """The filters' options, all off by default, declared once for every job that filters (``mine``, ``score``):
     each job's config inherits them; :class:`FilterSettings` checks them. Lengths are in Latin-equivalent characters
     (:func:`weighted_length`).
@@ -142,17 +164,6 @@ class FilterOptions:
         drop_same_text (bool): drop the pairs whose two sides have the same normalized text (untranslated copies).
     """
 
-    src_lang: str | None = dataclasses.field(
-        default=None,
-        metadata=option(
-            "language of the source side (en, de, pt_BR...): what --lid checks; mine also records it in the sidecar "
-            "of --out FILE for the dataset card (score refuses it without --lid)",
-            group=_FILTERS,
-        ),
-    )
-    tgt_lang: str | None = dataclasses.field(
-        default=None, metadata=option("language of the target side, as --src-lang", group=_FILTERS)
-    )
     lid: bool = dataclasses.field(
         default=False,
         metadata=option(
