@@ -76,18 +76,18 @@ def cmd_encode(args) -> int:
 
 def cmd_mine(args) -> int:
     """Parse the options into a :class:`~bitext_hf.mining.MiningConfig`, run the job, print the report."""
-    from bitext_hf.mining.pipeline import DEMO_DIR, MiningConfig, run_mining
+    from bitext_hf.mining.config import DEMO_DIR, MiningConfig, demo_inputs
+    from bitext_hf.mining.pipeline import run_mining
 
     started = time.perf_counter()
     report = _report_stream(args.out)
+    values = {"command": shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])}
     if args.demo:
         if args.src or args.tgt:
             raise UsageError("--demo mines the bundled corpus; do not combine it with --src/--tgt")
-        args.src, args.tgt = str(DEMO_DIR / "en.txt"), str(DEMO_DIR / "de.txt")
-        args.gold = args.gold or str(DEMO_DIR / "gold.tsv")
+        values.update(demo_inputs(args.gold))
         print(f"Demo: {DEMO_DIR / 'README.md'} (Django UI messages, English-German, BSD-3-Clause)", file=report)
-    command = shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])
-    config = config_from_arguments(MiningConfig, args, command=command)
+    config = config_from_arguments(MiningConfig, args, **values)
     result = run_mining(config)
 
     pairs = result.pairs

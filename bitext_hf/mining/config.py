@@ -37,6 +37,7 @@ __all__ = [
     "ThresholdOptions",
     "check_choices",
     "check_positive",
+    "demo_inputs",
     "filter_settings",
     "refuse_lid_options_without_lid",
     "used_k",
@@ -49,6 +50,16 @@ FILTER_LENGTHS = (
     "Lengths are in Latin-equivalent characters: a Han or kana character counts 3, a Hangul syllable 2, any\n"
     "other 1 (those scripts write about that much more per character), so one bound serves every script."
 )
+
+
+def demo_inputs(gold: str | None = None) -> dict[str, str]:
+    """The inputs of the bundled English-German demo (``bitext_hf/demo/README.md``): its two sides, and its gold
+    pairs unless ``gold`` names others."""
+    return {
+        "src": str(DEMO_DIR / "en.txt"),
+        "tgt": str(DEMO_DIR / "de.txt"),
+        "gold": gold or str(DEMO_DIR / "gold.tsv"),
+    }
 
 
 def used_k(k: int, n_src: int, n_tgt: int) -> int:
@@ -336,8 +347,7 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
     @classmethod
     def demo(cls, **options: Any) -> MiningConfig:
         """The bundled English-German demo (``bitext_hf/demo/README.md``) scored against its gold pairs."""
-        options.setdefault("gold", str(DEMO_DIR / "gold.tsv"))
-        return cls(str(DEMO_DIR / "en.txt"), str(DEMO_DIR / "de.txt"), **options)
+        return cls(**{**options, **demo_inputs(options.get("gold"))})
 
     @property
     def inputs(self) -> list[str | None]:
