@@ -8,17 +8,16 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from bitext_hf.cli.arguments import add_config_options, config_from_arguments
-from bitext_hf.errors import EXIT_OK, EXIT_USAGE
+from bitext_hf.cli.arguments import config_from_arguments
+from bitext_hf.errors import EXIT_OK
 
 if TYPE_CHECKING:
     from bitext_hf.data.gettext_job import GettextConfig, GettextResult
 
-__all__ = ["EPILOG_GETTEXT", "add_data", "cmd_data_gettext"]
+__all__ = ["EPILOG_GETTEXT", "cmd_data_gettext"]
 
 EPILOG_GETTEXT = """examples:
   bitext-hf data gettext --list                              # languages found, most pairs first
@@ -43,38 +42,6 @@ into `score` and `mine`. --out is never a catalog, by name (.mo, .po) or by cont
 Output: .tsv (English<TAB>xx, no header), .csv and .parquet (columns en and xx), .jsonl ({"en": ..., "xx": ...});
 the format follows the extension, or --format; `-` is stdout (TSV unless --format).
 """
-
-
-def add_data(commands, fmt, shared: argparse.ArgumentParser) -> None:
-    """Register ``data`` (with its sub-command ``gettext``) on the sub-command parsers ``commands``, with the options
-    every command takes (``shared``)."""
-    from bitext_hf.cli.parser import EPILOG_EXIT
-
-    data = commands.add_parser(
-        "data",
-        parents=[shared],
-        help="build parallel data without writing code: `data gettext` (the installed translation catalogs)",
-        formatter_class=fmt,
-        epilog="Run `bitext-hf data gettext --help` for examples.",
-    )
-    data.set_defaults(func=lambda args: _no_data_command(data))
-    sub = data.add_subparsers(dest="data_command", metavar="{gettext}")
-    p = sub.add_parser(
-        "gettext",
-        parents=[shared],
-        help="English-xx pairs from the gettext catalogs installed on this machine (--list: languages and counts)",
-        formatter_class=fmt,
-        epilog=EPILOG_GETTEXT + "\n" + EPILOG_EXIT,
-    )
-    from bitext_hf.data.gettext_job import GettextConfig
-
-    add_config_options(p, GettextConfig)
-    p.set_defaults(func=cmd_data_gettext)
-
-
-def _no_data_command(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return EXIT_USAGE
 
 
 def cmd_data_gettext(args) -> int:

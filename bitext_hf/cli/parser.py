@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from collections.abc import Callable
 
+from bitext_hf.alignment.config import AlignConfig
 from bitext_hf.cli.arguments import add_config_options
 from bitext_hf.cli.commands import cmd_align, cmd_encode, cmd_mine, cmd_score
-from bitext_hf.cli.data import add_data
+from bitext_hf.cli.data import EPILOG_GETTEXT, cmd_data_gettext
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
-from bitext_hf.cli.push import add_push
+from bitext_hf.cli.push import EPILOG_PUSH, cmd_push
+from bitext_hf.data.gettext_job import GettextConfig
+from bitext_hf.encoding.job import EncodeConfig
+from bitext_hf.errors import EXIT_USAGE
+from bitext_hf.evaluation.job import EvalConfig
+from bitext_hf.hub.push import PushConfig
 from bitext_hf.io import (
     DEFAULT_MAX_INPUT_BYTES,
     MAX_INPUT_BYTES_ENV,
@@ -22,6 +29,8 @@ from bitext_hf.io import (
     max_input_bytes,
     parse_byte_count,
 )
+from bitext_hf.mining.config import MiningConfig
+from bitext_hf.mining.scoring import ScoreConfig
 from bitext_hf.options import (
     positive_int,
     show_count,
@@ -150,46 +159,16 @@ def _add_output(parser: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
-def _add_encode(commands, fmt, shared: argparse.ArgumentParser) -> None:
-    p = commands.add_parser(
-        "encode",
-        parents=[shared],
-        help="embed a text file (one sentence a line) into a .npy file",
-        formatter_class=fmt,
-        epilog="example:\n  bitext-hf encode --input corpus.de --out corpus.de.npy\n  "
-        "zcat corpus.de.gz | bitext-hf encode --input - --out corpus.de.npy\n  "
-        "bitext-hf encode --input big.de.zst --out emb.de/ --shard-size 1000000 --dtype float16 --resume\n  "
-        "bitext-hf mine --src emb.de/ --tgt emb.en/ --src-text big.de.zst --tgt-text big.en.zst --out pairs.tsv\n\n"
-        "A folder --out gets shard-NNNNN.npy files (memory-mappable) and, written last, manifest.json (count,\n"
-        "dimension, dtype, encoder, SHA-256 of the text and of every shard); `mine` reads such folders a block at a\n"
-        "time. A killed run continues with --resume after its last complete shard, ending with the same bytes.\n\n"
-        + EPILOG_EXIT,
-    )
-    from bitext_hf.encoding.job import EncodeConfig
+_EPILOG_ENCODE = """examples:
+  bitext-hf encode --input corpus.de --out corpus.de.npy
+  zcat corpus.de.gz | bitext-hf encode --input - --out corpus.de.npy
+  bitext-hf encode --input big.de.zst --out emb.de/ --shard-size 1000000 --dtype float16 --resume
+  bitext-hf mine --src emb.de/ --tgt emb.en/ --src-text big.de.zst --tgt-text big.en.zst --out pairs.tsv
 
-    add_config_options(p, EncodeConfig)
-    _add_input_bound(p)
-    p.set_defaults(func=_bounded_inputs(cmd_encode))
-
-
-def _add_mine(commands, fmt, shared: argparse.ArgumentParser) -> None:
-    from bitext_hf.mining.config import MiningConfig
-
-    p = commands.add_parser(
-        "mine",
-        parents=[shared],
-        help="mine translation pairs from two monolingual files",
-        formatter_class=fmt,
-        epilog=_EPILOG_MINE + "\n" + EPILOG_EXIT,
-    )
-    add_config_options(p, MiningConfig)
-    p.add_argument(
-        "--demo", action="store_true", help="mine the bundled English-German demo and score it against its gold pairs"
-    )
-    p.add_argument("--show", type=show_count, default=10, help="pairs to print (default 10, -1 for all, 0 none)")
-    _add_input_bound(p)
-    p.set_defaults(func=_bounded_inputs(cmd_mine))
-
+A folder --out gets shard-NNNNN.npy files (memory-mappable) and, written last, manifest.json (count,
+dimension, dtype, encoder, SHA-256 of the text and of every shard); `mine` reads such folders a block at a
+time. A killed run continues with --resume after its last complete shard, ending with the same bytes.
+"""
 
 _EPILOG_ALIGN = """examples:
   bitext-hf align --src book.de --tgt book.fr --out book.align
@@ -211,57 +190,41 @@ settings); many documents (folders or lists) write one file per document into th
 source document, and alignment.meta.json.
 """
 
+_EPILOG_SCORE = """examples:
+  bitext-hf score --pairs corpus.tsv --out scored.tsv
+  bitext-hf score --src corpus.en --tgt corpus.de --threshold 1.05 --out kept.jsonl
 
-def _add_align(commands, fmt, shared: argparse.ArgumentParser) -> None:
-    from bitext_hf.alignment.config import AlignConfig
+Neighbourhoods for the margin come from the whole corpus on both sides. Output columns as in `mine`,
+one row per input pair, in input order.
+"""
 
-    p = commands.add_parser(
-        "align",
-        parents=[shared],
-        help="align the sentences of two documents that are translations of each other",
-        formatter_class=fmt,
-        epilog=_EPILOG_ALIGN + "\n" + EPILOG_EXIT,
+_EPILOG_EVAL = """examples:
+  bitext-hf eval --src test.en --tgt test.de --out results.json
+  bitext-hf eval --mteb tatoeba.jsonl --subset deu-eng
+  bitext-hf eval --mteb flores.parquet --columns sentence_eng_Latn,sentence_deu_Latn
+  bitext-hf eval --bucc de-en.test.de de-en.test.en de-en.test.gold \
+--bucc-train de-en.train.de de-en.train.en de-en.train.gold
+
+"""
+
+
+def _add_command(
+    commands, shared: argparse.ArgumentParser, name: str, config: type, handler, *, help: str, epilog: str
+) -> argparse.ArgumentParser:
+    """The sub-command ``name``: the general options (``shared``), one option per field of its job's ``config`` that
+    declares one, and its ``handler``."""
+    parser = commands.add_parser(
+        name, parents=[shared], help=help, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=epilog
     )
-    add_config_options(p, AlignConfig)
-    _add_input_bound(p)
-    p.set_defaults(func=_bounded_inputs(cmd_align))
+    add_config_options(parser, config)
+    parser.set_defaults(func=handler)
+    return parser
 
 
-def _add_score(commands, fmt, shared: argparse.ArgumentParser) -> None:
-    p = commands.add_parser(
-        "score",
-        parents=[shared],
-        help="margin-score the pairs of an existing parallel corpus (filtering)",
-        formatter_class=fmt,
-        epilog="examples:\n  bitext-hf score --pairs corpus.tsv --out scored.tsv\n"
-        "  bitext-hf score --src corpus.en --tgt corpus.de --threshold 1.05 --out kept.jsonl\n\n"
-        "Neighbourhoods for the margin come from the whole corpus on both sides. Output columns as in `mine`,\n"
-        "one row per input pair, in input order.\n\n" + EPILOG_EXIT,
-    )
-    from bitext_hf.mining.scoring import ScoreConfig
-
-    add_config_options(p, ScoreConfig)
-    _add_input_bound(p)
-    p.set_defaults(func=_bounded_inputs(cmd_score))
-
-
-def _add_eval(commands, fmt, shared: argparse.ArgumentParser) -> None:
-    p = commands.add_parser(
-        "eval",
-        parents=[shared],
-        help="xsim, retrieval accuracy, MTEB bitext-mining metrics or BUCC F1 of an encoder",
-        formatter_class=fmt,
-        epilog="examples:\n  bitext-hf eval --src test.en --tgt test.de --out results.json\n"
-        "  bitext-hf eval --mteb tatoeba.jsonl --subset deu-eng\n"
-        "  bitext-hf eval --mteb flores.parquet --columns sentence_eng_Latn,sentence_deu_Latn\n"
-        "  bitext-hf eval --bucc de-en.test.de de-en.test.en de-en.test.gold "
-        "--bucc-train de-en.train.de de-en.train.en de-en.train.gold\n\n" + EVAL_KEYS + "\n" + EPILOG_EXIT,
-    )
-    from bitext_hf.evaluation.job import EvalConfig
-
-    add_config_options(p, EvalConfig)
-    _add_input_bound(p)
-    p.set_defaults(func=_bounded_inputs(cmd_eval))
+def _reading_text(parser: argparse.ArgumentParser) -> None:
+    """A command that reads text: ``--max-input-bytes``, the bound of every input it reads."""
+    _add_input_bound(parser)
+    parser.set_defaults(func=_bounded_inputs(parser.get_default("func")))
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -285,6 +248,78 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="{encode,mine,align,score,eval,push,data}")
     shared = shared_options(defaults=False)
-    for add in (_add_encode, _add_mine, _add_align, _add_score, _add_eval, add_push, add_data):
-        add(commands, argparse.RawDescriptionHelpFormatter, shared)
+    for name, config, handler, help, epilog in (
+        (
+            "encode",
+            EncodeConfig,
+            cmd_encode,
+            "embed a text file (one sentence a line) into a .npy file",
+            _EPILOG_ENCODE,
+        ),
+        ("mine", MiningConfig, cmd_mine, "mine translation pairs from two monolingual files", _EPILOG_MINE),
+        (
+            "align",
+            AlignConfig,
+            cmd_align,
+            "align the sentences of two documents that are translations of each other",
+            _EPILOG_ALIGN,
+        ),
+        (
+            "score",
+            ScoreConfig,
+            cmd_score,
+            "margin-score the pairs of an existing parallel corpus (filtering)",
+            _EPILOG_SCORE,
+        ),
+        (
+            "eval",
+            EvalConfig,
+            cmd_eval,
+            "xsim, retrieval accuracy, MTEB bitext-mining metrics or BUCC F1 of an encoder",
+            _EPILOG_EVAL + EVAL_KEYS,
+        ),
+    ):
+        command = _add_command(commands, shared, name, config, handler, help=help, epilog=epilog + "\n" + EPILOG_EXIT)
+        if name == "mine":
+            command.add_argument(
+                "--demo",
+                action="store_true",
+                help="mine the bundled English-German demo and score it against its gold pairs",
+            )
+            command.add_argument(
+                "--show", type=show_count, default=10, help="pairs to print (default 10, -1 for all, 0 none)"
+            )
+        _reading_text(command)
+    _add_command(
+        commands,
+        shared,
+        "push",
+        PushConfig,
+        cmd_push,
+        help="upload a saved model, or mined pairs as a dataset with its card, to the Hugging Face Hub",
+        epilog=EPILOG_PUSH,
+    )
+    data = commands.add_parser(
+        "data",
+        parents=[shared],
+        help="build parallel data without writing code: `data gettext` (the installed translation catalogs)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `bitext-hf data gettext --help` for examples.",
+    )
+    data.set_defaults(func=lambda args: _print_help_to_stderr(data))
+    _add_command(
+        data.add_subparsers(dest="data_command", metavar="{gettext}"),
+        shared,
+        "gettext",
+        GettextConfig,
+        cmd_data_gettext,
+        help="English-xx pairs from the gettext catalogs installed on this machine (--list: languages and counts)",
+        epilog=EPILOG_GETTEXT + "\n" + EPILOG_EXIT,
+    )
     return parser
+
+
+def _print_help_to_stderr(parser: argparse.ArgumentParser) -> int:
+    """A command that needs a sub-command (``data``) given none: its help, on stderr, and a usage error."""
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE

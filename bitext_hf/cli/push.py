@@ -11,17 +11,16 @@ prints the report.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bitext_hf.cli.arguments import add_config_options, config_from_arguments
+from bitext_hf.cli.arguments import config_from_arguments
 from bitext_hf.errors import EXIT_OK
 
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import LeftOut
 
-__all__ = ["EPILOG_PUSH", "add_push", "cmd_push"]
+__all__ = ["EPILOG_PUSH", "cmd_push"]
 
 EPILOG_PUSH = """examples:
   bitext-hf push --model runs/laser3-wol --repo me/laser3-wol --private
@@ -64,21 +63,6 @@ exit codes:
   4  the Hub: no token, no write permission (HTTP 401/403), repository or revision not found, no network;
      nothing was uploaded (one commit: all files or none)
 Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback instead."""
-
-
-def add_push(commands, fmt, shared: argparse.ArgumentParser) -> None:
-    """Register ``push`` on the sub-command parsers ``commands``, with the options every command takes (``shared``)."""
-    p = commands.add_parser(
-        "push",
-        parents=[shared],
-        help="upload a saved model, or mined pairs as a dataset with its card, to the Hugging Face Hub",
-        formatter_class=fmt,
-        epilog=EPILOG_PUSH,
-    )
-    from bitext_hf.hub.push import PushConfig
-
-    add_config_options(p, PushConfig)
-    p.set_defaults(func=cmd_push)
 
 
 def cmd_push(args) -> int:
