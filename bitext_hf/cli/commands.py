@@ -1,6 +1,7 @@
-"""The ``encode``, ``mine`` and ``score`` commands.
+"""The handlers of ``encode``, ``mine``, ``align`` and ``score``: each builds its job's config from the parsed options
+(:func:`~bitext_hf.cli.arguments.config_from_arguments`), runs the job and prints its report.
 
-Each checks everything cheap first (options, the output path, every input file, the gold pairs, that the sentences
+Each job checks everything cheap first (options, the output path, every input file, the gold pairs, that the sentences
 fit the output format) and only then loads an encoder and encodes: a bad input never costs an encoding run and
 never leaves an output behind. ``mine`` writing its pairs to a file also writes ``<file>.meta.json``, the mining
 parameters and the command, which ``bitext-hf push --pairs`` shows in the dataset card. ``encode`` and ``mine`` end
