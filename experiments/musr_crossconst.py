@@ -319,6 +319,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     script_args, training_args, _ = parse_args(
         recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=overrides
     )
+    if len(script_args.train_pairs) < 2:
+        raise UsageError("--languages: give at least two (the precondition is measured against a non-English pivot)")
     batch = training_args.per_device_train_batch_size
     compute_steps = max(1, round(args.stage2_steps * args.control_cost_factor))
     arm_list = arms(alphas, args.stage2_steps, compute_steps)

@@ -221,6 +221,12 @@ def test_musr_crossconst_defaults_are_the_issue_36_protocol(experiments):
     import musr_crossconst
 
     args = musr_crossconst.build_parser().parse_args([])
+    from bitext_hf.errors import UsageError
+
+    with pytest.raises(UsageError, match="--languages"):
+        musr_crossconst.main(musr_crossconst.build_parser().parse_args(["--languages", "fr"]))
+    with pytest.raises(UsageError, match="--alphas"):
+        musr_crossconst.main(musr_crossconst.build_parser().parse_args(["--alphas", "0,3"]))
     assert args.seeds == [13, 42] and args.languages == "fr,de,es" and args.pivot == "de" and args.alphas == "1,3"
     assert args.stage2_label_smoothing == 0.0 and args.pivot_xsim_below == 50.0 and args.stage1_plateau == 0.01
     assert args.control_cost_factor == 2.5 and args.reference == "use"
