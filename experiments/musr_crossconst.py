@@ -1,32 +1,29 @@
-"""MuSR (Gao et al., 2023): stage 1 (cross-entropy) against stage 2 (CrossConST) over seeds, with two controls.
+"""MuSR (Gao et al., 2023) under the paper's protocol: stage 1 to a plateau, then CrossConST against cross-entropy
+arms of equal updates and of equal compute, over seeds, with the verdict rule printed before the numbers.
 
-A small MuSR trained on six languages into English from this machine's gettext catalogs
-(``recipes/configs/musr-gettext.yaml``), through ``recipes/train_musr.py``. On the multi-way held-out set of each
-seed: xsim and bidirectional accuracy against English and against the pivot (zh_CN, the paper's zh column), as mean
-+- sample std over the seeds (``bitext_hf.evaluation.run_over_seeds``). Each seed's stage-1 model also starts two
-controls, both stage 2 with alpha 0 for the compute of the CrossConST stage (its steps times --control_cost_factor,
-the cost of a CrossConST step in cross-entropy steps, measured by ``benchmarks/bench_musr.py``):
+The protocol (issue 36; experiments/README.md "MuSR"), on this machine's gettext catalogs (``--languages`` into
+English, ``--pivot`` the non-English column; the model and optimizer of ``--config``), through
+``recipes/train_musr.py``:
 
-* A, same compute: the same stage-2 pairs; what more training gives without the KL term.
-* B, same compute + English -> English: the stage-2 pairs plus an English -> English copy of each (the English
-  target as the source too; ``--stage2_english_copies``). In stage 1 English never enters the encoder, so part of
-  the held-out English vocabulary is untrained; CrossConST's target-as-input pass encodes each pair's English once
-  per pass over its source. A 1:1 mix, shuffled with the pairs, gives the encoder the same share of English at the
-  same batch size and cost per step (holding each pair and its copy in one batch would need its own sampler and
-  changes the proportion only within batches, not over the stage); it sees fewer translation pairs than A, as
-  CrossConST spends part of its compute on English too. CrossConST is credited only with what it adds over B: the
-  report has the difference per seed.
+1. Stage 1, cross-entropy, until a plateau: every ``--stage1_eval_steps`` steps the plain cross-entropy of the
+   multi-way held-out pairs; the stage ends when each of the last ``--stage1_patience`` of them improved on the one
+   before by less than ``--stage1_plateau`` (relative), or at ``--stage1_steps`` (the cap). Precondition of a
+   verdict: stage-1 xsim into the pivot under ``--pivot_xsim_below`` % in every seed; otherwise "regime not reached".
+2. Stage 2 arms, each from the same seed's stage-1 model with a fresh optimizer, without label smoothing (the
+   reference criterion's plain cross-entropy; ``--stage2_label_smoothing``): CrossConST at each of ``--alphas`` for
+   ``--stage2_steps`` updates; control A (alpha 0, the same pairs) for the same updates and for CrossConST's compute
+   (the updates times ``--control_cost_factor``, a CrossConST step's cost in cross-entropy steps from
+   ``benchmarks/bench_musr.py``); control B (A at CrossConST's compute plus an English -> English copy of each pair,
+   ``--stage2_english_copies``), a reported row, not the verdict.
+3. The verdict (``VERDICT_RULE``) against A on the average xsim into English, printed with the tables.
 
-Then the offline USE on the same held-out sets (its training data is not ours: a reference, not a baseline of the
-same budget), and, optionally, T = 1 against T = 5 language sampling on the smallest language (measured before:
-off by default). Every run after the first uses the first run's vocabulary (the same data, so the same kind of
-vocabulary, and one tokenizer training less per run).
+Then the offline USE on the same held-out sets (its training data is not ours: a reference, not a baseline).
 
     OMP_NUM_THREADS=1 python experiments/musr_crossconst.py
 
-Writes ``<output_dir>/results.json`` (every run's metrics, mean and std), ``<output_dir>/results.md`` (the tables),
-``musr_gettext_xsim.png`` (xsim per language: stage 1, stage 2, the controls, USE) and ``model_card.md`` (the card of
-the first T = 5 run with the multi-seed tables and that figure).
+Writes ``<output_dir>/results.json`` (every run's metrics, mean and std, the plateau of each seed, the verdict),
+``<output_dir>/results.md`` (the tables, the paper's Table 4, the rule and the verdict), ``musr_gettext_xsim.png``
+(xsim per language and arm) and ``model_card.md`` (the card of the first seed's CrossConST run with those tables).
 """
 
 from __future__ import annotations
@@ -38,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from common import (
     REPO,
     add_run_folder_options,
@@ -53,16 +51,51 @@ logger = logging.getLogger("musr_crossconst")
 
 CONFIG = REPO / "recipes" / "configs" / "musr-gettext.yaml"
 FIGURE, CARD = "musr_gettext_xsim.png", "model_card.md"
-STAGES = (
-    ("stage1", "stage 1"),
-    ("alpha0", "stage 2, alpha 0 (same compute)"),
-    ("alpha0_en", "stage 2, alpha 0 + en->en"),
-    ("stage2", "stage 2 (CrossConST)"),
-    ("use", "USE"),
+VERDICT_RULE = (
+    "Verdict rule (fixed before any number of this protocol): the regime counts only if stage 1 reached xsim into "
+    "the pivot below the threshold in every seed (otherwise: regime not reached, no verdict). Then, on the average "
+    "xsim into English, CrossConST (at either alpha, both reported) shows a gain only if it beats control A at equal "
+    "updates AND control A at CrossConST's compute, each by more than the seeds' spread: the mean over seeds of (A "
+    "minus CrossConST) is larger than the sample standard deviation of those per-seed differences (two seeds at "
+    "least). Otherwise: no gain. Control B is reported, not part of the verdict."
 )
-CONTROLS = ("alpha0", "alpha0_en")
-# CrossConST minus control B, per seed: the averages over languages (xsim lower is better, accuracy higher).
-DIFFERENCES = (("xsim_en", 1.0), ("accuracy_en", 100.0), ("xsim_pivot", 1.0), ("accuracy_pivot", 100.0))
+# The paper's Table 4 (the 512-wide, 8-head model: the smallest it reports), accuracy in %, phase 1 -> phase 2.
+# The protocol's numbers: (option, type, default, help); RECIPE_OPTIONS reach the recipe under the same names.
+PROTOCOL_OPTIONS = (
+    ("stage1_steps", int, 3000, "Stage-1 step cap"),
+    (
+        "stage1_plateau",
+        float,
+        0.01,
+        "Stage 1 stops when each of the last --stage1_patience held-out cross-entropies improved by less than this "
+        "fraction; 0: run the cap",
+    ),
+    ("stage1_eval_steps", int, 100, "Steps between the held-out cross-entropies of --stage1_plateau"),
+    ("stage1_patience", int, 3, "See --stage1_plateau"),
+    ("pivot_xsim_below", float, 50.0, "Precondition: stage-1 xsim into the pivot (%%) below this in every seed"),
+    ("stage2_steps", int, 300, "Updates of every equal-update arm"),
+    (
+        "stage2_label_smoothing",
+        float,
+        0.0,
+        "Stage 2's label smoothing in every arm: 0 as the reference criterion; the config's (0.1) was the earlier "
+        "protocol",
+    ),
+    (
+        "control_cost_factor",
+        float,
+        2.5,
+        "The compute-matched arms' updates are --stage2_steps times this: the cost of a CrossConST step in "
+        "cross-entropy steps, from benchmarks/bench_musr.py (benchmarks/README.md: 2.08x to 2.54x; the upper end "
+        "gives the controls at least CrossConST's compute)",
+    ),
+)
+RECIPE_OPTIONS = ("stage1_steps", "stage1_plateau", "stage1_eval_steps", "stage1_patience", "stage2_label_smoothing")
+PAPER = (
+    "Paper, Table 4 (Gao et al., 2023; phase 1 -> phase 2 = CrossConST, accuracy in %, the 512-wide 8-head model): "
+    "Tatoeba-en 78.89 -> 82.69, Flores-200-en 95.30 -> 96.25, Flores-200-zh 94.38 -> 94.76 (768 wide: 80.76 -> "
+    "83.96, 96.36 -> 97.37, 95.33 -> 95.95)."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,45 +104,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_folder_options(parser, "/tmp/musr_experiment")
     parser.add_argument(
-        "--config", type=Path, default=CONFIG, help="The recipe's settings and data (default: %(default)s)."
+        "--config", type=Path, default=CONFIG, help="The recipe's model and optimizer (default: %(default)s)."
     )
     parser.add_argument(
-        "--seeds", type=seed_list, default=[13, 42, 87], help="Seeds of the T = 5 runs (default: 13,42,87)."
+        "--languages",
+        default="fr,de,es",
+        help="Source languages into English, from this machine's gettext catalogs; '' keeps the config's "
+        "train_pairs (default: %(default)s).",
     )
     parser.add_argument(
-        "--t1_seeds",
+        "--pivot", default="de", help="The non-English pivot ('' keeps the config's) (default: %(default)s)."
+    )
+    parser.add_argument(
+        "--seeds",
         type=seed_list,
-        default=[],
-        help="Optional: seeds of T = 1 runs against the T = 5 ones (measured before, see experiments/README.md; "
-        "each costs a stage 1) (default: none).",
+        default=[13, 42],
+        help="Seeds: two fit the issue's two hours, a third adds about one (default: 13,42).",
     )
     parser.add_argument(
-        "--t1_stages",
-        choices=("1", "2"),
-        default="1",
-        help="1: T = 1 runs stage 1 only (its stage 2 is cut to one step and not reported); 2: both (default: 1).",
+        "--alphas", default="1,3", help="CrossConST weights, one arm each (the reference README: 3) (default: 1,3)."
     )
-    parser.add_argument(
-        "--t1_language", default="ar", help="The language T = 1 vs T = 5 is reported on: the smallest (default: ar)."
-    )
-    parser.add_argument(
-        "--control",
-        type=seed_list,
-        default=None,
-        help="Seeds of both controls (stage 2 with alpha 0 from the same T = 5 stage-1 model for the compute of "
-        "its CrossConST stage: A the same pairs, B with their English -> English copies); '' for none "
-        "(default: --seeds).",
-    )
-    parser.add_argument(
-        "--control_cost_factor",
-        type=float,
-        default=2.5,
-        help="The controls' stage-2 steps are CrossConST's times this: the cost of a CrossConST step in "
-        "cross-entropy steps, from benchmarks/bench_musr.py (benchmarks/README.md: 2.08x to 2.54x; the upper end "
-        "gives the controls at least CrossConST's compute) (default: %(default)s).",
-    )
-    parser.add_argument("--stage1_steps", type=int, default=None, help="Stage-1 steps (default: the config's).")
-    parser.add_argument("--stage2_steps", type=int, default=None, help="Stage-2 steps (default: the config's).")
+    for name, kind, default, text in PROTOCOL_OPTIONS:
+        parser.add_argument(f"--{name}", type=kind, default=default, help=f"{text} (default: %(default)s).")
     parser.add_argument(
         "--tokenizer",
         type=Path,
@@ -125,12 +141,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def flat(results: dict[str, Any], stages: tuple[str, ...]) -> dict[str, float]:
-    """``stage1/xsim_fr-en``-style keys from a run's results."""
-    return {f"{stage}/{key}": float(value) for stage in stages for key, value in results[stage]["final"].items()}
+def arms(alphas: list[float], steps: int, compute_steps: int) -> list[tuple[str, str, int, list[str]]]:
+    """(key, label, updates, recipe flags) of every stage-2 arm; the first is the run that also trains stage 1."""
+    crossconst = [
+        (f"crossconst{alpha:g}", f"CrossConST alpha {alpha:g}", steps, ["--alpha", f"{alpha:g}"]) for alpha in alphas
+    ]
+    return [
+        *crossconst,
+        ("a_updates", "A, equal updates", steps, ["--alpha", "0"]),
+        ("a_compute", "A, CrossConST's compute", compute_steps, ["--alpha", "0"]),
+        (
+            "b_compute",
+            "B, A + en->en, CrossConST's compute",
+            compute_steps,
+            ["--alpha", "0", "--stage2_english_copies", "true"],
+        ),
+    ]
 
 
-def use_metrics(recipe: Any, config: Path, seed: int) -> dict[str, float]:
+def flat(results: dict[str, Any], stage: str, prefix: str) -> dict[str, float]:
+    """``<prefix>/xsim_fr-en``-style keys from one stage of a run's results."""
+    return {f"{prefix}/{key}": float(value) for key, value in results[stage]["final"].items()}
+
+
+def use_metrics(recipe: Any, arguments: list[str], seed: int) -> dict[str, float]:
     """The offline USE on the held-out set that the runs of ``seed`` held out (same split function, same seed)."""
     from transformers import TrainingArguments
 
@@ -139,36 +173,66 @@ def use_metrics(recipe: Any, config: Path, seed: int) -> dict[str, float]:
     from bitext_hf.training import parse_args
 
     script_args, _, _ = parse_args(
-        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=["--config", str(config)]
+        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=arguments
     )
     data = multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
     evaluator = MuSREvaluator(None, data.held_out, script_args.pivot, batch_size=script_args.eval_batch_size)
     return {f"use/{key}": value for key, value in evaluator.evaluate_encoder(USEEncoder(threads=1)).items()}
 
 
-def markdown(report: dict[str, Any], languages: list[str], pivot: str, t1_language: str) -> str:
-    """The regime; per target (English, the pivot) xsim and accuracy (%) per language and stage, mean ± std;
-    CrossConST minus control B per seed; then T = 1 vs T = 5 on the smallest language when it ran."""
+def verdict(report: dict[str, Any], alphas: list[float], threshold: float) -> dict[str, Any]:
+    """``VERDICT_RULE`` applied: the precondition per seed, then per alpha A minus CrossConST (xsim into English,
+    positive favours CrossConST) against both A arms, mean and sample std over the seeds."""
+    runs = report["runs"]
+    pivot_xsim = [run_["stage1/xsim_pivot"] for run_ in runs]
+    result: dict[str, Any] = {"stage1_xsim_pivot": pivot_xsim, "threshold": threshold, "alphas": {}}
+    for alpha in alphas:
+        comparisons = {}
+        for control in ("a_updates", "a_compute"):
+            differences = [run_[f"{control}/xsim_en"] - run_[f"crossconst{alpha:g}/xsim_en"] for run_ in runs]
+            spread = float(np.std(differences, ddof=1)) if len(differences) > 1 else 0.0
+            mean = float(np.mean(differences))
+            comparisons[control] = {
+                "per_seed": differences,
+                "mean": mean,
+                "std": spread,
+                "beats": bool(len(differences) > 1 and mean > spread),
+            }
+        comparisons["gain"] = all(comparisons[control]["beats"] for control in ("a_updates", "a_compute"))
+        result["alphas"][f"{alpha:g}"] = comparisons
+    if not all(value < threshold for value in pivot_xsim):
+        result["verdict"] = "regime not reached"
+    elif len(runs) < 2:
+        result["verdict"] = "no verdict: one seed has no spread"
+    else:
+        result["verdict"] = "gain" if any(entry["gain"] for entry in result["alphas"].values()) else "no gain"
+    return result
+
+
+def markdown(
+    report: dict[str, Any], arm_list: list[tuple[str, str, int, list[str]]], languages: list[str], pivot: str
+) -> str:
+    """The regime and criterion, per target (English, the pivot) xsim and accuracy per language and arm, the
+    plateau per seed, the comparisons against A, the paper's numbers, the rule and the verdict."""
     from bitext_hf.hub import markdown_table
 
-    control = report.get("control") or {"mean": {}, "std": {}, "runs": [], "seeds": []}
-    mean, std = {**report["t5"]["mean"], **control["mean"]}, {**report["t5"]["std"], **control["std"]}
+    mean, std, runs, seeds = report["mean"], report["std"], report["runs"], report["seeds"]
+    columns = [("stage1", "stage 1"), *[(key, label) for key, label, _, _ in arm_list], ("use", "USE")]
 
-    def cell(key: str, source_mean: dict[str, float], source_std: dict[str, float], scale: float) -> str:
-        return f"{source_mean[key] * scale:.1f} ± {source_std[key] * scale:.1f}" if key in source_mean else "-"
+    def cell(key: str, scale: float) -> str:
+        return f"{mean[key] * scale:.1f} ± {std[key] * scale:.1f}" if key in mean else "-"
 
     regime = report["regime"]
-    seeds = f"Seeds: {', '.join(map(str, report['t5']['seeds']))}"
-    if control["mean"]:
-        seeds += f" (controls: {', '.join(map(str, control['seeds']))})"
     blocks = [
-        f"Regime: {len(languages)} languages into English, {regime['stage1_steps']} stage-1 steps, "
-        f"{regime['stage2_steps']} stage-2 (CrossConST, alpha {regime['alpha']}) steps of {regime['batch_size']} "
-        "pairs; the controls (alpha 0, from "
-        f"the same stage-1 model) {regime['control_steps']} steps = {regime['stage2_steps']} x "
-        f"{regime['control_cost_factor']} (a CrossConST step's cost in cross-entropy steps); en->en: an English -> "
-        "English copy of each stage-2 pair in the mix (1:1).",
-        seeds + "; xsim in %, accuracy in % (mean of both directions), mean ± std over the seeds.",
+        f"Regime: {', '.join(languages)} into English, pivot {pivot}; stage 1 until the held-out cross-entropy "
+        f"improved by less than {regime['stage1_plateau']:.0%} at each of {regime['stage1_patience']} evaluations in "
+        f"a row (every {regime['stage1_eval_steps']} steps; cap {regime['stage1_steps']}); stage 2 from that model, "
+        f"label smoothing {regime['stage2_label_smoothing']:g}, batch {regime['batch_size']}: "
+        + "; ".join(f"{label} {steps} updates" for _, label, steps, _ in arm_list)
+        + f" ({regime['stage2_steps']} x {regime['control_cost_factor']:g}, a CrossConST step's cost).",
+        f"Seeds: {', '.join(map(str, seeds))}; xsim in %, accuracy in % (mean of both directions), mean ± std over "
+        "the seeds.",
+        PAPER,
     ]
     for target, label in (("en", "English"), ("pivot", pivot)):
         rows = []
@@ -178,53 +242,51 @@ def markdown(report: dict[str, Any], languages: list[str], pivot: str, t1_langua
             suffix = target if language == "average" else f"{language}-{'en' if target == 'en' else pivot}"
             row: dict[str, str] = {"language": language}
             for metric, scale in (("xsim", 1.0), ("accuracy", 100.0)):
-                for stage, name in STAGES:
-                    row[f"{metric} {name}"] = cell(f"{stage}/{metric}_{suffix}", mean, std, scale)
+                for key, name in columns:
+                    row[f"{metric} {name}"] = cell(f"{key}/{metric}_{suffix}", scale)
             rows.append(row)
         blocks.append(f"Against {label} (xx → {'en' if target == 'en' else pivot}):\n\n" + markdown_table(rows))
-    differences = [(key, scale) for key, scale in DIFFERENCES if f"diff/{key}" in control["mean"]]
-    if differences:
-        rows = [
-            {"seed": str(seed), **{key: f"{run_[f'diff/{key}'] * scale:+.1f}" for key, scale in differences}}
-            for seed, run_ in zip(control["seeds"], control["runs"])
-        ]
-        rows.append(
-            {
-                "seed": "mean ± std",
-                **{
-                    key: f"{control['mean'][f'diff/{key}'] * scale:+.1f} ± {control['std'][f'diff/{key}'] * scale:.1f}"
-                    for key, scale in differences
-                },
-            }
-        )
-        blocks.append(
-            "CrossConST minus control B (stage 2, alpha 0 + en->en), per seed, averages over languages (xsim: "
-            "negative favours CrossConST; accuracy: positive does):\n\n" + markdown_table(rows)
-        )
-    t1 = report.get("t1")
-    if t1:
-        comparison = []
-        for key, scale in (
-            (f"xsim_{t1_language}-en", 1.0),
-            (f"accuracy_{t1_language}-en", 100.0),
-            (f"xsim_{t1_language}-{pivot}", 1.0),
-            ("xsim_en", 1.0),
-            ("accuracy_en", 100.0),
-        ):
-            comparison.append(
+    plateau = [
+        {
+            "seed": str(seed),
+            "stage-1 steps": f"{run_['stage1/steps']:.0f}",
+            "held-out cross-entropy": f"{run_['stage1/held_out_ce']:.3f}" if "stage1/held_out_ce" in run_ else "-",
+            "xsim into the pivot": f"{run_['stage1/xsim_pivot']:.1f}",
+            "stopped by": "plateau" if (report["plateau"].get(str(seed)) or {}).get("stopped_at") else "step cap",
+        }
+        for seed, run_ in zip(seeds, runs)
+    ]
+    blocks.append(
+        "Stage 1 per seed (where it stopped, its last held-out cross-entropy in nats):\n\n" + markdown_table(plateau)
+    )
+    result = report["verdict"]
+    rows = []
+    for alpha, entry in result["alphas"].items():
+        for control, name in (("a_updates", "A, equal updates"), ("a_compute", "A, CrossConST's compute")):
+            values = entry[control]
+            rows.append(
                 {
-                    "stage 1": key,
-                    "T = 1": cell(f"stage1/{key}", t1["mean"], t1["std"], scale),
-                    "T = 5": cell(f"stage1/{key}", mean, std, scale),
+                    "CrossConST": f"alpha {alpha}",
+                    "against": name,
+                    **{f"seed {seed}": f"{value:+.1f}" for seed, value in zip(seeds, values["per_seed"])},
+                    "mean ± std": f"{values['mean']:+.1f} ± {values['std']:.1f}",
+                    "beats it": "yes" if values["beats"] else "no",
                 }
             )
-        seeds = ", ".join(map(str, t1["seeds"]))
-        blocks.append(f"T = 1 vs T = 5 (stage 1, seeds {seeds}):\n\n" + markdown_table(comparison))
+    blocks.append(
+        "Control minus CrossConST, average xsim into English (positive favours CrossConST):\n\n" + markdown_table(rows)
+    )
+    reached = ", ".join(f"{value:.1f}" for value in result["stage1_xsim_pivot"])
+    blocks.append(
+        f"{VERDICT_RULE}\n\nPrecondition: stage-1 xsim into {pivot} per seed {reached} (threshold "
+        f"{result['threshold']:g}). **Verdict: {result['verdict']}.**"
+    )
     return "\n\n".join(blocks)
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    """Every T = 5 seed (stage 1, stage 2, USE), its two controls, the T = 1 seeds; from scratch; write the report."""
+    """Every seed: stage 1 to the plateau with the first arm, the other arms from its stage-1 model, USE; the
+    report with the verdict."""
     from transformers import TrainingArguments
 
     from bitext_hf.data import parse_spec
@@ -239,41 +301,58 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--config {args.config}: not a file")
     if not args.control_cost_factor > 0:
         raise UsageError(f"--control_cost_factor must be > 0, got {args.control_cost_factor}")
-    control_seeds = args.seeds if args.control is None else args.control
-    if not set(control_seeds) <= set(args.seeds):
-        raise UsageError("--control: each seed must be one of --seeds (the controls start from that T = 5 run)")
-    t1_stages = ("stage1",) if args.t1_stages == "1" else ("stage1", "stage2")
+    try:
+        alphas = [float(value) for value in args.alphas.split(",") if value.strip()]
+    except ValueError:
+        raise UsageError(f"--alphas {args.alphas!r}: give numbers, e.g. 1,3") from None
+    if not alphas or min(alphas) <= 0 or len(set(alphas)) != len(alphas):
+        raise UsageError(f"--alphas {args.alphas!r}: give distinct weights > 0")
+    if min(args.stage1_steps, args.stage2_steps, args.stage1_eval_steps, args.stage1_patience) < 1:
+        raise UsageError("--stage1_steps, --stage2_steps, --stage1_eval_steps and --stage1_patience must be >= 1")
     recipe = load_recipe("train_musr")
+    languages = [language.strip() for language in args.languages.split(",") if language.strip()]
+    overrides = ["--config", str(args.config)]
+    if languages:
+        overrides += ["--train_pairs", *(f"{language}=gettext" for language in languages)]
+    if args.pivot:
+        overrides += ["--pivot", args.pivot]
     script_args, training_args, _ = parse_args(
-        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=["--config", str(args.config)]
+        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=overrides
     )
-    stage_steps = {
-        name: getattr(args, name) or getattr(script_args, name) or training_args.max_steps
-        for name in ("stage1_steps", "stage2_steps")
-    }
-    control_steps = max(1, round(stage_steps["stage2_steps"] * args.control_cost_factor))
-    steps = [flag for name, count in stage_steps.items() for flag in (f"--{name}", str(count))]
+    if len(script_args.train_pairs) < 2:
+        raise UsageError("--languages: give at least two (the precondition is measured against a non-English pivot)")
+    batch = training_args.per_device_train_batch_size
+    compute_steps = max(1, round(args.stage2_steps * args.control_cost_factor))
+    arm_list = arms(alphas, args.stage2_steps, compute_steps)
+    protocol = [
+        *overrides,
+        *(flag for name in RECIPE_OPTIONS for flag in (f"--{name}", str(getattr(args, name)))),
+        # Enough pairs that stage 1 need not repeat them before its cap (and each stage draws its own).
+        "--train_examples",
+        str(max(script_args.train_examples, args.stage1_steps * batch, compute_steps * batch)),
+    ]
     data_files = [Path(path) for spec in script_args.train_pairs for path in parse_spec(spec).paths]
-    inputs = [args.config, args.tokenizer, *data_files]
     folder = prepare_run_folder(
-        args.output_dir, args.overwrite, (FIGURE, CARD), script=Path(__file__).stem, inputs=inputs
+        args.output_dir,
+        args.overwrite,
+        (FIGURE, CARD),
+        script=Path(__file__).stem,
+        inputs=[args.config, args.tokenizer, *data_files],
     )
     minutes: dict[str, dict[str, float]] = {}
     vocabulary: list[Path] = [args.tokenizer] if args.tokenizer else []
     results_by_run: dict[str, dict[str, Any]] = {}
 
-    def run(name: str, seed: int, extra: list[str], stages: tuple[str, ...]) -> dict[str, float]:
+    def run(name: str, seed: int, extra: list[str]) -> dict[str, Any]:
         output_dir = folder / f"run-{name}-seed{seed}"
         started = time.perf_counter()
         arguments = [
-            "--config",
-            str(args.config),
+            *protocol,
             "--output_dir",
             str(output_dir),
             "--seed",
             str(seed),
-            *steps,
-            *extra,  # after the steps: a control's --stage2_steps replaces CrossConST's
+            *extra,
             *(["--tokenizer", str(vocabulary[0])] if vocabulary else []),
         ]
         results = recipe.main(
@@ -286,69 +365,77 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             "run": (time.perf_counter() - started) / 60,
         }
         results_by_run[f"{name}-seed{seed}"] = results
-        metrics = flat(results, stages)
-        logger.info("%s seed %s: %s", name, seed, {k: v for k, v in metrics.items() if k.endswith(("_en", "_pivot"))})
+        logger.info(
+            "%s seed %s: %s",
+            name,
+            seed,
+            {k: v for k, v in results["stage2"]["final"].items() if k.endswith(("_en", "_pivot"))},
+        )
+        return results
+
+    def one_seed(seed: int) -> dict[str, float]:
+        """Stage 1 and the first arm in one run, every other arm from its stage-1 model (copied: the recipe
+        resumes after a finished stage 1), then USE."""
+        (first_key, _, first_steps, first_flags), *others = arm_list
+        first = run(first_key, seed, ["--stage2_steps", str(first_steps), *first_flags])
+        history = (first["stage1"].get("plateau") or {}).get("history") or []
+        steps = max((entry.get("step", 0) for entry in first["stage1"].get("log_history", [])), default=0)
+        metrics = {
+            **flat(first, "stage1", "stage1"),
+            "stage1/steps": float(steps),
+            **({"stage1/held_out_ce": float(history[-1]["held_out_ce"])} if history else {}),
+            **flat(first, "stage2", first_key),
+        }
+        for key, _, arm_steps, flags in others:
+            shutil.copytree(
+                folder / f"run-{first_key}-seed{seed}" / "stage1", folder / f"run-{key}-seed{seed}" / "stage1"
+            )
+            extra = ["--stage2_steps", str(arm_steps), "--resume_from_checkpoint", "auto", *flags]
+            metrics |= flat(run(key, seed, extra), "stage2", key)
+        if args.reference == "use":
+            metrics |= use_metrics(recipe, overrides, seed)
         return metrics
 
-    def t5(seed: int) -> dict[str, float]:
-        reference = use_metrics(recipe, args.config, seed) if args.reference == "use" else {}
-        return {**run("T5", seed, [], ("stage1", "stage2")), **reference}
-
-    def control(seed: int) -> dict[str, float]:
-        """Both controls from the T = 5 run's stage-1 model (copied: the recipe resumes after a finished stage 1),
-        then CrossConST minus control B on the averages."""
-        metrics: dict[str, float] = {}
-        for prefix, name, extra in (
-            ("alpha0", "T5-alpha0", []),
-            # B: the encoder reads English as in CrossConST's target-as-input pass, 1:1 (module docstring: why).
-            ("alpha0_en", "T5-alpha0-en", ["--stage2_english_copies", "true"]),
-        ):
-            shutil.copytree(folder / f"run-T5-seed{seed}" / "stage1", folder / f"run-{name}-seed{seed}" / "stage1")
-            flags = ["--alpha", "0", "--stage2_steps", str(control_steps), "--resume_from_checkpoint", "auto", *extra]
-            result = run(name, seed, flags, ("stage2",))
-            metrics |= {key.replace("stage2/", f"{prefix}/", 1): value for key, value in result.items()}
-        crossconst = results_by_run[f"T5-seed{seed}"]["stage2"]["final"]
-        for key, _ in DIFFERENCES:
-            if key in crossconst:
-                metrics[f"diff/{key}"] = float(crossconst[key]) - metrics[f"alpha0_en/{key}"]
-        return metrics
-
-    report: dict[str, Any] = {"experiment": "musr_crossconst", "config": str(args.config), "seeds": args.seeds}
-    report["t5"] = run_over_seeds(t5, args.seeds).to_dict()
-    if control_seeds:
-        report["control"] = run_over_seeds(control, control_seeds).to_dict()
-    if args.t1_seeds:
-        t1_extra = ["--temperature", "1"] + (["--stage2_steps", "1"] if t1_stages == ("stage1",) else [])
-        report["t1"] = run_over_seeds(lambda seed: run("T1", seed, t1_extra, t1_stages), args.t1_seeds).to_dict()
-    first = results_by_run[f"T5-seed{args.seeds[0]}"]
+    report: dict[str, Any] = {"experiment": "musr_crossconst", "protocol": "issue 36", "config": str(args.config)}
+    report |= run_over_seeds(one_seed, args.seeds).to_dict()
+    first = results_by_run[f"{arm_list[0][0]}-seed{args.seeds[0]}"]
     languages, pivot = first["data"]["languages"], first["data"]["pivot"]
     report["regime"] = {
         "data": first["data"],
-        **stage_steps,
-        "alpha": script_args.alpha,
-        "batch_size": training_args.per_device_train_batch_size,
-        "control_steps": control_steps,
+        "stage1_steps": args.stage1_steps,
+        "stage1_plateau": args.stage1_plateau,
+        "stage1_eval_steps": args.stage1_eval_steps,
+        "stage1_patience": args.stage1_patience,
+        "stage2_steps": args.stage2_steps,
+        "stage2_label_smoothing": args.stage2_label_smoothing,
+        "arms": {key: {"label": label, "updates": steps, "flags": flags} for key, label, steps, flags in arm_list},
+        "batch_size": batch,
         "control_cost_factor": args.control_cost_factor,
-        "t1 stages": list(t1_stages),
         "reference": args.reference,
     }
-    report["minutes"] = minutes
-    table = markdown(report, languages, pivot, args.t1_language)
-
-    runs_of = {
-        stage: report["control" if stage in CONTROLS else "t5"]["runs"]
-        for stage, _ in STAGES
-        if (stage not in CONTROLS or control_seeds) and (stage != "use" or args.reference == "use")
+    report["plateau"] = {
+        str(seed): results_by_run[f"{arm_list[0][0]}-seed{seed}"]["stage1"].get("plateau") for seed in args.seeds
     }
+    report["verdict_rule"] = VERDICT_RULE
+    report["verdict"] = verdict(report, alphas, args.pivot_xsim_below)
+    report["minutes"] = minutes
+    table = markdown(report, arm_list, languages, pivot)
+    print(VERDICT_RULE)
+    print(f"Verdict: {report['verdict']['verdict']}")
+
+    labels = [("stage1", "stage 1"), *[(key, label) for key, label, _, _ in arm_list]]
+    labels += [("use", "USE")] if args.reference == "use" else []
     series = {
-        label: {lang: [run_[f"{stage}/xsim_{lang}-en"] for run_ in runs_of[stage]] for lang in languages}
-        for stage, label in STAGES
-        if stage in runs_of
+        label: {lang: [run_[f"{key}/xsim_{lang}-en"] for run_ in report["runs"]] for lang in languages}
+        for key, label in labels
     }
     figure = xsim_by_series(
         series, folder / FIGURE, title=f"MuSR, xx→en xsim ({len(args.seeds)} seeds; lower is better)"
     )
-    card = recipe.model_card(script_args, first, figures=[figure], seed_table=table)
+    card_args, _, _ = parse_args(
+        recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=protocol
+    )
+    card = recipe.model_card(card_args, first, figures=[figure], seed_table=table)
     write_file(args.output_dir / FIGURE, figure.path.read_bytes())
     write_file(args.output_dir / CARD, card)
     write_results(args.output_dir, report, table)

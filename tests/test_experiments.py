@@ -135,7 +135,7 @@ def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_pa
     assert (output_dir / "results.json").read_bytes() == before
 
 
-def test_musr_crossconst_end_to_end(experiments, pair_files, tmp_path):
+def test_musr_crossconst_end_to_end(experiments, pair_files, tmp_path, capsys):
     import musr_crossconst
 
     config = tmp_path / "musr.yaml"
@@ -143,65 +143,92 @@ def test_musr_crossconst_end_to_end(experiments, pair_files, tmp_path):
         "train_pairs: [" + ", ".join(pair_files[lang] for lang in ("fr", "de", "es")) + "]\n"
         "train_examples: 32\nheld_out: 5\npivot: fr\nvocab_size: 200\nmax_seq_length: 32\nhidden_size: 16\n"
         "num_encoder_layers: 1\nnum_decoder_layers: 1\nnum_attention_heads: 2\nencoder_ffn_dim: 32\n"
-        "decoder_ffn_dim: 32\nstage1_steps: 2\nstage2_steps: 2\nmax_steps: 2\nper_device_train_batch_size: 8\n"
+        "decoder_ffn_dim: 32\nmax_steps: 2\nper_device_train_batch_size: 8\n"
         "save_strategy: 'no'\nreport_to: none\ndisable_tqdm: true\n",
         encoding="utf-8",
     )
     output_dir = tmp_path / "musr"
-    argv = [
-        "--output_dir",
-        str(output_dir),
-        "--config",
-        str(config),
-        "--seeds",
-        "13,42",
-        "--control",
-        "13",
-        "--t1_seeds",
-        "42",
-        "--t1_language",
-        "es",
-        "--reference",
-        "none",
+    argv = ["--output_dir", str(output_dir), "--config", str(config), "--languages", "", "--pivot", ""]
+    argv += ["--seeds", "13", "--alphas", "3", "--stage1_steps", "4", "--stage1_eval_steps", "1"]
+    argv += [
+        "--stage1_patience",
+        "1",
+        "--stage1_plateau",
+        "1.0",
+        "--stage2_steps",
+        "2",
         "--control_cost_factor",
         "1.5",
     ]
+    argv += ["--reference", "none", "--pivot_xsim_below", "101"]
     musr_crossconst.main(musr_crossconst.build_parser().parse_args(argv))
-    report = check_results(output_dir, 2)
-    assert report["t5"]["seeds"] == [13, 42] and report["control"]["seeds"] == [13] and report["t1"]["seeds"] == [42]
-    assert {"stage1/xsim_de-en", "stage2/xsim_de-en", "stage1/xsim_de-fr"} <= set(report["t5"]["mean"])
-    control = report["control"]["runs"][0]
-    assert {"alpha0/xsim_de-en", "alpha0_en/xsim_de-en", "diff/xsim_en", "diff/accuracy_pivot"} <= set(control)
-    # the controls: the same stage-1 model, alpha 0, stage-2 steps x the cost factor; B adds the en->en copies
-    assert report["regime"]["control_steps"] == 3 and report["regime"]["stage2_steps"] == 2
-    crossconst = json.loads(
-        (output_dir / experiments.WORK / "run-T5-seed13" / "eval_results.json").read_text(encoding="utf-8")
+    report = check_results(output_dir, 1)
+    assert report["seeds"] == [13]
+    run = report["runs"][0]
+    arms = ("crossconst3", "a_updates", "a_compute", "b_compute")
+    assert {"stage1/xsim_de-en", "stage1/xsim_de-fr", *(f"{arm}/xsim_de-en" for arm in arms)} <= set(run)
+    # a plateau of 100% stops stage 1 at its second evaluation, before the cap of 4
+    assert run["stage1/steps"] == 2 and report["plateau"]["13"]["stopped_at"] == 2
+    assert [entry["step"] for entry in report["plateau"]["13"]["history"]] == [1, 2]
+    first = json.loads(
+        (output_dir / experiments.WORK / "run-crossconst3-seed13" / "eval_results.json").read_text(encoding="utf-8")
     )
-    for name, copies in (("T5-alpha0", False), ("T5-alpha0-en", True)):
+    assert {key: entry["flags"][:2] for key, entry in report["regime"]["arms"].items()} == {
+        "crossconst3": ["--alpha", "3"],
+        **{key: ["--alpha", "0"] for key in arms[1:]},
+    }
+    for arm, steps, copies in (("a_updates", 2, False), ("a_compute", 3, False), ("b_compute", 3, True)):
         results = json.loads(
-            (output_dir / experiments.WORK / f"run-{name}-seed13" / "eval_results.json").read_text(encoding="utf-8")
+            (output_dir / experiments.WORK / f"run-{arm}-seed13" / "eval_results.json").read_text(encoding="utf-8")
         )
-        assert results["stage1"]["final"] == crossconst["stage1"]["final"]
-        assert max(entry["step"] for entry in results["stage2"]["log_history"]) == 3
-        assert not any("kl" in entry for entry in results["stage2"]["log_history"])
+        assert results["stage1"]["final"] == first["stage1"]["final"]
+        assert max(entry["step"] for entry in results["stage2"]["log_history"]) == steps
         assert ("stage2_english_copies" in results["data"]) is copies
-    assert control["diff/xsim_en"] == pytest.approx(
-        crossconst["stage2"]["final"]["xsim_en"] - control["alpha0_en/xsim_en"]
-    )
+    verdict = report["verdict"]
+    assert verdict["verdict"] == "no verdict: one seed has no spread"  # the rule itself: the test below
+    differences = verdict["alphas"]["3"]["a_compute"]["per_seed"]
+    assert differences[0] == pytest.approx(run["a_compute/xsim_en"] - run["crossconst3/xsim_en"])
     table = (output_dir / "results.md").read_text(encoding="utf-8")
-    assert "Against English" in table and "Against fr" in table and "T = 1 vs T = 5" in table and "xsim_es-en" in table
-    assert "stage 2, alpha 0 (same compute)" in table and "stage 2, alpha 0 + en->en" in table
-    assert "CrossConST minus control B" in table and "Regime:" in table
+    assert "Against English" in table and "Against fr" in table and "CrossConST alpha 3" in table
+    assert "Verdict rule" in table and "**Verdict: " in table and "78.89 -> 82.69" in table
+    assert "| 13 | 2 |" in table and "| plateau |" in table
+    assert "Verdict rule" in capsys.readouterr().out
     assert (output_dir / "musr_gettext_xsim.png").read_bytes().startswith(b"\x89PNG")
     card = (output_dir / "model_card.md").read_text(encoding="utf-8")
-    assert "musr_gettext_xsim.png" in card and "CrossConST minus control B" in card and "alpha 0 + en->en" in card
+    assert "musr_gettext_xsim.png" in card and "A, equal updates" in card
 
 
-def test_musr_crossconst_default_is_three_seeds_both_controls_no_t1(experiments):
+def test_musr_crossconst_verdict_rule(experiments):
+    import musr_crossconst
+
+    def report(pivot: list[float], a_updates: list[float], a_compute: list[float]) -> dict:
+        runs = [
+            {"stage1/xsim_pivot": p, "crossconst1/xsim_en": 50.0, "a_updates/xsim_en": u, "a_compute/xsim_en": c}
+            for p, u, c in zip(pivot, a_updates, a_compute)
+        ]
+        return {"runs": runs}
+
+    def verdict(*values: list[float]) -> str:
+        return musr_crossconst.verdict(report(*values), [1.0], 50.0)["verdict"]
+
+    assert verdict([40, 45], [55, 56], [53, 54]) == "gain"
+    assert verdict([40, 45], [55, 56], [49, 54]) == "no gain"  # mean 1.5, spread 3.5 against A at compute
+    assert verdict([40, 60], [55, 56], [53, 54]) == "regime not reached"
+    assert verdict([40], [55], [53]).startswith("no verdict")
+
+
+def test_musr_crossconst_defaults_are_the_issue_36_protocol(experiments):
     import musr_crossconst
 
     args = musr_crossconst.build_parser().parse_args([])
-    assert args.seeds == [13, 42, 87] and args.control is None and args.t1_seeds == []
+    from bitext_hf.errors import UsageError
+
+    with pytest.raises(UsageError, match="--languages"):
+        musr_crossconst.main(musr_crossconst.build_parser().parse_args(["--languages", "fr"]))
+    with pytest.raises(UsageError, match="--alphas"):
+        musr_crossconst.main(musr_crossconst.build_parser().parse_args(["--alphas", "0,3"]))
+    assert args.seeds == [13, 42] and args.languages == "fr,de,es" and args.pivot == "de" and args.alphas == "1,3"
+    assert args.stage2_label_smoothing == 0.0 and args.pivot_xsim_below == 50.0 and args.stage1_plateau == 0.01
     assert args.control_cost_factor == 2.5 and args.reference == "use"
 
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from transformers import AutoConfig, AutoModel
 
 import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
-from bitext_hf.families.musr import CrossConSTLoss, crossconst_kl, split_target
+from bitext_hf.families.musr import CrossConSTLoss, crossconst_kl, reached_plateau, split_target
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
 
 PAD = 1
@@ -289,3 +289,10 @@ def test_the_translation_loss_is_the_same_under_transformers_4_57(tmp_path):
     start, loss = run_without_bitext_hf(code, cwd=tmp_path, transformers_4=True)
     assert start == 0
     assert loss == pytest.approx(model(input_ids=SOURCE, labels=TARGET).loss.item(), rel=1e-5)
+
+
+def test_plateau_needs_every_recent_evaluation_to_improve_too_little():
+    assert not reached_plateau([5.0, 4.0], 0.01, patience=2)  # too few evaluations
+    assert reached_plateau([5.0, 4.0, 3.99, 3.98], 0.01, patience=2)
+    assert not reached_plateau([5.0, 4.0, 3.99, 3.0], 0.01, patience=2)  # the last one still improved by 25%
+    assert reached_plateau([3.0, 3.1, 3.2], 0.01, patience=2)  # getting worse is no improvement

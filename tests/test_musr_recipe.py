@@ -266,6 +266,10 @@ def test_bad_arguments_are_usage_errors(recipe, files, tmp_path, capsys):
     assert code == 2 and "--temperature" in message
     code, message = _error(recipe, flags(files, tmp_path / "out", "--hidden_size", "15"), capsys)
     assert code == 2 and "divisible by num_attention_heads" in message and len(message.splitlines()) == 1
+    code, message = _error(recipe, flags(files, tmp_path / "out", "--stage2_label_smoothing", "1"), capsys)
+    assert code == 2 and "--stage2_label_smoothing" in message
+    code, message = _error(recipe, flags(files, tmp_path / "out", "--stage1_patience", "0"), capsys)
+    assert code == 2 and "--stage1_patience" in message
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from bitext_hf.families.musr.data import (
 from bitext_hf.families.musr.evaluation import MuSREvaluator
 from bitext_hf.families.musr.export import SENTENCE_TRANSFORMERS, model_card, save_sentence_transformers, stage_figure
 from bitext_hf.families.musr.losses import CrossConSTLoss
+from bitext_hf.families.musr.plateau import PlateauCallback
 from bitext_hf.hub import push_recipe_output, save_for_hub
 from bitext_hf.io import atomic_output
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
@@ -67,6 +68,19 @@ class ScriptArguments:
     alpha: float = arg_field(1.0, "CrossConST weight in stage 2 (the paper fixes one value; tune it).")
     stage1_steps: int = arg_field(0, "Stage-1 optimizer steps (0: --max_steps).")
     stage2_steps: int = arg_field(0, "Stage-2 optimizer steps (0: --max_steps).")
+    stage1_plateau: float = arg_field(
+        0.0,
+        "Stop stage 1 at a plateau: when each of the last --stage1_patience held-out cross-entropies (plain, every "
+        "--stage1_eval_steps steps) improved on the one before by less than this fraction (0.01: 1%); the stage-1 "
+        "steps are the cap (0: off, run every step).",
+    )
+    stage1_eval_steps: int = arg_field(100, "Steps between the held-out cross-entropies of --stage1_plateau.")
+    stage1_patience: int = arg_field(3, "Evaluations in a row that must improve too little (--stage1_plateau).")
+    stage2_label_smoothing: float | None = arg_field(
+        None,
+        "Label smoothing of stage 2's cross-entropy (default: the model's --label_smoothing, as stage 1; the "
+        "reference CrossConST criterion has none: 0).",
+    )
     stage2_english_copies: bool = arg_field(
         False,
         "A control, not the paper (use with --alpha 0): stage 2 also trains on an English -> English copy of each of "
@@ -133,6 +147,13 @@ def check_arguments(
         raise UsageError("give --max_steps (or --stage1_steps and --stage2_steps): stages are counted in steps")
     if training_args.eval_strategy != "no" and not script_args.held_out:
         raise UsageError("--eval_strategy needs the held-out set: give --held_out")
+    if script_args.stage1_plateau < 0 or script_args.stage1_eval_steps < 1 or script_args.stage1_patience < 1:
+        raise UsageError("--stage1_plateau must be >= 0, --stage1_eval_steps and --stage1_patience >= 1")
+    if script_args.stage1_plateau and not script_args.held_out:
+        raise UsageError("--stage1_plateau needs the held-out set: give --held_out")
+    smoothing = script_args.stage2_label_smoothing
+    if smoothing is not None and not 0 <= smoothing < 1:
+        raise UsageError(f"--stage2_label_smoothing must be in [0, 1), got {smoothing}")
 
 
 def build_tokenizer(script_args: ScriptArguments, pools: list[list[Any]], output_dir: Path, reuse: bool) -> Any:
@@ -229,9 +250,10 @@ def run_stage(
     evaluator: Any,
     output_dir: Path,
     resume: str | None,
+    callbacks: list[Any] | None = None,
 ) -> tuple[Any, list[dict[str, float]]]:
     """One Trainer run (its own optimizer and scheduler) in ``output_dir/stage<N>``, the final model saved there;
-    returns the trained model and the Trainer's log history."""
+    returns the trained model and the Trainer's log history. ``callbacks``: the Trainer's, added to its own."""
     args = dataclasses.replace(
         training_args,
         output_dir=str(output_dir / f"stage{stage}"),
@@ -245,8 +267,9 @@ def run_stage(
         train_dataset=examples,
         retrieval_evaluator=evaluator,
         data_collator=PairCollator(model.config.pad_token_id),
-        processing_class=tokenizer,
-    )  # saved with every checkpoint
+        processing_class=tokenizer,  # saved with every checkpoint
+        callbacks=callbacks,
+    )
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(args.output_dir)  # by rank 0 alone in a distributed job
     # Stage 2 of every rank starts from the folder rank 0 writes: none may read it before it is whole.
@@ -302,29 +325,47 @@ def train_stages(
     resumes: dict[int, str | None],
 ) -> tuple[Any, dict[str, Any]]:
     """Stage 1 (label-smoothed cross-entropy) from a new model, unless a resumed run finished it, then stage 2
-    (CrossConST) from the saved stage-1 model, each evaluated on the held-out set. ``resumes`` maps a stage to the
-    checkpoint it continues from. Returns the stage-2 model and the results (``data``, ``stage1``, ``stage2``)."""
+    (CrossConST, with ``--stage2_label_smoothing``) from the saved stage-1 model, each evaluated on the held-out set.
+    Under ``--stage1_plateau`` stage 1 stops at the plateau (``plateau``: the criterion, every held-out
+    cross-entropy and the step it stopped at, in the stage-1 results). ``resumes`` maps a stage to the checkpoint it
+    continues from. Returns the stage-2 model and the results (``data``, ``stage1``, ``stage2``)."""
     logger = logging.getLogger("train_musr")
     output_dir = Path(training_args.output_dir)
     stage1_done = is_resuming(training_args) and (output_dir / "stage1" / "config.json").is_file()
     results: dict[str, Any] = {"data": inputs.data}
     steps = {1: script_args.stage1_steps, 2: script_args.stage2_steps}
 
-    def stage(number: int, model: Any, alpha: float) -> tuple[Any, list[dict[str, float]]]:
-        data = (inputs.tokenizer, inputs.examples[number - 1], CrossConSTLoss(alpha), steps[number], training_args)
-        return run_stage(number, model, *data, inputs.evaluator, output_dir, resumes[number])
+    smoothing = {1: None, 2: script_args.stage2_label_smoothing}  # None: the model's
+
+    def stage(number: int, model: Any, alpha: float, callbacks: Any = None) -> tuple[Any, list[dict[str, float]]]:
+        loss = CrossConSTLoss(alpha, label_smoothing=smoothing[number])
+        data = (inputs.tokenizer, inputs.examples[number - 1], loss, steps[number], training_args)
+        return run_stage(number, model, *data, inputs.evaluator, output_dir, resumes[number], callbacks)
 
     history: list[dict[str, float]] = []
+    plateau = None
+    if script_args.stage1_plateau and inputs.evaluator is not None:
+        plateau = PlateauCallback(
+            inputs.tokenizer,
+            inputs.evaluator.held_out,
+            every=script_args.stage1_eval_steps,
+            min_improvement=script_args.stage1_plateau,
+            patience=script_args.stage1_patience,
+            batch_size=script_args.eval_batch_size,
+            max_length=script_args.max_seq_length,
+        )
     if stage1_done:
         logger.info("stage 1 is finished in %s: starting from it", output_dir / "stage1")
     else:
         torch.manual_seed(training_args.seed)
-        _, history = stage(1, MuSREncoderDecoder(model_config(script_args, model_args, inputs.tokenizer)), 0.0)
+        model = MuSREncoderDecoder(model_config(script_args, model_args, inputs.tokenizer))
+        _, history = stage(1, model, 0.0, [plateau] if plateau else None)
     # Stage 2 starts from the saved stage-1 model with a new Trainer: fresh optimizer and scheduler.
     model = MuSREncoderDecoder.from_pretrained(output_dir / "stage1")
     results["stage1"] = {
         "final": evaluate(model, inputs.evaluator),
         **({} if stage1_done else {"log_history": history}),
+        **({"plateau": plateau.summary()} if plateau and not stage1_done else {}),
     }
     model, history = stage(2, model, script_args.alpha)
     results["stage2"] = {"final": evaluate(model, inputs.evaluator), "log_history": history}
