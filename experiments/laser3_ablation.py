@@ -6,13 +6,21 @@ translation pairs from this machine's gettext catalogs (or ``--pairs`` files): `
 (English side of at least three words), ``--train_pairs`` training pairs, the remaining translations (their English
 dropped) as monolingual MLM text, after the paper's low-resource Wolof set-up; no held-out sentence is in any
 training file. One student for all languages (2 x 256, 4 heads, FFN 512, 8k Unigram vocabulary trained by the first
-run and shared by every other one), batch 64, lr 1e-3, through ``recipes/distill_wolof.py``.
+run and shared by every other one), batch 64, through ``recipes/distill_wolof.py``.
 
-    OMP_NUM_THREADS=1 python experiments/laser3_ablation.py --steps 1500 --seeds 42,43
+The paper's protocol (``--epochs E``, the default; issue 36): every arm trains for E epochs over the bitexts, so
+adding MLM adds updates; arms: distillation, distillation for the MLM arm's steps (the compute control), + MLM,
++ MLM + curriculum with the prefix stages prepended (English cut with the teacher's tokenizer); lr 5e-4, dropout
+0.3, clipping 5 (fairseq's laser_distillation README). The verdict rule (:data:`VERDICT_RULE`) is printed before the
+first run and applied to the results, beside the unigram entropy of the MLM text. ``--epochs 0``: the earlier
+fixed-step protocol (``--steps``, :data:`VARIANTS`, lr 1e-3, dropout 0.1, clipping 1).
+
+    OMP_NUM_THREADS=1 python experiments/laser3_ablation.py --output_dir /tmp/laser3_epochs
 
 Writes ``<output_dir>/results.json`` (every run, mean and std, the teacher's zero-shot xsim, and what explains the
-table without training: the share of batches per task, epochs over each data set, the curriculum's prefix lengths)
-and ``<output_dir>/results.md``. Every seed trains every variant before the next seed starts.
+table without training: the share of batches per task, epochs over each data set, the curriculum's prefix lengths;
+with ``--epochs`` the plan per arm, the entropy, the final MLM losses and the verdict) and
+``<output_dir>/results.md``. Every seed trains every variant before the next seed starts.
 """
 
 from __future__ import annotations
