@@ -6,13 +6,21 @@ translation pairs from this machine's gettext catalogs (or ``--pairs`` files): `
 (English side of at least three words), ``--train_pairs`` training pairs, the remaining translations (their English
 dropped) as monolingual MLM text, after the paper's low-resource Wolof set-up; no held-out sentence is in any
 training file. One student for all languages (2 x 256, 4 heads, FFN 512, 8k Unigram vocabulary trained by the first
-run and shared by every other one), batch 64, lr 1e-3, through ``recipes/distill_wolof.py``.
+run and shared by every other one), batch 64, through ``recipes/distill_wolof.py``.
 
-    OMP_NUM_THREADS=1 python experiments/laser3_ablation.py --steps 1500 --seeds 42,43
+The paper's protocol (``--epochs E``, the default; issue 36): every arm trains for E epochs over the bitexts, so
+adding MLM adds updates; arms: distillation, distillation for the MLM arm's steps (the compute control), + MLM,
++ MLM + curriculum with the prefix stages prepended (English cut with the teacher's tokenizer); lr 5e-4, dropout
+0.3, clipping 5 (fairseq's laser_distillation README). The verdict rule (:data:`VERDICT_RULE`) is printed before the
+first run and applied to the results, beside the unigram entropy of the MLM text. ``--epochs 0``: the earlier
+fixed-step protocol (``--steps``, :data:`VARIANTS`, lr 1e-3, dropout 0.1, clipping 1).
+
+    OMP_NUM_THREADS=1 python experiments/laser3_ablation.py --output_dir /tmp/laser3_epochs
 
 Writes ``<output_dir>/results.json`` (every run, mean and std, the teacher's zero-shot xsim, and what explains the
-table without training: the share of batches per task, epochs over each data set, the curriculum's prefix lengths)
-and ``<output_dir>/results.md``. Every seed trains every variant before the next seed starts.
+table without training: the share of batches per task, epochs over each data set, the curriculum's prefix lengths;
+with ``--epochs`` the plan per arm, the entropy, the final MLM losses and the verdict) and
+``<output_dir>/results.md``. Every seed trains every variant before the next seed starts.
 """
 
 from __future__ import annotations
@@ -50,6 +58,26 @@ VARIANTS = {
     # The even split: each of the 10 stages gets a tenth of the run (whole sentences only in the last tenth).
     "+ MLM + curriculum (even split)": ["--curriculum_increment", "0.1"],
 }
+# The paper's protocol (issue 36): every arm trains for --epochs epochs over the bitexts (the distil task's pairs),
+# so adding MLM adds updates; the compute control trains distillation alone for the MLM arm's steps; the curriculum
+# prepends its prefix stages to the MLM arm's whole-sentence training. Steps and curriculum fraction come from
+# epoch_plan; the English side's prefixes are cut with the teacher's own tokenizer.
+ARMS = {
+    "distillation": ["--mask_weight", "0", "--curriculum_increment", "1.0"],
+    "distillation at MLM steps": ["--mask_weight", "0", "--curriculum_increment", "1.0"],
+    "+ MLM": ["--curriculum_increment", "1.0"],
+    "+ MLM + curriculum": ["--curriculum_increment", "0.1", "--curriculum_english_cut", "teacher"],
+}
+# Written before any number of this protocol (experiments/README.md): what the tables must show to credit MLM.
+XSIM_MARGIN = 2.0  # points of xsim (both languages) by which MLM must beat both distillation arms
+ENTROPY_MARGIN = 0.5  # nats by which the final MLM loss must end below the unigram entropy of the MLM text
+VERDICT_RULE = (
+    f"+ MLM is credited when its xsim (mean of the languages) is more than {XSIM_MARGIN:g} points below both "
+    f"distillation arms' (E epochs, and the MLM arm's steps) and its final MLM loss ends at least {ENTROPY_MARGIN:g} "
+    "nats below the unigram entropy of its MLM text (the loss of a head that ignores the context); with the loss "
+    "not that low the verdict is 'regime not reached' whatever the xsim; the curriculum is credited when + MLM + "
+    f"curriculum is more than {XSIM_MARGIN:g} points below + MLM, under the same condition on the MLM loss."
+)
 TASKS = ("distil", "self", "mask")
 # The paper's Table 3 (Wolof, xsim against English on FLORES devtest): the ablation this script reproduces.
 PAPER_WOLOF = {"distillation": 21.05, "+ MLM": 12.65, "+ MLM + curriculum": 5.93}
@@ -69,7 +97,32 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_folder_options(parser, "/tmp/laser3_experiment")
     parser.add_argument("--languages", default="ka,el", help="Student languages, comma-separated (default: ka,el).")
     add_pairs_option(parser)
-    parser.add_argument("--train_pairs", type=int, default=4000, help="Training pairs per language (default: 4000).")
+    parser.add_argument(
+        "--epochs",
+        type=float,
+        default=10.0,
+        help="E > 0: the paper's protocol (arms: " + "; ".join(ARMS) + "): every arm trains for E epochs over the "
+        "bitexts (expected, from the task sampler's probabilities), MLM adding updates; 0: the earlier fixed-step "
+        "protocol (--steps, variants: " + "; ".join(VARIANTS) + ") (default: 10).",
+    )
+    parser.add_argument(
+        "--stage_epochs",
+        type=float,
+        default=0.5,
+        help="Epochs over the bitexts per prefix stage (10%%..90%%) the curriculum arm prepends to the + MLM arm's "
+        "training (default: 0.5).",
+    )
+    # Unset: fairseq's laser_distillation README with --epochs, the earlier settings with --epochs 0 (main).
+    for option, description in (
+        (
+            "--learning_rate",
+            "Peak learning rate (default: fairseq's README, 5e-4, with --epochs; 1e-3 with --epochs 0).",
+        ),
+        ("--dropout", "Student dropout (default: fairseq's README, 0.3, with --epochs; 0.1 with --epochs 0)."),
+        ("--max_grad_norm", "Gradient clipping (default: fairseq's README, 5, with --epochs; 1 with --epochs 0)."),
+    ):
+        parser.add_argument(option, type=float, default=None, help=description)
+    parser.add_argument("--train_pairs", type=int, default=1000, help="Training pairs per language (default: 1000).")
     parser.add_argument(
         "--monolingual",
         type=int,
@@ -80,22 +133,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--english_anchors",
         type=int,
-        default=2000,
+        default=20000,
         help="English sentences beyond the training pairs for the self task (English -> teacher's English), the "
-        "paper's anchor set; drawn from the English side of --anchor_language's catalogs (or --pairs file), no "
-        "sentence of any student language's pairs among them; 0: the training pairs' English only (default: 2000).",
+        "paper's anchor set; drawn from the English side of --anchor_language's catalogs (or --pairs files), no "
+        "sentence of any student language's pairs among them; its size sets the task shares (printed); 0: the "
+        "training pairs' English only (default: 20000).",
     )
     parser.add_argument(
         "--anchor_language",
         default="fr",
-        help="Whose translation pairs give the English anchors: only their English side is used (default: fr).",
+        help="Whose translation pairs give the English anchors, comma-separated: only their English side is used "
+        "(default: fr).",
     )
-    parser.add_argument("--steps", type=int, default=1500, help="Training steps per run (default: 1500).")
-    parser.add_argument("--warmup", type=int, default=200, help="Warm-up steps (default: 200).")
+    parser.add_argument(
+        "--steps", type=int, default=1500, help="With --epochs 0: training steps per run (default: 1500)."
+    )
+    parser.add_argument("--warmup", type=int, default=150, help="Warm-up steps (default: 150).")
     parser.add_argument(
         "--variants",
-        default=",".join(VARIANTS),
-        help=f"Students, comma-separated, among: {', '.join(VARIANTS)} (default: all).",
+        default=None,
+        help="Students, comma-separated, among the protocol's arms (--epochs) or variants (--epochs 0) (default: "
+        "all of them).",
     )
     parser.add_argument(
         "--group_by_length",
@@ -106,9 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seeds",
         type=seed_count_or_list,
-        default=5,
+        default=3,
         help="A count (the first of bitext_hf.evaluation.DEFAULT_SEEDS) or the seeds, e.g. 42,43; one seed: 42, "
-        "(default: 5).",
+        "(default: 3).",
     )
     parser.add_argument(
         "--curve_steps",
@@ -120,9 +178,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--mlm_batch_blocks",
         type=int,
-        default=16,
-        help="Blocks of monolingual text (up to 64 subwords each) per MLM batch: about the tokens of a batch of 64 "
-        "short sentences, as fairseq's token-based batches give (default: 16).",
+        default=64,
+        help="Blocks of monolingual text (up to 64 subwords each) per MLM batch. Batches are drawn by examples, so "
+        "64 (as many blocks as sentences per batch) reads each block once per epoch, as fairseq's epochs read every "
+        "example once; 16 gives MLM batches about the tokens of a batch of 64 short sentences, but then an epoch "
+        "reads a quarter of the text (default: 64).",
     )
     parser.add_argument(
         "--vocab_size", type=int, default=8000, help="Student vocabulary size when trained (default: 8000)."
@@ -180,7 +240,8 @@ def prepare_data(
         sizes[language] = {"train": len(train), "monolingual": len(monolingual), "eval": len(evaluation)}
         sizes[language]["monolingual per pair"] = round(len(monolingual) / max(1, len(train)), 2)
     if anchors > 0:
-        english = sorted({english for english, _ in translation_pairs(anchor_language, files)} - seen)
+        sources = [language for language in anchor_language.split(",") if language]
+        english = sorted({english for source in sources for english, _ in translation_pairs(source, files)} - seen)
         if len(english) < anchors:
             raise DataValidationError(
                 f"{anchor_language}: {len(english)} English sentences outside the student languages' pairs, "
@@ -231,12 +292,19 @@ def curve_evaluator(base: type, train_pairs: list[Any], eval_pairs: int, curves:
 
 
 def diagnostics(
-    tokenizer_dir: Path, folder: Path, languages: list[str], steps: int, seeds: list[int], mlm_batch: int = BATCH_SIZE
+    tokenizer_dir: Path,
+    folder: Path,
+    languages: list[str],
+    steps: int,
+    seeds: list[int],
+    mlm_batch: int = BATCH_SIZE,
+    english_tokenizer: Any | None = None,
 ) -> dict[str, Any]:
     """What the data and the schedule give each variant, measured without training: per task the share of batches
-    (over the run's steps and seeds), how many times a training pair and the monolingual text (packed into MLM
-    blocks as the recipe packs it) are seen on average, and the curriculum's prefix lengths in student subwords per
-    stage."""
+    (over the run's steps and seeds; with ``steps`` 0, left to the epoch plan), how many times a training pair and
+    the monolingual text (packed into MLM blocks as the recipe packs it) are seen on average, and the curriculum's
+    prefix lengths in subwords per stage (the English side's with ``english_tokenizer``, the teacher's, when
+    given, else the student's)."""
     from transformers import PreTrainedTokenizerFast
 
     from bitext_hf.data import load_pairs, read_lines
@@ -262,7 +330,8 @@ def diagnostics(
     english = len({*(read_lines(anchors) if anchors.exists() else []), *(t for p in train.values() for t in p.tgt)})
     streams = [Stream("distil", lang, len(pairs)) for lang, pairs in train.items()] + [Stream("self", "eng", english)]
     report: dict[str, Any] = {}
-    for name, weights in (("distillation", {**DEFAULT_TASK_WEIGHTS, "mask": 0.0}), ("+ MLM", DEFAULT_TASK_WEIGHTS)):
+    sampled = (("distillation", {**DEFAULT_TASK_WEIGHTS, "mask": 0.0}), ("+ MLM", DEFAULT_TASK_WEIGHTS))
+    for name, weights in sampled if steps > 0 else ():
         mlm = [Stream("mask", lang, mono[lang]) for lang in languages] if weights["mask"] > 0 else []
         counts: dict[tuple[str, str], int] = {}
         for seed in seeds:
@@ -293,7 +362,8 @@ def diagnostics(
     prefixes: dict[str, Any] = {}
     for lang, pairs in train.items():
         for side, texts in ((lang, pairs.src), ("en", pairs.tgt)):
-            cuts = prefix_cuts(texts, tokenizer, ratios, MAX_LENGTH - 2)
+            side_tokenizer = english_tokenizer if side == "en" and english_tokenizer is not None else tokenizer
+            cuts = prefix_cuts(texts, side_tokenizer, ratios, MAX_LENGTH - 2)
             lengths = {ratio: np.array([len(ids) for ids in cuts[ratio][1]]) for ratio in ratios}
             prefixes[f"{lang} pairs, {side} side"] = {
                 "mean subwords per stage": {str(r): round(float(v.mean()), 2) for r, v in lengths.items()},
@@ -306,17 +376,155 @@ def diagnostics(
     return report
 
 
+def mlm_blocks(tokenizer: Any, texts: list[str]) -> list[list[int]]:
+    """The MLM examples the recipe makes of ``texts``: blocks of consecutive sentences, as the recipe packs them."""
+    from bitext_hf.families.laser3.curriculum import prefix_texts_and_ids
+    from bitext_hf.families.laser3.masking import pack_blocks
+
+    ids = prefix_texts_and_ids(texts, tokenizer, 1.0, MAX_LENGTH - 2)[1]
+    return pack_blocks(ids, MAX_LENGTH - 1, tokenizer.eos_token_id)
+
+
+def unigram_entropy(tokenizer_dir: Path, folder: Path, languages: list[str]) -> dict[str, float]:
+    """Per language the unigram entropy (nats) of its MLM text's maskable tokens under the student tokenizer: the
+    loss of an MLM head that ignores the context. "mean": the languages' entropies weighted by their tokens (a
+    head that knows the language, which a block's context gives at once)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from bitext_hf.data import read_lines
+
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
+    entropies, tokens = {}, {}
+    for lang in languages:
+        ids = np.concatenate(
+            [np.asarray(row, dtype=np.int64) for row in mlm_blocks(tokenizer, read_lines(folder / f"{lang}-mono.txt"))]
+        )
+        ids = ids[ids != tokenizer.eos_token_id]  # the separators are never masked
+        counts = np.bincount(ids).astype(np.float64)
+        probabilities = counts[counts > 0] / counts.sum()
+        entropies[lang] = round(float(-(probabilities * np.log(probabilities)).sum()), 3)
+        tokens[lang] = len(ids)
+    entropies["mean"] = round(sum(entropies[lang] * tokens[lang] for lang in languages) / sum(tokens.values()), 3)
+    return entropies
+
+
+def epoch_plan(
+    folder: Path,
+    languages: list[str],
+    epochs: float,
+    stage_epochs: float,
+    mlm_batch: int,
+    tokenizer_dir: Path | None,
+) -> dict[str, dict[str, Any]]:
+    """Per arm of :data:`ARMS` its steps for ``epochs`` expected epochs over the bitexts (from the task sampler's
+    probabilities, over the same streams the recipe builds), its expected share of batches per task and epochs over
+    each data set, and for the curriculum arm the fraction of its steps in the prepended prefix stages (nine stages
+    of ``stage_epochs`` each). Without ``tokenizer_dir`` (no vocabulary yet) only the distillation arm, whose
+    streams need no tokenizer."""
+    from bitext_hf.data import load_pairs, read_lines
+    from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, Stream, TaskSampler
+
+    train = {lang: len(load_pairs(f"{lang}={folder / f'{lang}-train.tsv'}")) for lang in languages}
+    anchors = folder / "english-anchors.txt"
+    pairs_english = {text for lang in languages for text in load_pairs(f"{lang}={folder / f'{lang}-train.tsv'}").tgt}
+    english = len({*(read_lines(anchors) if anchors.exists() else []), *pairs_english})
+    streams = [Stream("distil", lang, size) for lang, size in train.items()] + [Stream("self", "eng", english)]
+    blocks: dict[str, int] = {}
+    if tokenizer_dir is not None:
+        from transformers import PreTrainedTokenizerFast
+
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
+        blocks = {lang: len(mlm_blocks(tokenizer, read_lines(folder / f"{lang}-mono.txt"))) for lang in languages}
+
+    def per_step(with_mlm: bool) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+        """Examples of each stream an average step reads (its probability times its batch, at most its pool), and
+        each task's share of the batches."""
+        weights = DEFAULT_TASK_WEIGHTS if with_mlm else {**DEFAULT_TASK_WEIGHTS, "mask": 0.0}
+        mlm = [Stream("mask", lang, blocks[lang]) for lang in languages] if with_mlm else []
+        sampler = TaskSampler([*streams, *mlm], task_weights=weights)
+        examples = {
+            (s.task, s.name): float(p) * min(mlm_batch if s.task == "mask" else BATCH_SIZE, s.size)
+            for s, p in zip(sampler.streams, sampler.probabilities)
+        }
+        return examples, sampler.task_probabilities()
+
+    def describe(with_mlm: bool, steps: int) -> dict[str, Any]:
+        examples, shares = per_step(with_mlm)
+        described: dict[str, Any] = {
+            "steps": steps,
+            "batch share": {task: round(share, 4) for task, share in sorted(shares.items())},
+        }
+        for lang in languages:
+            described[f"distil epochs ({lang})"] = round(steps * examples["distil", lang] / train[lang], 2)
+            if with_mlm:
+                described[f"mask epochs ({lang})"] = round(steps * examples["mask", lang] / blocks[lang], 2)
+        described["self epochs (English)"] = round(steps * examples["self", "eng"] / english, 2)
+        return described
+
+    def steps_for(with_mlm: bool, epochs_over_pairs: float) -> int:
+        # That many epochs over all pairs, over the pairs an average step reads.
+        pairs_per_step = sum(per_step(with_mlm)[0]["distil", lang] for lang in languages)
+        return max(1, round(epochs_over_pairs * sum(train.values()) / pairs_per_step))
+
+    plan = {"distillation": describe(False, steps_for(False, epochs))}
+    if not blocks:
+        return plan
+    mlm_steps = steps_for(True, epochs)
+    plan["distillation at MLM steps"] = describe(False, mlm_steps)
+    plan["+ MLM"] = describe(True, mlm_steps)
+    prefix_steps = steps_for(True, 9 * stage_epochs)
+    curriculum = describe(True, mlm_steps + prefix_steps)
+    # The recipe gives the stages below 100% the first round(fraction * steps) steps: exactly prefix_steps.
+    curriculum["curriculum fraction"] = prefix_steps / (mlm_steps + prefix_steps)
+    curriculum["prefix stage steps"] = prefix_steps
+    plan["+ MLM + curriculum"] = curriculum
+    return plan
+
+
+def verdict(means: dict[str, float], mlm_losses: dict[str, float], entropy: float) -> list[str]:
+    """:data:`VERDICT_RULE` applied: one line per claim (MLM, the curriculum), from the arms' mean xsim over the
+    languages and their final MLM losses (mean over seeds)."""
+    lines = []
+    if "+ MLM" not in means or not {"distillation", "distillation at MLM steps"} <= set(means):
+        return ["not decided: the verdict needs both distillation arms and + MLM"]
+    learned = {arm: loss <= entropy - ENTROPY_MARGIN for arm, loss in mlm_losses.items()}
+    best_distillation = min(means["distillation"], means["distillation at MLM steps"])
+    gain = best_distillation - means["+ MLM"]
+    if not learned.get("+ MLM", False):
+        lines.append(
+            f"MLM: regime not reached (final MLM loss {mlm_losses.get('+ MLM', float('nan')):.3f} nats, not "
+            f"{ENTROPY_MARGIN:g} below the unigram entropy {entropy:.3f}); xsim gain over the better distillation "
+            f"arm {gain:+.2f} points, not counted"
+        )
+    else:
+        holds = "holds" if gain > XSIM_MARGIN else "does not hold"
+        lines.append(f"MLM: the gain {holds} ({gain:+.2f} points over the better distillation arm)")
+    if "+ MLM + curriculum" in means:
+        gain = means["+ MLM"] - means["+ MLM + curriculum"]
+        if not learned.get("+ MLM + curriculum", False):
+            lines.append(f"curriculum: regime not reached (its MLM loss is not below the entropy); {gain:+.2f} points")
+        else:
+            holds = "holds" if gain > XSIM_MARGIN else "does not hold"
+            lines.append(f"curriculum: the gain {holds} ({gain:+.2f} points over + MLM)")
+    return lines
+
+
+def last_losses(runs: dict[int, list[dict[str, float]]], task: str) -> list[float]:
+    """The task's last logged loss of each run (seed) that logged it."""
+    return [
+        values[-1]
+        for values in ([e[f"loss_{task}"] for e in h if f"loss_{task}" in e] for h in runs.values())
+        if values
+    ]
+
+
 def final_losses(task_losses: dict[str, dict[int, list[dict[str, float]]]]) -> dict[str, dict[str, str]]:
     """Per variant and task, the task's last logged loss of each seed as mean +- sample std over the seeds that
     logged it (a short run may not draw every task), with the count when some seed did not."""
     table: dict[str, dict[str, str]] = {}
     for variant, runs in task_losses.items():
         for task in TASKS:
-            last = [
-                values[-1]
-                for values in ([e[f"loss_{task}"] for e in h if f"loss_{task}" in e] for h in runs.values())
-                if values
-            ]
+            last = last_losses(runs, task)
             if last:
                 spread = f" +- {np.std(last, ddof=1):.3f}" if len(last) > 1 else ""
                 count = f" ({len(last)} of {len(runs)} seeds)" if len(last) < len(runs) else ""
@@ -329,9 +537,17 @@ def markdown(report: dict[str, Any], variants: list[str], languages: list[str]) 
     from bitext_hf.hub import markdown_table
 
     sizes = report["sizes"]
+    plan = report.get("epoch plan")
+    length = (
+        f"{report['regime']['epochs over the bitexts']:g} epochs over the bitexts per arm (steps in the plan below), "
+        f"lr {report['regime']['learning rate']:g}, dropout {report['regime']['dropout']:g}, clipping "
+        f"{report['regime']['max grad norm']:g}, batches"
+        if plan
+        else f"{report['steps']} steps"
+    )
     regime = (
         f"LASER3 students, xsim (%) on the held-out pairs (ratio margin, k = 4, xx -> English; lower is better), mean "
-        f"+- sample std over seeds {', '.join(map(str, report['seeds']))}; {report['steps']} steps of {BATCH_SIZE} "
+        f"+- sample std over seeds {', '.join(map(str, report['seeds']))}; {length} of {BATCH_SIZE} "
         f"sentences (MLM: {report['regime']['MLM blocks per batch']} blocks of up to {MAX_LENGTH} subwords), "
         "per language "
         + "; ".join(
@@ -377,7 +593,52 @@ def markdown(report: dict[str, Any], variants: list[str], languages: list[str]) 
                 "paper, Wolof xsim": f"{PAPER_WOLOF[variant]:.2f}" if variant in PAPER_WOLOF else "-",
             }
         )
-    return f"{regime}\n\n{markdown_table(rows)}"
+    text = f"{regime}\n\n{markdown_table(rows)}"
+    if plan:
+        text += "\n\n" + plan_markdown(report, variants, languages)
+    return text
+
+
+def plan_markdown(report: dict[str, Any], variants: list[str], languages: list[str]) -> str:
+    """The epoch protocol's schedule per arm (steps, task shares, epochs over each data set, expected from the
+    sampler), the unigram entropy beside the final MLM losses, what the curriculum's stages hold, and the verdict
+    under the rule stated before the run."""
+    from bitext_hf.hub import markdown_table
+
+    plan, entropy = report["epoch plan"], report["unigram entropy of the MLM text (nats)"]
+    rows = []
+    for arm in variants:
+        described = plan[arm]
+        shares = described["batch share"]
+        rows.append(
+            {
+                "arm": arm,
+                "steps": str(described["steps"]),
+                **{f"share {task}": f"{shares.get(task, 0.0):.3f}" for task in TASKS},
+                **{
+                    f"epochs {kind} {lang}": f"{described.get(f'{kind} epochs ({lang})', 0.0):.2f}"
+                    for kind in ("distil", "mask")
+                    for lang in languages
+                },
+                "prefix stage steps": str(described.get("prefix stage steps", "-")),
+                "final MLM loss": f"{report['final MLM loss'][arm]:.3f}" if arm in report["final MLM loss"] else "-",
+            }
+        )
+    entropies = ", ".join(f"{lang} {entropy[lang]:.3f}" for lang in languages)
+    prefixes = report["diagnostics"]["curriculum prefixes"]
+    stages = "; ".join(
+        f"{side}: {values['share of 1-subword prefixes at 10%']:.0%} of the 10% prefixes one subword, "
+        f"{values['share of 10% prefixes equal to 20%']:.0%} equal to the 20% ones"
+        for side, values in prefixes.items()
+    )
+    return (
+        "Schedule per arm (expected from the task sampler; epochs over each language's pairs and MLM blocks):\n\n"
+        f"{markdown_table(rows)}\n\n"
+        f"Unigram entropy of the MLM text under the student tokenizer (nats): {entropies}; token-weighted "
+        f"{entropy['mean']:.3f}. Curriculum stages (English cut with the teacher's tokenizer): {stages}.\n\n"
+        f"Verdict rule (stated before the run): {report['verdict rule']}\n\n"
+        + "\n".join(f"- Verdict: {line}" for line in report["verdict"])
+    )
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -385,18 +646,33 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     from transformers import TrainingArguments
 
     from bitext_hf.data import load_pairs
+    from bitext_hf.encoders.use import UseTokenizer
     from bitext_hf.errors import UsageError
     from bitext_hf.evaluation import run_over_seeds
     from bitext_hf.training import parse_args
 
+    by_epochs = args.epochs > 0
+    known = ARMS if by_epochs else VARIANTS
     languages = [language for language in args.languages.split(",") if language]
-    variants = [variant for variant in args.variants.split(",") if variant]
-    unknown = [variant for variant in variants if variant not in VARIANTS]
+    variants = [variant for variant in (args.variants or ",".join(known)).split(",") if variant]
+    unknown = [variant for variant in variants if variant not in known]
     if not languages or not variants or unknown:
-        raise UsageError(f"--languages and --variants: give at least one each; variants among {', '.join(VARIANTS)}")
+        raise UsageError(f"--languages and --variants: give at least one each; variants among {', '.join(known)}")
+    if by_epochs:
+        # Arms train in ARMS' order: the first (distillation, whose steps need no vocabulary) trains the vocabulary
+        # the others' MLM blocks are counted with.
+        variants = [arm for arm in ARMS if arm in variants]
+        if args.tokenizer is None and variants[0] != "distillation":
+            raise UsageError("--variants without distillation: give --tokenizer (the MLM arms' steps need one)")
+        if args.curve_steps > 0:
+            raise UsageError("--curve_steps needs --epochs 0 (fixed steps): the arms' steps differ")
     # The last curve point must be the end of the run (the Trainer evaluates at multiples of eval_steps).
-    if args.curve_steps > 0 and args.steps % args.curve_steps:
+    elif args.curve_steps > 0 and args.steps % args.curve_steps:
         raise UsageError(f"--curve_steps {args.curve_steps} must divide --steps {args.steps}")
+    # fairseq's laser_distillation README with --epochs, the earlier settings with the fixed-step protocol.
+    learning_rate = args.learning_rate or (5e-4 if by_epochs else 1e-3)
+    dropout = args.dropout if args.dropout is not None else (0.3 if by_epochs else 0.1)
+    max_grad_norm = args.max_grad_norm or (5.0 if by_epochs else 1.0)
     files = pair_files(args.pairs)
     folder = prepare_run_folder(
         args.output_dir, args.overwrite, script=Path(__file__).stem, inputs=[*files.values(), args.tokenizer]
@@ -458,19 +734,17 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "--intermediate_size",
         "512",
         "--dropout",
-        "0.1",
+        str(dropout),
         "--per_device_train_batch_size",
         str(BATCH_SIZE),
         "--mlm_batch_blocks",
         str(args.mlm_batch_blocks),
         "--learning_rate",
-        "1e-3",
+        str(learning_rate),
+        "--max_grad_norm",
+        str(max_grad_norm),
         "--warmup_steps",
         str(args.warmup),
-        "--max_steps",
-        str(args.steps),
-        "--logging_steps",
-        str(max(1, min(100, args.steps // 10))),  # at least ten points of each task's loss curve
         "--save_strategy",
         "no",
         "--disable_tqdm",
@@ -486,13 +760,44 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     curves: dict[str, dict[int, list[dict[str, float]]]] = {}  # variant -> seed -> one point per curve_steps
     task_losses: dict[str, dict[int, list[dict[str, float]]]] = {}  # variant -> seed -> one entry per log
 
+    plan: dict[str, dict[str, Any]] = {}  # arm -> its steps, task shares and epochs (the epoch protocol)
+    if by_epochs:
+        print(f"Verdict rule (fixed before the run): {VERDICT_RULE}", flush=True)
+
+    def schedule(variant: str) -> list[str]:
+        """The run's length (and the curriculum's prefix share) as options: from the plan, or --steps."""
+        if not by_epochs:
+            steps = args.steps
+            return ["--max_steps", str(steps), "--logging_steps", str(max(1, min(100, steps // 10)))]
+        if variant not in plan:
+            new = epoch_plan(folder, languages, args.epochs, args.stage_epochs, args.mlm_batch_blocks, tokenizer_dir)
+            for arm, described in new.items():
+                if arm not in plan:
+                    print(f"{arm}: {json.dumps(described)}", flush=True)
+            plan.update(new)
+        arm = plan[variant]
+        steps = arm["steps"]
+        fraction = ["--curriculum_fraction", repr(arm["curriculum fraction"])] if "curriculum fraction" in arm else []
+        # At least ten points of each task's loss curve.
+        return ["--max_steps", str(steps), "--logging_steps", str(max(1, min(100, steps // 10))), *fraction]
+
     def train(variant: str, seed: int) -> dict[str, float]:
         nonlocal teacher, tokenizer_dir
         started = time.perf_counter()
         output_dir = folder / f"run-{run_name(variant)}-seed{seed}"
         current.clear()
         vocabulary = ["--tokenizer_name", str(tokenizer_dir)] if tokenizer_dir else []
-        arguments = [*common, "--output_dir", str(output_dir), "--seed", str(seed), *VARIANTS[variant], *vocabulary]
+        options = ARMS[variant] if by_epochs else VARIANTS[variant]
+        arguments = [
+            *common,
+            "--output_dir",
+            str(output_dir),
+            "--seed",
+            str(seed),
+            *options,
+            *schedule(variant),
+            *vocabulary,
+        ]
         parsed = parse_args(recipe.ScriptArguments, TrainingArguments, recipe.StudentArguments, args=arguments)
         results = recipe.main(*parsed, evaluator_class=evaluator_class, teacher_xsim=teacher_once)
         # Every run uses one vocabulary: the one the first run trains (same data, so the same vocabulary).
@@ -551,10 +856,37 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "std": by_variant(summary.std),
         "runs": {str(seed): by_variant(run) for seed, run in zip(summary.seeds, summary.runs, strict=True)},
         "diagnostics": diagnostics(
-            tokenizer_dir, folder, languages, args.steps, summary.seeds, mlm_batch=args.mlm_batch_blocks
+            tokenizer_dir,
+            folder,
+            languages,
+            0 if by_epochs else args.steps,
+            summary.seeds,
+            mlm_batch=args.mlm_batch_blocks,
+            english_tokenizer=UseTokenizer() if by_epochs else None,
         ),
     }
     report["task losses"] = task_losses
+    if by_epochs:
+        entropy = unigram_entropy(tokenizer_dir, folder, languages)
+        means = {arm: float(np.mean([report["mean"][arm][lang] for lang in languages])) for arm in variants}
+        mlm_losses = {arm: float(np.mean(last)) for arm in variants if (last := last_losses(task_losses[arm], "mask"))}
+        report["regime"].update(
+            {
+                "epochs over the bitexts": args.epochs,
+                "epochs per prefix stage": args.stage_epochs,
+                "learning rate": learning_rate,
+                "dropout": dropout,
+                "max grad norm": max_grad_norm,
+            }
+        )
+        report["epoch plan"] = plan
+        report["unigram entropy of the MLM text (nats)"] = entropy
+        report["final MLM loss"] = mlm_losses
+        report["xsim, mean of the languages"] = means
+        report["verdict rule"] = VERDICT_RULE
+        report["verdict"] = verdict(means, mlm_losses, entropy["mean"])
+        for line in report["verdict"]:
+            print(f"Verdict: {line}", flush=True)
     if curves:
         report["curves"] = curves
     table = markdown(report, variants, languages)

@@ -26,6 +26,7 @@ from bitext_hf.families.laser3 import (
     prefix_length,
     prefix_texts_and_ids,
 )
+from bitext_hf.families.laser3.curriculum import prefix_cuts
 from bitext_hf.families.laser3.data import ENGLISH
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 
@@ -142,18 +143,24 @@ def test_prefix_texts_and_ids_cut_both_sides(tiny_tokenizer):
     assert all(len(cut) < len(text) for cut, text in zip(short, texts))
 
 
-def test_batches_follow_the_curriculum(tiny_tokenizer, bitexts, tmp_path):
-    cache = TeacherEmbeddingCache(tmp_path, CountingTeacher(tiny_tokenizer), "counting")
-    batches = DistillationBatches(
-        tokenizer=tiny_tokenizer,
+def curriculum_batches(tokenizer, bitexts, cache, total_steps, increment, **options):
+    """Distil batches of the first bitext only, its language on the curriculum."""
+    return DistillationBatches(
+        tokenizer=tokenizer,
         cache=cache,
         bitexts=bitexts[:1],
         curriculum_languages=[bitexts[0].src_lang],
-        total_steps=50,
+        total_steps=total_steps,
         batch_size=8,
         task_weights={"distil": 1.0, "self": 0.0, "mask": 0.0},
-        curriculum_increment=0.2,
+        curriculum_increment=increment,
+        **options,
     )
+
+
+def test_batches_follow_the_curriculum(tiny_tokenizer, bitexts, tmp_path):
+    cache = TeacherEmbeddingCache(tmp_path, CountingTeacher(tiny_tokenizer), "counting")
+    batches = curriculum_batches(tiny_tokenizer, bitexts, cache, 50, 0.2)
     full_lengths = {
         text: len(ids)
         for text, ids in zip(bitexts[0].src, tiny_tokenizer(bitexts[0].src, add_special_tokens=False)["input_ids"])
@@ -167,6 +174,29 @@ def test_batches_follow_the_curriculum(tiny_tokenizer, bitexts, tmp_path):
         assert int(real_lengths.max()) <= prefix_length(longest, ratio)
     # Teacher embeddings of every stage were computed once each: 5 stages x 20 English sentences.
     assert cache.teacher.encoded == 5 * len(bitexts[0])
+
+
+def test_use_tokenizer_cuts_english_prefixes_with_its_own_pieces():
+    from bitext_hf.encoders.use import UseTokenizer
+
+    texts = ["Save the file before closing.", "Open"]
+    teacher = UseTokenizer()
+    encoded = teacher(texts, add_special_tokens=False, return_offsets_mapping=True)
+    # The same pieces as the encoder's ids (less BOS/EOS), with offsets into the original texts.
+    assert encoded["input_ids"] == [ids[1:-1] for ids in teacher.encode(texts)]
+    assert encoded["offset_mapping"][1] == [(0, 4)]
+    cuts = prefix_cuts(texts, teacher, [0.1, 1.0], max_length=62)
+    assert cuts[0.1][0] == ["Save", "Open"] and cuts[1.0][0] == texts
+
+
+def test_batches_cut_english_with_the_teacher_tokenizer(tiny_tokenizer, bitexts, tmp_path):
+    from bitext_hf.encoders.use import UseTokenizer
+
+    cache = TeacherEmbeddingCache(tmp_path, CountingTeacher(tiny_tokenizer), "counting")
+    curriculum_batches(tiny_tokenizer, bitexts, cache, 10, 0.5, teacher_tokenizer=UseTokenizer())
+    expected = prefix_cuts(bitexts[0].tgt, UseTokenizer(), [0.5], max_length=126)[0.5][0]
+    assert cache.get(expected, 0.5).shape[0] == len(expected)
+    assert cache.teacher.encoded == 2 * len(bitexts[0])  # the 50% cuts were the teacher tokenizer's: cached
 
 
 # ---------------------------------------------------------------- masking

@@ -63,45 +63,56 @@ def test_onealigner_transfer_help_explains_every_option(help_text):
     assert text.count("(default: ") >= 12
 
 
-def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_path):
-    import laser3_ablation
-
-    fakes = FakeEncoders()
-    monkeypatch.setattr("bitext_hf.encoders.load_encoder", fakes)
+def laser3_argv(monkeypatch, pair_files, tmp_path, anchors: int) -> list[str]:
+    """The tiny Laser3 experiment's options (fake teacher, fr and de, 10 training pairs, 5 held-out, an anchor set
+    of ``anchors`` English sentences from another language's pairs), before the protocol's own."""
+    monkeypatch.setattr("bitext_hf.encoders.load_encoder", FakeEncoders())
     monkeypatch.setattr("cli_fakes.FakeEncoder.dim", DIM, raising=False)  # the student projects to the teacher's dim
-    output_dir = tmp_path / "laser3"
     # English anchors come from another language's pairs; the tiny corpus's languages share one English side.
-    anchors = tmp_path / "it.tsv"
-    anchors.write_text("".join(f"Anchor sentence number {i}.\tFrase {i}.\n" for i in range(4)), encoding="utf-8")
-    argv = [
+    sentences = tmp_path / "it.tsv"
+    sentences.write_text(
+        "".join(f"Anchor sentence number {i}.\tFrase {i}.\n" for i in range(anchors + 1)), encoding="utf-8"
+    )
+    return [
         "--output_dir",
-        str(output_dir),
+        str(tmp_path / "laser3"),
         "--languages",
         "fr,de",
         "--pairs",
         pair_files["fr"],
         pair_files["de"],
-        f"it={anchors}",
+        f"it={sentences}",
         "--english_anchors",
-        "3",
+        str(anchors),
         "--anchor_language",
         "it",
         "--train_pairs",
         "10",
         "--eval_pairs",
         "5",
-        "--steps",
-        "2",
         "--warmup",
         "0",
+        "--vocab_size",
+        "200",
+    ]
+
+
+def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_path):
+    import laser3_ablation
+
+    output_dir = tmp_path / "laser3"
+    argv = [
+        *laser3_argv(monkeypatch, pair_files, tmp_path, anchors=3),
+        "--epochs",
+        "0",
+        "--steps",
+        "2",
         "--seeds",
         "2",
         "--variants",
         "+ MLM + curriculum",
         "--curve_steps",
         "1",
-        "--vocab_size",
-        "200",
     ]
     laser3_ablation.main(laser3_ablation.build_parser().parse_args(argv))
     report = check_results(output_dir, 2)
@@ -133,6 +144,49 @@ def test_laser3_ablation_end_to_end(experiments, monkeypatch, pair_files, tmp_pa
     with pytest.raises(UsageError, match="--overwrite"):
         laser3_ablation.main(laser3_ablation.build_parser().parse_args(argv))
     assert (output_dir / "results.json").read_bytes() == before
+
+
+def test_laser3_ablation_epoch_protocol(experiments, monkeypatch, pair_files, tmp_path, capsys):
+    import laser3_ablation
+
+    output_dir = tmp_path / "laser3"
+    argv = [
+        *laser3_argv(monkeypatch, pair_files, tmp_path, anchors=5),
+        "--epochs",
+        "3",
+        "--stage_epochs",
+        "0.2",
+        "--seeds",
+        "1",
+    ]
+    report = laser3_ablation.main(laser3_ablation.build_parser().parse_args(argv))
+    plan = report["epoch plan"]
+    assert list(plan) == list(laser3_ablation.ARMS)
+    # Epochs, not steps: MLM adds updates; the control gets them too; the curriculum prepends its stages.
+    assert plan["distillation"]["steps"] < plan["+ MLM"]["steps"] == plan["distillation at MLM steps"]["steps"]
+    curriculum = plan["+ MLM + curriculum"]
+    assert curriculum["steps"] == plan["+ MLM"]["steps"] + curriculum["prefix stage steps"]
+    assert round(curriculum["curriculum fraction"] * curriculum["steps"]) == curriculum["prefix stage steps"]
+    assert plan["distillation"]["distil epochs (fr)"] == pytest.approx(3.0, abs=0.2)
+    assert "mask" not in plan["distillation"]["batch share"] and plan["+ MLM"]["batch share"]["mask"] > 0
+    entropy = report["unigram entropy of the MLM text (nats)"]
+    assert set(entropy) == {"fr", "de", "mean"} and entropy["mean"] > 0
+    assert report["verdict"] and report["verdict rule"] == laser3_ablation.VERDICT_RULE
+    out = capsys.readouterr().out
+    assert out.index("Verdict rule") < out.index('"steps"') < out.index("Verdict: ")
+    table = (output_dir / "results.md").read_text(encoding="utf-8")
+    assert "Verdict rule (stated before the run)" in table and "| + MLM + curriculum |" in table
+    assert "fr pairs, en side" in report["diagnostics"]["curriculum prefixes"]
+
+
+def test_laser3_verdict_rule():
+    from laser3_ablation import verdict
+
+    means = {"distillation": 40.0, "distillation at MLM steps": 39.0, "+ MLM": 35.0, "+ MLM + curriculum": 34.0}
+    assert verdict(means, {"+ MLM": 6.0, "+ MLM + curriculum": 6.0}, 7.0)[0].startswith("MLM: the gain holds")
+    assert "regime not reached" in verdict(means, {"+ MLM": 6.8, "+ MLM + curriculum": 6.0}, 7.0)[0]
+    assert "does not hold" in verdict(means, {"+ MLM": 6.0, "+ MLM + curriculum": 6.0}, 7.0)[1]
+    assert verdict({"+ MLM": 1.0}, {}, 7.0)[0].startswith("not decided")
 
 
 def test_musr_crossconst_end_to_end(experiments, pair_files, tmp_path, capsys):

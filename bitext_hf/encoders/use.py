@@ -24,6 +24,7 @@ import importlib.resources
 import re
 from collections.abc import Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -126,6 +127,28 @@ class UseTokenizer:
             if len(row) == 2 or _UNK in row or self._repeated.search(normalized[i]):
                 ids[i] = self.port.encode(texts[i], out_type=int, add_bos=True, add_eos=True)
         return ids
+
+    def __call__(
+        self,
+        texts: Sequence[str],
+        add_special_tokens: bool = False,
+        return_offsets_mapping: bool = True,
+        truncation: bool = False,
+        max_length: int | None = None,
+    ) -> dict[str, list[list[Any]]]:
+        """The C++ tokenizer's pieces of ``texts`` as a Hugging Face fast tokenizer gives them without special
+        tokens: ``{"input_ids": [[id, ...]], "offset_mapping": [[(start, end), ...]]}``, offsets into each original
+        text (what the Laser3 curriculum needs to cut a text after its k-th subword of the teacher's own
+        tokenizer). ``truncation`` keeps the first ``max_length`` pieces."""
+        if add_special_tokens:
+            raise ValueError("UseTokenizer(...) gives the pieces without special tokens")
+        keep = max_length if truncation and max_length is not None else None
+        ids, offsets = [], []
+        for proto in self._processor.encode(list(texts), out_type="proto", num_threads=self.threads):
+            pieces = [piece for piece in proto.pieces if piece.end > piece.begin][:keep]
+            ids.append([piece.id for piece in pieces])
+            offsets.append([(piece.begin, piece.end) for piece in pieces])
+        return {"input_ids": ids, "offset_mapping": offsets}
 
     @property
     def port(self):

@@ -2,7 +2,9 @@
 
 At stage ratio r, each side keeps its first ceil(r * n) subwords (n = its subword count, specials excluded, at
 least one), with the same cut fed to the teacher (as text) and to the student (as token ids). Subwords are counted
-with the student tokenizer on both sides, so the teacher needs no tokenizer of its own.
+with the student tokenizer on both sides by default; the English side may be cut with the teacher's own tokenizer
+instead (the paper counts each side's own subwords: ``DistillationBatches(teacher_tokenizer=...)``, the recipe's
+``--curriculum_english_cut teacher``), any tokenizer called as a Hugging Face fast tokenizer with offsets.
 """
 
 from __future__ import annotations

@@ -108,6 +108,9 @@ class DistillationBatches(torch.utils.data.Dataset):
         curriculum_increment: stage increment (0.1: prefixes of 10%, 20%, ..., 100%).
         curriculum_fraction: share of the steps given to the stages shorter than 100% (split evenly among them; the
             whole-sentence stage gets the rest); None splits all stages evenly.
+        teacher_tokenizer: what counts the English side's subwords for the curriculum's prefixes (called as a Hugging
+            Face fast tokenizer with offsets, e.g. :class:`bitext_hf.encoders.use.UseTokenizer`, the teacher's own);
+            None: the student tokenizer, as for the student side.
         mask_rate: fraction of tokens replaced by <mask> in MLM batches.
         max_length: truncation length in student subwords (specials included).
         group_by_length: batch sentences of similar length (a random window of the length-sorted pool, wrapping
@@ -135,6 +138,7 @@ class DistillationBatches(torch.utils.data.Dataset):
         mlm_break_mode: str = "complete",
         curriculum_increment: float = 0.1,
         curriculum_fraction: float | None = None,
+        teacher_tokenizer: Any | None = None,
         mask_rate: float = 0.15,
         max_length: int = 128,
         group_by_length: bool = True,
@@ -198,7 +202,8 @@ class DistillationBatches(torch.utils.data.Dataset):
         for bitext in bitexts:
             ratios = self.ratios if bitext.src_lang in self.curriculum_languages else [1.0]
             partial = [ratio for ratio in ratios if ratio < 1.0]
-            teacher_cuts = prefix_cuts(bitext.tgt, tokenizer, partial, self._body_length) if partial else {}
+            english_tokenizer = tokenizer if teacher_tokenizer is None else teacher_tokenizer
+            teacher_cuts = prefix_cuts(bitext.tgt, english_tokenizer, partial, self._body_length) if partial else {}
             student_cuts = prefix_cuts(bitext.src, tokenizer, ratios, self._body_length)
             for ratio in ratios:
                 if ratio < 1.0:

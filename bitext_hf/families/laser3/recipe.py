@@ -33,6 +33,10 @@ logger = logging.getLogger("distill_wolof")
 
 RESULTS_FILE = "xsim_results.json"
 
+# Whose tokenizer cuts the English side of the curriculum's prefixes (--curriculum_english_cut); the first is the
+# default.
+CURRICULUM_ENGLISH_CUTS: tuple[str, ...] = ("student", "teacher")
+
 
 @dataclasses.dataclass
 class ScriptArguments:
@@ -101,6 +105,12 @@ class ScriptArguments:
     curriculum_fraction: float | None = arg_field(
         None, "Share of the steps for the prefix stages (e.g. 0.5; whole sentences get the rest); default: even."
     )
+    curriculum_english_cut: str = arg_field(
+        "student",
+        "Whose subwords cut the English side's curriculum prefixes: student (the student tokenizer, as for the "
+        "student side) or teacher (the teacher's own tokenizer, the paper's reading: each side counts its own "
+        "subwords; the default teacher's is USE's SentencePiece).",
+    )
     mask_rate: float = arg_field(0.15, "Fraction of the tokens of MLM sentences set to <mask>.")
     mlm_batch_blocks: int | None = arg_field(
         None,
@@ -122,6 +132,11 @@ class ScriptArguments:
                 raise UsageError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.task_sampling not in TASK_SAMPLING:
             raise UsageError(f"task_sampling must be one of {list(TASK_SAMPLING)}, got {self.task_sampling!r}")
+        if self.curriculum_english_cut not in CURRICULUM_ENGLISH_CUTS:
+            raise UsageError(
+                f"curriculum_english_cut must be one of {list(CURRICULUM_ENGLISH_CUTS)}, got "
+                f"{self.curriculum_english_cut!r}"
+            )
         if self.mlm_break_mode not in MLM_BREAK_MODES:
             raise UsageError(f"mlm_break_mode must be one of {list(MLM_BREAK_MODES)}, got {self.mlm_break_mode!r}")
         if self.dataset_alpha is not None and not 0.0 <= self.dataset_alpha <= 1.0:
@@ -240,11 +255,30 @@ def build_batches(
         mlm_break_mode=script_args.mlm_break_mode,
         curriculum_increment=script_args.curriculum_increment,
         curriculum_fraction=script_args.curriculum_fraction,
+        teacher_tokenizer=english_tokenizer(script_args, cache.teacher),
         mask_rate=script_args.mask_rate,
         max_length=script_args.max_length,
         group_by_length=script_args.group_by_length,
         seed=training_args.seed,
     )
+
+
+def english_tokenizer(script_args: ScriptArguments, teacher: Any) -> Any | None:
+    """The tokenizer that cuts the English side of the curriculum's prefixes: None (the student's) unless
+    ``--curriculum_english_cut teacher``, then the teacher's own (USE's SentencePiece for the default teacher, the
+    Hugging Face tokenizer of a model teacher)."""
+    if script_args.curriculum_english_cut == "student":
+        return None
+    if script_args.teacher == "default":
+        from bitext_hf.encoders.use import UseTokenizer
+
+        return UseTokenizer()
+    tokenizer = getattr(teacher, "tokenizer", None)
+    if tokenizer is None or not getattr(tokenizer, "is_fast", False):
+        raise UsageError(
+            f"--curriculum_english_cut teacher: the teacher {script_args.teacher!r} has no fast tokenizer with offsets"
+        )
+    return tokenizer
 
 
 def adapt_training_args(training_args: TrainingArguments) -> bool:
