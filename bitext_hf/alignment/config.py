@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bitext_hf.alignment.output import ALIGN_FORMATS, alignment_format
-from bitext_hf.encoding.embedder import EncoderOptions, refuse_cache_dir_without_cache
+from bitext_hf.encoding.embedder import EncoderOptions, check_positive
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.filters import LanguageOptions
 from bitext_hf.options import finite_float, option, positive_int
@@ -169,11 +169,8 @@ class AlignConfig(AlignSettings, LanguageOptions, EncoderOptions):
             raise UsageError(f"unknown format {self.format!r}; choose one of {', '.join(ALIGN_FORMATS)}")
         if self.format is not None and not self.out:
             raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
-        for name in ("batch_size", "max_line_chars", "threads"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
-        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
+        self.check_encoder_options()
+        check_positive(self.threads, "threads")
         folders = [os.path.isdir(path) for path in (self.src, self.tgt) if path]
         if len(set(folders)) > 1:
             raise UsageError("--src and --tgt must both be files or both be folders of documents")

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions, RayOptions, refuse_cache_dir_without_cache
+from bitext_hf.encoding.embedder import EncoderOptions, RayOptions
 from bitext_hf.errors import UsageError
 from bitext_hf.options import option, positive_int
 
@@ -75,7 +75,7 @@ class EncodeConfig(RayOptions, EncoderOptions):
     quiet: bool = False
 
     def __post_init__(self) -> None:
-        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
+        self.check_encoder_options()
 
     @property
     def sharded(self) -> bool:

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions, refuse_cache_dir_without_cache
+from bitext_hf.encoding.embedder import EncoderOptions, check_positive
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.config import MarginOptions, check_choices, check_positive
+from bitext_hf.mining.config import MarginOptions
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, check_settings
 from bitext_hf.mining.scoring import check_aligned_inputs
 from bitext_hf.options import column_pair, option
@@ -141,9 +141,8 @@ class EvalConfig(MarginOptions, EncoderOptions):
             check_aligned_inputs(self.pairs, self.src, self.tgt)
         # What the command line's parser refuses before a config is made; Python callers get the same checks.
         check_settings(self.margin, self.mode or DEFAULT_MODE, None)
-        for name in ("k", "batch_size", "max_line_chars", "threads"):
+        for name in ("k", "threads"):
             check_positive(getattr(self, name), name)
-        check_choices(self)
         unknown = [metric for metric in self.metrics if metric not in METRICS]
         if unknown:
             raise UsageError(f"unknown metric {unknown[0]!r}; choose among {', '.join(METRICS)}")
@@ -157,7 +156,7 @@ class EvalConfig(MarginOptions, EncoderOptions):
         """Options given where they do nothing are refused (exit 2), not ignored; ``metrics`` unset is all three,
         ``k`` and ``margin`` unset (None, so that a value given where it cannot act is told from the default) are
         4 and "ratio"."""
-        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
+        self.check_encoder_options()
         if self.bucc:
             if self.metrics is not None:
                 raise UsageError("--metrics chooses among xsim, accuracy and mteb; --bucc computes BUCC F1 only")

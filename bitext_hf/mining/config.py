@@ -10,12 +10,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
-from bitext_hf.encoders.exported import BACKENDS
-from bitext_hf.encoders.huggingface import POOLINGS
-from bitext_hf.encoders.precision import QUANTIZE_CHOICES
-from bitext_hf.encoding.embedder import EncoderOptions, RayOptions, refuse_cache_dir_without_cache
+from bitext_hf.encoding.embedder import EncoderOptions, RayOptions, check_positive
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.filters import FilterOptions, FilterSettings
 from bitext_hf.mining.margin import MARGINS
@@ -36,7 +31,6 @@ __all__ = [
     "MiningConfig",
     "ThresholdOptions",
     "check_choices",
-    "check_positive",
     "demo_inputs",
     "filter_settings",
     "refuse_lid_options_without_lid",
@@ -142,16 +136,9 @@ def refuse_lid_options_without_lid(
             )
 
 
-def check_positive(value: Any, name: str) -> None:
-    """``value`` is None or an integer >= 1 (a config's count option); else a usage error naming ``name``."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
-
-
 def check_choices(options: Any, **allowed: Sequence[str]) -> None:
-    """What the command line's ``choices`` refuse, for a config made in Python: each option named in ``allowed`` and
-    the encoder's ``pooling``, ``quantize`` and ``backend`` are None or one of their choices; else a usage error."""
-    allowed = {"pooling": POOLINGS, "quantize": QUANTIZE_CHOICES, "backend": BACKENDS, **allowed}
+    """What the command line's ``choices`` refuse, for a config made in Python: each option named in ``allowed`` is
+    None or one of its choices; else a usage error (the encoder's are :meth:`EncoderOptions.check_encoder_options`'s)."""
     for name, choices in allowed.items():
         value = getattr(options, name)
         if value is not None and value not in choices:
@@ -315,8 +302,8 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         # What the command line's parser refuses before a config is made; Python callers get the same checks.
         self.mode = self.mode or DEFAULT_MODE
         check_settings(self.margin, self.mode, self.threshold)
-        check_positive(self.k, "k")
-        for name in ("batch_size", "max_line_chars", "nprobe", "check_recall", "workers", "threads"):
+        self.check_encoder_options()
+        for name in ("k", "nprobe", "check_recall", "workers", "threads"):
             check_positive(getattr(self, name), name)
         check_choices(self, format=FORMATS, distributed=("ray",))
         if not isinstance(self.index, str):
@@ -337,7 +324,6 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         )
         if self.format is not None and not self.out:
             raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
-        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
 
     @property
     def filters(self) -> FilterSettings:

@@ -27,16 +27,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions
+from bitext_hf.encoding.embedder import EncoderOptions, check_positive
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining.config import (
     FILTER_LENGTHS,
     MarginOptions,
     ThresholdOptions,
     check_choices,
-    check_positive,
     filter_settings,
-    refuse_cache_dir_without_cache,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.mining.filters import FilterOptions, FilterSettings
@@ -131,14 +129,14 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
 
     def __post_init__(self) -> None:
         # In the order the command has always checked them, so that its messages stay the same.
-        refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
+        self.check_encoder_options()
         # score records no languages: --src-lang / --tgt-lang act only through --lid.
         refuse_lid_options_without_lid(self.lid, self.lid_min_prob, self.src_lang, self.tgt_lang)
         _ = self.filters  # checked when the config is made, as every other option
         check_aligned_inputs(self.pairs, self.src, self.tgt)
         # What the command line's parser refuses before a config is made; Python callers get the same checks.
         check_settings(self.margin, DEFAULT_MODE, self.threshold)
-        for name in ("k", "batch_size", "max_line_chars", "threads"):
+        for name in ("k", "threads"):
             check_positive(getattr(self, name), name)
         check_choices(self, format=FORMATS)
 
