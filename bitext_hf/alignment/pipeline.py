@@ -31,7 +31,6 @@ from bitext_hf.alignment.output import EXTENSIONS, check_tsv_sentences
 from bitext_hf.alignment.overlaps import overlap_texts
 from bitext_hf.alignment.search import Alignment, search
 from bitext_hf.errors import UsageError
-from bitext_hf.threads import limit_threads
 
 __all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignResult", "run_alignment"]
 
@@ -81,13 +80,10 @@ def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | Non
         UsageError: options or output path that cannot work; DataValidationError: a bad input (naming the file and
             line); OutputWriteError: an output could not be written (nothing partial is left behind).
     """
-    from bitext_hf.io import protect_inputs
+    from bitext_hf.mining.sides import job_scope
 
-    try:
-        with limit_threads(config.threads):
-            return _run(config, load_encoder)
-    finally:
-        protect_inputs(())  # this run's inputs; a later run has its own
+    with job_scope(config.threads):
+        return _run(config, load_encoder)
 
 
 def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:

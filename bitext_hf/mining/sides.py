@@ -52,10 +52,10 @@ def is_embeddings(path: str) -> bool:
 
 @contextlib.contextmanager
 def job_scope(threads: int | None) -> Iterator[None]:
-    """Where a job (mining, scoring, evaluation) runs: its encoders and search on ``threads`` CPU threads
+    """Where a job (mining, scoring, alignment, evaluation) runs: its encoders and search on ``threads`` CPU threads
     (:func:`bitext_hf.threads.limit_threads`; the caller's setting comes back after), and the inputs that
-    :func:`bitext_hf.io.check_inputs_and_output` protects protected until it ends (a later job, or the caller's own writes, have
-    their own)."""
+    :func:`bitext_hf.io.check_inputs_and_output` protects protected until it ends (a later job, or the caller's own
+    writes, have their own)."""
     from bitext_hf.threads import limit_threads
 
     try:
