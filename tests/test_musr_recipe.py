@@ -4,6 +4,7 @@ temperature sampling, one-line errors for bad input, and the offline gettext smo
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -300,3 +301,40 @@ def test_resume_inside_stage_2_continues_exactly(recipe, files, tmp_path):
     losses = [(entry["step"], entry["loss"]) for entry in results["stage2"]["log_history"] if "loss" in entry]
     assert [step for step, _ in losses] == [1, 2] and losses[0][1] == 123.0
     assert (output_dir / "model.safetensors").read_bytes() == expected  # bitwise the uninterrupted run
+
+
+def test_defaults_are_the_protocol_that_showed_the_gain(recipe, files, tmp_path, capsys):
+    """experiments/README.md's MuSR table: stage 1 to a plateau, stage 2 with the reference criterion's plain
+    cross-entropy, alpha 1; each of the earlier protocol's settings one flag away."""
+    from bitext_hf.families.musr.recipe import stage1_plateau
+
+    defaults = recipe.ScriptArguments()
+    assert defaults.alpha == 1.0 and defaults.stage2_label_smoothing == 0.0
+    assert stage1_plateau(defaults) == 0.01
+    assert stage1_plateau(dataclasses.replace(defaults, held_out=0)) == 0.0  # nothing to measure it on: off
+    assert stage1_plateau(dataclasses.replace(defaults, stage1_plateau=0.0)) == 0.0
+    assert stage1_plateau(dataclasses.replace(defaults, stage1_plateau=0.05)) == 0.05
+    # asked for, with nothing to measure it on: refused, naming the way out
+    code, message = _error(
+        recipe, flags(files, tmp_path / "out", "--held_out", "0", "--stage1_plateau", "0.01"), capsys
+    )
+    assert code == 2 and "--stage1_plateau 0" in message and len(message.splitlines()) == 1
+
+
+def test_the_card_says_how_each_stage_ran_and_gives_the_papers_numbers():
+    from bitext_hf.families.musr.recipe import ScriptArguments, model_card
+
+    final = {"xsim_en": 20.0, "accuracy_en": 0.8}
+    plateau = {"every": 100, "min_improvement": 0.01, "patience": 3, "history": [], "stopped_at": 2600}
+    results = {
+        "data": {"pivot": "de", "train_pairs": {"fr": 10, "de": 10}, "train_examples": [96000, 96000]},
+        "stage1": {"final": final, "log_history": [{"step": 2600, "loss": 2.0}], "plateau": plateau},
+        "stage2": {"final": {**final, "xsim_en": 15.0}, "log_history": [{"step": 300, "loss": 1.0}]},
+    }
+    card = model_card(ScriptArguments(train_pairs=["fr=gettext", "de=gettext"]), results)
+    assert "stage 1 stopped at a plateau at step 2600" in card
+    assert "stage-2 label smoothing 0" in card and "Tatoeba-en 78.89 -> 82.69" in card
+    unfinished = {**results, "stage1": {**results["stage1"], "plateau": {**plateau, "stopped_at": None}}}
+    smoothed = ScriptArguments(train_pairs=["fr=gettext"], stage2_label_smoothing=None)
+    card = model_card(smoothed, unfinished)
+    assert "without reaching the plateau" in card and "stage-2 label smoothing the model's" in card

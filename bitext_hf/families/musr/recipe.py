@@ -40,6 +40,8 @@ from bitext_hf.training.args import arg_field
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 
 RESULTS_FILE = "eval_results.json"
+# Stage 1's default plateau: the criterion under which experiments/README.md's MuSR table shows CrossConST's gain.
+DEFAULT_STAGE1_PLATEAU = 0.01
 ST_FOLDER = "sentence-transformers"
 _MODEL_FIELDS = (
     "hidden_size",
@@ -65,21 +67,26 @@ class ScriptArguments:
     train_examples: int = arg_field(1_000_000, "Pairs drawn (with replacement, by temperature) for each stage.")
     held_out: int = arg_field(1000, "English sentences shared by all languages held out, with their translations.")
     pivot: str | None = arg_field(None, "Non-English pivot language of the evaluation (default: the first language).")
-    alpha: float = arg_field(1.0, "CrossConST weight in stage 2 (the paper fixes one value; tune it).")
+    alpha: float = arg_field(
+        1.0,
+        "CrossConST weight in stage 2 (1: the better of 1 and 3 in experiments/README.md's MuSR table; the reference "
+        "README, gpengzhi/CrossConST-SR, uses 3).",
+    )
     stage1_steps: int = arg_field(0, "Stage-1 optimizer steps (0: --max_steps).")
     stage2_steps: int = arg_field(0, "Stage-2 optimizer steps (0: --max_steps).")
-    stage1_plateau: float = arg_field(
-        0.0,
-        "Stop stage 1 at a plateau: when each of the last --stage1_patience held-out cross-entropies (plain, every "
-        "--stage1_eval_steps steps) improved on the one before by less than this fraction (0.01: 1%); the stage-1 "
-        "steps are the cap (0: off, run every step).",
+    stage1_plateau: float | None = arg_field(
+        None,
+        "Stop stage 1 at a plateau, as the paper trains each stage to convergence: when each of the last "
+        "--stage1_patience held-out cross-entropies (plain, every --stage1_eval_steps steps) improved on the one "
+        f"before by less than this fraction; the stage-1 steps are the cap (default: {DEFAULT_STAGE1_PLATEAU} with a "
+        "held-out set, off without one; 0: off, run every step).",
     )
     stage1_eval_steps: int = arg_field(100, "Steps between the held-out cross-entropies of --stage1_plateau.")
     stage1_patience: int = arg_field(3, "Evaluations in a row that must improve too little (--stage1_plateau).")
     stage2_label_smoothing: float | None = arg_field(
-        None,
-        "Label smoothing of stage 2's cross-entropy (default: the model's --label_smoothing, as stage 1; the "
-        "reference CrossConST criterion has none: 0).",
+        0.0,
+        "Label smoothing of stage 2's cross-entropy (0: the reference CrossConST criterion's plain cross-entropy, as "
+        "in experiments/README.md's MuSR table; none: the model's --label_smoothing, as stage 1).",
     )
     stage2_english_copies: bool = arg_field(
         False,
@@ -147,10 +154,11 @@ def check_arguments(
         raise UsageError("give --max_steps (or --stage1_steps and --stage2_steps): stages are counted in steps")
     if training_args.eval_strategy != "no" and not script_args.held_out:
         raise UsageError("--eval_strategy needs the held-out set: give --held_out")
-    if script_args.stage1_plateau < 0 or script_args.stage1_eval_steps < 1 or script_args.stage1_patience < 1:
+    plateau = script_args.stage1_plateau
+    if (plateau is not None and plateau < 0) or script_args.stage1_eval_steps < 1 or script_args.stage1_patience < 1:
         raise UsageError("--stage1_plateau must be >= 0, --stage1_eval_steps and --stage1_patience >= 1")
-    if script_args.stage1_plateau and not script_args.held_out:
-        raise UsageError("--stage1_plateau needs the held-out set: give --held_out")
+    if plateau and not script_args.held_out:
+        raise UsageError("--stage1_plateau needs the held-out set: give --held_out (or --stage1_plateau 0)")
     smoothing = script_args.stage2_label_smoothing
     if smoothing is not None and not 0 <= smoothing < 1:
         raise UsageError(f"--stage2_label_smoothing must be in [0, 1), got {smoothing}")
@@ -224,6 +232,14 @@ def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, re
         "held_out": script_args.held_out,
     }
     return StageInputs(tokenizer, examples, evaluator, summary)
+
+
+def stage1_plateau(script_args: ScriptArguments) -> float:
+    """The fraction of ``--stage1_plateau`` that stops stage 1 (0: none): given, or the default with a held-out set to
+    measure it on."""
+    if script_args.stage1_plateau is not None:
+        return script_args.stage1_plateau
+    return DEFAULT_STAGE1_PLATEAU if script_args.held_out else 0.0
 
 
 def model_config(script_args: ScriptArguments, model_args: ArchitectureArguments, tokenizer: Any) -> MuSRConfig:
@@ -344,12 +360,13 @@ def train_stages(
 
     history: list[dict[str, float]] = []
     plateau = None
-    if script_args.stage1_plateau and inputs.evaluator is not None:
+    fraction = stage1_plateau(script_args)
+    if fraction and inputs.evaluator is not None:
         plateau = PlateauCallback(
             inputs.tokenizer,
             inputs.evaluator.held_out,
             every=script_args.stage1_eval_steps,
-            min_improvement=script_args.stage1_plateau,
+            min_improvement=fraction,
             patience=script_args.stage1_patience,
             batch_size=script_args.eval_batch_size,
             max_length=script_args.max_seq_length,
