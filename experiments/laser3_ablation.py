@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 from common import (
+    RESULTS_JSON,
     add_pairs_option,
     add_run_folder_options,
     load_recipe,
@@ -95,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="laser3_ablation", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
     add_run_folder_options(parser, "/tmp/laser3_experiment")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="RUN_DIR",
+        help="Train nothing: merge the results.json of runs of this script over different seeds (one process per "
+        "seed, e.g. one per core, each with --seeds N,) into one table over all their seeds, with the verdict, in "
+        "--output_dir. The runs must share every setting but the seed.",
+    )
     parser.add_argument("--languages", default="ka,el", help="Student languages, comma-separated (default: ka,el).")
     add_pairs_option(parser)
     parser.add_argument(
@@ -641,8 +651,101 @@ def plan_markdown(report: dict[str, Any], variants: list[str], languages: list[s
     )
 
 
+def split_by_variant(values: dict[str, Any], variants: list[str]) -> dict[str, dict[str, Any]]:
+    """``{"variant | metric": value}`` (one seed's row, as run_over_seeds summarizes it) as
+    ``{variant: {metric: value}}``."""
+    split: dict[str, dict[str, Any]] = {variant: {} for variant in variants}
+    for key, value in values.items():
+        variant, _, metric = key.partition(" | ")
+        split[variant][metric] = value
+    return split
+
+
+# What the merged runs must share: everything that is not a per-seed result.
+SHARED_REPORT_KEYS = ("experiment", "regime", "sizes", "steps", "teacher zero-shot", "epoch plan", "verdict rule")
+
+
+def merge_reports(reports: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+    """One report over the seeds of ``reports`` (results.json of runs that differ only in their seeds): runs,
+    mean +- std, the task losses and, under the epoch protocol, the final MLM losses and the verdict, recomputed over
+    every seed; the rest (regime, sizes, plan, diagnostics) from the first run."""
+    from bitext_hf.errors import UsageError
+    from bitext_hf.evaluation import run_over_seeds
+
+    (first_dir, first), *others = reports.items()
+    for folder, report in others:
+        for key in SHARED_REPORT_KEYS:
+            if report.get(key) != first.get(key):
+                raise UsageError(
+                    f"--merge {folder}: its {key!r} differs from {first_dir}'s; merge runs of one setting"
+                )
+    runs: dict[int, dict[str, dict[str, float]]] = {}
+    for folder, report in reports.items():
+        for seed, run in report["runs"].items():
+            if int(seed) in runs:
+                raise UsageError(f"--merge {folder}: seed {seed} is in two of the runs")
+            runs[int(seed)] = run
+    variants = list(first["runs"][next(iter(first["runs"]))])
+    flat = {
+        seed: {f"{v} | {k}": value for v, metrics in run.items() for k, value in metrics.items()}
+        for seed, run in runs.items()
+    }
+    summary = run_over_seeds(flat.__getitem__, list(runs), seed_everything=False)
+
+    task_losses = {
+        variant: {seed: report["task losses"][variant][seed] for report in reports.values() for seed in report["runs"]}
+        for variant in variants
+    }
+    merged = {
+        **first,
+        "seeds": summary.seeds,
+        "mean +- std": split_by_variant(summary.format(), variants),
+        "mean": split_by_variant(summary.mean, variants),
+        "std": split_by_variant(summary.std, variants),
+        "runs": {str(seed): run for seed, run in runs.items()},
+        "task losses": task_losses,
+        "merged from": [str(folder) for folder in reports],
+    }
+    if "epoch plan" in first:
+        languages = first["regime"]["languages"]
+        entropy = first["unigram entropy of the MLM text (nats)"]
+        means = {arm: float(np.mean([merged["mean"][arm][lang] for lang in languages])) for arm in variants}
+        mlm_losses = {arm: float(np.mean(last)) for arm in variants if (last := last_losses(task_losses[arm], "mask"))}
+        merged |= {"final MLM loss": mlm_losses, "xsim, mean of the languages": means}
+        merged["verdict"] = verdict(means, mlm_losses, entropy["mean"])
+    return merged
+
+
+def merge_runs(args: argparse.Namespace) -> dict[str, Any]:
+    """``--merge``: read every run's results.json (all checked before anything is written), write the merged report
+    and table to ``--output_dir``."""
+    from bitext_hf.errors import UsageError
+
+    reports: dict[Path, dict[str, Any]] = {}
+    for folder in args.merge:
+        if any(folder.resolve() == known.resolve() for known in reports):
+            raise UsageError(f"--merge {folder}: given twice")
+        path = folder / RESULTS_JSON
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise UsageError(f"--merge {path}: not a results file of this script ({error})") from None
+        if not isinstance(report, dict) or report.get("experiment") != "laser3_ablation" or "runs" not in report:
+            raise UsageError(f"--merge {path}: not a results file of this script")
+        reports[folder] = report
+    merged = merge_reports(reports)
+    prepare_run_folder(args.output_dir, args.overwrite, script=Path(__file__).stem, inputs=list(args.merge))
+    table = markdown(merged, list(merged["mean"]), merged["regime"]["languages"])
+    write_results(args.output_dir, merged, table)
+    for line in merged.get("verdict", []):
+        print(f"Verdict: {line}", flush=True)
+    return merged
+
+
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    """Train every variant for every seed from scratch; write and return the report."""
+    """Train every variant for every seed from scratch (or merge runs, ``--merge``); write and return the report."""
+    if args.merge:
+        return merge_runs(args)
     from transformers import TrainingArguments
 
     from bitext_hf.data import load_pairs
@@ -826,13 +929,6 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
     summary = run_over_seeds(every_variant, args.seeds, seed_everything=False)  # the recipe seeds every run
 
-    def by_variant(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        split: dict[str, dict[str, Any]] = {variant: {} for variant in variants}
-        for key, value in values.items():
-            variant, _, metric = key.partition(" | ")
-            split[variant][metric] = value
-        return split
-
     report: dict[str, Any] = {
         "experiment": "laser3_ablation",
         "regime": {
@@ -851,10 +947,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "steps": args.steps,
         "seeds": summary.seeds,
         "teacher zero-shot": teacher,
-        "mean +- std": by_variant(summary.format()),
-        "mean": by_variant(summary.mean),
-        "std": by_variant(summary.std),
-        "runs": {str(seed): by_variant(run) for seed, run in zip(summary.seeds, summary.runs, strict=True)},
+        "mean +- std": split_by_variant(summary.format(), variants),
+        "mean": split_by_variant(summary.mean, variants),
+        "std": split_by_variant(summary.std, variants),
+        "runs": {
+            str(seed): split_by_variant(run, variants) for seed, run in zip(summary.seeds, summary.runs, strict=True)
+        },
         "diagnostics": diagnostics(
             tokenizer_dir,
             folder,

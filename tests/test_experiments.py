@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -177,6 +178,44 @@ def test_laser3_ablation_epoch_protocol(experiments, monkeypatch, pair_files, tm
     table = (output_dir / "results.md").read_text(encoding="utf-8")
     assert "Verdict rule (stated before the run)" in table and "| + MLM + curriculum |" in table
     assert "fr pairs, en side" in report["diagnostics"]["curriculum prefixes"]
+
+    # --merge: runs of other seeds (one process each) make one table over every seed, the verdict recomputed.
+    other = json.loads(json.dumps(report))
+    other["runs"] = {
+        "42": {arm: {**metrics, "fr": metrics["fr"] + 10} for arm, metrics in report["runs"]["13"].items()}
+    }
+    other["task losses"] = {arm: {"42": runs["13"]} for arm, runs in other["task losses"].items()}
+    (tmp_path / "seed42").mkdir()
+    (tmp_path / "seed42" / "results.json").write_text(json.dumps(other), encoding="utf-8")
+    merge = ["--merge", str(output_dir), str(tmp_path / "seed42"), "--output_dir", str(tmp_path / "merged")]
+    merged = laser3_ablation.main(laser3_ablation.build_parser().parse_args(merge))
+    assert merged["seeds"] == [13, 42] and set(merged["runs"]) == {"13", "42"}
+    for arm in plan:
+        fr = report["runs"]["13"][arm]["fr"]
+        assert merged["mean"][arm]["fr"] == pytest.approx(fr + 5) and merged["std"][arm]["fr"] == pytest.approx(
+            50**0.5
+        )
+        assert merged["mean"][arm]["de"] == pytest.approx(report["runs"]["13"][arm]["de"])
+    assert merged["verdict"] and merged["epoch plan"] == plan
+    assert "seeds 13, 42" in (tmp_path / "merged" / "results.md").read_text(encoding="utf-8")
+    # Runs of another setting, or the same seed twice, are refused before anything is written.
+    from bitext_hf.errors import UsageError
+
+    other["regime"] = {**other["regime"], "dropout": 0.1}
+    (tmp_path / "seed42" / "results.json").write_text(json.dumps(other), encoding="utf-8")
+    merge[-1] = str(tmp_path / "refused")
+    with pytest.raises(UsageError, match="'regime' differs"):
+        laser3_ablation.main(laser3_ablation.build_parser().parse_args(merge))
+    (tmp_path / "copy").mkdir()
+    shutil.copy(output_dir / "results.json", tmp_path / "copy" / "results.json")
+    for folders, message in (
+        ([output_dir, tmp_path / "copy"], "seed 13 is in two of the runs"),
+        ([output_dir] * 2, "given twice"),
+    ):
+        argv = ["--merge", *map(str, folders), "--output_dir", str(tmp_path / "refused")]
+        with pytest.raises(UsageError, match=message):
+            laser3_ablation.main(laser3_ablation.build_parser().parse_args(argv))
+    assert not (tmp_path / "refused").exists()
 
 
 def test_laser3_verdict_rule():
