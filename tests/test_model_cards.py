@@ -141,6 +141,8 @@ def test_every_card_holds_what_a_hub_reader_needs(family):
     assert re.search(r"@inproceedings\{[\w-]+,", bibtex) and "title = " in bibtex and 'year = "20' in bibtex
     assert "booktitle = " in bibtex and "pages = " in bibtex
     assert "Smoke run" not in text and "Worse than" not in text
+    if family in ("laser3", "musr"):  # the papers' ablations: their numbers, and where bitext-hf's measurement is
+        assert "the paper's" in text and "experiments/README.md" in text
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
