@@ -336,16 +336,20 @@ def write_card_with_seeds(run_folder: Path, output_dir: Path, table: str, title:
     """The card of one run of the experiment (``run_folder/README.md``, as the recipe wrote it) with the
     experiment's table over seeds added as a last section, written back there (the folder is what would be pushed)
     and to ``<output_dir>/model_card.md``, whose image links point into the run folder."""
-    import os
-    import re
-
     card = (run_folder / "README.md").read_text(encoding="utf-8").rstrip("\n")
     card = f"{card}\n\n## {title}\n\n{table.rstrip()}\n"
     write_file(run_folder / "README.md", card)
-    relative = Path(os.path.relpath(run_folder, output_dir)).as_posix()
+    write_file(output_dir / MODEL_CARD, rebase_links(card, run_folder, output_dir))
+
+
+def rebase_links(card: str, written_in: Path, moved_to: Path) -> str:
+    """``card``, written for ``written_in``, with its relative links rewritten to work from ``moved_to``."""
+    import os
+    import re
+
+    relative = Path(os.path.relpath(written_in, moved_to)).as_posix()
     # Relative image links only: an absolute URL or path stays as it is.
-    linked = re.sub(r"\]\((?![a-z]+://|/)([^)\s]+)\)", lambda m: f"]({relative}/{m.group(1)})", card)
-    write_file(output_dir / MODEL_CARD, linked)
+    return re.sub(r"\]\((?![a-z]+://|/)([^)\s]+)\)", lambda m: f"]({relative}/{m.group(1)})", card)
 
 
 def gettext_mlm_base(

@@ -35,17 +35,20 @@ from typing import Any
 
 import numpy as np
 from common import (
+    MODEL_CARD,
     RESULTS_JSON,
     add_pairs_option,
     add_run_folder_options,
     load_recipe,
     pair_files,
     prepare_run_folder,
+    rebase_links,
     run_script,
     seed_count_or_list,
     translation_pairs,
     true_or_false,
     write_card_with_seeds,
+    write_file,
     write_results,
 )
 
@@ -661,6 +664,7 @@ def split_by_variant(values: dict[str, Any], variants: list[str]) -> dict[str, d
     return split
 
 
+CARD_TITLE = "Ablation over seeds (experiments/laser3_ablation.py)"
 # What the merged runs must share: everything that is not a per-seed result.
 SHARED_REPORT_KEYS = ("experiment", "regime", "sizes", "steps", "teacher zero-shot", "epoch plan", "verdict rule")
 
@@ -736,6 +740,12 @@ def merge_runs(args: argparse.Namespace) -> dict[str, Any]:
     merged = merge_reports(reports)
     prepare_run_folder(args.output_dir, args.overwrite, script=Path(__file__).stem, inputs=list(args.merge))
     table = markdown(merged, list(merged["mean"]), merged["regime"]["languages"])
+    # The first run's card (a model of its first seed) with the merged table in place of its own one-seed table.
+    first = args.merge[0]
+    if (first / MODEL_CARD).is_file():
+        card = (first / MODEL_CARD).read_text(encoding="utf-8").split(f"\n\n## {CARD_TITLE}\n", 1)[0]
+        card = f"{rebase_links(card, first, args.output_dir)}\n\n## {CARD_TITLE}\n\n{table.rstrip()}\n"
+        write_file(args.output_dir / MODEL_CARD, card)
     write_results(args.output_dir, merged, table)
     for line in merged.get("verdict", []):
         print(f"Verdict: {line}", flush=True)
@@ -990,7 +1000,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     table = markdown(report, variants, languages)
     # The card of the first seed's run of the last variant (the paper's full method by default) carries the table.
     card_run = folder / f"run-{run_name(variants[-1])}-seed{summary.seeds[0]}"
-    write_card_with_seeds(card_run, args.output_dir, table, "Ablation over seeds (experiments/laser3_ablation.py)")
+    write_card_with_seeds(card_run, args.output_dir, table, CARD_TITLE)
     write_results(args.output_dir, report, table)
     logger.info("results: %s", json.dumps(report["mean +- std"]))
     return report

@@ -197,7 +197,12 @@ def test_laser3_ablation_epoch_protocol(experiments, monkeypatch, pair_files, tm
         )
         assert merged["mean"][arm]["de"] == pytest.approx(report["runs"]["13"][arm]["de"])
     assert merged["verdict"] and merged["epoch plan"] == plan
-    assert "seeds 13, 42" in (tmp_path / "merged" / "results.md").read_text(encoding="utf-8")
+    merged_table = (tmp_path / "merged" / "results.md").read_text(encoding="utf-8")
+    assert "seeds 13, 42" in merged_table
+    # The first run's card, its one-seed table replaced by the merged one, its links pointing into that run.
+    card = (tmp_path / "merged" / "model_card.md").read_text(encoding="utf-8")
+    assert card.count("## Ablation over seeds") == 1 and card.rstrip().endswith(merged_table.rstrip())
+    assert "](../laser3/work/run-" in card
     # Runs of another setting, or the same seed twice, are refused before anything is written.
     from bitext_hf.errors import UsageError
 
