@@ -74,7 +74,9 @@ ARMS = {
 }
 # Written before any number of this protocol (experiments/README.md): what the tables must show to credit MLM.
 XSIM_MARGIN = 2.0  # points of xsim (both languages) by which MLM must beat both distillation arms
-ENTROPY_MARGIN = 0.5  # nats by which the final MLM loss must end below the unigram entropy of the MLM text
+# Nats by which the final MLM loss must end below the unigram entropy of the MLM text; the recipe's warning
+# (bitext_hf.families.laser3.MLM_CONTEXT_MARGIN) uses the same rule.
+ENTROPY_MARGIN = 0.5
 VERDICT_RULE = (
     f"+ MLM is credited when its xsim (mean of the languages) is more than {XSIM_MARGIN:g} points below both "
     f"distillation arms' (E epochs, and the MLM arm's steps) and its final MLM loss ends at least {ENTROPY_MARGIN:g} "
@@ -405,18 +407,14 @@ def unigram_entropy(tokenizer_dir: Path, folder: Path, languages: list[str]) -> 
     from transformers import PreTrainedTokenizerFast
 
     from bitext_hf.data import read_lines
+    from bitext_hf.families.laser3 import unigram_entropy
 
     tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
     entropies, tokens = {}, {}
     for lang in languages:
-        ids = np.concatenate(
-            [np.asarray(row, dtype=np.int64) for row in mlm_blocks(tokenizer, read_lines(folder / f"{lang}-mono.txt"))]
-        )
-        ids = ids[ids != tokenizer.eos_token_id]  # the separators are never masked
-        counts = np.bincount(ids).astype(np.float64)
-        probabilities = counts[counts > 0] / counts.sum()
-        entropies[lang] = round(float(-(probabilities * np.log(probabilities)).sum()), 3)
-        tokens[lang] = len(ids)
+        blocks = mlm_blocks(tokenizer, read_lines(folder / f"{lang}-mono.txt"))
+        entropy, tokens[lang] = unigram_entropy(blocks, [tokenizer.eos_token_id])  # separators are never masked
+        entropies[lang] = round(entropy, 3)
     entropies["mean"] = round(sum(entropies[lang] * tokens[lang] for lang in languages) / sum(tokens.values()), 3)
     return entropies
 

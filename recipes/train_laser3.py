@@ -37,6 +37,7 @@ from bitext_hf.families.laser3.recipe import (
     build_batches,
     build_student,
     build_tokenizer,
+    check_mlm_learning,
     check_training_args,
     export_student,
     load_data,
@@ -105,6 +106,8 @@ def main(
     results["global_step"] = trainer.state.global_step
     # Each task's loss (loss_distil, loss_self, loss_mask) as the Trainer logged it: what each task learned.
     results["log_history"] = [entry for entry in trainer.state.log_history if "loss" in entry]
+    if mlm := check_mlm_learning(batches, results["log_history"]):  # did MLM learn context? (the card says)
+        results["mlm"] = mlm
 
     # Export: the student, its card and figures, xsim_results.json (and the hub with --push_to_hub).
     with main_process_first() as main_process:  # rank 0 writes, the others wait for it

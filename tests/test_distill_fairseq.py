@@ -239,3 +239,73 @@ def test_mlm_batches_hold_mlm_batch_size_blocks_and_the_others_batch_size_senten
     assert sizes == {"distil": {6}, "self": {6}, "mask": {2}}
     with pytest.raises(UsageError, match="mlm_batch_size"):
         batches_for(tiny_tokenizer, french, tmp_path, mlm_batch_size=0)
+
+
+# ---------------------------------------------------------------- did MLM learn context?
+
+
+def test_unigram_entropy_is_the_loss_of_a_head_that_ignores_the_context():
+    from bitext_hf.families.laser3 import unigram_entropy
+
+    assert unigram_entropy([[5, 6], [5, 6, 9]], ignored=[9]) == pytest.approx((np.log(2), 4))
+    assert unigram_entropy([[5, 5, 5, 7]]) == pytest.approx((-(0.75 * np.log(0.75) + 0.25 * np.log(0.25)), 4))
+    assert unigram_entropy([[9, 9]], ignored=[9])[1] == 0 and np.isnan(unigram_entropy([])[0])
+
+
+def test_mlm_learning_check_needs_the_loss_a_margin_below_the_entropy():
+    from bitext_hf.families.laser3 import MLM_CONTEXT_MARGIN, mlm_learning_check
+
+    history = [{"loss": 1.0, "loss_distil": 0.5}, {"loss": 1.0, "loss_mask": 7.5}, {"loss": 1.0, "loss_mask": 6.2}]
+    assert mlm_learning_check(6.8, history)["learned context"]  # 0.6 nats below
+    check = mlm_learning_check(6.6, history)  # 0.4 nats below: frequency only
+    assert check == {"final loss": 6.2, "unigram entropy": 6.6, "margin": MLM_CONTEXT_MARGIN, "learned context": False}
+    assert mlm_learning_check(6.6, history[:1]) is None  # no MLM in the run
+
+
+def test_the_batches_entropy_counts_what_mlm_can_mask(tiny_tokenizer, french, tmp_path):
+    from bitext_hf.families.laser3 import unigram_entropy
+
+    monolingual = {"wo": [f"{text} {text}" for text in french.src] * 5, "fr": list(french.src)}
+    batches = batches_for(tiny_tokenizer, french, tmp_path, monolingual=monolingual, mlm_languages=["wo", "fr"])
+    entropy = batches.mlm_unigram_entropy()
+    eos = tiny_tokenizer.eos_token_id
+    wo, wo_tokens = unigram_entropy(batches._mlm_ids["wo"], [eos])
+    fr, fr_tokens = unigram_entropy(batches._mlm_ids["fr"], [eos])
+    assert entropy["wo"] == pytest.approx(wo) and entropy["fr"] == pytest.approx(fr)
+    assert entropy["mean"] == pytest.approx((wo * wo_tokens + fr * fr_tokens) / (wo_tokens + fr_tokens))
+    assert batches_for(tiny_tokenizer, french, tmp_path).mlm_unigram_entropy() == {}
+
+
+def test_the_card_warns_when_mlm_learned_no_context():
+    from bitext_hf.families.laser3.export import student_card
+
+    results = {"n_train_pairs": {"wo": 10}, "global_step": 5000}
+    check = {"final loss": 6.9, "unigram entropy": 6.6, "margin": 0.5, "learned context": False}
+    card = student_card(
+        languages=["wo"], teacher="default", training_data=["wo=gettext"], results=results | {"mlm": check}
+    )
+    assert "Its MLM task learned no context" in card and "6.900 nats" in card and "--mask_weight 0" in card
+    learned = student_card(
+        languages=["wo"],
+        teacher="default",
+        training_data=["wo=gettext"],
+        results=results | {"mlm": check | {"learned context": True}},
+    )
+    assert "learned no context" not in learned
+
+
+def test_the_recipe_reports_and_warns_when_mlm_learned_no_context(tiny_tokenizer, french, tmp_path, caplog):
+    from bitext_hf.families.laser3.recipe import check_mlm_learning
+
+    monolingual = {"wo": [f"{text} {text}" for text in french.src] * 5}
+    batches = batches_for(tiny_tokenizer, french, tmp_path, monolingual=monolingual, mlm_languages=["wo"])
+    entropy = batches.mlm_unigram_entropy()["mean"]
+    assert check_mlm_learning(batches, [{"loss": 1.0, "loss_distil": 0.5}]) is None  # no MLM logged
+    with caplog.at_level("WARNING", logger="distill_wolof"):
+        check = check_mlm_learning(batches, [{"loss": 1.0, "loss_mask": entropy + 0.1}])
+    assert check["learned context"] is False and check["unigram entropy"] == pytest.approx(entropy, abs=1e-4)
+    assert "learned no context" in caplog.text and "--mask_weight 0" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="distill_wolof"):
+        assert check_mlm_learning(batches, [{"loss": 1.0, "loss_mask": entropy - 1.0}])["learned context"]
+    assert "learned no context" not in caplog.text

@@ -223,8 +223,12 @@ def test_laser3_ablation_epoch_protocol(experiments, monkeypatch, pair_files, tm
     assert not (tmp_path / "refused").exists()
 
 
-def test_laser3_verdict_rule():
-    from laser3_ablation import verdict
+def test_laser3_verdict_rule(experiments):
+    from laser3_ablation import ENTROPY_MARGIN, verdict
+
+    from bitext_hf.families.laser3 import MLM_CONTEXT_MARGIN
+
+    assert ENTROPY_MARGIN == MLM_CONTEXT_MARGIN  # the recipe's warning applies the verdict's rule
 
     means = {"distillation": 40.0, "distillation at MLM steps": 39.0, "+ MLM": 35.0, "+ MLM + curriculum": 34.0}
     assert verdict(means, {"+ MLM": 6.0, "+ MLM + curriculum": 6.0}, 7.0)[0].startswith("MLM: the gain holds")

@@ -17,11 +17,18 @@ from bitext_hf.families.laser3.errors import DistillationDataError
 from bitext_hf.families.laser3.evaluation import StudentEncoder, XsimEvaluator, evaluate_xsim
 from bitext_hf.families.laser3.export import save_student, xsim_rows
 from bitext_hf.families.laser3.losses import DistillationLoss, distillation_term
-from bitext_hf.families.laser3.masking import SentenceMaskingCollator, pack_blocks
+from bitext_hf.families.laser3.masking import (
+    MLM_CONTEXT_MARGIN,
+    SentenceMaskingCollator,
+    mlm_learning_check,
+    pack_blocks,
+    unigram_entropy,
+)
 from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, TASK_SAMPLING, Stream, TaskSampler
 
 __all__ = [
     "DEFAULT_TASK_WEIGHTS",
+    "MLM_CONTEXT_MARGIN",
     "TASK_SAMPLING",
     "DistillationBatches",
     "DistillationDataError",
@@ -37,9 +44,11 @@ __all__ = [
     "curriculum_stage",
     "distillation_term",
     "evaluate_xsim",
+    "mlm_learning_check",
     "pack_blocks",
     "prefix_length",
     "prefix_texts_and_ids",
     "save_student",
+    "unigram_entropy",
     "xsim_rows",
 ]

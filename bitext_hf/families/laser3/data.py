@@ -24,7 +24,7 @@ from bitext_hf.families.laser3.curriculum import (
     prefix_texts_and_ids,
 )
 from bitext_hf.families.laser3.errors import DistillationDataError
-from bitext_hf.families.laser3.masking import MLM_BREAK_MODES, SentenceMaskingCollator, pack_blocks
+from bitext_hf.families.laser3.masking import MLM_BREAK_MODES, SentenceMaskingCollator, pack_blocks, unigram_entropy
 from bitext_hf.families.laser3.sampling import Stream, TaskSampler
 
 __all__ = ["ENGLISH", "DistillationBatches"]
@@ -243,6 +243,19 @@ class DistillationBatches(torch.utils.data.Dataset):
 
     def __len__(self) -> int:
         return self.total_steps
+
+    def mlm_unigram_entropy(self) -> dict[str, float]:
+        """Per MLM language the unigram entropy (nats) of the tokens its MLM examples can mask (the blocks'
+        separators left out), and ``"mean"``, the languages' entropies weighted by their tokens (the loss of a head
+        that knows the language, which a block's context gives at once); empty without MLM languages."""
+        entropies, tokens = {}, {}
+        for language, ids in self._mlm_ids.items():
+            entropies[language], tokens[language] = unigram_entropy(ids, [self.tokenizer.eos_token_id])
+        if sum(tokens.values()):
+            entropies["mean"] = sum(entropies[lang] * tokens[lang] for lang in tokens if tokens[lang]) / sum(
+                tokens.values()
+            )
+        return entropies
 
     @staticmethod
     def collate(items: list[dict[str, Any]]) -> dict[str, Any]:

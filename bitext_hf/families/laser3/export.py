@@ -74,6 +74,19 @@ def _overall(results: Mapping[str, Any], key: str) -> float | None:
     return None if entry is None or entry.get("xsim") is None else float(entry["xsim"])
 
 
+def _mlm_note(check: Mapping[str, Any] | None) -> list[str]:
+    """The card's warning for a run whose MLM head learned no context (``mlm_learning_check``)."""
+    if not check or check["learned context"]:
+        return []
+    return [
+        f"**Its MLM task learned no context.** The masked-LM loss ended at {check['final loss']:.3f} nats, not "
+        f"{check['margin']:g} below the unigram entropy of the MLM text ({check['unigram entropy']:.3f} nats): the "
+        "head predicts tokens by their frequency, so at this budget the MLM batches took updates from distillation "
+        "without teaching the encoder. experiments/README.md of bitext-hf (LASER3) measures what that costs; "
+        "`--mask_weight 0` trains without MLM."
+    ]
+
+
 def student_card(
     *,
     languages: Sequence[str],
@@ -92,7 +105,7 @@ def student_card(
     ``results["n_train_pairs"]``), the evaluation protocol and xsim table, the load snippets for ``repo_id`` (or a
     marked placeholder), and the warnings: a smoke run (``smoke``, or fewer optimizer steps than the smoke rule of
     ``bitext_hf.hub.card_facts`` by ``results["global_step"]``), a student worse than its teacher or than itself
-    before training."""
+    before training, and an MLM head that learned no context (``results["mlm"]``)."""
     from bitext_hf.hub import render_model_card
     from bitext_hf.hub.card_facts import (
         DEFAULT_LICENSE,
@@ -120,7 +133,8 @@ def student_card(
         for name, key in (("its teacher", "teacher_zero_shot"), ("the untrained student", "student_before"))
     ]
     steps = results.get("global_step")
-    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons, notes=configuration_notes())
+    notes = [*configuration_notes(), *_mlm_note(results.get("mlm"))]
+    warnings = quality_warnings(steps=steps, smoke=smoke, comparisons=comparisons, notes=notes)
     base = hub_model_id(teacher)
     card_data: dict[str, Any] = {
         "language": sorted({*data.languages, *language_codes(languages), "en"}),

@@ -15,11 +15,53 @@ from typing import Any
 import torch
 from transformers import DataCollatorForLanguageModeling
 
-__all__ = ["MLM_BREAK_MODES", "SentenceMaskingCollator", "pack_blocks"]
+__all__ = [
+    "MLM_BREAK_MODES",
+    "MLM_CONTEXT_MARGIN",
+    "SentenceMaskingCollator",
+    "mlm_learning_check",
+    "pack_blocks",
+    "unigram_entropy",
+]
 
 # fairseq's --sample-break-mode values this package has: "complete" (blocks of whole consecutive sentences, fairseq's
 # default and the laser_distillation task's) and "eos" (one sentence per example).
 MLM_BREAK_MODES: tuple[str, ...] = ("complete", "eos")
+# Nats by which the final MLM loss must end below the unigram entropy of the MLM text before the head counts as having
+# learned context (experiments/README.md, LASER3: the verdict rule written before the paper's-protocol run).
+MLM_CONTEXT_MARGIN = 0.5
+
+
+def unigram_entropy(sequences: Sequence[Sequence[int]], ignored: Sequence[int] = ()) -> tuple[float, int]:
+    """The entropy (nats) of the token frequencies of ``sequences``, ``ignored`` ids (never masked) left out, and the
+    number of tokens counted: the MLM loss of a head that ignores the context and predicts every masked token by
+    its frequency. ``(nan, 0)`` without tokens."""
+    import numpy as np
+
+    flat = [np.asarray(sequence, dtype=np.int64) for sequence in sequences if len(sequence)]
+    ids = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+    ids = ids[~np.isin(ids, np.asarray(list(ignored), dtype=np.int64))]
+    if not len(ids):
+        return float("nan"), 0
+    counts = np.bincount(ids).astype(np.float64)
+    probabilities = counts[counts > 0] / counts.sum()
+    return float(-(probabilities * np.log(probabilities)).sum()), len(ids)
+
+
+def mlm_learning_check(entropy: float, log_history: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Whether the MLM head of a run learned context: its last logged MLM loss (``loss_mask``) against ``entropy``,
+    the unigram entropy of its MLM text. A loss that is not :data:`MLM_CONTEXT_MARGIN` below it means the head
+    predicts tokens by their frequency only, so the encoder got no useful gradient from MLM; its batches then only
+    took updates from distillation. ``None`` when the run logged no MLM loss."""
+    losses = [float(entry["loss_mask"]) for entry in log_history if "loss_mask" in entry]
+    if not losses:
+        return None
+    return {
+        "final loss": round(losses[-1], 4),
+        "unigram entropy": round(entropy, 4),
+        "margin": MLM_CONTEXT_MARGIN,
+        "learned context": losses[-1] <= entropy - MLM_CONTEXT_MARGIN,
+    }
 
 
 def pack_blocks(sequences: Sequence[Sequence[int]], capacity: int, separator: int) -> list[list[int]]:

@@ -21,7 +21,7 @@ from bitext_hf.families.laser3.cache import TeacherEmbeddingCache
 from bitext_hf.families.laser3.data import DistillationBatches
 from bitext_hf.families.laser3.evaluation import XsimEvaluator
 from bitext_hf.families.laser3.export import save_student
-from bitext_hf.families.laser3.masking import MLM_BREAK_MODES
+from bitext_hf.families.laser3.masking import MLM_BREAK_MODES, mlm_learning_check
 from bitext_hf.families.laser3.sampling import DEFAULT_TASK_WEIGHTS, TASK_SAMPLING
 from bitext_hf.hub import push_recipe_output
 from bitext_hf.io import atomic_output
@@ -308,6 +308,24 @@ def build_student(
         **{f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos", "mask")},
     )
     return Laser3Student(config)
+
+
+def check_mlm_learning(batches: DistillationBatches, log_history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's MLM loss against the unigram entropy of its MLM text (``mlm_learning_check``), with a warning when
+    the head learned no context; ``None`` for a run without MLM."""
+    if not any("loss_mask" in entry for entry in log_history):
+        return None
+    check = mlm_learning_check(batches.mlm_unigram_entropy()["mean"], log_history)
+    if check is not None and not check["learned context"]:
+        logger.warning(
+            "the MLM loss ended at %.3f nats, not %g below the unigram entropy of the MLM text (%.3f): the MLM head "
+            "learned no context, so at this budget MLM batches only took updates from distillation (--mask_weight 0 "
+            "turns MLM off; experiments/README.md, LASER3)",
+            check["final loss"],
+            check["margin"],
+            check["unigram entropy"],
+        )
+    return check
 
 
 def export_student(
