@@ -430,7 +430,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         for key, label in labels
     }
     figure = xsim_by_series(
-        series, folder / FIGURE, title=f"MuSR, xx→en xsim ({len(args.seeds)} seeds; lower is better)"
+        series,
+        folder / FIGURE,
+        title=f"MuSR, xx→en xsim ({len(args.seeds)} seed{'s' if len(args.seeds) > 1 else ''}; lower is better)",
     )
     card_args, _, _ = parse_args(
         recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=protocol

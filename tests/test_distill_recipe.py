@@ -282,3 +282,27 @@ def test_recipe_push_to_hub_uploads_the_export_once(recipe, corpus_files, tmp_pa
     assert set(FIGURES) <= set(files), "the card's figures travel with it"
     assert not [name for name in files if name.startswith(("checkpoint-", "teacher_cache", "tokenizer/"))]
     assert "| fr | 5 |" in uploads[0]["card"], "the card with the xsim table, not the Trainer's"
+
+
+def test_defaults_are_distillation_alone_with_the_paper_one_config_away(recipe):
+    """experiments/README.md (LASER3): at small budgets MLM and the curriculum cost xsim against distillation of the
+    same updates, so the recipe's own defaults train neither; the paper's configuration turns both on for Wolof."""
+    from bitext_hf.training import load_yaml_config
+
+    defaults = recipe.ScriptArguments()
+    assert defaults.mlm_languages == [] and defaults.curriculum_languages == [] and defaults.monolingual == []
+    paper = load_yaml_config(REPO / "recipes" / "configs" / "distill_wolof.yaml")
+    assert paper["mlm_languages"] == paper["curriculum_languages"] == ["wol"] and paper["monolingual"]
+    assert paper["curriculum_english_cut"] == "teacher"  # each side's own subwords, as the paper counts them
+
+
+def test_monolingual_text_outside_the_mlm_languages_is_named(recipe, corpus_files, tmp_path, caplog):
+    from bitext_hf.families.laser3.recipe import load_data
+
+    text = tmp_path / "fr.txt"
+    text.write_text("Une phrase.\nUne autre phrase.\n", encoding="utf-8")
+    args = recipe.ScriptArguments(bitexts=corpus_files, monolingual=[f"fr={text}"], eval_bitexts=[])
+    with caplog.at_level("WARNING", logger="distill_wolof"):
+        _, monolingual, _, _ = load_data(args)
+    assert monolingual == {"fr": ["Une phrase.", "Une autre phrase."]}
+    assert "monolingual text of fr trains the vocabulary only" in caplog.text and "(none)" in caplog.text
