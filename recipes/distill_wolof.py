@@ -4,5 +4,10 @@ or imported (``accelerate launch recipes/distill_wolof.py --config ...`` runs ``
 import pathlib
 import runpy
 
-_recipe = runpy.run_path(str(pathlib.Path(__file__).with_name("train_laser3.py")), run_name=__name__)
+# Not run as __main__ inside runpy: runpy.run_path sets sys.argv[0] to the file it runs, and the recipe's messages and
+# suggested commands must name the script the user typed.
+_recipe = runpy.run_path(str(pathlib.Path(__file__).with_name("train_laser3.py")), run_name="train_laser3")
 globals().update({name: value for name, value in _recipe.items() if name == "__all__" or not name.startswith("__")})
+
+if __name__ == "__main__":
+    _recipe["cli"]()

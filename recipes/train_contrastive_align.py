@@ -102,6 +102,11 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     return results
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line, under this script's name or its alias's (``recipes/align_contrastive.py``)."""
     # The configuration of the setup it reproduces (the name the cards' used-by line gives the recipe).
     run_recipe(main, ScriptArguments, TrainingArguments, ModelArguments, default_config=DEFAULT_CONFIG)
+
+
+if __name__ == "__main__":
+    cli()

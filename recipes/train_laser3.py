@@ -119,6 +119,11 @@ def main(
     return results
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line, under this script's name or its alias's (``recipes/distill_wolof.py``)."""
     # The configuration of the setup it reproduces (the name the cards' used-by line gives the recipe).
     run_recipe(main, ScriptArguments, TrainingArguments, StudentArguments, default_config=DEFAULT_CONFIG)
+
+
+if __name__ == "__main__":
+    cli()
