@@ -520,6 +520,20 @@ def verdict(means: dict[str, float], mlm_losses: dict[str, float], entropy: floa
     return lines
 
 
+def verdict_fields(report: dict[str, Any], variants: list[str], entropy: dict[str, float]) -> dict[str, Any]:
+    """What the verdict reads and says, from a report's means and task losses over its seeds: each arm's xsim
+    averaged over the languages, each MLM arm's final MLM loss, and the verdict against ``entropy["mean"]``."""
+    languages = report["regime"]["languages"]
+    means = {arm: float(np.mean([report["mean"][arm][lang] for lang in languages])) for arm in variants}
+    losses = report["task losses"]
+    mlm_losses = {arm: float(np.mean(last)) for arm in variants if (last := last_losses(losses[arm], "mask"))}
+    return {
+        "final MLM loss": mlm_losses,
+        "xsim, mean of the languages": means,
+        "verdict": verdict(means, mlm_losses, entropy["mean"]),
+    }
+
+
 def last_losses(runs: dict[int, list[dict[str, float]]], task: str) -> list[float]:
     """The task's last logged loss of each run (seed) that logged it."""
     return [
@@ -709,12 +723,7 @@ def merge_reports(reports: dict[Path, dict[str, Any]]) -> dict[str, Any]:
         "merged from": [str(folder) for folder in reports],
     }
     if "epoch plan" in first:
-        languages = first["regime"]["languages"]
-        entropy = first["unigram entropy of the MLM text (nats)"]
-        means = {arm: float(np.mean([merged["mean"][arm][lang] for lang in languages])) for arm in variants}
-        mlm_losses = {arm: float(np.mean(last)) for arm in variants if (last := last_losses(task_losses[arm], "mask"))}
-        merged |= {"final MLM loss": mlm_losses, "xsim, mean of the languages": means}
-        merged["verdict"] = verdict(means, mlm_losses, entropy["mean"])
+        merged |= verdict_fields(merged, variants, first["unigram entropy of the MLM text (nats)"])
     return merged
 
 
@@ -973,9 +982,6 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     report["task losses"] = task_losses
     if by_epochs:
-        entropy = unigram_entropy(tokenizer_dir, folder, languages)
-        means = {arm: float(np.mean([report["mean"][arm][lang] for lang in languages])) for arm in variants}
-        mlm_losses = {arm: float(np.mean(last)) for arm in variants if (last := last_losses(task_losses[arm], "mask"))}
         report["regime"].update(
             {
                 "epochs over the bitexts": args.epochs,
@@ -986,11 +992,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
         report["epoch plan"] = plan
-        report["unigram entropy of the MLM text (nats)"] = entropy
-        report["final MLM loss"] = mlm_losses
-        report["xsim, mean of the languages"] = means
+        report["unigram entropy of the MLM text (nats)"] = entropy = unigram_entropy(tokenizer_dir, folder, languages)
         report["verdict rule"] = VERDICT_RULE
-        report["verdict"] = verdict(means, mlm_losses, entropy["mean"])
+        report |= verdict_fields(report, variants, entropy)
         for line in report["verdict"]:
             print(f"Verdict: {line}", flush=True)
     if curves:

@@ -334,9 +334,8 @@ def build_student(
 def check_mlm_learning(batches: DistillationBatches, log_history: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run's MLM loss against the unigram entropy of its MLM text (``mlm_learning_check``), with a warning when
     the head learned no context; ``None`` for a run without MLM."""
-    if not any("loss_mask" in entry for entry in log_history):
-        return None
-    check = mlm_learning_check(batches.mlm_unigram_entropy()["mean"], log_history)
+    entropy = batches.mlm_unigram_entropy().get("mean")  # None without MLM text
+    check = mlm_learning_check(entropy, log_history) if entropy is not None else None
     if check is not None and not check["learned context"]:
         logger.warning(
             "the MLM loss ended at %.3f nats, not %g below the unigram entropy of the MLM text (%.3f): the MLM head "
