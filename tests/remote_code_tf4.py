@@ -9,9 +9,10 @@ a separate folder with transformers 4.57 and the tokenizers / huggingface_hub it
 With ``sentence_transformers="5.x.y"`` the snippet also imports that sentence-transformers 5 release (the series
 transformers 4.x users can install), from a folder of its own inside the 4.57 folder.
 
-The 4.57 folder is ``$BITEXT_HF_TF4_DIR`` or ``<repo>/.cache/transformers-4.57``; ``.ci/run`` fills it with
-``python tests/remote_code_tf4.py --install`` before the test command. When it is missing, the tests install it
-with pip on first use; if that fails they skip, except under ``CI=true`` where a missing folder fails the run.
+The 4.57 folder is ``$BITEXT_HF_TF4_DIR`` or ``<repo>/.cache/transformers-4.57``; ``python
+tests/install_test_environments.py`` fills it before the tests (the README's test command and ``.ci/run`` run it).
+The tests never install it themselves (an install part-way through a run made the skip count depend on test order):
+when it is missing they skip, naming that command, except under ``CI=true`` where a missing folder fails the run.
 
 Not a test module (no ``test_`` prefix): a helper the model tests import, and a script for ``.ci/run``.
 """
@@ -81,25 +82,19 @@ def install_transformers_4(folder: Path | None = None) -> Path:
 
 
 def transformers_4_dir() -> Path:
-    """The 4.57 folder, installed on first use; skips the calling test when it cannot be had (fails under CI)."""
+    """The 4.57 folder; skips the calling test when it is not installed (fails under CI)."""
     import pytest
 
     folder = _target()
     if _installed(folder):
         return folder
+    missing = (
+        f"transformers {TF4_VERSION} with sentence-transformers {', '.join(ST5_VERSIONS)} is not installed in "
+        f"{folder}: run `python tests/install_test_environments.py` before the tests"
+    )
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(
-            f"transformers {TF4_VERSION} or sentence-transformers {', '.join(ST5_VERSIONS)} is not installed in "
-            f"{folder} (CI=true): .ci/run must run "
-            "`python tests/remote_code_tf4.py --install` before the tests"
-        )
-    try:
-        return install_transformers_4(folder)
-    except (subprocess.SubprocessError, OSError) as error:
-        pytest.skip(
-            f"transformers {TF4_VERSION} is not in {folder} and pip could not install it ({error}); set "
-            f"{_ENV_VARIABLE} or run `python tests/remote_code_tf4.py --install`"
-        )
+        pytest.fail(f"{missing} (CI=true)", pytrace=False)
+    pytest.skip(missing)
 
 
 def run_without_bitext_hf(

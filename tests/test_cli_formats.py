@@ -164,6 +164,7 @@ def test_a_full_disk_is_one_line_exit_1_and_leaves_nothing(capsys, fake_encoders
     assert "--debug" not in err and set(tmp_path.iterdir()) == before
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     import subprocess
     import sys

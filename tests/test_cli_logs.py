@@ -56,6 +56,7 @@ def _mine(tmp_path, model, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_library_logs_are_hidden_by_default_and_shown_with_verbose(tmp_path, tiny_mlm_folder):
     # The two commands run side by side, each in a folder of its own: each spends its time importing, on one core.
     (tmp_path / "quiet").mkdir()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import sysconfig
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from remote_code_tf4 import transformers_4_dir
 from transformers import AutoModel, BertConfig
 
 from bitext_hf.modeling.contrastive_align import (
@@ -251,18 +251,10 @@ def test_linear_forward_maps_non_english_rows() -> None:
     assert torch.allclose(mapped[1], plain[1].flip(-1))
 
 
-def _tf4_dir() -> Path | None:
-    folder = Path(
-        os.environ.get("BITEXT_HF_TF4_DIR", Path(__file__).resolve().parents[1] / ".cache/transformers-4.57")
-    )
-    return folder if (folder / "transformers").is_dir() else None
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("transformers_4", [False, True])
 def test_remote_code_loads_without_bitext_hf(transformers_4: bool, tmp_path: Path) -> None:
-    tf4 = _tf4_dir()
-    if transformers_4 and tf4 is None:
-        pytest.skip("transformers 4.57 folder not installed (python tests/remote_code_tf4.py --install)")
+    tf4 = transformers_4_dir() if transformers_4 else None
     model = contrastive_model("strong").eval()
     model.save_pretrained(tmp_path / "ckpt")
     ids = _batch()["input_ids"]
@@ -343,6 +335,7 @@ def _run_recipe(tmp_path: Path, *flags: str) -> dict:
     )
 
 
+@pytest.mark.slow
 def test_recipe_smoke_leaves_loadable_checkpoint_and_encoder(tmp_path: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
@@ -368,6 +361,7 @@ def test_recipe_smoke_leaves_loadable_checkpoint_and_encoder(tmp_path: Path) -> 
     assert embeddings.shape == (2, 32)
 
 
+@pytest.mark.slow
 def test_recipe_linear_exports_one_encoder_per_language(tmp_path: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
@@ -436,6 +430,7 @@ def test_encode_texts_with_the_linear_map_of_a_language(tmp_path: Path) -> None:
     assert torch.allclose(reloaded.encode(texts, language="de"), mapped, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_recipe_with_lora_saves_the_adapter_and_merges_it(tmp_path: Path) -> None:
     results = _run_recipe(tmp_path, "--use_peft", "--lora_r", "4", "--held_out", "0", "--max_steps", "3")
     run = tmp_path / "run"

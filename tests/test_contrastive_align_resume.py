@@ -16,6 +16,9 @@ from safetensors.torch import load_file
 from bitext_hf.errors import DataValidationError
 from bitext_hf.families.contrastive_align.callbacks import THETA_0_FILE, ReferenceCallback
 
+# The slow set (`python -m pytest -m slow`, which CI also runs): recipe runs interrupted and resumed.
+pytestmark = pytest.mark.slow
+
 
 def _regularizer_log(checkpoint: Path) -> dict[int, float]:
     history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]

@@ -435,6 +435,7 @@ def test_training_lowers_loss_changes_student_not_teacher(tiny_tokenizer, bitext
     assert teacher.encoded == encoded_after_setup, "teacher embeddings are never recomputed during training"
 
 
+@pytest.mark.slow
 def test_resume_from_checkpoint_reproduces_the_run(tiny_tokenizer, bitexts, tmp_path):
     import shutil
 

@@ -142,6 +142,7 @@ def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
     torch.testing.assert_close(checkpoint["projection.weight"], model.projection.weight)
 
 
+@pytest.mark.slow
 def test_recipe_resumes_from_its_last_checkpoint(recipe, corpus_files, tmp_path):
     import shutil
 

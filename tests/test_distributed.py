@@ -23,6 +23,9 @@ from bitext_hf.errors import BitextError, EncoderLoadError
 from bitext_hf.mining import bidirectional_knn, check_embeddings
 from bitext_hf.mining.sharded import mine_shards
 
+# The slow set (`python -m pytest -m slow`, which CI also runs): a Ray cluster started for the module.
+pytestmark = pytest.mark.slow
+
 ray = pytest.importorskip("ray")
 
 from bitext_hf.encoding import ray as encoding_ray  # noqa: E402

@@ -230,6 +230,7 @@ def test_unreachable_hub_is_asked_once_and_briefly(fresh_hub_cache, monkeypatch)
     assert len(calls) == 1 and calls[0]["retry_on_errors"] is False
 
 
+@pytest.mark.slow
 def test_uncached_hub_id_from_the_command_line(tmp_path):
     """The reported case end to end: exit 4 and one line on stderr, in seconds, even with -q and no variables."""
     (tmp_path / "in.txt").write_text("hello\nworld\n", encoding="utf-8")

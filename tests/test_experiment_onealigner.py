@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# The slow set (`python -m pytest -m slow`, which CI also runs): the OneAligner experiment run end to end.
+pytestmark = pytest.mark.slow
+
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 
 

@@ -15,6 +15,9 @@ from cli_fakes import DIM, FakeEncoders
 from gettext_catalogs import write_catalogs
 from recipe_support import help_texts
 
+# The slow set (`python -m pytest -m slow`, which CI also runs): the paper experiments run end to end.
+pytestmark = pytest.mark.slow
+
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SCRIPTS = ("laser3_ablation", "musr_crossconst", "contrastive_alignment")
 

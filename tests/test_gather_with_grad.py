@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 
+import pytest
 import torch
 import torch.multiprocessing
 
@@ -47,6 +48,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_ranks_get_every_rank_rows_in_order_and_gradients_on_their_own():
     with torch.multiprocessing.Manager() as manager:
         results = manager.dict()

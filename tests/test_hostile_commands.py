@@ -44,6 +44,7 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     subprocess: bool = False  # run as its own process: what a fresh interpreter prints on stderr (successes: nothing)
     then: Callable[[Path], None] | None = None  # more checks on what the run left (successes)
+    slow: bool = False  # in the slow set (`pytest -m slow`): a fresh process that builds caches from nothing
 
 
 def _corpus(tmp: Path) -> tuple[str, str]:
@@ -288,6 +289,7 @@ CASES: dict[str, Case] = {
         creates=("p.tsv", "p.tsv.meta.json", "p.tsv.threshold.png", "p.tsv.threshold.md"),
         env={"HOME": os.devnull, "XDG_CONFIG_HOME": "", "XDG_CACHE_HOME": "", "MPLCONFIGDIR": ""},
         subprocess=True,
+        slow=True,
     ),
 }
 
@@ -302,7 +304,9 @@ def _run_process(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if case.slow else name for name, case in CASES.items()]
+)
 def test_hostile_case(name, capsys, tmp_path, monkeypatch):
     case = CASES[name]
     fakes = install_fake_encoders(monkeypatch)

@@ -20,7 +20,8 @@ from hostile_support import MARKER, snapshot
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
-pytestmark = pytest.mark.timeout(300)
+# The slow set (`python -m pytest -m slow`, which CI also runs): signals, kills and concurrent runs against real subprocesses.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 # The CLI with the fake encoder in a fresh interpreter; each encoder call sleeps, so signals land mid-run.
 _SLOW_CLI = """

@@ -195,6 +195,7 @@ class Case:
     seconds: float = 60.0  # the most the command may take (the README's bound where it gives one)
     real_encoders: bool = False  # load models for real (model folders), not the fake encoder
     needs: str | None = None  # a module without which the case cannot be run (skipped)
+    slow: bool = False  # in the slow set (`pytest -m slow`): it waits out a timeout
 
 
 NOT_RAY = "answers but is not a Ray"
@@ -210,7 +211,12 @@ CASES = {
         lambda t: _ray_mine(t, "ray://127.0.0.1:{HTTP}"), EXIT_USAGE, "is not a Ray Client server", 15, needs="ray"
     ),
     "a TCP listener that never answers as --ray-address": Case(
-        lambda t: _ray_encode(t, "127.0.0.1:{SILENT}"), EXIT_USAGE, "no Ray answer within", 15, needs="ray"
+        lambda t: _ray_encode(t, "127.0.0.1:{SILENT}"),
+        EXIT_USAGE,
+        "no Ray answer within",
+        15,
+        needs="ray",
+        slow=True,
     ),
     # --- model folders whose config.json is not their weights': exit 4 before the model is built
     "a config claiming 1,000,000 layers": Case(
@@ -262,7 +268,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if case.slow else name for name, case in CASES.items()]
+)
 def test_hostile_runtime_case(name, capsys, tmp_path, monkeypatch, listeners):
     case = CASES[name]
     if case.needs:
@@ -368,6 +376,7 @@ PROCESS_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PROCESS_CASES)
 def test_hostile_runtime_process(name, tmp_path):
     case = PROCESS_CASES[name]

@@ -75,12 +75,14 @@ def _assert_refused(code: int, lines: list[str], seconds: float, *expected: str)
     assert seconds < 60, f"refused after {seconds:.0f} s"
 
 
+@pytest.mark.slow
 def test_dev_zero_is_refused_at_its_first_chunk(tmp_path):
     code, lines, seconds = _cli("encode", "--input", "/dev/zero", "--out", "zero.npy", cwd=tmp_path)
     _assert_refused(code, lines, seconds, "/dev/zero:1: NUL byte")
     assert not (tmp_path / "zero.npy").exists()
 
 
+@pytest.mark.slow
 def test_an_endless_pipe_is_refused_at_the_bound(tmp_path, english):
     endless = subprocess.Popen(["yes", LONG_LINE], stdout=subprocess.PIPE)
     try:
@@ -104,6 +106,7 @@ def test_an_endless_pipe_is_refused_at_the_bound(tmp_path, english):
     assert not (tmp_path / "pairs.tsv").exists()
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_at_the_bound_set_by_the_environment(tmp_path, english):
     bomb = _gzip_bomb(tmp_path / "bomb.txt.gz", LONG_LINE.encode() + b"\n", 256)
     assert bomb.stat().st_size < 2 << 20  # 256 MiB of text in under 2 MiB
@@ -123,6 +126,7 @@ def test_a_gzip_bomb_is_refused_at_the_bound_set_by_the_environment(tmp_path, en
     assert not (tmp_path / "scored.tsv").exists()
 
 
+@pytest.mark.slow
 def test_a_bomb_of_short_lines_is_refused_under_the_default_bound(tmp_path, english):
     # 1 GiB of `a` lines is under the default 2 GiB, but as 537M strings it would fill the memory many times over.
     bomb = _gzip_bomb(tmp_path / "lines.txt.gz", b"a\n", 1024)
@@ -131,6 +135,7 @@ def test_a_bomb_of_short_lines_is_refused_under_the_default_bound(tmp_path, engl
     _assert_refused(code, lines, seconds, f"{bomb}: holds more than {most} lines", "--max-input-bytes")
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_of_zeros_is_refused_as_binary(tmp_path, english):
     # 8 GiB once decompressed, in 8 MiB: read whole, as before the bound, it would not fit the memory.
     bomb = _gzip_bomb(tmp_path / "zeros.txt.gz", b"\x00" * 1024, 8192)
@@ -138,6 +143,7 @@ def test_a_gzip_bomb_of_zeros_is_refused_as_binary(tmp_path, english):
     _assert_refused(code, lines, seconds, f"{bomb}:1: NUL byte")
 
 
+@pytest.mark.slow
 def test_a_malformed_bound_is_a_usage_error(tmp_path, english):
     code, lines, _ = _cli(
         "mine",

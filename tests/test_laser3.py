@@ -111,6 +111,7 @@ def test_save_pretrained_automodel_round_trip(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_remote_code_loads_without_bitext_hf(tmp_path):
     model = Laser3Student(tiny_config(projection_dim=16)).eval()
     model.save_pretrained(tmp_path)  # a plain save ships the code (no register_for_auto_class by the caller)

@@ -122,6 +122,7 @@ except ImportError as error:
 """
 
 
+@pytest.mark.slow
 def test_a_user_without_bitext_hf_gets_one_line_naming_the_package(tmp_path, monkeypatch):
     # The folder as a hub user downloads it: outside the package, with only evaluate importable.
     folder = shutil.copytree(metric_path("xsim"), tmp_path / "xsim")

@@ -19,6 +19,9 @@ from bitext_hf.mining import check_embeddings, mine
 from bitext_hf.mining import index as index_module
 from bitext_hf.mining.index import choose_index, resolve_index, search_neighbours
 
+# The slow set (`python -m pytest -m slow`, which CI also runs): a Ray cluster started for the module.
+pytestmark = pytest.mark.slow
+
 ray = pytest.importorskip("ray")
 
 from bitext_hf.mining import distributed, distributed_index  # noqa: E402

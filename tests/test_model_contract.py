@@ -476,6 +476,7 @@ print(json.dumps(model.encode({sentences!r}).tolist()))
 """
 
 
+@pytest.mark.slow
 @every_family
 def test_remote_code_from_an_offline_hub_cache_without_bitext_hf(family, tiny_tokenizer, tmp_path):
     model = _saved(family, tiny_tokenizer, tmp_path / "model")
@@ -486,6 +487,7 @@ def test_remote_code_from_an_offline_hub_cache_without_bitext_hf(family, tiny_to
     torch.testing.assert_close(torch.tensor(result), model.encode(SENTENCES, tiny_tokenizer), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 @every_family
 def test_remote_code_under_transformers_4_57(family, tiny_tokenizer, tmp_path):
     model = _saved(family, tiny_tokenizer, tmp_path / "model")

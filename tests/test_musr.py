@@ -185,6 +185,7 @@ def test_encode_texts_matches_token_ids(tiny_tokenizer):
     torch.testing.assert_close(model.encode(texts[::-1], tiny_tokenizer), expected.flip(0))  # positional
 
 
+@pytest.mark.slow
 def test_remote_code_loads_without_bitext_hf(tmp_path):
     model = tiny_model()
     model.save_pretrained(tmp_path)
@@ -272,6 +273,7 @@ def test_gradients_reach_both_branches():
     assert model.encoder.embeddings.word_embeddings.weight.grad[20:26].abs().sum() > 0  # English target tokens
 
 
+@pytest.mark.slow
 def test_the_translation_loss_is_the_same_under_transformers_4_57(tmp_path):
     """transformers 4.x's config base class set `decoder_start_token_id` to None after MuSRConfig had set it, so a
     checkpoint loaded there could not shift its labels (TypeError) and trained nothing."""

@@ -215,6 +215,7 @@ def test_stage2_english_copies_are_english_to_english_pairs(files, tmp_path):
     assert not any(example["src_input_ids"] == example["tgt_input_ids"] for example in default.examples[1])
 
 
+@pytest.mark.slow
 def test_resume_skips_a_finished_stage_1(recipe, files, tmp_path, caplog):
     output_dir = tmp_path / "out"
     run(recipe, flags(files, output_dir, "--max_steps", "1"))
@@ -286,6 +287,7 @@ def test_smoke_config_offline(recipe, tmp_path):
     assert results["data"]["languages"] == ["fr", "de", "it"]
 
 
+@pytest.mark.slow
 def test_resume_inside_stage_2_continues_exactly(recipe, files, tmp_path):
     output_dir = tmp_path / "out"
     saving = ("--max_steps", "2", "--save_strategy", "steps", "--save_steps", "1")

@@ -258,6 +258,7 @@ def test_save_pretrained_automodel_round_trip(tiny_tokenizer, tiny_parallel_corp
     assert torch.equal(expected.scores, actual.scores) and torch.equal(expected.raw_scores, actual.raw_scores)
 
 
+@pytest.mark.slow
 def test_remote_code_loads_without_bitext_hf(tiny_model, tiny_tokenizer, tiny_parallel_corpus, tmp_path):
     tiny_model.save_pretrained(tmp_path / "model")
     source_ids, source_mask = batch(tiny_model, tiny_tokenizer, [pair[0] for pair in tiny_parallel_corpus[:3]])

@@ -31,6 +31,9 @@ from transformers import TrainingArguments
 
 from bitext_hf.training import ModelArguments, parse_args, run_recipe
 
+# The slow set (`python -m pytest -m slow`, which CI also runs): every recipe run twice in subprocesses.
+pytestmark = pytest.mark.slow
+
 
 def _own_vocabulary(flags: list[str], vocab_size: int) -> list[str]:
     """``flags`` without ``--tokenizer PATH``: the recipe trains its vocabulary on the data."""

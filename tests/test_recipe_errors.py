@@ -127,6 +127,7 @@ def test_every_recipe_refuses_truncated_weights_in_one_line(recipes, name, tmp_p
     assert "error:" in lines[0] and f"{folder / 'model.safetensors'}: not a complete safetensors file" in lines[0]
 
 
+@pytest.mark.slow
 def test_the_recipe_script_exits_with_one_line(tmp_path):
     folder = _checkpoint(tmp_path / "run" / "checkpoint-2")
     _cut(folder / "model.safetensors")

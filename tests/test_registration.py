@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from test_model_contract import LASER3
 
+# The slow set (`python -m pytest -m slow`, which CI also runs): fresh interpreters that import the package.
+pytestmark = pytest.mark.slow
+
 
 def _run(code: str) -> str:
     result = subprocess.run(

@@ -134,6 +134,7 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ST5_VERSIONS)
 def test_sentence_transformers_5_under_transformers_4_57(version, exports, tmp_path):
     folders = {name: (str(folder), str(reference)) for name, (folder, reference) in exports.items()}

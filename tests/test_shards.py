@@ -180,6 +180,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_cli_encode_killed_with_sigkill_resumes_to_identical_bytes(capsys, tmp_path, fakes):
     text = write_lines(tmp_path / "in.txt", TEXTS)
     options = ["--input", text, "--shard-size", "4", "--quiet"]

@@ -232,6 +232,7 @@ def crash_after(calls: int):
     return loss_fn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("accumulation", [1, 2])
 def test_resume_from_checkpoint_ends_with_the_same_weights(tmp_path, accumulation):
     # 40 examples / batch 4 = 10 micro-batches an epoch: with max_steps 12 the run crosses an epoch boundary.
@@ -365,6 +366,7 @@ def test_training_arguments_from_yaml_with_overrides(tmp_path):
     assert model_args.use_peft and model_args.lora_r == 4
 
 
+@pytest.mark.slow
 def test_accelerate_launch_with_cpu_config(tmp_path):
     """`accelerate launch --config_file recipes/accelerate/cpu.yaml` runs a BitextTrainer script."""
     script = tmp_path / "train_tiny.py"

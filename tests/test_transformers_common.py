@@ -1,8 +1,8 @@
 """transformers' own common model tests, run against the four families as transformers' model folders run them.
 
 ``ModelTesterMixin`` (tests/test_modeling_common.py) and ``ConfigTester`` (tests/test_configuration_common.py) come
-from the sdist of the installed transformers release, extracted by ``python tests/transformers_common_tests.py
---install`` (``.ci/run`` runs it); this module never touches the network. Without that folder the module is skipped,
+from the sdist of the installed transformers release, extracted by ``python tests/install_test_environments.py``
+(the README's test command and ``.ci/run`` run it first); this module never touches the network. Without that folder the module is skipped,
 naming the command, except under ``CI=true`` where it fails.
 
 Each family has a ModelTester (a tiny config and its inputs) and a ``unittest.TestCase`` with the mixin, as in
@@ -22,7 +22,8 @@ import warnings
 import pytest
 import torch
 import transformers
-from transformers_common_tests import INSTALL_COMMAND, installed_folder
+from install_test_environments import COMMAND as INSTALL_COMMAND
+from transformers_common_tests import installed_folder
 
 import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
 from bitext_hf.modeling.contrastive_align import ContrastiveAlignConfig, ContrastiveAlignedEncoder

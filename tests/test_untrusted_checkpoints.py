@@ -141,6 +141,7 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.slow
 def test_the_shipped_code_keeps_the_choice_under_transformers_4_57(tiny_tokenizer, tmp_path):
     # One interpreter for the whole table: starting one costs seconds.
     checkpoints = {}

@@ -4,8 +4,8 @@ transformers' ``tests/`` folder is not in its wheel, and it is not copied into t
 tests/transformers_common_tests.py --install`` downloads the sdist of the transformers release that the tests will
 run under (``pip download --no-deps --no-binary :all: transformers==X``), and extracts its ``tests/*.py`` into
 ``$BITEXT_HF_TRANSFORMERS_TESTS_DIR`` or ``<repo>/.cache/transformers-tests-<X>/``, as the importable package
-``transformers_tests`` (a name of its own: this repository's test folder is also called ``tests``). ``.ci/run`` runs it
-before the tests; ``tests/test_transformers_common.py`` imports from that folder and never touches the network.
+``transformers_tests`` (a name of its own: this repository's test folder is also called ``tests``).
+``tests/install_test_environments.py`` runs it before the tests; ``tests/test_transformers_common.py`` imports from that folder and never touches the network.
 
 The sdist ships only the top-level test files, not the sub-packages that ``test_modeling_common.py`` and
 ``test_configuration_common.py`` import a few names from. For those (and only when the sdist lacks them) the install
