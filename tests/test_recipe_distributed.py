@@ -27,9 +27,10 @@ from recipe_support import import_recipe
 from safetensors.torch import load_file
 from transformers import TrainingArguments
 
-from bitext_hf.errors import UsageError
 from bitext_hf.training import run_recipe
-from bitext_hf.training.distributed import check_launch
+
+# The slow set (`python -m pytest -m slow`, which CI also runs): every recipe launched as several processes (torchrun, accelerate launch).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ["recipes/train_contrastive_align.py", "--config", "recipes/configs/align_contrastive-smoke.yaml"]
@@ -263,26 +264,30 @@ def test_two_processes_train_one_model_equal_to_one_process(tmp_path, recipe):
 
 
 def test_launches_that_cannot_be_one_job_are_refused_before_any_work(tmp_path):
-    """``accelerate launch --cpu --num_processes 2`` starts one process without MPI, and a ``WORLD_SIZE`` of 2 in a
-    process no launcher started: each refused in one line, nothing run. The two launches run side by side (each
-    spends its time importing, on one core)."""
-    accelerate_cpu, no_launcher = tmp_path / "accelerate_cpu", tmp_path / "no_launcher"
-    command = [shutil.which("accelerate") or "accelerate", "launch", "--cpu", "--num_processes", "2"]
-    with ThreadPoolExecutor(2) as pool:
-        refused_cpu = pool.submit(_launch, command, accelerate_cpu)
+    """``accelerate launch --num_processes 2`` with no config file (as accelerate's own docs show it) and
+    ``accelerate launch --cpu --num_processes 2`` each start one process, and a ``WORLD_SIZE`` of 2 in a process no
+    launcher started: each refused in one line, nothing run. The launches run side by side (each spends its time
+    importing)."""
+    plain, accelerate_cpu, no_launcher = tmp_path / "plain", tmp_path / "accelerate_cpu", tmp_path / "no_launcher"
+    accelerate = [shutil.which("accelerate") or "accelerate", "launch"]
+    with ThreadPoolExecutor(3) as pool:
+        refused_plain = pool.submit(_launch, [*accelerate, "--num_processes", "2"], plain)
+        refused_cpu = pool.submit(_launch, [*accelerate, "--cpu", "--num_processes", "2"], accelerate_cpu)
         environment = {**_clean_environment(), "WORLD_SIZE": "2"}
         refused_world = pool.submit(_launch, [sys.executable], no_launcher, environment=environment)
-        result, world = refused_cpu.result(), refused_world.result()
+        results, world = [refused_plain.result(), refused_cpu.result()], refused_world.result()
 
-    assert result.returncode != 0
-    refusal = [line for line in result.stderr.splitlines() if line.startswith("train_contrastive_align: error:")]
-    assert refusal == [
-        "train_contrastive_align: error: accelerate launch --cpu started one process where several were asked (without "
-        "MPI it cannot start more): use accelerate launch --config_file recipes/accelerate/multi_cpu.yaml "
-        "--num_processes N (recipes/README.md)"
-    ]
-    assert "exit status 2" in result.stderr  # accelerate reports the recipe's usage error (exit 2)
-    assert not accelerate_cpu.exists()
+    for result, output_dir in zip(results, (plain, accelerate_cpu), strict=True):
+        assert result.returncode != 0
+        refusal = [line for line in result.stderr.splitlines() if line.startswith("train_contrastive_align: error:")]
+        assert refusal == [
+            "train_contrastive_align: error: accelerate launch started one process where several were asked "
+            "(--num_processes without --multi_gpu or a multi-process config file, or --cpu without MPI, starts one): "
+            "use accelerate launch --config_file recipes/accelerate/multi_cpu.yaml --num_processes N, or torchrun "
+            "--nproc_per_node N (recipes/README.md)"
+        ]
+        assert "exit status 2" in result.stderr  # accelerate reports the recipe's usage error (exit 2)
+        assert not output_dir.exists()
 
     assert world.returncode == 2
     assert (
@@ -292,32 +297,3 @@ def test_launches_that_cannot_be_one_job_are_refused_before_any_work(tmp_path):
     )
     assert "Traceback" not in world.stderr
     assert not no_launcher.exists()
-
-
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"ACCELERATE_USE_CPU": "True", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, "started one process"),
-        ({"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}, "not started by a launcher"),
-        ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0"}, "not started by a launcher"),
-        ({"WORLD_SIZE": "two"}, "is not a number of processes"),
-    ],
-)
-def test_launches_that_cannot_be_one_job(monkeypatch, variables, message):
-    for name in LAUNCHER_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    for name, value in variables.items():
-        monkeypatch.setenv(name, value)
-    with pytest.raises(UsageError, match=message):
-        check_launch()
-
-
-def test_a_launched_cpu_job_is_told_to_use_gloo(monkeypatch):
-    """torchrun on a machine without GPUs: accelerate would see no distributed type unless told the job is on CPU."""
-    for name in LAUNCHER_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    for name, value in {"WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    check_launch()
-    assert os.environ["ACCELERATE_USE_CPU"] == "true"

@@ -48,25 +48,47 @@ def _world_size() -> int:
         raise UsageError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not a number of processes") from None
 
 
+def _requested_processes() -> int:
+    """The processes the launcher says this job has: WORLD_SIZE, or an MPI launcher's own count (mpirun sets no
+    WORLD_SIZE)."""
+    counts = [_world_size()]
+    for name in _MPI_WORLD_SIZE:
+        with contextlib.suppress(ValueError):
+            counts.append(int(os.environ.get(name, "1")))
+    return max(counts)
+
+
+def _several_processes_command() -> str:
+    if has_accelerator():
+        return "accelerate launch --multi_gpu --num_processes N, or torchrun --nproc_per_node N"
+    return f"{MULTI_CPU_COMMAND}, or torchrun --nproc_per_node N (recipes/README.md)"
+
+
 def check_launch() -> None:
     """Refuse a launch that cannot be one distributed job, and make a CPU-only launch of several processes one.
 
-    * ``accelerate launch --cpu --num_processes N`` starts one process without MPI (its simple launcher only sets
-      ``MASTER_ADDR``/``MASTER_PORT``): that process would train alone, as if N were 1.
+    * ``accelerate launch --num_processes N`` (or ``--num_machines M``) without ``--multi_gpu`` or a config file
+      that asks for several processes, and ``accelerate launch --cpu --num_processes N`` without MPI: accelerate's
+      simple launcher starts ONE process, silently; its only trace of the request is ``MASTER_ADDR``/``MASTER_PORT``
+      (exported only when more than one process or machine was asked) beside ``ACCELERATE_USE_CPU`` (exported by
+      that launcher alone). That process would train alone, as if N were 1.
     * ``WORLD_SIZE`` > 1 in a process that no launcher started (no ``RANK``/``LOCAL_RANK``/``MASTER_ADDR``).
     * torchrun (or ``accelerate launch`` with a multi-GPU config) on a machine without GPUs: accelerate's
       ``PartialState`` picks gloo only when told the run is on CPU; otherwise it reports no distributed type, and
       the Trainer trains each rank on its own, every rank writing the same output folder. Setting
       ``ACCELERATE_USE_CPU`` here, before ``TrainingArguments`` sets up its devices, makes it a gloo job.
+
+    Any other launcher whose processes the Trainer would not join into one job (mpirun without accelerate, say) is
+    refused by :func:`check_parallel_mode` once the arguments are parsed.
     """
     world_size = _world_size()
     launched = "LOCAL_RANK" in os.environ or "RANK" in os.environ
     mpi = any(name in os.environ for name in _MPI_WORLD_SIZE)
-    accelerate_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
-    if accelerate_cpu and "MASTER_ADDR" in os.environ and not launched and not mpi and world_size == 1:
+    simple_launcher = "ACCELERATE_USE_CPU" in os.environ
+    if simple_launcher and "MASTER_ADDR" in os.environ and not launched and not mpi and world_size == 1:
         raise UsageError(
-            "accelerate launch --cpu started one process where several were asked (without MPI it cannot start "
-            f"more): use {MULTI_CPU_COMMAND} (recipes/README.md)"
+            "accelerate launch started one process where several were asked (--num_processes without --multi_gpu "
+            f"or a multi-process config file, or --cpu without MPI, starts one): use {_several_processes_command()}"
         )
     if world_size > 1 and not (launched and "MASTER_ADDR" in os.environ):
         raise UsageError(
@@ -79,16 +101,19 @@ def check_launch() -> None:
 
 def check_parallel_mode(training_args: Any) -> None:
     """Refuse (exit 2), before any data is read, a multi-process launch that the Trainer would not run as one
-    distributed job: each rank would train alone and write the same outputs."""
+    distributed job of that many processes: each rank would train alone and write the same outputs."""
     from transformers.training_args import ParallelMode
 
-    if _world_size() > 1 and training_args.parallel_mode != ParallelMode.DISTRIBUTED:
+    requested = _requested_processes()
+    if requested > 1 and (
+        training_args.parallel_mode != ParallelMode.DISTRIBUTED or training_args.world_size != requested
+    ):
         raise UsageError(
-            f"WORLD_SIZE={_world_size()} processes, but the Trainer would not train them as one distributed job "
-            f"(parallel mode {training_args.parallel_mode.value}): launch with torchrun --nproc_per_node N, "
-            f"accelerate launch --multi_gpu, or on CPU {MULTI_CPU_COMMAND}"
+            f"the launcher started {requested} processes, but the Trainer would not train them as one distributed "
+            f"job (parallel mode {training_args.parallel_mode.value}, {training_args.world_size} process(es)): "
+            f"launch with {_several_processes_command()}"
         )
-    if _world_size() > 1:
+    if requested > 1:
         logger.info(
             "distributed job: rank %d of %d (%s)",
             training_args.process_index,
