@@ -183,6 +183,24 @@ def test_a_string_instead_of_a_list_of_sentences_is_refused():
         align_sentences("one sentence", ["x"], random_encoder(0))
 
 
+def test_iterators_of_sentences_are_read_once_and_aligned_whole():
+    """A generator on either side: checking its items must not consume the sentences the search needs."""
+    sentences = ["one two", "three four five", "six", "seven eight"]
+    from_lists = align_sentences(sentences, sentences, random_encoder(0))
+    from_iterators = align_sentences(iter(sentences), (s for s in sentences), random_encoder(0))
+    assert from_iterators.beads == from_lists.beads == [([i], [i]) for i in range(4)]
+    with pytest.raises(TypeError, match="list of sentences"):
+        align_sentences(iter(["fine", 3]), sentences, random_encoder(0))
+
+
+def test_the_repr_of_an_alignment_is_a_summary():
+    sentences = [f"sentence {i} " + "word " * (i % 7) for i in range(3000)]
+    alignment = align_sentences(sentences, sentences, random_encoder(0), max_align=2)
+    text = repr(alignment)
+    assert text.startswith("Alignment(3000 beads, 3000 links, 3000 source x 3000 target sentences")
+    assert len(text) < 200
+
+
 def test_real_text_with_the_offline_encoder(tiny_parallel_corpus_by_language):
     # German and French translations of the same twelve English sentences, the French with two sentences merged into
     # one and one sentence left out: the default encoder (USE v3) and the default settings find those beads.

@@ -21,7 +21,8 @@ def test_aligned_documents_go_up_with_an_alignment_card(hub, capsys, tmp_path):
     tgt.write_text("\n".join(TGT) + "\n")
     out = tmp_path / "beads.parquet"
     config = AlignConfig(str(src), str(tgt), out=str(out), no_cache=True, src_lang="en", tgt_lang="de", command="c")
-    run_alignment(config, load_encoder=lambda spec=None, **options: SumEncoder())
+    result = run_alignment(config, load_encoder=lambda spec=None, **options: SumEncoder())
+    assert repr(result).startswith("AlignResult(1 document pair(s), 7 beads, outputs=[") and len(repr(result)) < 400
     code = main(["push", "--pairs", str(out), "--repo", "me/aligned", "--quiet"])
     _, err = capsys.readouterr()
     assert code == 0, err

@@ -40,19 +40,33 @@ def align_sentences(
     """Align two documents given as lists of sentences (translations of each other, in order).
 
     Args:
-        encoder: an encoder of the package (:func:`bitext_hf.encoders.load_encoder`) or a callable ``texts -> (n, d)``.
+        src, tgt (sequence of str): the two documents' sentences, in order (any iterable of str; read once).
+        encoder: an encoder of the package (:func:`bitext_hf.encoders.load_encoder`) or a callable ``texts -> (n, d)``
+            returning L2-normalized vectors.
         settings (AlignSettings, optional): the search's settings; or give them as keywords (``max_align=4``).
+        batch_size (int): sentences per encoder batch.
 
     Returns:
-        The :class:`~bitext_hf.alignment.search.Alignment`: beads covering every sentence of both sides in order.
+        Alignment: ``beads``, a list of ``(source indices, target indices)`` in document order covering every
+        sentence of both sides once (``([0, 1], [2])``: source sentences 0 and 1 together translate target sentence
+        2; ``([3], [])``: source sentence 3 has no translation), and ``scores``, one float per bead (cosine of the
+        two sides times the length prior; at most 1, not a probability; 0.0 for 1-0 and 0-1 beads).
+
+    Raises:
+        TypeError: a side that is a single string or holds anything but strings.
     """
     if settings is None:
         settings = AlignSettings(**options)
     elif options:
         raise TypeError("give settings or keyword options, not both")
+    sides = []
     for name, side in (("src", src), ("tgt", tgt)):
-        if isinstance(side, str) or not all(isinstance(sentence, str) for sentence in side):
+        if isinstance(side, str | bytes):
+            raise TypeError(f"{name} must be a list of sentences (str), not one {type(side).__name__}")
+        side = list(side)  # once: an iterator checked first would reach the search empty
+        if not all(isinstance(sentence, str) for sentence in side):
             raise TypeError(f"{name} must be a list of sentences (str)")
-    overlaps = overlap_texts([list(src), list(tgt)], settings.max_align - 1)
+        sides.append(side)
+    overlaps = overlap_texts(sides, settings.max_align - 1)
     src_overlaps, tgt_overlaps = overlaps.embed(encode_function(encoder, batch_size))
     return search(src_overlaps, tgt_overlaps, **settings.as_dict())

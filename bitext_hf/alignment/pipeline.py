@@ -56,9 +56,20 @@ SIDECAR_KEYS = (
 )
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class AlignResult:
-    """What a run aligned: per document pair, its name, sentences and :class:`Alignment`; the counts and times."""
+    """What a run aligned, one entry per document pair in each list.
+
+    Attributes:
+        names (list of str): each document pair's name (its output file's name in a folder run).
+        src_documents, tgt_documents (list of list of str): each pair's sentences as read.
+        alignments (list of Alignment): each pair's beads and scores (:class:`~bitext_hf.alignment.search.Alignment`).
+        outputs (list of str): the files written (none without ``out``).
+        encoded, from_cache (int): overlap texts encoded in this run, and served from the encoding cache.
+        seconds (dict of str to float): wall time of each stage.
+
+    ``repr`` summarises; the documents and alignments are in the attributes.
+    """
 
     names: list[str]
     src_documents: list[list[str]]
@@ -68,6 +79,14 @@ class AlignResult:
     encoded: int
     from_cache: int
     seconds: dict[str, float]
+
+    def __repr__(self) -> str:
+        beads = sum(len(alignment) for alignment in self.alignments)
+        return (
+            f"AlignResult({len(self.names)} document pair(s), {beads} beads, outputs={self.outputs[:3]}"
+            f"{'...' if len(self.outputs) > 3 else ''}, encoded={self.encoded}, from_cache={self.from_cache}, "
+            f"seconds={ {stage: round(value, 3) for stage, value in self.seconds.items()} })"
+        )
 
 
 def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | None = None) -> AlignResult:

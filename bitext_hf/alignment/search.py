@@ -43,17 +43,36 @@ __all__ = [
 _NO_CELL = -1
 
 
-@dataclass
+@dataclass(repr=False)
 class Alignment:
-    """Beads in document order, each ``(source sentences, target sentences)`` (0-based, consecutive, possibly empty
-    on one side), covering every sentence of both documents once; ``scores[b]`` is bead ``b``'s score (0.0 for a 1-0
-    or 0-1 bead, as vecalign reports them)."""
+    """The beads of two documents, in document order.
+
+    Attributes:
+        beads (list of (list of int, list of int)): each bead's source and target sentence indices (0-based,
+            consecutive, one side empty for a 1-0 or 0-1 bead); together they cover every sentence of both
+            documents once, in order. ``([0, 1], [2])`` joins source sentences 0 and 1 to target sentence 2.
+        scores (numpy.ndarray): float, one per bead: the cosine of the two sides' overlap embeddings, times the
+            length prior when it is on, less the neighbours' similarity with ``margin`` (the module docstring). At
+            most 1; it ranks beads within one alignment and is not a probability. 0.0 for a 1-0 or 0-1 bead, as
+            vecalign reports them.
+
+    ``len(alignment)`` is the number of beads; ``repr`` summarises (the beads themselves can be many thousands).
+    """
 
     beads: list[tuple[list[int], list[int]]]
     scores: np.ndarray
 
     def __len__(self) -> int:
         return len(self.beads)
+
+    def __repr__(self) -> str:
+        links = sum(1 for src, tgt in self.beads if src and tgt)
+        sources = sum(len(src) for src, _ in self.beads)
+        targets = sum(len(tgt) for _, tgt in self.beads)
+        return (
+            f"Alignment({len(self.beads)} beads, {links} links, {sources} source x {targets} target sentences, "
+            f"first beads {self.beads[:3]})"
+        )
 
 
 def alignment_types(max_align: int) -> np.ndarray:
