@@ -85,3 +85,46 @@ def test_help_and_the_configs_import_no_torch():
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
+
+
+def _every_parser(parser: argparse.ArgumentParser, names: tuple[str, ...] = ()):
+    yield names, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _every_parser(sub, (*names, name))
+
+
+def _stated_defaults() -> list[tuple[str, str, object, str]]:
+    """(command, option, its parser default, the default its help states) for every option whose help states a
+    number or one of its choices as its default, and every flag whose help says it is off or on by default."""
+    import re
+
+    stated = []
+    for names, parser in _every_parser(build_parser()):
+        for action in parser._actions:
+            if not action.help or action.default in (None, argparse.SUPPRESS):
+                continue
+            for value in re.findall(r"\bdefault:? (-?[0-9][0-9.]*|[a-z0-9]+)\b", action.help):
+                if re.fullmatch(r"-?[0-9][0-9.]*", value) or value in (action.choices or ()):
+                    stated.append((" ".join(names), action.option_strings[-1], action.default, value))
+            if re.search(r"\b(off|on) by default\b", action.help):
+                flag = re.search(r"\b(off|on) by default\b", action.help).group(1) == "on"
+                stated.append((" ".join(names), action.option_strings[-1], action.default, flag))
+    return stated
+
+
+@pytest.mark.parametrize(("command", "option", "default", "stated"), _stated_defaults())
+def test_the_help_states_the_true_default(command, option, default, stated):
+    if isinstance(stated, bool):
+        assert default is stated
+    elif isinstance(default, int | float) and not isinstance(default, bool):
+        assert float(stated) == float(default)
+    else:
+        assert str(default) == stated
+
+
+def test_the_help_states_defaults_that_are_checked():
+    """The table above is not empty by accident: the options users tune most state their defaults."""
+    checked = {(command, option) for command, option, _, _ in _stated_defaults()}
+    assert {("mine", "--k"), ("align", "--top-k"), ("align", "--margin"), ("align", "--skip")} <= checked

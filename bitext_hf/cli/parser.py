@@ -44,7 +44,8 @@ EPILOG_EXIT = """exit codes:
   1  any other error, including a failed output write (a full disk); nothing partial is left behind
   2  wrong usage: bad options, an output path that cannot be written or that names an input
   3  bad input data: the message names the file and line
-  4  an encoder that cannot be loaded (not cached offline, missing or corrupt files)
+  4  an encoder or model that cannot be loaded (not cached while offline, a hub that cannot be reached, missing
+     or corrupt files); for push, the Hub refused or could not be reached (no token, no permission, no network)
   130  interrupted (Ctrl-C); no output file is left
 Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback instead."""
 
@@ -144,21 +145,6 @@ def shared_options(*, defaults: bool) -> argparse.ArgumentParser:
     return parent
 
 
-def _add_output(parser: argparse.ArgumentParser, required: bool) -> None:
-    parser.add_argument(
-        "--out",
-        required=required,
-        help="write the pairs here: .tsv, .csv, .jsonl or .parquet by extension, `-` for stdout (TSV unless "
-        "--format); written atomically, never over an input",
-    )
-    parser.add_argument(
-        "--format",
-        choices=("tsv", "csv", "jsonl", "parquet"),
-        default=None,
-        help="output format whatever the extension (an unknown extension without --format is exit 2)",
-    )
-
-
 _EPILOG_ENCODE = """examples:
   bitext-hf encode --input corpus.de --out corpus.de.npy
   zcat corpus.de.gz | bitext-hf encode --input - --out corpus.de.npy
@@ -180,8 +166,15 @@ Documents are translations of each other, one sentence a line, in order. Beads o
 --max-align sentences on both sides together (2-1, 1-2, 2-2...) are found in Bertalign's two steps (Liu & Zhu
 2022): 1-1 anchors from each sentence's top-k targets in a band around the diagonal, then every bead type within
 --window sentences of the anchors, scored by the cosine of the overlap embeddings (consecutive sentences joined,
-each distinct text encoded once) less the neighbours' mean cosine, times a length prior. Time and memory grow
-linearly with the document.
+each distinct text encoded once) times a length prior (--no-length-prior: the cosine alone); --margin also
+subtracts the neighbours' mean cosine, as Bertalign does (off by default). Time and memory grow linearly with the
+document.
+
+A bead's score: cosine x log2(1 + shorter / longer), the target side's length first scaled by the documents'
+length ratio (--no-length-prior: the cosine alone). At most 1: identical documents score 1.0 throughout, but
+identical sentences in documents of unlike lengths score less, since the prior expects the documents' ratio. It
+ranks beads within a run; it is not a probability of a correct bead. 1-0 and 0-1 beads are written with score 0
+(in the search they cost --skip).
 
 Output: vecalign format (default; one bead a line, `[0, 1]:[2]:0.734215`, 0-based, every sentence of both sides in
 order: the format vecalign's and Bertalign's scorers read), or by extension / --format tsv, jsonl, parquet:

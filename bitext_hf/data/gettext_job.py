@@ -261,9 +261,10 @@ def _list(config: GettextConfig, roots: list[Path]) -> GettextResult:
     from tqdm.auto import tqdm
 
     rows, read = [], []
-    # A bar on stderr while the catalogs are read (a minute for every language of a desktop system); tqdm draws it
-    # only where stderr is a terminal, and quiet turns it off.
-    progress = tqdm(languages, desc="catalogs", unit="language", disable=config.quiet or not sys.stderr.isatty())
+    # A bar on stderr while the catalogs are read (up to a minute for every language of a desktop system), as every
+    # other wait of the package shows one: also where stderr is a pipe or a log, so that the wait is never one
+    # silent line; quiet turns it off.
+    progress = tqdm(languages, desc="catalogs", unit="language", disable=config.quiet)
     for lang in progress:
         catalogs = find_catalogs(lang, roots)
         found = _pairs(lang, roots, config) if catalogs else None

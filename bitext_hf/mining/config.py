@@ -150,39 +150,50 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
     """Everything one mining run needs; the fields are ``bitext-hf mine``'s options (``--src-docs`` is
     ``src_docs``), and messages name them as the command line spells them. Checked when made (``UsageError``).
 
+    The filters ``lid``, ``lid_min_prob``, ``min_chars``, ``max_chars``, ``max_length_ratio``, ``dedup`` and
+    ``drop_same_text`` are all off by default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is
+    in the result and the sidecar. ``lid_min_prob`` None is the filters' default.
+
     Args:
-        src, tgt (str): sentences (text, one a line; compressed or ``-`` for stdin) or embeddings (.npy, or a folder
-            of shards from ``bitext-hf encode``).
-        src_text, tgt_text (str, optional): with an embeddings side, the text file of its sentences.
+        src (str): source sentences (text, one a line; compressed or ``-`` for stdin) or embeddings (.npy, or a
+            folder of shards from ``bitext-hf encode``).
+        tgt (str): target sentences or embeddings, as ``src``.
+        src_text (str, optional): with an embeddings ``src``, the text file of its sentences.
+        tgt_text (str, optional): with an embeddings ``tgt``, the text file of its sentences.
         out (str, optional): the pairs file (.tsv, .csv, .jsonl, .parquet or ``format``; ``-`` for stdout), written
             with its sidecar ``<out>.meta.json``; None writes nothing (the pairs are in the result).
         format (str, optional): the output format whatever the extension.
-        k (int, defaults to 4), margin (str, defaults to "ratio"), mode (str, defaults to "max"),
-        threshold (float, optional): as :func:`bitext_hf.mining.mine`.
-        src_docs, tgt_docs (str, optional): the document id of each line: mine inside aligned documents.
+        k (int, defaults to 4): neighbours of the margin, as :func:`bitext_hf.mining.mine`.
+        margin (str, defaults to "ratio"): the margin, as :func:`bitext_hf.mining.mine`.
+        mode (str, defaults to "max"): the retrieval mode, as :func:`bitext_hf.mining.mine`.
+        threshold (float, optional): keep pairs scoring at least this, in every mode.
+        src_docs (str, optional): the document id of each source line: mine inside aligned documents.
+        tgt_docs (str, optional): the document id of each target line.
         gold (str, optional): gold pairs ``src_line<TAB>tgt_line`` (0-based) to score the pairs against.
         keep_duplicates (bool, defaults to False): mine duplicate lines separately (default: once, at the first).
-        model, src_model, tgt_model (str, optional): the encoder of both sides, or of one side.
+        model (str, optional): the encoder of both sides.
+        src_model (str, optional): the encoder of the source side (default ``model``).
+        tgt_model (str, optional): the encoder of the target side (default ``model``).
         pooling (str, optional): "mean", "max" or "cls" for Hugging Face models.
         quantize (str, optional): "auto" (the default), "none", "bf16" or "int8": the CPU arithmetic of Hugging Face
             and sentence-transformers encoders (:func:`bitext_hf.encoders.load_encoder`).
         backend (str, optional): "torch" (the default) or "onnx" (ONNX Runtime; :func:`bitext_hf.encoders.load_encoder`).
-        batch_size (int, defaults to 128), max_line_chars (int, defaults to 10000): sentences per encoder batch;
-            the longest line accepted.
-        cache_dir (str, optional), no_cache (bool, defaults to False): the encoding cache.
-        index (str, defaults to "exact"), nprobe (int, optional): the neighbour search (see
-            :mod:`bitext_hf.mining.index`); check_recall (int, optional): recall@k of an approximate index on that
-            many sampled sources.
-        distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes and
-            searches in Ray tasks.
+        batch_size (int, defaults to 128): sentences per encoder batch.
+        max_line_chars (int, defaults to 10000): the longest line accepted.
+        cache_dir (str, optional): the encoding cache's folder.
+        no_cache (bool, defaults to False): neither read nor write the encoding cache.
+        index (str, defaults to "exact"): the neighbour search (see :mod:`bitext_hf.mining.index`).
+        nprobe (int, optional): inverted lists scanned by an IVF index.
+        check_recall (int, optional): recall@k of an approximate index on that many sampled sources.
+        distributed (str, optional): ``"ray"`` encodes and searches in Ray tasks.
+        ray_address (str, optional): the Ray cluster to join (default: a local Ray instance).
+        workers (int, optional): Ray tasks at a time.
         quiet (bool, defaults to False): no progress bars.
         threads (int, optional): CPU threads of the encoders and the search (:func:`bitext_hf.threads.limit_threads`,
             restored after the run); defaults to the count in force, else the CPUs this process may use.
-        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card, and the
-            languages ``lid`` checks.
-        lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the filters, all off by
-            default (:class:`bitext_hf.mining.filters.FilterSettings`); what each removed is in the result and the
-            sidecar. ``lid_min_prob`` None is the filters' default.
+        src_lang (str, optional): the source side's language code, recorded in the sidecar for the dataset card,
+            and the language ``lid`` checks.
+        tgt_lang (str, optional): the target side's language code, as ``src_lang``.
         threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result
             and write the threshold report beside ``out`` (:mod:`bitext_hf.mining.threshold_report`).
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
@@ -214,14 +225,16 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
     out: str | None = field(
         default=None,
         metadata=option(
-            "write the pairs here: .tsv, .csv, .jsonl or .parquet by extension, `-` for stdout (TSV unless "
-            "--format); written atomically, never over an input"
+            "write the pairs here, in the format of the extension: .tsv or .txt (TSV), .csv, .jsonl, .parquet or "
+            ".pq; `-` for stdout (TSV unless --format); written atomically, never over an input"
         ),
     )
     format: str | None = field(
         default=None,
         metadata=option(
-            "output format whatever the extension (an unknown extension without --format is exit 2)", choices=FORMATS
+            "output format whatever the extension (default: by the extension of --out, .txt being TSV; any other "
+            "extension without --format is exit 2)",
+            choices=FORMATS,
         ),
     )
     mode: str | None = field(

@@ -137,8 +137,8 @@ class LanguageOptions:
     src_lang: str | None = dataclasses.field(
         default=None,
         metadata=option(
-            "language of the source side (en, de, pt_BR...): what --lid checks, and recorded in the sidecar of "
-            "--out FILE for the dataset card by mine and align (score, which records none, refuses it without --lid)"
+            "language of the source side (en, de, pt_BR...), recorded in the sidecar of --out FILE for the dataset "
+            "card"
         ),
     )
     tgt_lang: str | None = dataclasses.field(
@@ -164,6 +164,17 @@ class FilterOptions(LanguageOptions):
         drop_same_text (bool): drop the pairs whose two sides have the same normalized text (untranslated copies).
     """
 
+    # The languages again, for the help of the commands that filter: there they are also what --lid checks.
+    src_lang: str | None = dataclasses.field(
+        default=None,
+        metadata=option(
+            "language of the source side (en, de, pt_BR...): what --lid checks, and recorded in the sidecar of "
+            "--out FILE for the dataset card by mine (score, which records none, refuses it without --lid)"
+        ),
+    )
+    tgt_lang: str | None = dataclasses.field(
+        default=None, metadata=option("language of the target side, as --src-lang")
+    )
     lid: bool = dataclasses.field(
         default=False,
         metadata=option(

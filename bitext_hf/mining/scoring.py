@@ -73,21 +73,25 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
     ``max_length_ratio``), and messages name them as the command line spells them. Checked when made
     (``UsageError``). Each field's ``metadata`` holds its command-line help, choices and metavar.
 
+    The filters ``src_lang``, ``tgt_lang``, ``lid``, ``lid_min_prob``, ``min_chars``, ``max_chars``,
+    ``max_length_ratio``, ``dedup`` and ``drop_same_text`` are all off by default and all run before encoding
+    (:class:`~bitext_hf.mining.filters.FilterSettings`); ``lid_min_prob`` None is the filters' default. The encoder,
+    its cache and the longest line accepted are :class:`~bitext_hf.encoding.embedder.EncoderOptions`' fields
+    (``model``, ``pooling``, ``quantize``, ``backend``, ``batch_size``, ``max_line_chars``, ``cache_dir``,
+    ``no_cache``).
+
     Args:
         out (str): the scored pairs (.tsv, .csv, .jsonl, .parquet or ``format``; ``-`` for stdout), one row per
             input pair above the threshold, in input order; written atomically, never over an input.
-        pairs (str, optional): a pairs file (:func:`bitext_hf.data.readers.read_pairs`); or
-        src, tgt (str, optional): Moses-style parallel files.
+        pairs (str, optional): a pairs file (:func:`bitext_hf.data.readers.read_pairs`); or ``src`` and ``tgt``.
+        src (str, optional): the source side of Moses-style parallel files.
+        tgt (str, optional): the target side of Moses-style parallel files.
         format (str, optional): the output format whatever the extension.
         threshold (float, optional): keep only pairs with a score at least this.
-        k (int, defaults to 4), margin (str, defaults to "ratio"): as :func:`bitext_hf.mining.score_pairs`.
-        src_lang, tgt_lang, lid, lid_min_prob, min_chars, max_chars, max_length_ratio, dedup, drop_same_text: the
-            filters, all off by default, all run before encoding
-            (:class:`~bitext_hf.mining.filters.FilterSettings`); ``lid_min_prob`` None is the filters' default.
+        k (int, defaults to 4): neighbours of the margin, as :func:`bitext_hf.mining.score_pairs`.
+        margin (str, defaults to "ratio"): the margin, as :func:`bitext_hf.mining.score_pairs`.
         threshold_report (bool, defaults to False): write ``OUT.threshold.png`` and ``OUT.threshold.md`` beside
             ``out`` (:mod:`bitext_hf.mining.threshold_report`).
-        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the longest line accepted (:class:`~bitext_hf.encoding.embedder.EncoderOptions`).
         quiet (bool, defaults to False): no progress bars.
         threads (int, optional): CPU threads of the encoder and the search (:func:`bitext_hf.threads.limit_threads`,
             restored after the run).
@@ -102,8 +106,8 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
 
     out: str = field(
         metadata=option(
-            "write the pairs here: .tsv, .csv, .jsonl or .parquet by extension, `-` for stdout (TSV unless "
-            "--format); written atomically, never over an input",
+            "write the pairs here, in the format of the extension: .tsv or .txt (TSV), .csv, .jsonl, .parquet or "
+            ".pq; `-` for stdout (TSV unless --format); written atomically, never over an input",
             required=True,
         )
     )
@@ -120,7 +124,9 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
     format: str | None = field(
         default=None,
         metadata=option(
-            "output format whatever the extension (an unknown extension without --format is exit 2)", choices=FORMATS
+            "output format whatever the extension (default: by the extension of --out, .txt being TSV; any other "
+            "extension without --format is exit 2)",
+            choices=FORMATS,
         ),
     )
     # The general options (`-q`, `--threads`), which every command takes before its name or after it.
