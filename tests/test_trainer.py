@@ -461,6 +461,8 @@ if trainer.is_world_process_zero():
     parts = [entry["rank0_part"] for entry in trainer.state.log_history if "rank0_part" in entry]
     print("RESULT", json.dumps({"processes": args.world_size, "step": trainer.state.global_step,
                                 "params": parameters, "parts": parts}))
+if torch.distributed.is_initialized():  # as the recipes end (bitext_hf.training.distributed.end_distributed_job)
+    torch.distributed.destroy_process_group()
 """
 
 

@@ -293,7 +293,7 @@ def run_recipe(
                 print(f"{program}: {reason}", file=sys.stderr, flush=True)
             arguments = [CONFIG_FLAG, str(config)]
         record_substitution(reason)  # the card of this run says it, the card of a later run in this process not
-        from bitext_hf.training.distributed import check_launch, check_parallel_mode
+        from bitext_hf.training.distributed import check_launch, check_parallel_mode, end_distributed_job
 
         check_launch()  # before TrainingArguments sets up its devices: it may make a CPU launch a gloo job
         # Parsed before the libraries are quietened: TrainingArguments takes its default disable_tqdm from the
@@ -305,7 +305,7 @@ def run_recipe(
                 check_parallel_mode(values)
         _apply_full_determinism(parsed)
         verbose = any(getattr(values, "log_level", None) in ("debug", "info") for values in parsed)
-        with library_logs(verbose):
+        with library_logs(verbose), end_distributed_job():
             return main(*parsed)
 
     return run_reporting_errors(program, run)

@@ -20,6 +20,7 @@ from bitext_hf.errors import UsageError
 __all__ = [
     "check_launch",
     "check_parallel_mode",
+    "end_distributed_job",
     "gather_with_grad",
     "global_share",
     "has_accelerator",
@@ -120,6 +121,18 @@ def check_parallel_mode(training_args: Any) -> None:
             training_args.world_size,
             training_args.distributed_state.backend,
         )
+
+
+@contextlib.contextmanager
+def end_distributed_job() -> Iterator[None]:
+    """Destroy this process's process group when the block ends, however it ends. A process that exits with its
+    gloo group alive may abort in the group's destructor ("terminate called without an active exception",
+    SIGABRT) after its work is done, which turns a finished job into a failed launch."""
+    try:
+        yield
+    finally:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 
 
 def world_size() -> int:
