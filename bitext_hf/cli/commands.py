@@ -56,9 +56,12 @@ def cmd_encode(args) -> int:
 
     started = time.perf_counter()
     result = run_encoding(config_from_arguments(EncodeConfig, args))
+    # What the encoder really computed in: bfloat16 or float32, and which runtime (a CPU without native bfloat16 never
+    # runs it, and a converted graph may set a request aside).
+    computed = f"; computed in {result.arithmetic}" if result.arithmetic else ""
     if result.shards is None:
         print(
-            f"wrote {result.count} x {result.dimension} {result.dtype} embeddings to {_shown(args.out)}",
+            f"wrote {result.count} x {result.dimension} {result.dtype} embeddings to {_shown(args.out)}{computed}",
             file=_report_stream(args.out),
         )
         _report_rate(args, result.count, started)
@@ -66,6 +69,7 @@ def cmd_encode(args) -> int:
     print(
         f"wrote {result.count} x {result.dimension} {result.dtype} embeddings in {result.shards} "
         f"shard(s) and {os.path.join(args.out, 'manifest.json')} ({result.encoded} sentences encoded by this run)"
+        f"{computed}"
     )
     if result.encoded:  # a resumed run's rate is over what it encoded itself
         _report_rate(args, result.encoded, started, " encoded")

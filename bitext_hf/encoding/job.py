@@ -8,6 +8,7 @@ shard folder's state.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -93,7 +94,10 @@ class EncodeConfig(RayOptions, EncoderOptions):
 class EncodingResult:
     """What a run wrote: ``count`` x ``dimension`` embeddings of ``dtype`` in ``path`` (``shards`` shard files and a
     manifest, or one ``.npy`` file when ``shards`` is None); ``encoded`` sentences encoded by this run (a resumed
-    run's or a cached run's can be fewer than ``count``), ``from_cache`` taken from the encoding cache."""
+    run's or a cached run's can be fewer than ``count``), ``from_cache`` taken from the encoding cache;
+    ``arithmetic`` what the vectors were computed in (``"float32 (torch)"``, ``"bfloat16 (openvino)"``): the loaded
+    encoder's own word, else what the cache entry or the Ray tasks were keyed and loaded by; None for an encoder of a
+    given ``load_encoder`` that does not say."""
 
     path: str
     count: int
@@ -103,6 +107,7 @@ class EncodingResult:
     encoded: int
     from_cache: int
     seconds: float
+    arithmetic: str | None = None
 
 
 def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
@@ -122,7 +127,8 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
         check_ray(config.ray_address)
     embedder = Embedder.from_options(config, load_encoder)
     if config.sharded:
-        return _encode_shards(config, embedder, started)
+        result = _encode_shards(config, embedder, started)
+        return dataclasses.replace(result, arithmetic=_arithmetic(config, embedder, load_encoder))
     if config.distributed:
         raise UsageError(f"--distributed ray writes a folder of shards; end --out with / ({config.out} is one file)")
     if config.shard_size is not None or config.resume:
@@ -138,8 +144,27 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
     count, dimension = embeddings.shape
     seconds = time.perf_counter() - started
     return EncodingResult(
-        config.out, count, dimension, config.dtype, None, embedder.encoded, embedder.from_cache, seconds
+        config.out,
+        count,
+        dimension,
+        config.dtype,
+        None,
+        embedder.encoded,
+        embedder.from_cache,
+        seconds,
+        _arithmetic(config, embedder, load_encoder),
     )
+
+
+def _arithmetic(config: EncodeConfig, embedder, load_encoder) -> str | None:
+    """What ``config``'s vectors were computed in (:attr:`EncodingResult.arithmetic`)."""
+    if config.model in embedder.arithmetic:
+        return embedder.arithmetic[config.model]
+    if load_encoder is not None:
+        return None
+    from bitext_hf.encoders.precision import planned_arithmetic
+
+    return planned_arithmetic(config.model, config.quantize, config.backend)
 
 
 def _encode_shards(config: EncodeConfig, embedder, started: float) -> EncodingResult:
