@@ -76,6 +76,15 @@ def test_hf_encoder_truncates_with_one_warning(tiny_model_dir, caplog):
     assert len(warnings) == 1 and "2 of 3 sentences" in warnings[0].getMessage()
 
 
+def test_hf_encoder_takes_no_more_tokens_than_an_xlmr_position_table_numbers(tiny_model_dir):
+    """XLM-R's table of 64 rows numbers 64 - (padding_idx + 1) tokens: the default max_length (512) and the config's
+    max_position_embeddings (64) both overstate it, and a sentence of that many tokens ran off the table."""
+    encoder = HFEncoder(tiny_model_dir, device="cpu", quantize="none")
+    assert encoder.max_length == 64 - (encoder.model.config.pad_token_id + 1)
+    embeddings = encoder.encode([" ".join(["word"] * 200), "short"])
+    assert embeddings.shape == (2, 32) and np.isfinite(embeddings).all()
+
+
 def test_sentence_transformer_adapter_and_dispatch(tiny_model_dir, tmp_path):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer

@@ -1,4 +1,4 @@
-"""The import direction of the package (README "Layout"): data flows down, never back up.
+"""The import direction of the package (docs/layout.md, "The import direction"): data flows down, never back up.
 
 A module may import its own top-level package and the packages of lower layers, never a higher layer or another
 package of its own layer. `modeling/` ships to the hub as remote code and imports nothing of ours. Function-level
@@ -107,7 +107,7 @@ def _against_the_direction() -> set[tuple[str, str]]:
 def test_no_import_goes_against_the_direction_beyond_the_known_debts():
     found = _against_the_direction()
     new = sorted(found - KNOWN_DEBTS)
-    assert not new, f"imports against the direction (README 'Layout'): {new}"
+    assert not new, f"imports against the direction (docs/layout.md): {new}"
 
 
 def test_the_shipped_modeling_code_is_checked_too():

@@ -40,7 +40,8 @@ def align_sentences(
     """Align two documents given as lists of sentences (translations of each other, in order).
 
     Args:
-        src, tgt (sequence of str): the two documents' sentences, in order (any iterable of str; read once).
+        src (sequence of str): the source document's sentences, in order (any iterable of str; read once).
+        tgt (sequence of str): the target document's sentences, in order, likewise.
         encoder: an encoder of the package (:func:`bitext_hf.encoders.load_encoder`) or a callable ``texts -> (n, d)``
             returning L2-normalized vectors.
         settings (AlignSettings, optional): the search's settings; or give them as keywords (``max_align=4``).
@@ -50,7 +51,7 @@ def align_sentences(
         Alignment: ``beads``, a list of ``(source indices, target indices)`` in document order covering every
         sentence of both sides once (``([0, 1], [2])``: source sentences 0 and 1 together translate target sentence
         2; ``([3], [])``: source sentence 3 has no translation), and ``scores``, one float per bead (cosine of the
-        two sides times the length prior; at most 1, not a probability; 0.0 for 1-0 and 0-1 beads).
+        two sides times the length prior; at most 1 without ``margin``, not a probability; 0.0 for 1-0 and 0-1 beads).
 
     Raises:
         TypeError: a side that is a single string or holds anything but strings.

@@ -104,19 +104,26 @@ class AlignSettings:
 class AlignConfig(AlignSettings, LanguageOptions, EncoderOptions):
     """Everything one alignment run needs; the fields are ``bitext-hf align``'s options. Checked when made.
 
+    The search's fields (``max_align``, ``top_k``, ``window``, ``skip``, ``margin``, ``length_prior``) are
+    :class:`AlignSettings`', which the config inherits; the encoder, its cache and the longest line accepted are
+    :class:`~bitext_hf.encoding.embedder.EncoderOptions`' (``model``, ``pooling``, ``quantize``, ``backend``,
+    ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``), as for ``mine``.
+
     Args:
-        src, tgt (str): the documents, one sentence a line (``-`` for stdin, compressed files too), or two folders of
-            documents paired by file name.
-        src_docs, tgt_docs (str, optional): instead of ``src`` and ``tgt``, two lists of documents, one path a line
-            (relative to the list's folder), paired line by line.
+        src (str, optional): the source document, one sentence a line (``-`` for stdin, compressed files too), or a
+            folder of documents.
+        tgt (str, optional): the target document, or a folder of documents of the same file names as ``src``'s.
+        src_docs (str, optional): instead of ``src``, a list of source documents, one path a line (relative to the
+            list's folder).
+        tgt_docs (str, optional): instead of ``tgt``, the list of their target documents, paired line by line.
         out (str, optional): the output file (a folder for many documents; ``-`` for stdout); None writes nothing.
         format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
             (.tsv, .jsonl, .parquet), else vecalign.
-        max_align, top_k, window, skip, margin, length_prior: the search (:class:`AlignSettings`, whose fields the config inherits).
-        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the longest line accepted (:class:`~bitext_hf.encoding.embedder.EncoderOptions`), as ``mine``.
-        src_lang, tgt_lang (str, optional): language codes, recorded in the sidecar for the dataset card.
-        quiet (bool), threads (int, optional), command (str, optional): as ``mine``.
+        src_lang (str, optional): the source side's language code, recorded in the sidecar for the dataset card.
+        tgt_lang (str, optional): the target side's language code, likewise.
+        quiet (bool): no progress bars, as ``mine``.
+        threads (int, optional): CPU threads, as ``mine``.
+        command (str, optional): the command that reproduces the run, recorded in the sidecar, as ``mine``.
     """
 
     src: str | None = field(

@@ -53,8 +53,8 @@ class Alignment:
             documents once, in order. ``([0, 1], [2])`` joins source sentences 0 and 1 to target sentence 2.
         scores (numpy.ndarray): float, one per bead: the cosine of the two sides' overlap embeddings, times the
             length prior when it is on, less the neighbours' similarity with ``margin`` (the module docstring). At
-            most 1; it ranks beads within one alignment and is not a probability. 0.0 for a 1-0 or 0-1 bead, as
-            vecalign reports them.
+            most 1 without ``margin``; it ranks beads within one alignment and is not a probability. 0.0 for a 1-0
+            or 0-1 bead, as vecalign reports them.
 
     ``len(alignment)`` is the number of beads; ``repr`` summarises (the beads themselves can be many thousands).
     """

@@ -1,6 +1,6 @@
 """The ``bitext-hf`` command line: encode, mine, align, score and eval.
 
-Exit codes (README "Command line"): 0 success; 1 any other error, a failed output write included; 2 wrong usage;
+Exit codes (docs/exit-codes.md): 0 success; 1 any other error, a failed output write included; 2 wrong usage;
 3 bad input data (the message names the file and line); 4 an encoder that cannot be loaded; 130 interrupted.
 Every error is one line on stderr (``--debug`` or ``BITEXT_HF_DEBUG=1`` re-raises it to show the traceback).
 Results go to stdout, progress and warnings to stderr, files are written atomically (complete or not at all).

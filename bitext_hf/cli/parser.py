@@ -171,7 +171,7 @@ subtracts the neighbours' mean cosine, as Bertalign does (off by default). Time 
 document.
 
 A bead's score: cosine x log2(1 + shorter / longer), the target side's length first scaled by the documents'
-length ratio (--no-length-prior: the cosine alone). At most 1: identical documents score 1.0 throughout, but
+length ratio (--no-length-prior: the cosine alone). At most 1 without --margin: identical documents score 1.0, but
 identical sentences in documents of unlike lengths score less, since the prior expects the documents' ratio. It
 ranks beads within a run; it is not a probability of a correct bead. 1-0 and 0-1 beads are written with score 0
 (in the search they cost --skip).

@@ -168,8 +168,8 @@ def read_tsv_pairs(
     """Read tab-separated sentence pairs; returns aligned (sources, targets).
 
     Args:
-        src_column, tgt_column (int, optional): the columns of each side; by default the ones a header names, else
-            0 and 1.
+        src_column (int, optional): the source column; by default the one a header names, else 0.
+        tgt_column (int, optional): the target column; by default the one a header names, else 1.
         skip_header (bool, optional): drop the first line; by default, a first line that names a source and a
             target column (``src``/``tgt``, ``source``/``target`` or ``sentence1``/``sentence2``, anywhere in the
             line: ``mine``'s own ``score<TAB>src_index<TAB>tgt_index<TAB>src<TAB>tgt``) is taken as a header, and

@@ -54,12 +54,13 @@ class HFEncoder:
     """Any Hugging Face encoder (``AutoModel``) with mean, max or CLS pooling over a chosen hidden layer.
 
     Args:
-        model_or_path: a loaded ``PreTrainedModel`` or a local path / hub id (hub ids must be cached: no network).
+        model_or_path (PreTrainedModel or str): a loaded model or a local path / hub id (hub ids must be cached: no
+            network).
         pooling (str, defaults to "mean"): "mean", "max" or "cls" (padding excluded), or "model" for models whose
             output has their own ``sentence_embedding`` (e.g. a Laser3 student: pooling and projection).
         max_length (int, defaults to 512): longer inputs are truncated, with one warning per ``encode`` call; never
             more than the model's position table.
-        tokenizer: a tokenizer or its path (defaults to the model's).
+        tokenizer (PreTrainedTokenizerBase or str, optional): a tokenizer or its path (defaults to the model's).
         layer (int, optional): hidden state to pool (0 = embeddings); defaults to the last.
         device (str, optional): defaults to CUDA when available for a loaded path, and to the device of a given
             model. A given model is switched to eval mode only while it encodes (it may be in the middle of training).
@@ -150,7 +151,9 @@ class HFEncoder:
         # has no table size of its own, and an XLM-R table numbers fewer tokens than it has rows.
         model_limit = getattr(model, "max_tokens", None)
         if not isinstance(model_limit, int):
-            model_limit = int(getattr(config, "max_position_embeddings", None) or max_length)
+            model_limit = _position_capacity(model) or int(
+                getattr(config, "max_position_embeddings", None) or max_length
+            )
         self.max_length = min(max_length, model_limit)
         if pooling == "model":
             self.dim = int(config.embedding_dim)
@@ -365,3 +368,16 @@ def _thread_limit(encoder: HFEncoder | SentenceTransformerEncoder):
     """What an encode call runs under: the encoder's count, else the count in force for a model it loaded, else
     nothing (a model given without a count runs on its caller's setting)."""
     return limit_threads(encoder.threads) if encoder._limits_threads else contextlib.nullcontext()
+
+
+def _position_capacity(model) -> int | None:
+    """How many tokens ``model``'s learned absolute position table numbers, or None without one (relative or rotary
+    positions). RoBERTa-style encoders (XLM-R) count positions from ``padding_idx + 1``, so the rows up to it are
+    never a token's: ``max_position_embeddings`` overstates what they take by that much. (The modeling families
+    carry the same rule in their own files, which import nothing of the package's.)"""
+    import torch
+
+    table = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
+    if not isinstance(table, torch.nn.Embedding):
+        return None
+    return table.num_embeddings - (0 if table.padding_idx is None else table.padding_idx + 1)

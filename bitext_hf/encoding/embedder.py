@@ -32,10 +32,13 @@ class EncoderOptions:
 
     Args:
         model (str, optional): encoder path or hub id (default: the embedded USE v3).
-        pooling, quantize, backend (str, optional): as :func:`bitext_hf.encoders.load_encoder` takes them.
+        pooling (str, optional): as :func:`bitext_hf.encoders.load_encoder` takes it.
+        quantize (str, optional): as :func:`bitext_hf.encoders.load_encoder` takes it.
+        backend (str, optional): as :func:`bitext_hf.encoders.load_encoder` takes it.
         batch_size (int, defaults to 128): sentences per encoder batch.
         max_line_chars (int, defaults to 10000): the longest line accepted.
-        cache_dir (str, optional), no_cache (bool): the encoding cache's folder, or none at all.
+        cache_dir (str, optional): the encoding cache's folder.
+        no_cache (bool): no encoding cache at all.
     """
 
     model: str | None = field(

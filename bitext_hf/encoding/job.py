@@ -31,17 +31,21 @@ logger = logging.getLogger("bitext_hf")
 class EncodeConfig(RayOptions, EncoderOptions):
     """One encoding run; the fields are ``bitext-hf encode``'s options. Checked when made.
 
+    The encoder, its cache and the input's longest line are
+    :class:`~bitext_hf.encoding.embedder.EncoderOptions`' fields (``model``, ``pooling``, ``quantize``, ``backend``,
+    ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``), as for ``mine``.
+
     Args:
         input (str): UTF-8 text, one sentence a line (``-`` for stdin, compressed files too).
         out (str): a ``.npy`` file, or a folder (new or empty, or a path ending in ``/`` or without a file
             extension) for shards and a manifest.
-        shard_size (int, optional), dtype (str), resume (bool): a folder's rows per shard (default
-            :data:`~bitext_hf.encoding.shards.DEFAULT_SHARD_SIZE`), stored precision ("float32" or "float16") and
-            whether to continue an unfinished folder after its last complete shard.
-        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the input's longest line (:class:`~bitext_hf.encoding.embedder.EncoderOptions`), as ``mine``.
-        distributed (str, optional), ray_address (str, optional), workers (int, optional): ``"ray"`` encodes the
-            shards of a folder in Ray tasks.
+        shard_size (int, optional): a folder's rows per shard (default
+            :data:`~bitext_hf.encoding.shards.DEFAULT_SHARD_SIZE`).
+        dtype (str): the stored precision, "float32" or "float16".
+        resume (bool): continue an unfinished folder after its last complete shard.
+        distributed (str, optional): ``"ray"`` encodes the shards of a folder in Ray tasks.
+        ray_address (str, optional): the Ray cluster to join (default: a local Ray instance).
+        workers (int, optional): Ray tasks at a time.
         quiet (bool): no progress bars.
     """
 

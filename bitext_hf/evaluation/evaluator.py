@@ -6,7 +6,7 @@ sentence-transformers' evaluators do. ``BitextTrainer(retrieval_evaluator=...)``
 ``eval_<key>`` and, unless told otherwise, keeps the checkpoint with the best primary metric.
 
 The base lives in ``evaluation``, with the metrics it reports; the Trainer (``training``, a peer that may not
-import ``evaluation``, README "Layout") never imports it and reads ``primary_metric`` / ``greater_is_better`` with
+import ``evaluation``, docs/layout.md) never imports it and reads ``primary_metric`` / ``greater_is_better`` with
 ``getattr``, so a plain function ``model -> dict`` is an evaluator
 too (it only gives up the automatic direction).
 """

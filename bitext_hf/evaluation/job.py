@@ -54,22 +54,28 @@ class EvalConfig(MarginOptions, EncoderOptions):
     messages name them as the command line spells them. Checked when made (``UsageError``): an option given where it
     cannot act is refused, not ignored. Each field's ``metadata`` holds its command-line help, choices and metavar.
 
+    The gold pairs are exactly one of ``pairs``, ``src`` and ``tgt``, ``mteb`` or ``bucc``. The encoder, its cache
+    and the longest line accepted are :class:`~bitext_hf.encoding.embedder.EncoderOptions`' fields (``model``,
+    ``pooling``, ``quantize``, ``backend``, ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``).
+
     Args:
-        pairs (str, optional), src, tgt (str, optional), mteb (str, optional), bucc (three str, optional): the
-            gold pairs, exactly one of: a pairs file (any that ``score --pairs`` reads); aligned Moses-style files;
-            MTEB bitext-mining data (:func:`bitext_hf.data.read_mteb`); BUCC's source, target and gold files.
-        split, subset (str, optional), columns (two str, optional): with ``mteb``, the split of a saved
-            DatasetDict, the one ``lang`` / ``subset`` to evaluate, and the two sentence columns.
+        pairs (str, optional): a pairs file (any that ``score --pairs`` reads).
+        src (str, optional): the source side of aligned Moses-style files.
+        tgt (str, optional): the target side of aligned Moses-style files.
+        mteb (str, optional): MTEB bitext-mining data (:func:`bitext_hf.data.read_mteb`).
+        bucc (three str, optional): BUCC's source, target and gold files.
+        split (str, optional): with ``mteb``, the split of a saved DatasetDict.
+        subset (str, optional): with ``mteb``, the one ``lang`` / ``subset`` to evaluate.
+        columns (two str, optional): with ``mteb``, the two sentence columns.
         bucc_train (three str, optional): with ``bucc``, the split whose F1-best threshold is applied to the test
             split (without it, the test split's own: an oracle).
         mode (str, optional): with ``bucc``, how the candidates are mined (default "max").
         metrics (list of str, optional): which of :data:`METRICS` to compute (None: all three); not with ``bucc``.
         out (str, optional): also write the results as JSON here (atomically, never over an input); ``-`` writes
             nothing (the command prints the results).
-        k (int, optional), margin (str, optional): the margin of xsim and BUCC; None is 4 and "ratio", and a value
-            given where no margin acts (``metrics`` without xsim) is refused. Resolved when the config is made.
-        model, pooling, quantize, backend, batch_size, max_line_chars, cache_dir, no_cache: the encoder, its cache
-            and the longest line accepted (:class:`~bitext_hf.encoding.embedder.EncoderOptions`).
+        k (int, optional): the neighbours of the margin of xsim and BUCC; None is 4, and a value given where no
+            margin acts (``metrics`` without xsim) is refused. Resolved when the config is made.
+        margin (str, optional): the margin of xsim and BUCC; None is "ratio", refused where no margin acts, as ``k``.
         quiet (bool, defaults to False): no progress bars.
         threads (int, optional): CPU threads of the encoder and the search (:func:`bitext_hf.threads.limit_threads`,
             restored after the run).

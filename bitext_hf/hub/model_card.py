@@ -177,7 +177,8 @@ def eval_results_from_table(
         rows: one dict per evaluation set; ``set_column`` names the set (the result's ``dataset_config``).
         metrics: ``{column: (metric_type, metric_name)}`` for the columns that hold this model's numbers; cells that
             are missing or not numbers are skipped.
-        dataset_type, dataset_name: the dataset id and display name of the evaluation data.
+        dataset_type (str, defaults to "held-out"): the dataset id of the evaluation data.
+        dataset_name (str, defaults to "Held-out pairs"): the display name of the evaluation data.
         task_name: the display name of the task (its type is ``sentence-similarity``).
     """
     from huggingface_hub import EvalResult

@@ -47,10 +47,11 @@ class PushConfig:
         token (str, optional): a token with write access (default: ``HF_TOKEN``, then the saved login).
         message (str, optional): the commit message.
         dry_run (bool): say what the commit would hold and what stays local, then stop: no token, no network.
-        include, exclude (list of str): with ``model``, fnmatch patterns of files to add or to leave out.
-        meta (str, optional), languages (list of two str, optional), license (str, optional): with ``pairs``, the
-            mining metadata (default: the sidecar ``<pairs>.meta.json``), the two sides' language codes and the
-            dataset's licence id, for the card.
+        include (list of str): with ``model``, fnmatch patterns of files to add.
+        exclude (list of str): with ``model``, fnmatch patterns of files to leave out.
+        meta (str, optional): with ``pairs``, the mining metadata (default: the sidecar ``<pairs>.meta.json``).
+        languages (list of two str, optional): with ``pairs``, the two sides' language codes, for the card.
+        license (str, optional): with ``pairs``, the dataset's licence id, for the card.
     """
 
     option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {

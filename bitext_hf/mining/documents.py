@@ -72,10 +72,12 @@ def mine_documents(
     """Mine pairs inside each document present on both sides; indices in the result are global rows.
 
     Args:
-        src_doc_ids / tgt_doc_ids: one document id (a string or an integer) per embedding row; documents are matched
-            by equal ids.
-        src_keys / tgt_keys (optional): one key per row (e.g. its text); inside a document, rows with equal keys are
-            mined once and reported at their first row in that document. Without keys every row is mined.
+        src_doc_ids (sequence of str or int): one document id per source embedding row; documents are matched by
+            equal ids.
+        tgt_doc_ids (sequence of str or int): one document id per target embedding row.
+        src_keys (sequence, optional): one key per source row (e.g. its text); inside a document, rows with equal
+            keys are mined once and reported at their first row in that document. Without keys every row is mined.
+        tgt_keys (sequence, optional): one key per target row, likewise.
         k (int, defaults to 4): neighbourhood size, capped at each document's size; see
             :func:`bitext_hf.mining.check_k`.
         mode (str, defaults to DEFAULT_MODE, "max"): as in :func:`bitext_hf.mining.mine`.

@@ -511,7 +511,8 @@ def search_neighbours_unchecked(
     mining job validates each input once, when it is read).
 
     Args:
-        src / tgt: validated, L2-normalized embeddings of one dimension.
+        src (np.ndarray): validated, L2-normalized source embeddings.
+        tgt (np.ndarray): validated, L2-normalized target embeddings of the same dimension.
         k: neighbours per sentence, capped at the other side's size.
         index: "exact", "auto", a FAISS factory string, or a resolved :class:`IndexSpec`.
         nprobe: IVF cells a query scans (more: slower, closer to exact); default as :func:`resolve_index`.

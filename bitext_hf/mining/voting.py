@@ -74,7 +74,7 @@ def mine_with_voting(
         tgt_translated: the target sentences translated into the source language, likewise.
         mode (str, defaults to "intersect"): each run's retrieval mode (the paper's intersection; ``mine``'s own
             default is "max").
-        **mine_kwargs: passed to :func:`bitext_hf.mining.mine` (k, margin, threshold, index...).
+        **mine_kwargs (Any): passed to :func:`bitext_hf.mining.mine` (k, margin, threshold, index...).
     """
     from bitext_hf.mining import mine
 

@@ -219,7 +219,8 @@ class BitextTrainer(Trainer):
     """``transformers.Trainer`` with ``loss_fn`` and ``retrieval_evaluator`` (see the module docstring).
 
     Args:
-        model, args: as for ``Trainer``.
+        model (PreTrainedModel): as for ``Trainer``.
+        args (TrainingArguments): as for ``Trainer``.
         loss_fn: ``loss_fn(model, inputs)`` -> scalar loss, or (loss, dict of named parts to log). ``None``: the
             model's own loss (``Trainer.compute_loss``). With a ``loss_fn`` the Trainer keeps every dataset column
             (``remove_unused_columns`` is turned off: the columns are the loss's inputs, not ``forward``'s).

@@ -449,17 +449,22 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         """Encode, and with `target_input_ids` + `alignments` compute the objective's loss.
 
         Args:
-            input_ids, attention_mask: the English (source) batch `(batch, length)`.
-            target_input_ids, target_attention_mask: the translations, row i aligned with row i.
+            input_ids: token ids of the English (source) batch `(batch, length)`.
+            attention_mask: attention mask of the source batch `(batch, length)`.
+            target_input_ids: token ids of the translations, row i aligned with row i.
+            target_attention_mask: attention mask of the translations.
             alignments: `(n_links, 3)` rows (example, source position, target position); positions index tokens
                 (first subwords) of the padded batches.
             languages: `(batch,)` index into `config.languages` of each target sentence (needed by `linear`).
                 Without a target batch, the inputs themselves are in these languages and, for `linear`, the
                 returned states are mapped by their W (index -1: English, no map).
-            token_type_ids, target_token_type_ids: segment ids for encoders that have them (BERT's tokenizers
-                return them), passed to the encoder.
-            output_hidden_states, output_attentions: also return the encoder's hidden states / attention maps of
-                the (source) input (defaults: the config's); `output_hidden_states` may list the indices to keep.
+            token_type_ids: source segment ids for encoders that have them (BERT's tokenizers return them),
+                passed to the encoder.
+            target_token_type_ids: the same for the translations.
+            output_hidden_states: also return the encoder's hidden states of the (source) input (default: the
+                config's); may list the indices to keep.
+            output_attentions: also return the encoder's attention maps of the (source) input (default: the
+                config's).
             kwargs: ignored (what a Trainer or a tokenizer adds beyond these).
         """
         if input_ids is None:

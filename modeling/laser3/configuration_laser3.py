@@ -40,8 +40,11 @@ class Laser3StudentConfig(PretrainedConfig):
             means no projection.
         normalize_embeddings (`bool`, defaults to `False`): L2-normalise `sentence_embedding` in `forward`.
             Distillation uses cosine, so training is unaffected; encoders usually normalise downstream.
-        pad_token_id / bos_token_id / eos_token_id / mask_token_id (`int`, defaults to 1 / 0 / 2 / 4): the
-            XLM-R-like special ids of the student tokenizer (`<s>` 0, `<pad>` 1, `</s>` 2, `<unk>` 3, `<mask>` 4).
+        pad_token_id (`int`, defaults to 1): the padding id of the student tokenizer (XLM-R-like specials: `<s>` 0,
+            `<pad>` 1, `</s>` 2, `<unk>` 3, `<mask>` 4).
+        bos_token_id (`int`, defaults to 0): the id of `<s>`.
+        eos_token_id (`int`, defaults to 2): the id of `</s>`.
+        mask_token_id (`int`, defaults to 4): the id of `<mask>`.
 
     The MLM decoder is never tied to the input embeddings (`tie_word_embeddings` is always `False`): transformers
     4.x ties whenever the config says so, which would overwrite the decoder's trained weights on loading.

@@ -41,8 +41,10 @@ class MuSRConfig(PretrainedConfig):
         label_smoothing (`float`, defaults to 0.1): label smoothing of the cross-entropy `forward` returns.
         with_decoder (`bool`, defaults to `True`): `False` builds the encoder alone (the sentence-transformers
             export: the decoder is only needed for training).
-        pad_token_id / bos_token_id / eos_token_id (`int`, defaults to 1 / 0 / 2): the XLM-R-like special ids of the
-            tokenizer trained by bitext_hf (`<s>` 0, `<pad>` 1, `</s>` 2).
+        pad_token_id (`int`, defaults to 1): the padding id of the tokenizer trained by bitext_hf (XLM-R-like
+            specials: `<s>` 0, `<pad>` 1, `</s>` 2).
+        bos_token_id (`int`, defaults to 0): the id of `<s>`.
+        eos_token_id (`int`, defaults to 2): the id of `</s>`.
         decoder_start_token_id (`int`, defaults to 0): first decoder input (`<s>`).
 
     The output layer is never tied to an embedding (`tie_word_embeddings` is always `False`): the decoder is 2d wide

@@ -456,7 +456,7 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
             token_type_ids: accepted for tokenizer compatibility and ignored (the model has no segments).
             output_hidden_states: also return the encoder's (and the decoder's) hidden states; default: the config's.
             output_attentions: refused when true (see `MuSRSelfAttention`); default: the config's.
-            kwargs: ignored.
+            **kwargs (`Any`): ignored.
         """
         del token_type_ids, kwargs
         return_dict = return_dict if return_dict is not None else self.config.return_dict

@@ -87,7 +87,8 @@ def bertscore_matrix(
         source_states: `(n_s, L_s, d)` token vectors (already L2-normalized for cosine).
         source_weights: `(n_s, L_s)` token weights; 0 marks tokens left out (padding, special tokens), 1 or the
             idf weight marks tokens that count. Every sentence needs at least one token with a positive weight.
-        target_states, target_weights: the same for the targets.
+        target_states: `(n_t, L_t, d)` token vectors of the targets, as `source_states`.
+        target_weights: `(n_t, L_t)` token weights of the targets, as `source_weights`.
 
     Returns:
         `(n_s, n_t)`: F = 2PR / (P + R) with P = weighted mean over target tokens of the max similarity to a

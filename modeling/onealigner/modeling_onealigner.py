@@ -411,14 +411,19 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         """Score a batch of sources against a batch of targets (see the module docstring).
 
         Args:
-            input_ids, attention_mask: source batch `(n_source, length)`.
-            target_input_ids, target_attention_mask: target batch `(n_target, length)`; without them the model
-                only encodes the sources (the sentence-transformers path).
+            input_ids: source token ids `(n_source, length)`.
+            attention_mask: source attention mask `(n_source, length)`.
+            target_input_ids: target token ids `(n_target, length)`; without them the model only encodes the
+                sources (the sentence-transformers path).
+            target_attention_mask: target attention mask `(n_target, length)`.
             return_loss: compute the contrastive loss; needs n_source == n_target, row i aligned with row i.
-            token_type_ids, target_token_type_ids: segment ids for encoders that have them (BERT's tokenizers
-                return them), passed to the encoder.
-            output_hidden_states, output_attentions: also return the encoder's hidden states / attention maps of
-                the source batch (defaults: the config's); `output_hidden_states` may list the indices to keep.
+            token_type_ids: source segment ids for encoders that have them (BERT's tokenizers return them), passed
+                to the encoder.
+            target_token_type_ids: the same for the targets.
+            output_hidden_states: also return the encoder's hidden states of the source batch (default: the
+                config's); may list the indices to keep.
+            output_attentions: also return the encoder's attention maps of the source batch (default: the
+                config's).
         """
         if input_ids is None:
             raise OneAlignerInputError("forward needs input_ids (the source batch).")

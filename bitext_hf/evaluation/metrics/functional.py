@@ -238,9 +238,11 @@ def bitext_accuracy(
     evaluator would hold in memory at once, they are computed in row blocks and may differ from its in the last bit.
 
     Args:
-        source_embeddings (np.ndarray, (n, d)) / target_embeddings (np.ndarray, (n, d)): the encoder's output, in
-            float32 (normalized here, as sentence-transformers normalizes it).
-        source_texts / target_texts (list[str], optional): the sentences, n each.
+        source_embeddings (np.ndarray, (n, d)): the encoder's output for the sources, in float32 (normalized
+            here, as sentence-transformers normalizes it).
+        target_embeddings (np.ndarray, (n, d)): the encoder's output for the targets, likewise.
+        source_texts (list[str], optional): the source sentences, n.
+        target_texts (list[str], optional): the target sentences, n.
         device (str, optional): where the cosines are computed; defaults to CUDA, then MPS, else the CPU, as
             sentence-transformers places a model (a GPU rounds near-ties differently from a CPU).
 
