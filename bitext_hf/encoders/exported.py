@@ -75,11 +75,23 @@ def exported_quantize(backend: str, quantize: str | None) -> str:
     return quantize
 
 
+# oneDNN's instruction-set caps below its first bfloat16 kernels (AVX512_CORE_BF16; AVX2_VNNI_2 has bfloat16
+# conversions): under one, OpenVINO's kernels cannot compute bfloat16 whatever its capabilities say.
+_ISA_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
+
+
 @functools.cache
 def openvino_bf16() -> bool:
     """Whether OpenVINO's CPU plugin computes bfloat16 natively here, by its own report (its optimization
     capabilities name BF16): it, not torch's oneDNN, decides whether it honours a bfloat16 hint. OpenVINO not
-    installed: the ``EncoderLoadError`` that loading would raise."""
+    installed: the ``EncoderLoadError`` that loading would raise.
+
+    ``ONEDNN_MAX_CPU_ISA`` (or ``DNNL_MAX_CPU_ISA``) capped below the bfloat16 kernels counts as no bfloat16: the cap
+    reaches OpenVINO's kernels but not its report of the CPU's capabilities, and a bfloat16 graph then fails to
+    compile (seen: a Softmax with no kernel). With the cap, a process sees what an AVX2-only CPU gives."""
+    cap = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").strip().upper()
+    if cap in _ISA_CAPS_WITHOUT_BF16:
+        return False
     with without_openvino_telemetry():
         try:
             import openvino  # noqa: F401  (openvino_core imports it again)
