@@ -131,6 +131,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--runtimes", nargs="+", choices=list(RUNTIMES), default=list(RUNTIMES))
     parser.add_argument("--profile", choices=list(RUNTIMES), help="profile this runtime on the gettext corpus instead")
+    parser.add_argument(
+        "--emulated_bf16",
+        action="store_true",
+        help="on a CPU without native bfloat16, run torch-bf16 anyway (emulated; bitext-hf refuses it there)",
+    )
     args = parser.parse_args()
 
     from bitext_hf.encoders import DEFAULT_ENCODER, USEEncoder
@@ -143,12 +148,18 @@ def main() -> None:
     if args.profile:
         profile(args.profile, corpora["gettext"], args.batch_size)
         return
-    from bitext_hf.encoders.precision import native_bf16
+    from bitext_hf.encoders import precision
 
-    if not native_bf16() and "torch-bf16" in args.runtimes:
-        # bitext-hf refuses bfloat16 on such a CPU (emulated, many times slower than float32): nothing to measure.
-        print("# torch-bf16 left out: this CPU has no native bfloat16 (AVX512-BF16 or AMX)")
-        args.runtimes = [name for name in args.runtimes if name != "torch-bf16"]
+    if not precision.native_bf16() and "torch-bf16" in args.runtimes:
+        if args.emulated_bf16:
+            # What bitext-hf refuses on such a CPU, measured anyway: the cost of torch's bfloat16 emulation.
+            print("# torch-bf16 EMULATED: this CPU has no native bfloat16; bitext-hf refuses it here")
+            precision.native_bf16 = lambda: True
+        else:
+            print(
+                "# torch-bf16 left out: this CPU has no native bfloat16 (AVX512-BF16 or AMX); --emulated_bf16 runs it"
+            )
+            args.runtimes = [name for name in args.runtimes if name != "torch-bf16"]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"# {DEFAULT_ENCODER} (USEEncoder); batch {args.batch_size}; best/median of {args.repeats} runs; "

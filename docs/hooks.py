@@ -45,7 +45,6 @@ INCLUDED_PAGES = {
 ASSET_FOLDERS = ("benchmarks/figures", "experiments/cards", "recipes/figures")
 
 
-
 def command_help(command: str, columns: int = HELP_COLUMNS) -> str:
     """``bitext-hf COMMAND --help`` as the parser prints it at ``columns`` characters (COMMAND may be ``data gettext``;
     ``bitext-hf`` or an empty COMMAND is the top-level help)."""

@@ -13,6 +13,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,54 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE
 if "HF_MODULES_CACHE" not in os.environ:
     os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="bitext-hf-test-modules-")
     atexit.register(shutil.rmtree, os.environ["HF_MODULES_CACHE"], ignore_errors=True)
+
+# What a run of each set took, from start to summary, on two quiet cores (benchmarks/README.md, "The test suite", has
+# the runs and their machines): printed in the header, so that a run that takes far longer says so before it starts.
+_STARTED = pytest.StashKey[float]()
+EXPECTED_DURATIONS = {
+    "default": "about 3.5 minutes on two quiet cores, longer on a busy machine",
+    "slow": "about 13 minutes on two quiet cores",
+}
+
+
+def pytest_report_header(config) -> list[str]:
+    """The set this run selects and how long it is expected to take, and the arithmetic this CPU gives the
+    encoders: the tests hold on CPUs with and without AVX-512, AMX or native bfloat16, and say which ran."""
+    selection = config.getoption("markexpr") or ""
+    if config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        lines = []
+    elif selection == "not slow":
+        lines = [
+            f"bitext-hf: the default tests (not slow): {EXPECTED_DURATIONS['default']}; `python -m pytest -m slow` "
+            f"runs the slow set (launches, experiments, other environments, real data; {EXPECTED_DURATIONS['slow']})"
+        ]
+    elif selection == "slow":
+        lines = [f"bitext-hf: the slow set: {EXPECTED_DURATIONS['slow']}"]
+    else:
+        lines = [f"bitext-hf: tests selected by -m {selection!r}" if selection else "bitext-hf: every test"]
+    import torch
+
+    from bitext_hf.encoders.precision import native_bf16
+
+    bf16 = "native bfloat16" if native_bf16() else "no native bfloat16 (bf16 refused on the CPU; its tests pretend)"
+    lines.append(f"bitext-hf: this CPU: torch kernels {torch.backends.cpu.get_cpu_capability()}, {bf16}")
+    return lines
+
+
+def pytest_sessionstart(session) -> None:
+    session.config.stash[_STARTED] = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    started = config.stash.get(_STARTED, None)
+    selection = config.getoption("markexpr") or ""
+    expected = {"not slow": EXPECTED_DURATIONS["default"], "slow": EXPECTED_DURATIONS["slow"]}.get(selection)
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS  # no file or test named
+    if started is not None and expected and whole_suite:
+        terminalreporter.write_line(
+            f"bitext-hf: this run took {time.monotonic() - started:.0f} s; expected: {expected}"
+        )
+
 
 # English, French, German, Spanish; written for these tests.
 _PARALLEL_ROWS: tuple[tuple[str, str, str, str], ...] = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -200,7 +201,7 @@ def test_cli_encode_killed_with_sigkill_resumes_to_identical_bytes(capsys, tmp_p
         process.wait()
     assert MANIFEST not in os.listdir(part)
     code, out, _ = run(capsys, "encode", *options, "--out", str(part), "--resume")
-    encoded = int(out.split("(")[-1].split()[0])  # "... (N sentences encoded by this run)"
+    encoded = int(re.search(r"\((\d+) sentences encoded by this run\)", out).group(1))
     assert code == EXIT_OK and encoded <= len(TEXTS) - 8  # the two shards recorded before the kill were kept
     assert _files(part) == _files(tmp_path / "whole")
 
