@@ -144,29 +144,6 @@ def shared_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("docs-embedding-cache")
 
 
-@pytest.fixture(scope="session")
-def docs_model_dir(tmp_path_factory, tiny_tokenizer) -> Path:
-    """``my-model/``: a random 2-layer, 32-wide XLM-R encoder with the tiny tokenizer, a Hugging Face model folder,
-    with XLM-R's position table (512 tokens after its two reserved positions)."""
-    import torch
-    from transformers import XLMRobertaConfig, XLMRobertaModel
-
-    torch.manual_seed(0)
-    config = XLMRobertaConfig(
-        vocab_size=len(tiny_tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=514,
-        pad_token_id=tiny_tokenizer.pad_token_id,
-    )
-    path = tmp_path_factory.mktemp("docs-model")
-    XLMRobertaModel(config).eval().save_pretrained(path)
-    tiny_tokenizer.save_pretrained(path)
-    return path
-
-
 @pytest.fixture
 def workspace(tmp_path, shared_cache, request) -> tuple[Path, dict[str, str]]:
     folder = tmp_path / "work"
@@ -174,7 +151,7 @@ def workspace(tmp_path, shared_cache, request) -> tuple[Path, dict[str, str]]:
     prepare_workspace(folder)
     block = request.node.callspec.params.get("block")
     if block is not None and "my-model" in block.code:
-        shutil.copytree(request.getfixturevalue("docs_model_dir"), folder / "my-model")
+        shutil.copytree(request.getfixturevalue("tiny_model_dir"), folder / "my-model")
     env = {key: value for key, value in os.environ.items() if not key.startswith("BITEXT_HF_DEBUG")}
     env.update(
         HF_HUB_OFFLINE="1",

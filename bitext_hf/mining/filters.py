@@ -125,6 +125,11 @@ def lid_code(lang: str) -> str:
 _FILTERS = "filters"
 
 
+def _side_language(help: str) -> Any:
+    """The field of one side's language code (None: not given), with the command line's ``help``."""
+    return dataclasses.field(default=None, metadata=option(help))
+
+
 @dataclasses.dataclass(kw_only=True)
 class LanguageOptions:
     """The languages of the two sides (``mine``, ``score``, ``align``), declared once: what ``lid`` checks, and what
@@ -134,16 +139,10 @@ class LanguageOptions:
         src_lang, tgt_lang (str, optional): language codes (``en``, ``de``, ``pt_BR``...).
     """
 
-    src_lang: str | None = dataclasses.field(
-        default=None,
-        metadata=option(
-            "language of the source side (en, de, pt_BR...), recorded in the sidecar of --out FILE for the dataset "
-            "card"
-        ),
+    src_lang: str | None = _side_language(
+        "language of the source side (en, de, pt_BR...), recorded in the sidecar of --out FILE for the dataset card"
     )
-    tgt_lang: str | None = dataclasses.field(
-        default=None, metadata=option("language of the target side, as --src-lang")
-    )
+    tgt_lang: str | None = _side_language("language of the target side, as --src-lang")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -165,16 +164,11 @@ class FilterOptions(LanguageOptions):
     """
 
     # The languages again, for the help of the commands that filter: there they are also what --lid checks.
-    src_lang: str | None = dataclasses.field(
-        default=None,
-        metadata=option(
-            "language of the source side (en, de, pt_BR...): what --lid checks, and recorded in the sidecar of "
-            "--out FILE for the dataset card by mine (score, which records none, refuses it without --lid)"
-        ),
+    src_lang: str | None = _side_language(
+        "language of the source side (en, de, pt_BR...): what --lid checks, and recorded in the sidecar of --out "
+        "FILE for the dataset card by mine (score, which records none, refuses it without --lid)"
     )
-    tgt_lang: str | None = dataclasses.field(
-        default=None, metadata=option("language of the target side, as --src-lang")
-    )
+    tgt_lang: str | None = _side_language("language of the target side, as --src-lang")
     lid: bool = dataclasses.field(
         default=False,
         metadata=option(
