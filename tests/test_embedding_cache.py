@@ -321,3 +321,18 @@ def test_encode_to_shards_after_mine_and_with_a_damaged_entry(capsys, caplog, tm
     for folder in ("a", "b"):
         for name in os.listdir(tmp_path / "fresh"):
             assert (tmp_path / folder / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes()
+
+
+@pytest.mark.parametrize("option", [["--backend", "onnx"], ["--backend", "openvino"], ["--quantize", "int8"]])
+def test_a_warm_cache_never_serves_what_a_cold_one_refuses(capsys, tmp_path, fakes, option):
+    """The default encoder runs neither an exported backend nor int8: refused with the loader's own line before the
+    cache is read, so a run does not succeed or fail by what an earlier run left in the cache."""
+    text = write_lines(tmp_path / "in.txt", SOURCES)
+    assert run(capsys, "encode", "--input", text, "--out", str(tmp_path / "warm.npy"))[0] == EXIT_OK
+    loaded = len(fakes.loaded)
+    code, _, err = run(capsys, "encode", "--input", text, "--out", str(tmp_path / "x.npy"), *option)
+    assert code == 4 and err.strip().splitlines() == [
+        f"bitext-hf encode: error: use-multilingual-v3: the USE encoder runs in torch, float32 or bf16; drop "
+        f"{option[0][2:]}={option[1]!r}"
+    ]
+    assert len(fakes.loaded) == loaded and not (tmp_path / "x.npy").exists()

@@ -25,7 +25,7 @@ from bitext_hf.encoders.exported import BACKENDS, check_backend
 from bitext_hf.encoders.huggingface import POOLINGS, HFEncoder, SentenceTransformerEncoder
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES, check_quantize
 from bitext_hf.encoders.sources import DEFAULT_ENCODER, ModelSource, resolve_model
-from bitext_hf.encoders.use import USE_LANGUAGES, USEEncoder
+from bitext_hf.encoders.use import USE_LANGUAGES, USEEncoder, check_use_request
 from bitext_hf.errors import EncoderLoadError
 from bitext_hf.threads import check_threads
 
@@ -105,11 +105,7 @@ def load_encoder(
 
     if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
         without_pooling("USE encoder")
-        if quantize == "int8" or backend != "torch":
-            asked = f"quantize={quantize!r}" if quantize == "int8" else f"backend={backend!r}"
-            raise EncoderLoadError(
-                f"{spec or DEFAULT_ENCODER}: the USE encoder runs in torch, float32 or bf16; drop {asked}"
-            )
+        check_use_request(str(spec or DEFAULT_ENCODER), quantize, backend)
         return USEEncoder(threads=threads, quantize=quantize, **kwargs)
     # Resolved once here (local checks, cache, at most one hub request), then handed to the adapter as is.
     source = resolve_model(spec, trust_remote_code=bool(kwargs.get("trust_remote_code", False)))

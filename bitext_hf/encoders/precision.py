@@ -149,9 +149,13 @@ def planned_runtime(spec, quantize: str | None, backend: str | None = None) -> t
     """(runtime, precision) that ``load_encoder(spec, quantize=..., backend=...)`` will compute in, without loading
     it: runtime "torch", "onnx" or "openvino", precision "none", "bf16" or "int8"; refused as loading refuses."""
     from bitext_hf.encoders.exported import check_backend, exported_quantize
+    from bitext_hf.encoders.sources import DEFAULT_ENCODER
+    from bitext_hf.encoders.use import check_use_request
 
     backend = check_backend(backend)
-    if backend != "torch" and not _is_use(spec):
+    if _is_use(spec):
+        check_use_request(str(spec or DEFAULT_ENCODER), check_quantize(quantize), backend)
+    elif backend != "torch":
         return backend, exported_quantize(backend, quantize)
     return "torch", effective_quantize(spec, quantize)
 

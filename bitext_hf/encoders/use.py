@@ -35,7 +35,15 @@ from bitext_hf.encoders.sources import DEFAULT_ENCODER
 from bitext_hf.errors import EncoderLoadError, UsageError
 from bitext_hf.threads import check_threads, default_threads, limit_threads
 
-__all__ = ["USE_RUNTIMES", "USE_TORCH_BATCH", "UseTokenizer", "UseTorchForward", "use_resource", "use_runtime"]
+__all__ = [
+    "USE_RUNTIMES",
+    "USE_TORCH_BATCH",
+    "UseTokenizer",
+    "UseTorchForward",
+    "check_use_request",
+    "use_resource",
+    "use_runtime",
+]
 
 USE_RUNTIMES = ("torch", "numpy")
 # Sentences the torch runtime encodes at a time, at least: more distinct tokens share the work done once per id
@@ -63,6 +71,15 @@ def _spans(lengths: Sequence[int], budget: int) -> list[slice]:
     if len(lengths) > start:
         spans.append(slice(start, len(lengths)))
     return spans
+
+
+def check_use_request(name: str, quantize: str, backend: str) -> None:
+    """Refuse what the USE encoder loaded by ``name`` (the default encoder) cannot run, as loading it refuses: int8
+    weights, or an exported backend (``quantize`` and ``backend`` already checked choices). The embedding cache and
+    the manifests ask this before they are read, so a warm cache never serves what a cold one refuses."""
+    if quantize == "int8" or backend != "torch":
+        asked = f"quantize={quantize!r}" if quantize == "int8" else f"backend={backend!r}"
+        raise EncoderLoadError(f"{name}: the USE encoder runs in torch, float32 or bf16; drop {asked}")
 
 
 def use_runtime(backend: str | None, quantize: str | None) -> tuple[str, str]:

@@ -111,7 +111,10 @@ class EncoderOptions:
             value = getattr(self, name)
             if value is not None and value not in choices:
                 raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
-        if self.quantize == "bf16":  # only an explicit bf16 can be refused; "auto" falls back to float32
+        # What loading would refuse, refused now, before any text is read or any cache entry served: an explicit
+        # bf16 this machine would not compute natively ("auto" falls back to float32), an exported backend or int8
+        # for an encoder that runs neither (the default encoder).
+        if self.quantize in ("bf16", "int8") or self.backend not in (None, "torch"):
             from bitext_hf.encoders.precision import runtime_label
 
             for spec in self._encoder_specs():
