@@ -449,6 +449,24 @@ def test_encode_text_after_from_pretrained(family, tiny_tokenizer, tmp_path):
 
 
 @every_family
+def test_encode_refuses_bad_input_the_same_way_in_every_family(family, tiny_tokenizer):
+    """The text path is one copied source: the same errors, the same messages, the same empty result."""
+    model = family.build(tiny_tokenizer)
+    for not_a_list in ("one string", ["a sentence", 7]):
+        with pytest.raises(TypeError, match=r"^encode expects a list of strings$"):
+            model.encode(not_a_list, tiny_tokenizer)
+    with pytest.raises(ValueError, match=r"^no tokenizer: pass encode\(\.\.\., tokenizer=\.\.\.\)") as raised:
+        model.encode(SENTENCES)  # built, not loaded: no folder to find a tokenizer in
+    # the family's own error class (a ValueError), from its own shipped file
+    family_prefix = next(cls.__name__ for cls in type(model).__mro__ if cls.__name__.endswith("PreTrainedModel"))
+    assert type(raised.value).__name__ == family_prefix.replace("PreTrainedModel", "InputError")
+    assert type(raised.value).__module__.rsplit(".", 1)[0] == type(model).__module__.rsplit(".", 1)[0]
+    width = model.encode(SENTENCES, tiny_tokenizer).shape[1]
+    assert width == model.config.embedding_dim
+    assert model.encode([], tiny_tokenizer).shape == (0, width)
+
+
+@every_family
 def test_sentence_transformers_export_gives_the_encode_vectors(family, tiny_tokenizer, tmp_path):
     from sentence_transformers import SentenceTransformer
 

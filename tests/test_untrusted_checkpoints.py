@@ -7,11 +7,13 @@ nothing writes the marker and one line says how to opt in (``model.encode`` in P
 with it the marker appears, which proves that these tests would see the code run. The declared tokenizer class is
 either the module's own (transformers cannot load it without the code) or a plain transformers class (transformers
 would quietly load that class instead, which need not tokenize as the checkpoint's code does).
+
+The guard (``_resolve_tokenizer``, ``_tokenizer_code``, ``_untrusted_tokenizer_message``, ``from_pretrained``) is one
+source and its marked copies in every family, which ``tests/test_modeling_copies.py`` checks identical.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,9 @@ from remote_code_tf4 import run_without_bitext_hf
 from test_model_contract import FAMILIES, SENTENCES, Family
 from transformers import AutoModel
 
-import bitext_hf
 from bitext_hf.cli import EXIT_ENCODER
 from bitext_hf.encoders import EncoderLoadError, load_encoder
 
-MODELING = Path(bitext_hf.__file__).parent / "modeling"
-MODELING_FILES = sorted(MODELING.glob("*/modeling_*.py"))
 # What the hostile tokenizer_config.json declares as its class: the shipped module's, or a plain transformers one.
 DECLARED_CLASSES = ["HostileTokenizer", "PreTrainedTokenizerFast"]
 
@@ -155,37 +154,3 @@ def test_the_shipped_code_keeps_the_choice_under_transformers_4_57(tiny_tokenize
     for name, (message, ran_before, trusted, rows) in results.items():
         assert "trust_remote_code of from_pretrained set to True" in message and not ran_before, name
         assert trusted is True and rows == 2 and Path(checkpoints[name][1]).exists(), name
-
-
-# -- the guard is the same code in every family ("copied from": a family folder ships alone as remote code) ------
-
-
-def _definitions(path: Path) -> dict[str, str]:
-    """Source of each top-level function and of each method (as `Class.method`) of a modeling file."""
-    source = path.read_text(encoding="utf-8")
-    found = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef):
-            found[node.name] = ast.get_source_segment(source, node)
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef):
-                    found[f"method {item.name}"] = ast.get_source_segment(source, item)
-    return found
-
-
-@pytest.mark.parametrize(
-    ("name", "families"),
-    [
-        ("_tokenizer_code", 4),
-        ("_untrusted_tokenizer_message", 4),
-        ("_portable_tokenizer_class", 4),
-        ("method from_pretrained", 4),
-        ("_position_capacity", 2),  # the families that wrap a transformers encoder (onealigner, contrastive_align)
-    ],
-)
-def test_helpers_copied_into_every_modeling_file_are_identical(name, families):
-    copies = {path.parent.name: _definitions(path).get(name) for path in MODELING_FILES}
-    present = {family: source for family, source in copies.items() if source is not None}
-    assert len(present) == families, sorted(present)
-    assert len(set(present.values())) == 1, f"{name} differs between {sorted(present)}"

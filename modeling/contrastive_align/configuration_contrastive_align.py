@@ -23,8 +23,9 @@ __all__ = ["CONTRASTIVE_ALIGN_OBJECTIVES", "ContrastiveAlignConfig", "Contrastiv
 CONTRASTIVE_ALIGN_OBJECTIVES: tuple[str, ...] = ("linear", "l2", "weak", "strong")
 
 
+# Copied from modeling.onealigner.configuration_onealigner.OneAlignerConfigError with OneAligner->ContrastiveAlign
 class ContrastiveAlignConfigError(ValueError):
-    """A ContrastiveAlignConfig value is invalid."""
+    """A value of the ContrastiveAlign configuration is invalid."""
 
 
 class ContrastiveAlignConfig(PretrainedConfig):
@@ -112,18 +113,25 @@ class ContrastiveAlignConfig(PretrainedConfig):
         if not isinstance(self.max_seq_length, int) or self.max_seq_length < 2:
             raise ContrastiveAlignConfigError(f"max_seq_length={self.max_seq_length!r}: expected an integer >= 2.")
 
+    # Copied from modeling.onealigner.configuration_onealigner.OneAlignerConfig.hidden_size
     @property
     def hidden_size(self) -> int:
         """Width of the encoder's hidden states."""
         return int(self.encoder_config.hidden_size)
 
+    # Copied from modeling.onealigner.configuration_onealigner.OneAlignerConfig.embedding_dim
+    @property
+    def embedding_dim(self) -> int:
+        """Size of the sentence embedding that the model's `encode` returns (the hidden size)."""
+        return self.hidden_size
+
+    # Copied from modeling.onealigner.configuration_onealigner.OneAlignerConfig.get_text_config
     def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> PretrainedConfig:
         """The wrapped encoder's config: it holds the vocabulary and the layers that read the text.
 
         transformers looks for a text sub-config under its own names (`text_config`, `decoder`, ...), not under
         `encoder_config`, and would return this wrapper, which has no `vocab_size` (resizing embeddings, generation
         and the common model tests read it from here). There is no decoder, so both ends are the encoder.
-        (OneAligner's configuration has the same method: each family folder ships alone as remote code.)
         """
         del decoder, encoder
         return self.encoder_config

@@ -68,8 +68,9 @@ __all__ = [
 ]
 
 
+# Copied from modeling.onealigner.functional_onealigner.OneAlignerInputError with OneAligner->ContrastiveAlign
 class ContrastiveAlignInputError(ValueError):
-    """The tensors given to the ContrastiveAlignedEncoder are unusable (links outside a sentence, bad shapes...)."""
+    """Inputs that the ContrastiveAlign model cannot use: bad tensors or arguments, no tokenizer to read text with."""
 
 
 @dataclass
@@ -215,10 +216,12 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         self._tokenizer: Any = None
         self.post_init()
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.get_input_embeddings
     def get_input_embeddings(self) -> nn.Module:
         """The encoder's token embeddings (what `resize_token_embeddings` and PEFT work on)."""
         return self.encoder.get_input_embeddings()
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.set_input_embeddings
     def set_input_embeddings(self, value: nn.Module) -> None:
         self.encoder.set_input_embeddings(value)
 
@@ -237,43 +240,42 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
 
         `config_kwargs` are the other [`ContrastiveAlignConfig`] fields (objective, languages, ...).
         """
+        encoder_config = _encoder_config(name_or_path_or_config)
         if isinstance(name_or_path_or_config, PreTrainedModel):
             encoder = name_or_path_or_config
-        elif isinstance(name_or_path_or_config, PretrainedConfig):
-            encoder = AutoModel.from_config(name_or_path_or_config)
         elif isinstance(name_or_path_or_config, str):
-            try:
-                AutoConfig.from_pretrained(name_or_path_or_config)
-            except (OSError, ValueError) as error:
-                raise ContrastiveAlignInputError(
-                    f"cannot load the encoder {name_or_path_or_config!r} ({error.__class__.__name__}): pass a local "
-                    "folder with config.json and weights, or an encoder config for a random initialization."
-                ) from error
             encoder = AutoModel.from_pretrained(name_or_path_or_config)
         else:
-            raise ContrastiveAlignInputError(
-                "from_encoder expects a path, a hub id, a PretrainedConfig or a PreTrainedModel, got "
-                f"{type(name_or_path_or_config).__name__}."
-            )
+            encoder = AutoModel.from_config(encoder_config)
         return cls(ContrastiveAlignConfig(encoder_config=encoder.config, **config_kwargs), encoder=encoder)
 
     # -- pieces ---------------------------------------------------------------------------------------------------
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.token_states
     def token_states(
         self,
         input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
         *,
         all_states: bool = False,
-        token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Hidden state `config.layer` `(batch, length, d)`, or every hidden state `(states, batch, length, d)`."""
+        """Hidden state `config.layer` `(batch, length, hidden)`, or with `all_states` every hidden state, the
+        embedding output first, `(states, batch, length, hidden)`.
+
+        Args:
+            input_ids: token ids `(batch, length)`.
+            attention_mask: `(batch, length)`, 1 for real tokens; all ones by default.
+            token_type_ids: segment ids for encoders that have them (BERT's tokenizers return them).
+            all_states: return every hidden state, stacked.
+        """
         return self._encode(input_ids, attention_mask, token_type_ids, all_states=all_states)[0]
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel._encode
     def _encode(
         self,
         input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
+        attention_mask: torch.Tensor | None,
         token_type_ids: torch.Tensor | None = None,
         *,
         all_states: bool = False,
@@ -281,8 +283,9 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None, tuple[torch.Tensor, ...] | None]:
         """What `token_states` gives, and the encoder's hidden states and attention maps when asked for
-        (`output_hidden_states` may list the indices of the hidden states to keep, as transformers 5 allows).
-        OneAligner's model does much the same: each family folder ships alone as remote code."""
+        (`output_hidden_states` may list the indices of the hidden states to keep, as transformers 5 allows)."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
         inner = all_states or self.config.layer != self.encoder.config.num_hidden_layers
         chosen = list(output_hidden_states) if isinstance(output_hidden_states, (list, tuple)) else None
         # The states this model uses are needed whatever the list says: inner ones are asked for with all of them.
@@ -520,7 +523,6 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
 
     # -- text level (what a checkpoint needs to turn text into vectors without bitext_hf) ---------------------
 
-    @torch.no_grad()
     def encode(
         self,
         sentences: Sequence[str],
@@ -539,11 +541,38 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
                 weights (loaded once from the checkpoint folder or hub id).
             language: for `linear`, the texts' language (one of `config.languages`): its W maps them into the
                 English space; None (English, or another objective) applies nothing.
+            batch_size: sentences per forward pass (sorted by length, so that padding costs little).
+            normalize: L2-normalize the rows (cosine = dot product).
+        """
+        target_map = self.linear_map(language).detach().float() if language is not None else None
+        return self._encode_texts(sentences, tokenizer, batch_size, normalize, target_map=target_map)
+
+    def _embed_batch(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, target_map: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """`encode`'s vectors of one padded batch, before normalization: the mean of hidden state `config.layer`,
+        times `target_map` when given (mean pooling commutes with the linear map)."""
+        pooled = mean_pool(self.token_states(input_ids, attention_mask), attention_mask).float()
+        return pooled if target_map is None else pooled @ target_map.to(pooled.device)
+
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel._encode_texts
+    @torch.no_grad()
+    def _encode_texts(
+        self, sentences: Sequence[str], tokenizer: Any, batch_size: int, normalize: bool, **options: Any
+    ) -> torch.Tensor:
+        """`encode` for a list of texts: `_embed_batch` over length-sorted batches in eval mode, rows back in the
+        input order, float32 on the CPU.
+
+        Args:
+            sentences: the texts, each truncated to `max_tokens` tokens.
+            tokenizer: the tokenizer, or None for the one `_resolve_tokenizer` finds.
+            batch_size: texts per batch.
+            normalize: L2-normalize the rows.
+            **options: passed on to `_embed_batch`.
         """
         if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
-            raise ContrastiveAlignInputError("encode expects a list of strings.")
+            raise TypeError("encode expects a list of strings")
         tokenizer = self._resolve_tokenizer(tokenizer)
-        target_map = self.linear_map(language).detach().float() if language is not None else None
         order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
         rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
         was_training = self.training
@@ -558,21 +587,19 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
                     max_length=self.max_tokens,
                     return_tensors="pt",
                 )
-                mask = inputs["attention_mask"].to(self.device)
-                states = self.token_states(inputs["input_ids"].to(self.device), mask)
-                weights = mask.unsqueeze(-1).to(states.dtype)
-                pooled = ((states * weights).sum(1) / weights.sum(1).clamp(min=1.0)).float()
-                if target_map is not None:  # mean pooling commutes with the linear map
-                    pooled = pooled @ target_map.to(pooled.device)
+                vectors = self._embed_batch(
+                    inputs["input_ids"].to(self.device), inputs["attention_mask"].to(self.device), **options
+                ).float()
                 for row, index in enumerate(batch):
-                    rows[index] = pooled[row]
+                    rows[index] = vectors[row]
         finally:
             self.train(was_training)
         if not rows:
-            return torch.empty(0, self.config.hidden_size)
+            return torch.empty(0, self.config.embedding_dim)
         stacked = torch.stack(rows).cpu()
         return F.normalize(stacked, dim=-1) if normalize else stacked
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.max_tokens
     @property
     def max_tokens(self) -> int:
         """Tokens per sentence, special tokens included, that `encode` keeps: `config.max_seq_length`, never more
@@ -584,6 +611,7 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
     # tokenizer_config.json): the caller's `trust_remote_code` when `from_pretrained` loaded the model, else False.
     trust_remote_code: bool = False
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.from_pretrained
     @classmethod
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
         """`PreTrainedModel.from_pretrained`, keeping the caller's `trust_remote_code` (else False) as the model's
@@ -594,15 +622,17 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         model.trust_remote_code = kwargs.get("trust_remote_code") is True
         return loaded
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel._resolve_tokenizer with OneAligner->ContrastiveAlign
     def _resolve_tokenizer(self, tokenizer: Any) -> Any:
-        # The other families do the same; each modeling file must stay self-contained remote code.
+        """`tokenizer` (kept for the next call), else the one kept, else the one saved beside the weights, loaded
+        without running code shipped with it unless `trust_remote_code` allows it."""
         if tokenizer is not None:
             self._tokenizer = tokenizer
         if self._tokenizer is None:
             if not self.name_or_path:
                 raise ContrastiveAlignInputError(
-                    "no tokenizer: pass encode(..., tokenizer=...); a model loaded with from_pretrained finds the "
-                    "tokenizer saved beside its weights."
+                    "no tokenizer: pass encode(..., tokenizer=...); a model loaded with from_pretrained finds "
+                    "the tokenizer saved beside its weights"
                 )
             try:
                 code = _tokenizer_code(self.name_or_path, self.config)
@@ -613,12 +643,13 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
             except (OSError, ValueError) as error:
                 raise ContrastiveAlignInputError(
                     f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
-                    "encode(..., tokenizer=...)."
+                    "encode(..., tokenizer=...)"
                 ) from error
             if self._tokenizer is None:
                 raise ContrastiveAlignInputError(_untrusted_tokenizer_message(self.name_or_path, code))
         return self._tokenizer
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.save_pretrained
     def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
         """`PreTrainedModel.save_pretrained`, plus the tokenizer (`tokenizer`, else the one `encode` used) beside the
         weights, so that the checkpoint turns text into embeddings by itself."""
@@ -639,6 +670,36 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         return mapped
 
 
+# Copied from modeling.onealigner.functional_onealigner.mean_pool
+def mean_pool(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Attention-mask mean of token vectors: what sentence-transformers' mean Pooling computes."""
+    mask = attention_mask.to(states.dtype).unsqueeze(-1)
+    return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
+# Copied from modeling.onealigner.modeling_onealigner._encoder_config with OneAligner->ContrastiveAlign
+def _encoder_config(name_or_path_or_config: str | PretrainedConfig | PreTrainedModel) -> PretrainedConfig:
+    """The config of the encoder `from_encoder` wraps: a model's, a config as given, or read from a local folder or
+    hub id (refused with the fix when it cannot be read, before any weights are loaded)."""
+    if isinstance(name_or_path_or_config, PreTrainedModel):
+        return name_or_path_or_config.config
+    if isinstance(name_or_path_or_config, PretrainedConfig):
+        return name_or_path_or_config
+    if isinstance(name_or_path_or_config, str):
+        try:
+            return AutoConfig.from_pretrained(name_or_path_or_config)
+        except (OSError, ValueError) as error:
+            raise ContrastiveAlignInputError(
+                f"cannot load the encoder {name_or_path_or_config!r} ({error.__class__.__name__}): pass a local "
+                "folder with config.json and weights, or an encoder config for a random initialization"
+            ) from error
+    raise ContrastiveAlignInputError(
+        "from_encoder expects a path, a hub id, a PretrainedConfig or a PreTrainedModel, got "
+        f"{type(name_or_path_or_config).__name__}"
+    )
+
+
+# Copied from modeling.onealigner.modeling_onealigner._position_capacity
 def _position_capacity(encoder: nn.Module) -> int | None:
     """How many tokens the encoder's learned absolute position table numbers, or None without one (relative or
     rotary positions). RoBERTa-style encoders (XLM-R) count positions from padding_idx + 1, the table's own
@@ -649,6 +710,7 @@ def _position_capacity(encoder: nn.Module) -> int | None:
     return table.num_embeddings - (0 if table.padding_idx is None else table.padding_idx + 1)
 
 
+# Copied from modeling.onealigner.modeling_onealigner._tokenizer_code
 def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
     """The class references that the checkpoint's tokenizer files ask `AutoTokenizer` to import from the checkpoint's
     own Python files (`auto_map` in tokenizer_config.json, or in config.json, which transformers 4.x also reads), or
@@ -662,6 +724,7 @@ def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
     return None
 
 
+# Copied from modeling.onealigner.modeling_onealigner._untrusted_tokenizer_message
 def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     return (
         f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
@@ -671,6 +734,7 @@ def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     )
 
 
+# Copied from modeling.onealigner.modeling_onealigner._portable_tokenizer_class
 def _portable_tokenizer_class(folder: Path) -> None:
     """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
     older name `PreTrainedTokenizerFast` as the same class, so that is the name written."""

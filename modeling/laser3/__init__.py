@@ -5,9 +5,16 @@ from __future__ import annotations
 from bitext_hf.modeling import register_auto_classes
 
 from .configuration_laser3 import Laser3StudentConfig
-from .modeling_laser3 import Laser3PreTrainedModel, Laser3Student, Laser3StudentOutput, cosine_distillation_loss
+from .modeling_laser3 import (
+    Laser3InputError,
+    Laser3PreTrainedModel,
+    Laser3Student,
+    Laser3StudentOutput,
+    cosine_distillation_loss,
+)
 
 __all__ = [
+    "Laser3InputError",
     "Laser3PreTrainedModel",
     "Laser3Student",
     "Laser3StudentConfig",

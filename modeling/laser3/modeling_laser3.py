@@ -28,7 +28,18 @@ from transformers.utils import ModelOutput
 
 from .configuration_laser3 import Laser3StudentConfig
 
-__all__ = ["Laser3PreTrainedModel", "Laser3Student", "Laser3StudentOutput", "cosine_distillation_loss"]
+__all__ = [
+    "Laser3InputError",
+    "Laser3PreTrainedModel",
+    "Laser3Student",
+    "Laser3StudentOutput",
+    "cosine_distillation_loss",
+]
+
+
+# Copied from modeling.onealigner.functional_onealigner.OneAlignerInputError with OneAligner->Laser3
+class Laser3InputError(ValueError):
+    """Inputs that the Laser3 model cannot use: bad tensors or arguments, no tokenizer to read text with."""
 
 
 def cosine_distillation_loss(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
@@ -92,7 +103,7 @@ class Laser3Embeddings(nn.Module):
 
 
 class Laser3SelfAttention(nn.Module):
-    """Multi-head self-attention over `scaled_dot_product_attention` with a key-padding mask."""
+    """Multi-head self-attention over `scaled_dot_product_attention` with a boolean mask (True = may attend)."""
 
     # The fused kernel never materializes the attention probabilities, so `forward(output_attentions=True)` is refused
     # rather than answered with nothing.
@@ -101,15 +112,15 @@ class Laser3SelfAttention(nn.Module):
         "no attention probabilities to return"
     )
 
-    def __init__(self, config: Laser3StudentConfig) -> None:
+    def __init__(self, width: int, num_heads: int, dropout: float) -> None:
         super().__init__()
-        self.num_heads = config.num_attention_heads
-        self.head_dim = config.hidden_size // config.num_attention_heads
-        self.query = nn.Linear(config.hidden_size, config.hidden_size)
-        self.key = nn.Linear(config.hidden_size, config.hidden_size)
-        self.value = nn.Linear(config.hidden_size, config.hidden_size)
-        self.output = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout_prob = config.attention_probs_dropout_prob
+        self.num_heads = num_heads
+        self.head_dim = width // num_heads
+        self.query = nn.Linear(width, width)
+        self.key = nn.Linear(width, width)
+        self.value = nn.Linear(width, width)
+        self.output = nn.Linear(width, width)
+        self.dropout_prob = dropout
 
     def forward(self, hidden: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
         batch, seq_len, width = hidden.shape
@@ -136,7 +147,9 @@ class Laser3Layer(GradientCheckpointingLayer):
     def __init__(self, config: Laser3StudentConfig) -> None:
         super().__init__()
         self.attention_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.attention = Laser3SelfAttention(config)
+        self.attention = Laser3SelfAttention(
+            config.hidden_size, config.num_attention_heads, config.attention_probs_dropout_prob
+        )
         self.ffn_LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
         self.activation = nn.GELU() if config.hidden_act == "gelu" else nn.ReLU()
@@ -175,10 +188,10 @@ class Laser3PreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """Linear and embedding weights ~ normal(0, `initializer_range`) with zero biases and a zero padding row,
-        LayerNorms at identity (BERT's scheme, for a student trained from random initialisation).
+        LayerNorms at identity (BERT's scheme, for a model trained from random initialisation).
 
         `PreTrainedModel._init_weights` does exactly that for these module types in transformers 4.57 and 5.x alike
-        (and in 5.x skips weights loaded from a checkpoint), so it is called rather than written again; the student
+        (and in 5.x skips weights loaded from a checkpoint), so it is called rather than written again; the model
         has no other parameter types.
         """
         super()._init_weights(module)
@@ -293,7 +306,6 @@ class Laser3Student(Laser3PreTrainedModel):
         )
         return output if return_dict else output.to_tuple()
 
-    @torch.no_grad()
     def encode(
         self, sentences: Sequence[str], tokenizer: Any = None, *, batch_size: int = 32, normalize: bool = True
     ) -> torch.Tensor:
@@ -306,11 +318,31 @@ class Laser3Student(Laser3PreTrainedModel):
             batch_size: sentences per forward pass (sorted by length, so that padding costs little).
             normalize: L2-normalize the rows (the model card's use: cosine similarity).
         """
+        return self._encode_texts(sentences, tokenizer, batch_size, normalize)
+
+    def _embed_batch(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """`encode`'s vectors of one padded batch, before normalization: `forward`'s sentence embedding."""
+        return self(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).sentence_embedding
+
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel._encode_texts
+    @torch.no_grad()
+    def _encode_texts(
+        self, sentences: Sequence[str], tokenizer: Any, batch_size: int, normalize: bool, **options: Any
+    ) -> torch.Tensor:
+        """`encode` for a list of texts: `_embed_batch` over length-sorted batches in eval mode, rows back in the
+        input order, float32 on the CPU.
+
+        Args:
+            sentences: the texts, each truncated to `max_tokens` tokens.
+            tokenizer: the tokenizer, or None for the one `_resolve_tokenizer` finds.
+            batch_size: texts per batch.
+            normalize: L2-normalize the rows.
+            **options: passed on to `_embed_batch`.
+        """
         if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
             raise TypeError("encode expects a list of strings")
         tokenizer = self._resolve_tokenizer(tokenizer)
-        lengths = [len(sentence) for sentence in sentences]
-        order = sorted(range(len(sentences)), key=lengths.__getitem__)
+        order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
         rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
         was_training = self.training
         self.eval()
@@ -324,13 +356,11 @@ class Laser3Student(Laser3PreTrainedModel):
                     max_length=self.max_tokens,
                     return_tensors="pt",
                 )
-                embeddings = self(
-                    input_ids=inputs["input_ids"].to(self.device),
-                    attention_mask=inputs["attention_mask"].to(self.device),
-                    return_dict=True,
-                ).sentence_embedding.float()
+                vectors = self._embed_batch(
+                    inputs["input_ids"].to(self.device), inputs["attention_mask"].to(self.device), **options
+                ).float()
                 for row, index in enumerate(batch):
-                    rows[index] = embeddings[row]
+                    rows[index] = vectors[row]
         finally:
             self.train(was_training)
         if not rows:
@@ -347,6 +377,7 @@ class Laser3Student(Laser3PreTrainedModel):
     # tokenizer_config.json): the caller's `trust_remote_code` when `from_pretrained` loaded the model, else False.
     trust_remote_code: bool = False
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.from_pretrained
     @classmethod
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
         """`PreTrainedModel.from_pretrained`, keeping the caller's `trust_remote_code` (else False) as the model's
@@ -357,13 +388,15 @@ class Laser3Student(Laser3PreTrainedModel):
         model.trust_remote_code = kwargs.get("trust_remote_code") is True
         return loaded
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel._resolve_tokenizer with OneAligner->Laser3
     def _resolve_tokenizer(self, tokenizer: Any) -> Any:
-        # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
+        """`tokenizer` (kept for the next call), else the one kept, else the one saved beside the weights, loaded
+        without running code shipped with it unless `trust_remote_code` allows it."""
         if tokenizer is not None:
             self._tokenizer = tokenizer
         if self._tokenizer is None:
             if not self.name_or_path:
-                raise ValueError(
+                raise Laser3InputError(
                     "no tokenizer: pass encode(..., tokenizer=...); a model loaded with from_pretrained finds "
                     "the tokenizer saved beside its weights"
                 )
@@ -374,14 +407,15 @@ class Laser3Student(Laser3PreTrainedModel):
                         self.name_or_path, trust_remote_code=self.trust_remote_code
                     )
             except (OSError, ValueError) as error:
-                raise ValueError(
+                raise Laser3InputError(
                     f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
                     "encode(..., tokenizer=...)"
                 ) from error
             if self._tokenizer is None:
-                raise ValueError(_untrusted_tokenizer_message(self.name_or_path, code))
+                raise Laser3InputError(_untrusted_tokenizer_message(self.name_or_path, code))
         return self._tokenizer
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.save_pretrained
     def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
         """`PreTrainedModel.save_pretrained`, plus the tokenizer (`tokenizer`, else the one `encode` used) beside the
         weights, so that the checkpoint turns text into embeddings by itself."""
@@ -392,6 +426,7 @@ class Laser3Student(Laser3PreTrainedModel):
             _portable_tokenizer_class(Path(save_directory))
 
 
+# Copied from modeling.onealigner.modeling_onealigner._tokenizer_code
 def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
     """The class references that the checkpoint's tokenizer files ask `AutoTokenizer` to import from the checkpoint's
     own Python files (`auto_map` in tokenizer_config.json, or in config.json, which transformers 4.x also reads), or
@@ -405,6 +440,7 @@ def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
     return None
 
 
+# Copied from modeling.onealigner.modeling_onealigner._untrusted_tokenizer_message
 def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     return (
         f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
@@ -414,6 +450,7 @@ def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     )
 
 
+# Copied from modeling.onealigner.modeling_onealigner._portable_tokenizer_class
 def _portable_tokenizer_class(folder: Path) -> None:
     """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
     older name `PreTrainedTokenizerFast` as the same class, so that is the name written."""

@@ -11,12 +11,20 @@ from bitext_hf.modeling import register_auto_classes
 from bitext_hf.modeling.musr.configuration_musr import MuSRConfig
 from bitext_hf.modeling.musr.modeling_musr import (
     MuSREncoderDecoder,
+    MuSRInputError,
     MuSROutput,
     MuSRPreTrainedModel,
     label_smoothed_cross_entropy,
 )
 
-__all__ = ["MuSRConfig", "MuSREncoderDecoder", "MuSROutput", "MuSRPreTrainedModel", "label_smoothed_cross_entropy"]
+__all__ = [
+    "MuSRConfig",
+    "MuSREncoderDecoder",
+    "MuSRInputError",
+    "MuSROutput",
+    "MuSRPreTrainedModel",
+    "label_smoothed_cross_entropy",
+]
 
 # Importing the family registers it (see bitext_hf.modeling.register_auto_classes), also when this module is
 # imported while bitext_hf.modeling itself is still being imported (its own call then runs before the family exists).

@@ -135,9 +135,10 @@ class MuSRConfig(PretrainedConfig):
         # After the base class: transformers 4.x's sets decoder_start_token_id (to None, unless passed in kwargs).
         self.decoder_start_token_id = decoder_start_token_id
 
+    # Copied from modeling.onealigner.configuration_onealigner.OneAlignerConfig.embedding_dim
     @property
     def embedding_dim(self) -> int:
-        """Size of the sentence embedding (the encoder width d)."""
+        """Size of the sentence embedding that the model's `encode` returns (the hidden size)."""
         return self.hidden_size
 
     @property

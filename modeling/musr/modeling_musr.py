@@ -35,7 +35,18 @@ from transformers.utils import ModelOutput
 
 from .configuration_musr import MuSRConfig
 
-__all__ = ["MuSREncoderDecoder", "MuSROutput", "MuSRPreTrainedModel", "label_smoothed_cross_entropy"]
+__all__ = [
+    "MuSREncoderDecoder",
+    "MuSRInputError",
+    "MuSROutput",
+    "MuSRPreTrainedModel",
+    "label_smoothed_cross_entropy",
+]
+
+
+# Copied from modeling.onealigner.functional_onealigner.OneAlignerInputError with OneAligner->MuSR
+class MuSRInputError(ValueError):
+    """Inputs that the MuSR model cannot use: bad tensors or arguments, no tokenizer to read text with."""
 
 
 @dataclass
@@ -98,6 +109,7 @@ class MuSREmbeddings(nn.Module):
         return self.dropout(self.word_embeddings(input_ids) * self.scale + self.position_embeddings(positions)[None])
 
 
+# Copied from modeling.laser3.modeling_laser3.Laser3SelfAttention with Laser3->MuSR, key_mask->mask
 class MuSRSelfAttention(nn.Module):
     """Multi-head self-attention over `scaled_dot_product_attention` with a boolean mask (True = may attend)."""
 
@@ -228,11 +240,16 @@ class MuSRPreTrainedModel(PreTrainedModel):
     _no_split_modules = ("MuSRLayer",)
     supports_gradient_checkpointing = True
 
+    # Copied from modeling.laser3.modeling_laser3.Laser3PreTrainedModel._init_weights
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Linear and embedding weights ~ normal(0, `initializer_range`), zero biases and padding row, LayerNorms at
-        identity: what `PreTrainedModel._init_weights` does for these module types in transformers 4.57 and 5.x
-        (5.x also skips weights loaded from a checkpoint), and the model has no other parameter types."""
+        """Linear and embedding weights ~ normal(0, `initializer_range`) with zero biases and a zero padding row,
+        LayerNorms at identity (BERT's scheme, for a model trained from random initialisation).
+
+        `PreTrainedModel._init_weights` does exactly that for these module types in transformers 4.57 and 5.x alike
+        (and in 5.x skips weights loaded from a checkpoint), so it is called rather than written again; the model
+        has no other parameter types.
+        """
         super()._init_weights(module)
 
 
@@ -271,7 +288,7 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
 
     def _check_decoder(self) -> None:
         if self.decoder is None:
-            raise ValueError(
+            raise MuSRInputError(
                 "this MuSR model was built without its decoder (with_decoder=False, the sentence-transformers "
                 "export): it encodes but cannot decode; load the full training checkpoint instead"
             )
@@ -304,18 +321,32 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
           defaults to the one used before, else the one saved beside the weights.
         """
         if isinstance(inputs, torch.Tensor):
-            attention_mask = self._attention_mask(inputs, attention_mask)
-            return self.pool(self.encoder(inputs, attention_mask), attention_mask)
+            return self._embed_batch(inputs, self._attention_mask(inputs, attention_mask))
         if attention_mask is not None and not isinstance(attention_mask, torch.Tensor):
             tokenizer = attention_mask
         return self._encode_texts(inputs, tokenizer, batch_size, normalize)
 
+    def _embed_batch(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """`encode`'s vectors of one padded batch, before normalization: the max-pooled encoder outputs."""
+        return self.pool(self.encoder(input_ids, attention_mask), attention_mask)
+
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel._encode_texts
     @torch.no_grad()
     def _encode_texts(
-        self, sentences: Sequence[str], tokenizer: Any, batch_size: int, normalize: bool
+        self, sentences: Sequence[str], tokenizer: Any, batch_size: int, normalize: bool, **options: Any
     ) -> torch.Tensor:
+        """`encode` for a list of texts: `_embed_batch` over length-sorted batches in eval mode, rows back in the
+        input order, float32 on the CPU.
+
+        Args:
+            sentences: the texts, each truncated to `max_tokens` tokens.
+            tokenizer: the tokenizer, or None for the one `_resolve_tokenizer` finds.
+            batch_size: texts per batch.
+            normalize: L2-normalize the rows.
+            **options: passed on to `_embed_batch`.
+        """
         if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
-            raise TypeError("encode expects token ids (a tensor) or a list of strings")
+            raise TypeError("encode expects a list of strings")
         tokenizer = self._resolve_tokenizer(tokenizer)
         order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
         rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
@@ -324,18 +355,18 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         try:
             for start in range(0, len(order), batch_size):
                 batch = order[start : start + batch_size]
-                features = tokenizer(
+                inputs = tokenizer(
                     [sentences[index] for index in batch],
                     padding=True,
                     truncation=True,
                     max_length=self.max_tokens,
                     return_tensors="pt",
                 )
-                embeddings = self.encode(
-                    features["input_ids"].to(self.device), features["attention_mask"].to(self.device)
+                vectors = self._embed_batch(
+                    inputs["input_ids"].to(self.device), inputs["attention_mask"].to(self.device), **options
                 ).float()
                 for row, index in enumerate(batch):
-                    rows[index] = embeddings[row]
+                    rows[index] = vectors[row]
         finally:
             self.train(was_training)
         if not rows:
@@ -343,6 +374,7 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         stacked = torch.stack(rows).cpu()
         return F.normalize(stacked, dim=-1) if normalize else stacked
 
+    # Copied from modeling.laser3.modeling_laser3.Laser3Student.max_tokens
     @property
     def max_tokens(self) -> int:
         """Tokens per sentence, special tokens included, that `encode` keeps: the rows of the position table."""
@@ -352,6 +384,7 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
     # tokenizer_config.json): the caller's `trust_remote_code` when `from_pretrained` loaded the model, else False.
     trust_remote_code: bool = False
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.from_pretrained
     @classmethod
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
         """`PreTrainedModel.from_pretrained`, keeping the caller's `trust_remote_code` (else False) as the model's
@@ -362,15 +395,17 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         model.trust_remote_code = kwargs.get("trust_remote_code") is True
         return loaded
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel._resolve_tokenizer with OneAligner->MuSR
     def _resolve_tokenizer(self, tokenizer: Any) -> Any:
-        # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
+        """`tokenizer` (kept for the next call), else the one kept, else the one saved beside the weights, loaded
+        without running code shipped with it unless `trust_remote_code` allows it."""
         if tokenizer is not None:
             self._tokenizer = tokenizer
         if self._tokenizer is None:
             if not self.name_or_path:
-                raise ValueError(
-                    "no tokenizer: pass encode(texts, tokenizer); a model loaded with from_pretrained finds the "
-                    "tokenizer saved beside its weights"
+                raise MuSRInputError(
+                    "no tokenizer: pass encode(..., tokenizer=...); a model loaded with from_pretrained finds "
+                    "the tokenizer saved beside its weights"
                 )
             try:
                 code = _tokenizer_code(self.name_or_path, self.config)
@@ -379,14 +414,15 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
                         self.name_or_path, trust_remote_code=self.trust_remote_code
                     )
             except (OSError, ValueError) as error:
-                raise ValueError(
+                raise MuSRInputError(
                     f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
-                    "encode(texts, tokenizer)"
+                    "encode(..., tokenizer=...)"
                 ) from error
             if self._tokenizer is None:
-                raise ValueError(_untrusted_tokenizer_message(self.name_or_path, code))
+                raise MuSRInputError(_untrusted_tokenizer_message(self.name_or_path, code))
         return self._tokenizer
 
+    # Copied from modeling.onealigner.modeling_onealigner.OneAlignerModel.save_pretrained
     def save_pretrained(self, save_directory: Any, *args: Any, tokenizer: Any = None, **kwargs: Any) -> None:
         """`PreTrainedModel.save_pretrained`, plus the tokenizer (`tokenizer`, else the one `encode` used) beside the
         weights, so that the checkpoint turns text into embeddings by itself."""
@@ -515,6 +551,7 @@ class MuSREncoderDecoder(MuSRPreTrainedModel):
         return output
 
 
+# Copied from modeling.onealigner.modeling_onealigner._tokenizer_code
 def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
     """The class references that the checkpoint's tokenizer files ask `AutoTokenizer` to import from the checkpoint's
     own Python files (`auto_map` in tokenizer_config.json, or in config.json, which transformers 4.x also reads), or
@@ -528,6 +565,7 @@ def _tokenizer_code(name_or_path: str, config: Any) -> str | None:
     return None
 
 
+# Copied from modeling.onealigner.modeling_onealigner._untrusted_tokenizer_message
 def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     return (
         f"the tokenizer saved in {name_or_path!r} runs Python code shipped with the checkpoint ({code}), which is "
@@ -537,6 +575,7 @@ def _untrusted_tokenizer_message(name_or_path: str, code: str | None) -> str:
     )
 
 
+# Copied from modeling.onealigner.modeling_onealigner._portable_tokenizer_class
 def _portable_tokenizer_class(folder: Path) -> None:
     """transformers 5 names a plain `tokenizers` tokenizer `TokenizersBackend`, a class 4.x lacks; both read its
     older name `PreTrainedTokenizerFast` as the same class, so that is the name written."""

@@ -52,7 +52,7 @@ _LOSSES = ("global", "row")
 
 
 class OneAlignerConfigError(ValueError):
-    """A OneAligner configuration value is invalid."""
+    """A value of the OneAligner configuration is invalid."""
 
 
 class OneAlignerConfig(PretrainedConfig):
@@ -203,8 +203,13 @@ class OneAlignerConfig(PretrainedConfig):
 
     @property
     def hidden_size(self) -> int:
-        """Width of the token vectors (the encoder's hidden size)."""
+        """Width of the encoder's hidden states."""
         return int(self.encoder_config.hidden_size)
+
+    @property
+    def embedding_dim(self) -> int:
+        """Size of the sentence embedding that the model's `encode` returns (the hidden size)."""
+        return self.hidden_size
 
     def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> PretrainedConfig:
         """The wrapped encoder's config: it holds the vocabulary and the layers that read the text.
@@ -212,7 +217,6 @@ class OneAlignerConfig(PretrainedConfig):
         transformers looks for a text sub-config under its own names (`text_config`, `decoder`, ...), not under
         `encoder_config`, and would return this wrapper, which has no `vocab_size` (resizing embeddings, generation
         and the common model tests read it from here). There is no decoder, so both ends are the encoder.
-        (ContrastiveAligned's configuration has the same method: each family folder ships alone as remote code.)
         """
         del decoder, encoder
         return self.encoder_config

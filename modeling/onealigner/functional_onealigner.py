@@ -33,7 +33,7 @@ MAX_SIMILARITY_ELEMENTS = 1 << 24
 
 
 class OneAlignerInputError(ValueError):
-    """The sentences or tensors given to OneAligner are unusable (mismatched counts, empty strings, ...)."""
+    """Inputs that the OneAligner model cannot use: bad tensors or arguments, no tokenizer to read text with."""
 
 
 def _with_mask_columns(

@@ -222,25 +222,8 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             raise OneAlignerInputError(
                 "OneAlignerModel keeps no tokenizer: pass it to the bitext_hf.families.onealigner functions instead."
             )
-        encoder_model = None
-        if isinstance(name_or_path_or_config, PreTrainedModel):
-            encoder_model = name_or_path_or_config
-            encoder_config = encoder_model.config
-        elif isinstance(name_or_path_or_config, PretrainedConfig):
-            encoder_config = name_or_path_or_config
-        elif isinstance(name_or_path_or_config, str):
-            try:
-                encoder_config = AutoConfig.from_pretrained(name_or_path_or_config)
-            except (OSError, ValueError) as error:
-                raise OneAlignerInputError(
-                    f"cannot load the encoder {name_or_path_or_config!r} ({error.__class__.__name__}): pass a local "
-                    "folder with config.json and weights, or an encoder config for a random initialization."
-                ) from error
-        else:
-            raise OneAlignerInputError(
-                "from_encoder expects a path, a hub id, a PretrainedConfig or a PreTrainedModel, got "
-                f"{type(name_or_path_or_config).__name__}."
-            )
+        encoder_config = _encoder_config(name_or_path_or_config)
+        encoder_model = name_or_path_or_config if isinstance(name_or_path_or_config, PreTrainedModel) else None
         num_layers = int(encoder_config.num_hidden_layers)
         # Validates the encoder type and the layer range (and picks the default layer) before any weights are loaded.
         layer = OneAlignerConfig(encoder_config=encoder_config, layer=layer, **config_kwargs).layer
@@ -268,26 +251,37 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
+        *,
+        all_states: bool = False,
     ) -> torch.Tensor:
-        """Token vectors of hidden state `config.layer`, `(batch, length, hidden)`."""
-        return self._encode(input_ids, attention_mask, token_type_ids)[0]
+        """Hidden state `config.layer` `(batch, length, hidden)`, or with `all_states` every hidden state, the
+        embedding output first, `(states, batch, length, hidden)`.
+
+        Args:
+            input_ids: token ids `(batch, length)`.
+            attention_mask: `(batch, length)`, 1 for real tokens; all ones by default.
+            token_type_ids: segment ids for encoders that have them (BERT's tokenizers return them).
+            all_states: return every hidden state, stacked.
+        """
+        return self._encode(input_ids, attention_mask, token_type_ids, all_states=all_states)[0]
 
     def _encode(
         self,
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None,
         token_type_ids: torch.Tensor | None = None,
+        *,
+        all_states: bool = False,
         output_hidden_states: bool | list[int] = False,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None, tuple[torch.Tensor, ...] | None]:
-        """Hidden state `config.layer`, and the encoder's hidden states and attention maps when asked for
-        (`output_hidden_states` may list the indices of the hidden states to keep, as transformers 5 allows).
-        ContrastiveAligned's model does much the same: each family folder ships alone as remote code."""
+        """What `token_states` gives, and the encoder's hidden states and attention maps when asked for
+        (`output_hidden_states` may list the indices of the hidden states to keep, as transformers 5 allows)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        inner = self.config.layer != self.encoder.config.num_hidden_layers
+        inner = all_states or self.config.layer != self.encoder.config.num_hidden_layers
         chosen = list(output_hidden_states) if isinstance(output_hidden_states, (list, tuple)) else None
-        # Hidden state `layer` is needed whatever the list says: an inner one is asked for with all of them.
+        # The states this model uses are needed whatever the list says: inner ones are asked for with all of them.
         request = chosen if chosen is not None and not inner else bool(output_hidden_states) or inner
         # Only when given: some encoders (DistilBERT, ModernBERT) have no segments and no such argument.
         segments = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
@@ -299,7 +293,10 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             return_dict=True,
             **segments,
         )
-        states = outputs.hidden_states[self.config.layer] if inner else outputs.last_hidden_state
+        if all_states:
+            states = torch.stack(outputs.hidden_states)
+        else:
+            states = outputs.hidden_states[self.config.layer] if inner else outputs.last_hidden_state
         hidden_states = outputs.hidden_states if output_hidden_states else None
         if chosen and inner:
             kept = {index % len(hidden_states) for index in chosen}
@@ -435,7 +432,11 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         )
         output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
         source_states, hidden_states, attentions = self._encode(
-            input_ids, attention_mask, token_type_ids, output_hidden_states, bool(output_attentions)
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=bool(output_attentions),
         )
         source = self.features_from_states(source_states, input_ids, attention_mask)
         fields: dict[str, torch.Tensor | None] = {}
@@ -482,7 +483,6 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
 
     # -- text level (the minimum a checkpoint needs to turn text into vectors without bitext_hf) ------------------
 
-    @torch.no_grad()
     def encode(
         self, sentences: Sequence[str], tokenizer: Any = None, *, batch_size: int = 64, normalize: bool = True
     ) -> torch.Tensor:
@@ -497,8 +497,28 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             batch_size: sentences per forward pass (sorted by length, so that padding costs little).
             normalize: L2-normalize the rows (cosine = dot product).
         """
+        return self._encode_texts(sentences, tokenizer, batch_size, normalize)
+
+    def _embed_batch(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """`encode`'s vectors of one padded batch, before normalization: the mean of hidden state `config.layer`."""
+        return mean_pool(self.token_states(input_ids, attention_mask), attention_mask)
+
+    @torch.no_grad()
+    def _encode_texts(
+        self, sentences: Sequence[str], tokenizer: Any, batch_size: int, normalize: bool, **options: Any
+    ) -> torch.Tensor:
+        """`encode` for a list of texts: `_embed_batch` over length-sorted batches in eval mode, rows back in the
+        input order, float32 on the CPU.
+
+        Args:
+            sentences: the texts, each truncated to `max_tokens` tokens.
+            tokenizer: the tokenizer, or None for the one `_resolve_tokenizer` finds.
+            batch_size: texts per batch.
+            normalize: L2-normalize the rows.
+            **options: passed on to `_embed_batch`.
+        """
         if isinstance(sentences, str) or not all(isinstance(sentence, str) for sentence in sentences):
-            raise OneAlignerInputError("encode expects a list of strings.")
+            raise TypeError("encode expects a list of strings")
         tokenizer = self._resolve_tokenizer(tokenizer)
         order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
         rows: list[torch.Tensor] = [torch.empty(0)] * len(sentences)
@@ -514,17 +534,15 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
                     max_length=self.max_tokens,
                     return_tensors="pt",
                 )
-                input_ids, attention_mask = (
-                    inputs["input_ids"].to(self.device),
-                    inputs["attention_mask"].to(self.device),
-                )
-                pooled = mean_pool(self.token_states(input_ids, attention_mask), attention_mask).float()
+                vectors = self._embed_batch(
+                    inputs["input_ids"].to(self.device), inputs["attention_mask"].to(self.device), **options
+                ).float()
                 for row, index in enumerate(batch):
-                    rows[index] = pooled[row]
+                    rows[index] = vectors[row]
         finally:
             self.train(was_training)
         if not rows:
-            return torch.empty(0, self.config.hidden_size)
+            return torch.empty(0, self.config.embedding_dim)
         stacked = torch.stack(rows).cpu()
         return F.normalize(stacked, dim=-1) if normalize else stacked
 
@@ -550,14 +568,15 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         return loaded
 
     def _resolve_tokenizer(self, tokenizer: Any) -> Any:
-        # Kept here, not shared with the other families: each modeling file must stay self-contained remote code.
+        """`tokenizer` (kept for the next call), else the one kept, else the one saved beside the weights, loaded
+        without running code shipped with it unless `trust_remote_code` allows it."""
         if tokenizer is not None:
             self._tokenizer = tokenizer
         if self._tokenizer is None:
             if not self.name_or_path:
                 raise OneAlignerInputError(
                     "no tokenizer: pass encode(..., tokenizer=...); a model loaded with from_pretrained finds "
-                    "the tokenizer saved beside its weights."
+                    "the tokenizer saved beside its weights"
                 )
             try:
                 code = _tokenizer_code(self.name_or_path, self.config)
@@ -568,7 +587,7 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
             except (OSError, ValueError) as error:
                 raise OneAlignerInputError(
                     f"no tokenizer beside the weights in {self.name_or_path!r} ({error.__class__.__name__}): pass "
-                    "encode(..., tokenizer=...)."
+                    "encode(..., tokenizer=...)"
                 ) from error
             if self._tokenizer is None:
                 raise OneAlignerInputError(_untrusted_tokenizer_message(self.name_or_path, code))
@@ -582,6 +601,27 @@ class OneAlignerModel(OneAlignerPreTrainedModel):
         if tokenizer is not None and kwargs.get("is_main_process", True):
             tokenizer.save_pretrained(save_directory)
             _portable_tokenizer_class(Path(save_directory))
+
+
+def _encoder_config(name_or_path_or_config: str | PretrainedConfig | PreTrainedModel) -> PretrainedConfig:
+    """The config of the encoder `from_encoder` wraps: a model's, a config as given, or read from a local folder or
+    hub id (refused with the fix when it cannot be read, before any weights are loaded)."""
+    if isinstance(name_or_path_or_config, PreTrainedModel):
+        return name_or_path_or_config.config
+    if isinstance(name_or_path_or_config, PretrainedConfig):
+        return name_or_path_or_config
+    if isinstance(name_or_path_or_config, str):
+        try:
+            return AutoConfig.from_pretrained(name_or_path_or_config)
+        except (OSError, ValueError) as error:
+            raise OneAlignerInputError(
+                f"cannot load the encoder {name_or_path_or_config!r} ({error.__class__.__name__}): pass a local "
+                "folder with config.json and weights, or an encoder config for a random initialization"
+            ) from error
+    raise OneAlignerInputError(
+        "from_encoder expects a path, a hub id, a PretrainedConfig or a PreTrainedModel, got "
+        f"{type(name_or_path_or_config).__name__}"
+    )
 
 
 def _position_capacity(encoder: nn.Module) -> int | None:
