@@ -163,13 +163,14 @@ def use_metrics(recipe: Any, arguments: list[str], seed: int) -> dict[str, float
     from transformers import TrainingArguments
 
     from bitext_hf.encoders import USEEncoder
-    from bitext_hf.families.musr import MuSREvaluator, load_many_to_one, multiway_held_out
+    from bitext_hf.families.musr import MuSREvaluator
+    from bitext_hf.families.musr.data import load_data
     from bitext_hf.training import parse_args
 
     script_args, _, _ = parse_args(
         recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=arguments
     )
-    data = multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
+    data = load_data(script_args, seed)  # the recipe's own split
     evaluator = MuSREvaluator(None, data.held_out, script_args.pivot, batch_size=script_args.eval_batch_size)
     return {f"use/{key}": value for key, value in evaluator.evaluate_encoder(USEEncoder(threads=1)).items()}
 
@@ -287,6 +288,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     from bitext_hf.data import parse_spec
     from bitext_hf.errors import UsageError
     from bitext_hf.evaluation import run_over_seeds
+    from bitext_hf.families.musr import model_card
     from bitext_hf.hub.figures import xsim_by_series
     from bitext_hf.training import parse_args
 
@@ -432,7 +434,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     card_args, _, _ = parse_args(
         recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=protocol
     )
-    card = recipe.model_card(card_args, first, figures=[figure], seed_table=table)
+    card = model_card(card_args, first, figures=[figure], seed_table=table)
     write_file(args.output_dir / FIGURE, figure.path.read_bytes())
     write_file(args.output_dir / CARD, card)
     write_results(args.output_dir, report, table)

@@ -24,40 +24,19 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from bitext_hf.families.musr.export import model_card, stage_figure
+from bitext_hf.families.musr import save_outputs
 from bitext_hf.families.musr.recipe import (
-    RESULTS_FILE,
-    ST_FOLDER,
     ArchitectureArguments,
     ScriptArguments,
-    StageInputs,
-    build_tokenizer,
     check_arguments,
-    evaluate,
     is_resuming,
     prepare_stages,
-    run_stage,
-    save_outputs,
     train_stages,
 )
 from bitext_hf.training import resume_checkpoint, run_recipe
 from bitext_hf.training.distributed import main_process_first
 
-# Reached as attributes of this module by tests/ and experiments/ (recipe.ScriptArguments, recipe.model_card, ...).
-__all__ = [
-    "RESULTS_FILE",
-    "ST_FOLDER",
-    "ArchitectureArguments",
-    "ScriptArguments",
-    "StageInputs",
-    "build_tokenizer",
-    "check_arguments",
-    "evaluate",
-    "main",
-    "model_card",
-    "run_stage",
-    "stage_figure",
-]
+__all__ = ["ArchitectureArguments", "ScriptArguments", "cli", "main"]
 
 logger = logging.getLogger("train_musr")
 
@@ -82,9 +61,14 @@ def main(
 
     with main_process_first() as main_process:  # rank 0 writes, the others wait for it
         if main_process:
-            save_outputs(model, inputs.tokenizer, script_args, results, output_dir, training_args)
+            save_outputs(model, inputs.tokenizer, script_args, training_args, results)
     return results
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line; with no arguments, ``configs/musr.yaml`` (the paper's setup) or its offline sibling."""
     run_recipe(main, ScriptArguments, TrainingArguments, ArchitectureArguments)
+
+
+if __name__ == "__main__":
+    cli()

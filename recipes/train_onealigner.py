@@ -20,36 +20,31 @@ direction, gold vs random margins, the training curve) go to ``--output_dir``.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainingArguments
 
 from bitext_hf.data.collators import PairCollator
-from bitext_hf.errors import UsageError
-from bitext_hf.families.onealigner import OneAlignerLoss, OneAlignerRetrievalEvaluator, evaluate_sets
-from bitext_hf.families.onealigner.data import PreparedData, prepare_data, select_pairs  # noqa: F401
-from bitext_hf.families.onealigner.recipe import (  # noqa: F401  (the module's attributes tests and experiments use)
-    RESULTS_FILE,
-    ScriptArguments,
-    build_model,
-    logger,
-    push_export,
-    save_outputs,
-    tokenizer_factory,
-)
+from bitext_hf.families.onealigner import OneAlignerLoss, OneAlignerRetrievalEvaluator, evaluate_sets, save_outputs
+from bitext_hf.families.onealigner.data import load_data
+from bitext_hf.families.onealigner.recipe import ScriptArguments, build_model, check_arguments, tokenizer_factory
 from bitext_hf.training import BitextTrainer, ModelArguments, apply_peft, resume_checkpoint, run_recipe
 from bitext_hf.training.distributed import main_process_first
 
+__all__ = ["ModelArguments", "ScriptArguments", "cli", "main"]
+
+logger = logging.getLogger("train_onealigner")
+
 
 def main(script_args: ScriptArguments, training_args: TrainingArguments, model_args: ModelArguments) -> dict[str, Any]:
-    """Prepare data, build the model, train with BitextTrainer, evaluate, save (and push) the model."""
+    """Load the data, build the model, train with BitextTrainer, evaluate, save (and push) the model."""
     output_dir = Path(training_args.output_dir)
     resume = resume_checkpoint(training_args.resume_from_checkpoint, output_dir)
-    if training_args.eval_strategy != "no" and not (script_args.eval_pairs or script_args.held_out):
-        raise UsageError("--eval_strategy needs evaluation sets: give --eval_pairs or --held_out")
+    check_arguments(script_args, training_args, model_args)
     push, training_args.push_to_hub = training_args.push_to_hub, False  # the final export is pushed, not checkpoints
-    data, tokenizer = prepare_data(
+    data, tokenizer = load_data(
         script_args, tokenizer_factory(script_args, str(output_dir), resume is not None), training_args.seed
     )
     logger.info("data: %s", json.dumps(data.stats))
@@ -79,12 +74,24 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     with main_process_first() as main_process:  # rank 0 writes, the others wait for it
         if main_process:
             save_outputs(
-                trainer.model, tokenizer, script_args, model_args, output_dir, results, data, trainer.state.log_history
+                trainer.model,
+                tokenizer,
+                script_args,
+                training_args,
+                results,
+                push=push,
+                model_args=model_args,
+                eval_sets=data.eval_sets,
+                log_history=trainer.state.log_history,
             )
-            push_export(output_dir, training_args, push)
     logger.info("final: %s", json.dumps({k: round(v, 4) for k, v in final.items() if "/" not in k}))
     return results
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line; with no arguments, ``configs/onealigner.yaml`` (the paper's setup) or its offline sibling."""
     run_recipe(main, ScriptArguments, TrainingArguments, ModelArguments)
+
+
+if __name__ == "__main__":
+    cli()

@@ -347,6 +347,11 @@ def test_recipe_smoke_leaves_loadable_checkpoint_and_encoder(tmp_path: Path) -> 
     model = AutoModel.from_pretrained(run)
     assert type(model) is ContrastiveAlignedEncoder and model.config.languages == ["de", "fr"]
     assert list((run / "alignments").glob("alignments-*.json"))  # the word-alignment cache
+    # The card shows the held-out xsim by language and the training curve, in the model's folder and the encoder's.
+    for folder in (run, run / "encoder"):
+        card = (folder / "README.md").read_text()
+        for figure in ("xsim_heatmap.png", "training_curve.png"):
+            assert f"]({figure})" in card and (folder / figure).read_bytes().startswith(b"\x89PNG"), (folder, figure)
     # A 300-word sentence from the top-level folder is truncated, in Python and through the command line's
     # encoder (it once failed with an index error past the recipe's 35-row position table).
     long_sentence = " ".join(["Datei öffnen"] * 150)

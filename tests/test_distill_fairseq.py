@@ -277,15 +277,15 @@ def test_the_batches_entropy_counts_what_mlm_can_mask(tiny_tokenizer, french, tm
 
 
 def test_the_card_warns_when_mlm_learned_no_context():
-    from bitext_hf.families.laser3.export import student_card
+    from bitext_hf.families.laser3.export import model_card
 
     results = {"n_train_pairs": {"wo": 10}, "global_step": 5000}
     check = {"final loss": 6.9, "unigram entropy": 6.6, "margin": 0.5, "learned context": False}
-    card = student_card(
+    card = model_card(
         languages=["wo"], teacher="default", training_data=["wo=gettext"], results=results | {"mlm": check}
     )
     assert "Its MLM task learned no context" in card and "6.900 nats" in card and "--mask_weight 0" in card
-    learned = student_card(
+    learned = model_card(
         languages=["wo"],
         teacher="default",
         training_data=["wo=gettext"],

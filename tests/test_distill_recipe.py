@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 import torch
 
+from bitext_hf.families.laser3.export import RESULTS_FILE
+from bitext_hf.modeling.laser3 import Laser3Student
+
 REPO = Path(__file__).resolve().parent.parent
 FIGURES = ("xsim_heatmap.png", "margin_distribution.png", "training_curve.png")
 
@@ -102,7 +105,7 @@ def test_recipe_trains_saves_and_reloads(recipe, corpus_files, tmp_path):
     assert results["global_step"] == 8
     # The corpus is N-way parallel: the English of the 5 held-out French pairs leaves the German and Spanish data too.
     assert results["n_train_pairs"] == {"fr": 15, "de": 15, "es": 15}
-    saved = json.loads((output_dir / recipe.RESULTS_FILE).read_text())
+    saved = json.loads((output_dir / RESULTS_FILE).read_text())
     for key in ("teacher_zero_shot", "student_before", "student_after"):
         assert saved[key]["fr"]["n"] == 5 and 0.0 <= saved[key]["fr"]["xsim"] <= 100.0
     card = (output_dir / "README.md").read_text()
@@ -148,7 +151,7 @@ def test_recipe_resumes_from_its_last_checkpoint(recipe, corpus_files, tmp_path)
 
     output_dir = tmp_path / "run"
     recipe.main(*tiny_args(recipe, corpus_files, output_dir, "--eval_steps", "0"))
-    full = json.loads((output_dir / recipe.RESULTS_FILE).read_text())["student_after"]
+    full = json.loads((output_dir / RESULTS_FILE).read_text())["student_after"]
     shutil.rmtree(output_dir / "checkpoint-8")
     resumed = recipe.main(*tiny_args(recipe, corpus_files, output_dir, "--resume_from_checkpoint", "auto"))
     assert resumed["global_step"] == 8
@@ -179,7 +182,7 @@ def test_recipe_bad_data(recipe, corpus_files, tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="max_steps"):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "d", "--max_steps", "-1"))
     # Checkpointing is refused, before any work, for a student class that does not support it.
-    monkeypatch.setattr(recipe.Laser3Student, "supports_gradient_checkpointing", False)
+    monkeypatch.setattr(Laser3Student, "supports_gradient_checkpointing", False)
     with pytest.raises(UsageError, match="activation_checkpointing"):
         recipe.main(*tiny_args(recipe, corpus_files, tmp_path / "e", "--activation_checkpointing", "true"))
     with pytest.raises(UsageError, match="checkpoint folder"):
@@ -208,7 +211,8 @@ def test_recipe_passes_the_sampling_options_to_the_batches(
     recipe, corpus_files, tmp_path, tiny_tokenizer, extra, sampling, alpha, mask_weight, sentences_per_example
 ):
     from bitext_hf.families.laser3 import TeacherEmbeddingCache
-    from bitext_hf.families.laser3.recipe import build_batches, load_data
+    from bitext_hf.families.laser3.data import load_data
+    from bitext_hf.families.laser3.recipe import build_batches
 
     class Teacher:
         def encode(self, sentences, batch_size=64, show_progress=False):
@@ -298,7 +302,7 @@ def test_defaults_are_distillation_alone_with_the_paper_one_config_away(recipe):
 
 
 def test_monolingual_text_outside_the_mlm_languages_is_named(recipe, corpus_files, tmp_path, caplog):
-    from bitext_hf.families.laser3.recipe import load_data
+    from bitext_hf.families.laser3.data import load_data
 
     text = tmp_path / "fr.txt"
     text.write_text("Une phrase.\nUne autre phrase.\n", encoding="utf-8")

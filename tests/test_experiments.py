@@ -562,18 +562,19 @@ def _musr_results() -> dict:
 def test_card_shows_the_stage_figure_and_the_seed_table(experiments, tmp_path):
     from transformers import TrainingArguments
 
+    from bitext_hf.families.musr.export import card_figures, model_card
     from bitext_hf.training import parse_args
 
     recipe = experiments.load_recipe("train_musr")
     script_args, _, _ = parse_args(recipe.ScriptArguments, TrainingArguments, recipe.ArchitectureArguments, args=[])
-    figures = recipe.stage_figure(_musr_results(), tmp_path)
+    figures = card_figures(_musr_results(), tmp_path)
     assert [figure.path.name for figure in figures] == ["xsim_by_stage.png"]
     assert "stage 1 50.00%" in figures[0].caption and "stage 2 (CrossConST) 37.50%" in figures[0].caption
-    card = recipe.model_card(script_args, _musr_results(), figures=figures, seed_table="| seeds | 3 |")
+    card = model_card(script_args, _musr_results(), figures=figures, seed_table="| seeds | 3 |")
     assert "](xsim_by_stage.png)" in card and "| seeds | 3 |" in card and "Over seeds" in card
-    assert "Over seeds" not in recipe.model_card(script_args, _musr_results())
+    assert "Over seeds" not in model_card(script_args, _musr_results())
     no_held_out = {**_musr_results(), "stage1": {"final": {}}, "stage2": {"final": {}}}
-    assert recipe.stage_figure(no_held_out, tmp_path / "none") == []
+    assert card_figures(no_held_out, tmp_path / "none") == []
 
 
 def test_evaluate_encoder_scores_any_encoder(tiny_parallel_corpus_by_language):
@@ -603,11 +604,13 @@ def test_held_out_seed_fixes_the_held_out_pairs_across_training_seeds(experiment
     """The experiment evaluates every seed on the same pairs: --held_out_seed decouples the draw from --seed."""
     tsv = tmp_path / "de.tsv"
     tsv.write_text("".join(f"english sentence {i}\tdeutscher Satz {i}\n" for i in range(60)), encoding="utf-8")
+    from bitext_hf.families.contrastive_align.data import load_data
+
     recipe = experiments.load_recipe("align_contrastive")
 
     def held_out(seed: int, **kwargs) -> list[str]:
         args = recipe.ScriptArguments(train_pairs=[f"de={tsv}"], held_out=10, aligner="similarity", **kwargs)
-        train, held = recipe.load_data(args, seed)
+        train, held = load_data(args, seed)
         assert not set(held["de"].src) & set(train["de"].src)
         return held["de"].src
 

@@ -18,7 +18,7 @@ def _xsim(value: float) -> dict[str, float]:
 
 
 def laser3_card(smoke: bool, repo_id: str | None) -> str:
-    from bitext_hf.families.laser3.export import student_card
+    from bitext_hf.families.laser3.export import model_card
 
     after = 98.0 if smoke else 9.0
     results = {
@@ -28,7 +28,7 @@ def laser3_card(smoke: bool, repo_id: str | None) -> str:
         "student_before": {"wo": _xsim(99.0)},
         "student_after": {"wo": _xsim(after)},
     }
-    return student_card(
+    return model_card(
         languages=["wo"],
         teacher="sentence-transformers/LaBSE",
         training_data=["wo=gettext"],
@@ -81,7 +81,8 @@ def contrastive_card(smoke: bool, repo_id: str | None) -> str:
 
 
 def musr_card(smoke: bool, repo_id: str | None) -> str:
-    from bitext_hf.families.musr.recipe import ScriptArguments, model_card
+    from bitext_hf.families.musr.arguments import ScriptArguments
+    from bitext_hf.families.musr.export import model_card
 
     final = {"xsim_en": 20.0, "accuracy_en": 0.8, "xsim_pivot": 25.0, "accuracy_pivot": 0.7, "bucc_f1_en": 0.6}
     steps = 40 if smoke else 20_000

@@ -18,6 +18,7 @@ import torch
 from transformers import AutoModel, TrainingArguments
 
 import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
+from bitext_hf.families.musr.recipe import evaluate
 from bitext_hf.modeling.musr import MuSREncoderDecoder
 from bitext_hf.training import run_recipe
 
@@ -131,7 +132,7 @@ def test_two_stages_end_to_end(recipe, files, tmp_path):
     assert json.loads((output_dir / "eval_results.json").read_text())["stage2"] == results["stage2"]
     # stage 2 starts from the saved stage-1 model: evaluating that model gives stage 1's numbers
     stage1 = MuSREncoderDecoder.from_pretrained(output_dir / "stage1")
-    assert recipe.evaluate(stage1, _evaluator(recipe, files, stage1)) == results["stage1"]["final"]
+    assert evaluate(stage1, _evaluator(recipe, files, stage1)) == results["stage1"]["final"]
     # ... with a fresh optimizer and scheduler: a second Trainer run whose steps and learning rate start over
     first1, first2 = results["stage1"]["log_history"][0], results["stage2"]["log_history"][0]
     assert first1["step"] == first2["step"] == 1 and first1["learning_rate"] == first2["learning_rate"]
@@ -324,7 +325,8 @@ def test_defaults_are_the_protocol_that_showed_the_gain(recipe, files, tmp_path,
 
 
 def test_the_card_says_how_each_stage_ran_and_gives_the_papers_numbers():
-    from bitext_hf.families.musr.recipe import ScriptArguments, model_card
+    from bitext_hf.families.musr.arguments import ScriptArguments
+    from bitext_hf.families.musr.export import model_card
 
     final = {"xsim_en": 20.0, "accuracy_en": 0.8}
     plateau = {"every": 100, "min_improvement": 0.01, "patience": 3, "history": [], "stopped_at": 2600}

@@ -18,6 +18,9 @@ from transformers import AutoModel, TrainingArguments, XLMRobertaConfig, XLMRobe
 import bitext_hf.modeling  # noqa: F401  (registers the Auto classes)
 from bitext_hf.data import PairSet
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.families.onealigner.data import load_data, select_pairs
+from bitext_hf.families.onealigner.export import RESULTS_FILE
+from bitext_hf.families.onealigner.recipe import tokenizer_factory
 from bitext_hf.modeling.onealigner import OneAlignerModel
 from bitext_hf.training import ModelArguments, parse_args, run_recipe
 from bitext_hf.training.mlm import pretrain_mlm
@@ -125,7 +128,7 @@ def test_recipe_trains_evaluates_saves_and_resumes_exactly(recipe, data_files, t
     # Retrieval ran at eval_steps through the Trainer and was logged with the eval_ prefix.
     assert [entry["step"] for entry in results["eval_history"]] == [2, 4]
     assert all("eval_xsim" in entry for entry in results["eval_history"])
-    saved = json.loads((first_dir / recipe.RESULTS_FILE).read_text())
+    saved = json.loads((first_dir / RESULTS_FILE).read_text())
     assert saved["final"] == pytest.approx(final)
     card = (first_dir / "README.md").read_text()
     assert "accuracy (%)" in card
@@ -229,12 +232,12 @@ def test_push_to_hub_uploads_the_final_export_only(recipe, data_files, tmp_path,
     assert not any(name.startswith(("checkpoint-", "training_args")) for name in files)  # ...which stay local
 
 
-def test_prepare_data_removes_overlap_samples_budget_and_filters_short(recipe, data_files, tmp_path):
+def test_load_data_removes_overlap_samples_budget_and_filters_short(recipe, data_files, tmp_path):
     script_args, _, _ = recipe_args(
         recipe, data_files, tmp_path / "out", "--example_budget", "10", "--min_tokens", "6"
     )
     script_args = dataclasses.replace(script_args, eval_pairs=[])
-    data, tokenizer = recipe.prepare_data(script_args, recipe.tokenizer_factory(script_args, str(tmp_path), False), 0)
+    data, tokenizer = load_data(script_args, tokenizer_factory(script_args, str(tmp_path), False), 0)
     eval_sentences = {sentence for pair in data.eval_sets.values() for side in pair for sentence in side}
     assert set(data.eval_sets) == {"en-fr:held-out", "en-de:held-out"}
     # 2 x 14 pairs, 4 held out of each; held-out English sentences also remove their other-language twins.
@@ -248,17 +251,17 @@ def test_prepare_data_removes_overlap_samples_budget_and_filters_short(recipe, d
             assert tokenizer.decode(example[key], skip_special_tokens=True) not in eval_sentences
 
 
-def test_select_pairs_top_k_and_centre(recipe):
+def test_select_pairs_top_k_and_centre():
     def pairs(src: str, tgt: str, n: int) -> PairSet:
         return PairSet(src, tgt, "x", ["a"] * n, ["b"] * n)
 
     pair_data = {"en-fr=a": pairs("en", "fr", 5), "fr-de=b": pairs("fr", "de", 9), "de=c": pairs("de", "en", 7)}
-    assert recipe.select_pairs(pair_data, 0, "any") == ["fr-de=b", "de=c", "en-fr=a"]
-    assert recipe.select_pairs(pair_data, 1, "any") == ["fr-de=b"]
-    assert recipe.select_pairs(pair_data, 1, "english") == ["de=c"]
-    assert recipe.select_pairs(pair_data, 0, "non_english") == ["fr-de=b"]
+    assert select_pairs(pair_data, 0, "any") == ["fr-de=b", "de=c", "en-fr=a"]
+    assert select_pairs(pair_data, 1, "any") == ["fr-de=b"]
+    assert select_pairs(pair_data, 1, "english") == ["de=c"]
+    assert select_pairs(pair_data, 0, "non_english") == ["fr-de=b"]
     with pytest.raises(DataValidationError, match="non-english-centred"):
-        recipe.select_pairs({"en-fr=a": pairs("en", "fr", 1)}, 0, "non_english")
+        select_pairs({"en-fr=a": pairs("en", "fr", 1)}, 0, "non_english")
 
 
 @pytest.mark.parametrize(
@@ -297,13 +300,13 @@ def test_evaluation_without_evaluation_sets_is_refused_before_any_work(recipe, d
 
 def test_eval_min_words_keeps_short_pairs_for_training_only(recipe, data_files, tmp_path):
     script_args, _, _ = recipe_args(recipe, data_files, tmp_path / "out", "--eval_min_words", "5")
-    factory = recipe.tokenizer_factory(script_args, str(tmp_path), False)
-    data, _ = recipe.prepare_data(script_args, factory, seed=0)
+    factory = tokenizer_factory(script_args, str(tmp_path), False)
+    data, _ = load_data(script_args, factory, seed=0)
     for sources, targets in data.eval_sets.values():
         assert sources and all(len(text.split()) >= 5 for text in (*sources, *targets))
     assert data.stats["eval_sets"]["en-fr:held-out"] == 4
     with pytest.raises(DataValidationError, match=r"words on both sides|evaluation filter"):
-        recipe.prepare_data(dataclasses.replace(script_args, eval_min_words=50), factory, seed=0)
+        load_data(dataclasses.replace(script_args, eval_min_words=50), factory, seed=0)
 
 
 def test_mlm_pretraining_is_reused_when_its_result_exists(tiny_tokenizer, tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ from bitext_hf.training import run_recipe
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPE = ["recipes/train_contrastive_align.py", "--config", "recipes/configs/align_contrastive-smoke.yaml"]
+RECIPE = ["recipes/align_contrastive.py", "--config", "recipes/configs/align_contrastive-smoke.yaml"]
 FEW_STEPS = ["--max_steps", "4", "--save_steps", "4", "--held_out", "20", "--eval_before_training", "false"]
 LAUNCHER_VARIABLES = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU")
 
@@ -279,9 +279,9 @@ def test_launches_that_cannot_be_one_job_are_refused_before_any_work(tmp_path):
 
     for result, output_dir in zip(results, (plain, accelerate_cpu), strict=True):
         assert result.returncode != 0
-        refusal = [line for line in result.stderr.splitlines() if line.startswith("train_contrastive_align: error:")]
+        refusal = [line for line in result.stderr.splitlines() if line.startswith("align_contrastive: error:")]
         assert refusal == [
-            "train_contrastive_align: error: accelerate launch started one process where several were asked "
+            "align_contrastive: error: accelerate launch started one process where several were asked "
             "(--num_processes without --multi_gpu or a multi-process config file, or --cpu without MPI, starts one): "
             "use accelerate launch --config_file recipes/accelerate/multi_cpu.yaml --num_processes N, or torchrun "
             "--nproc_per_node N (recipes/README.md)"
@@ -293,7 +293,7 @@ def test_launches_that_cannot_be_one_job_are_refused_before_any_work(tmp_path):
     assert (
         world.stderr.strip()
         .splitlines()[-1]
-        .startswith("train_contrastive_align: error: WORLD_SIZE=2 but this process was not started by a launcher")
+        .startswith("align_contrastive: error: WORLD_SIZE=2 but this process was not started by a launcher")
     )
     assert "Traceback" not in world.stderr
     assert not no_launcher.exists()

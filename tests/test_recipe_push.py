@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import TrainingArguments
+from transformers import TrainingArguments, XLMRobertaConfig
 
 from bitext_hf.hub import push_recipe_output
 
@@ -112,19 +112,39 @@ def test_push_recipe_output_pushes_only_when_asked(hub, tmp_path):
 # -- each family's export path ----------------------------------------------------------------------------------------
 
 
-def test_onealigner_push_export_uploads_the_output_folder(hub, tmp_path):
-    from bitext_hf.families.onealigner.recipe import push_export
+def test_onealigner_save_outputs_pushes_the_output_folder(hub, tmp_path, tiny_tokenizer):
+    from bitext_hf.families.onealigner import save_outputs
+    from bitext_hf.families.onealigner.arguments import ScriptArguments
+    from bitext_hf.modeling.onealigner import OneAlignerModel
 
-    folder = minimal_export(tmp_path / "aligner")
-    args = training_args(folder, push_to_hub=False, hub_model_id="me/aligner", hub_revision="exp")
-    push_export(folder, args, push=False)
-    assert hub.commits == []
-    push_export(folder, args, push=True)
-    assert [repo for repo, _ in hub.commits] == ["me/aligner"] and hub.calls[-1][1]["revision"] == "exp"
+    torch.manual_seed(0)
+    encoder = {
+        "model_type": "xlm-roberta",
+        "hidden_size": 16,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 32,
+        "vocab_size": len(tiny_tokenizer),
+        "max_position_embeddings": 64,
+        "pad_token_id": tiny_tokenizer.pad_token_id,
+    }
+    model = OneAlignerModel.from_encoder(XLMRobertaConfig(**encoder), 1, max_seq_length=32)
+    script_args = ScriptArguments(train_pairs=["en-fr=pairs.tsv"], encoder="random")
+    data = {"selected_pairs": ["en-fr"], "train_examples": 8, "eval_sets": {}}
+    results = {"data": data, "final": {}, "global_step": 1}
+    output_dir = tmp_path / "aligner"
+    args = training_args(output_dir, push_to_hub=False, hub_model_id="me/aligner", hub_revision="exp")
+    save_outputs(model, tiny_tokenizer, script_args, args, results, push=False)
+    assert hub.commits == [] and (output_dir / "eval_results.json").is_file()
+    save_outputs(model, tiny_tokenizer, script_args, args, results, push=True)
+    ((repo, files),) = hub.commits
+    assert repo == "me/aligner" and hub.calls[-1][1]["revision"] == "exp"
+    assert {"config.json", "model.safetensors", "modules.json", "README.md", "eval_results.json"} <= set(files)
 
 
-def test_laser3_export_student_pushes_the_student_folder(hub, tmp_path, tiny_tokenizer):
-    from bitext_hf.families.laser3.recipe import ScriptArguments, export_student
+def test_laser3_save_outputs_pushes_the_student_folder(hub, tmp_path, tiny_tokenizer):
+    from bitext_hf.families.laser3 import save_outputs
+    from bitext_hf.families.laser3.arguments import ScriptArguments
     from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 
     torch.manual_seed(0)
@@ -137,13 +157,13 @@ def test_laser3_export_student_pushes_the_student_folder(hub, tmp_path, tiny_tok
         max_position_embeddings=64,
         **{f"{name}_token_id": getattr(tiny_tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos", "mask")},
     )
-    trainer = SimpleNamespace(model=Laser3Student(config), state=SimpleNamespace(log_history=[]))
+    student = Laser3Student(config)
     script_args = ScriptArguments(bitexts=["wol=pairs.tsv"], monolingual=[], teacher="default")
     output_dir = tmp_path / "wolof-student"
     args = training_args(output_dir)  # the recipe kept --push_to_hub aside: the `push` argument
-    export_student(trainer, tiny_tokenizer, script_args, args, {}, None, push=False)
+    save_outputs(student, tiny_tokenizer, script_args, args, {}, push=False, log_history=[])
     assert hub.calls == [] and (output_dir / "modeling_laser3.py").is_file()
-    export_student(trainer, tiny_tokenizer, script_args, args, {}, None, push=True)
+    save_outputs(student, tiny_tokenizer, script_args, args, {}, push=True, log_history=[])
     ((repo, files),) = hub.commits
     assert repo == "wolof-student"
     assert {"config.json", "model.safetensors", "modeling_laser3.py", "modules.json", "README.md"} <= set(files)
@@ -183,14 +203,15 @@ def _musr_results() -> dict:
 def test_musr_save_outputs_exports_through_save_for_hub_and_pushes_the_full_model(hub, tmp_path, tiny_tokenizer):
     from transformers import AutoModel
 
-    from bitext_hf.families.musr.recipe import ScriptArguments, save_outputs
+    from bitext_hf.families.musr import save_outputs
+    from bitext_hf.families.musr.arguments import ScriptArguments
 
     output_dir = tmp_path / "musr-run"
     (output_dir / "stage1").mkdir(parents=True)
     (output_dir / "stage1" / "config.json").write_text("{}")  # a stage's run: kept, and not pushed
     model = _musr_model(tiny_tokenizer)
     args = training_args(output_dir, push_to_hub=True, hub_model_id="me/musr")
-    save_outputs(model, tiny_tokenizer, ScriptArguments(), _musr_results(), output_dir, args)
+    save_outputs(model, tiny_tokenizer, ScriptArguments(), args, _musr_results())
 
     top = {path.name for path in output_dir.iterdir() if path.is_file()}
     assert top == {
@@ -225,12 +246,15 @@ def test_musr_save_outputs_exports_through_save_for_hub_and_pushes_the_full_mode
 
 
 def test_musr_save_outputs_without_push(hub, tmp_path, tiny_tokenizer):
-    from bitext_hf.families.musr.recipe import ScriptArguments, save_outputs
+    from bitext_hf.families.musr import save_outputs
+    from bitext_hf.families.musr.arguments import ScriptArguments
 
     output_dir = tmp_path / "out"
     model = _musr_model(tiny_tokenizer)
-    save_outputs(model, tiny_tokenizer, ScriptArguments(), _musr_results(), output_dir, training_args(output_dir))
-    save_outputs(model, tiny_tokenizer, ScriptArguments(), _musr_results(), output_dir)  # no training_args: no push
+    save_outputs(model, tiny_tokenizer, ScriptArguments(), training_args(output_dir), _musr_results())
+    # The recipe kept --push_to_hub aside or not: `push` overrides the flag the arguments carry.
+    args = training_args(output_dir, push_to_hub=True)
+    save_outputs(model, tiny_tokenizer, ScriptArguments(), args, _musr_results(), push=False)
     assert hub.calls == [] and (output_dir / "README.md").is_file()
 
 
@@ -252,15 +276,16 @@ def _aligned_model(tokenizer, objective: str):
     return ContrastiveAlignedEncoder(config)
 
 
-def test_contrastive_export_outputs_renders_the_cards_and_pushes_the_encoder(hub, tmp_path, tiny_tokenizer):
-    from bitext_hf.families.contrastive_align.recipe import ScriptArguments, export_outputs
+def test_contrastive_save_outputs_renders_the_cards_and_pushes_the_encoder(hub, tmp_path, tiny_tokenizer):
+    from bitext_hf.families.contrastive_align import save_outputs
+    from bitext_hf.families.contrastive_align.arguments import ScriptArguments
 
     output_dir = tmp_path / "aligned"
     script_args = ScriptArguments(objective="linear", encoder="tiny-bert")
     results = {"data": {"languages": ["de", "fr"]}, "final": {"xsim": 0.123456, "de/xsim": 0.5}}
     model = _aligned_model(tiny_tokenizer, "linear")
     args = training_args(output_dir)
-    export_outputs(model, tiny_tokenizer, output_dir, script_args, args, results, push=True)
+    save_outputs(model, tiny_tokenizer, script_args, args, results, push=True)
 
     ((repo, files),) = hub.commits
     assert repo == "aligned-encoder"  # the plain encoder, under the run's name
@@ -270,6 +295,9 @@ def test_contrastive_export_outputs_renders_the_cards_and_pushes_the_encoder(hub
     assert "English with de, fr" in card
     assert "| xsim | 0.1235 |" in card and "de/xsim" not in card and "This export maps" not in card
     assert "cross-lingual-alignment" in card and "pipeline_tag: sentence-similarity" in card
+    # The card shows its figure (xsim by held-out language), shipped beside it in every folder.
+    assert "](xsim_heatmap.png)" in card and files["xsim_heatmap.png"].startswith(b"\x89PNG")
+    assert (output_dir / "encoder-de" / "xsim_heatmap.png").is_file() and (output_dir / "xsim_heatmap.png").is_file()
     german = (output_dir / "encoder-de" / "README.md").read_text()
     assert "This export maps de sentences into the English space (W)." in german
     assert "| xsim | 0.1235 |" in german
@@ -280,13 +308,9 @@ def test_contrastive_export_outputs_renders_the_cards_and_pushes_the_encoder(hub
     assert 'SentenceTransformer("aligned-encoder"' in card
 
     args = training_args(output_dir, hub_model_id="me/aligned")
-    export_outputs(
-        _aligned_model(tiny_tokenizer, "strong"), tiny_tokenizer, output_dir, script_args, args, results, False
-    )
+    save_outputs(_aligned_model(tiny_tokenizer, "strong"), tiny_tokenizer, script_args, args, results, push=False)
     assert len(hub.commits) == 1
-    export_outputs(
-        _aligned_model(tiny_tokenizer, "strong"), tiny_tokenizer, output_dir, script_args, args, results, True
-    )
+    save_outputs(_aligned_model(tiny_tokenizer, "strong"), tiny_tokenizer, script_args, args, results, push=True)
     assert hub.commits[-1][0] == "me/aligned"
 
 

@@ -63,13 +63,13 @@ def exports(tiny_tokenizer, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
         )
         folders[family.name] = (folder, folder)
 
-    musr = MUSR.build(tiny_tokenizer)  # as families/musr/recipe.py: save_outputs writes both folders
+    musr = MUSR.build(tiny_tokenizer)  # as families/musr/export.py: save_outputs writes both folders
     top = save_for_hub(musr, tiny_tokenizer, root / "musr", model_card=CARD, sentence_transformers=MUSR_OPTIONS)
     folders["musr"] = (top, top)
     encoder = save_sentence_transformers(musr, tiny_tokenizer, root / "musr-encoder", model_card=CARD)
     folders["musr-encoder"] = (encoder, top)
 
-    aligned = CONTRASTIVE.build(tiny_tokenizer)  # as families/contrastive_align/recipe.py: export_outputs
+    aligned = CONTRASTIVE.build(tiny_tokenizer)  # as families/contrastive_align/export.py: save_outputs
     top = save_for_hub(
         aligned, tiny_tokenizer, root / "contrastive", model_card=CARD, sentence_transformers=CONTRASTIVE_OPTIONS
     )

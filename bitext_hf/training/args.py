@@ -261,13 +261,15 @@ def run_recipe(
     one-line errors and exit codes of :func:`run_reporting_errors`.
 
     With no arguments at all the recipe runs its default configuration, the paper's setup: ``default_config``, else
-    (on the command line) ``configs/<name>.yaml`` beside the script, ``<name>`` being the script's name without
-    ``train_``. Where that setup needs what this machine lacks (the Hugging Face Hub for data or models that are not
-    cached, with downloads off or the hub unreachable; a GPU for bf16; eflomal), it runs the offline configuration
-    that runs here (its ``-gettext``, else its ``-smoke`` configuration), its first line naming what was missing and
-    which configuration runs instead, the model card saying the same; with no such configuration it stops before any
-    work with one line naming what is missing: exit 2 (:mod:`bitext_hf.training.default_config` says why it runs
-    rather than stops).
+    (on the command line) ``configs/<name>.yaml`` beside the script, ``<name>`` being the script's name without a
+    leading ``train_``: ``train_onealigner.py`` runs ``configs/onealigner.yaml``, ``train_musr.py``
+    ``configs/musr.yaml``, ``distill_wolof.py`` ``configs/distill_wolof.yaml`` and ``align_contrastive.py``
+    ``configs/align_contrastive.yaml``, so no recipe names its configuration itself. Where that setup needs what
+    this machine lacks (the Hugging Face Hub for data or models that are not cached, with downloads off or the hub
+    unreachable; a GPU for bf16; eflomal), it runs the offline configuration that runs here (its ``-gettext``, else
+    its ``-smoke`` configuration), its first line naming what was missing and which configuration runs instead, the
+    model card saying the same; with no such configuration it stops before any work with one line naming what is
+    missing: exit 2 (:mod:`bitext_hf.training.default_config` says why it runs rather than stops).
 
     A multi-process launch must be one distributed job (:mod:`bitext_hf.training.distributed`), or it is refused
     (exit 2). Before ``main`` runs, :func:`check_output_dir` refuses an ``--output_dir`` that is or holds one of the run's

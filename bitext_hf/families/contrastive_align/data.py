@@ -25,7 +25,7 @@ from bitext_hf.families.contrastive_align.cache import align_words
 from bitext_hf.families.contrastive_align.symmetrize import Link
 
 if TYPE_CHECKING:
-    from bitext_hf.families.contrastive_align.recipe import ScriptArguments
+    from bitext_hf.families.contrastive_align.arguments import ScriptArguments
 
 __all__ = [
     "AlignmentCollator",

@@ -1,8 +1,12 @@
-"""The ContrastiveAlignedEncoder as it ships: its model card (the ``contrastive_align`` template) and the trained
-encoder as plain transformers + sentence-transformers folders, through the shared ``save_for_hub``.
+"""The ContrastiveAlignedEncoder as it ships: the run's folders (:func:`save_outputs`), its model card (the
+``contrastive_align`` template) with its figures, and the trained encoder as plain transformers + sentence-transformers
+folders, through the shared ``save_for_hub``.
 
+* :func:`save_outputs`: the full model, ``encoder/`` (and ``encoder-<lang>/``), ``adapter/`` with LoRA,
+  ``eval_results.json``, and the upload of ``encoder/``.
 * :func:`model_card`: the card of the run (objective, base encoder, languages, held-out retrieval), and of each
-  per-language export of ``linear`` (``mapped_language``).
+  per-language export of ``linear`` (``mapped_language``); :func:`card_figures`: its figures (xsim by language, the
+  training curve).
 * :func:`export_encoders`: the inner encoder without the projector; for ``linear``, one more folder per language
   whose sentence-transformers stack ends with a bias-free Dense layer holding that language's W (mean pooling
   commutes with a linear map, so this equals pooling the mapped token vectors).
@@ -13,23 +17,58 @@ encoder as plain transformers + sentence-transformers folders, through the share
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from bitext_hf.hub import markdown_table, render_model_card, save_for_hub
-from bitext_hf.training.peft import base_model
+from bitext_hf.hub import markdown_table, push_recipe_output, render_model_card, save_for_hub
+from bitext_hf.io import atomic_output
+from bitext_hf.training.peft import ADAPTER_FOLDER, base_model, export_peft
 
-__all__ = ["SENTENCE_TRANSFORMERS", "export_encoders", "model_card"]
+if TYPE_CHECKING:
+    from transformers import TrainingArguments
+
+    from bitext_hf.families.contrastive_align.arguments import ScriptArguments
+
+__all__ = [
+    "ENCODER_FOLDER",
+    "RESULTS_FILE",
+    "SENTENCE_TRANSFORMERS",
+    "card_figures",
+    "export_encoders",
+    "model_card",
+    "save_outputs",
+]
 
 logger = logging.getLogger(__name__)
 
+RESULTS_FILE = "eval_results.json"
+ENCODER_FOLDER = "encoder"  # the plain encoder inside the run's folder: what --push_to_hub uploads
+
 # verify: each folder is reloaded with SentenceTransformer and checked against the pooling before it is kept.
 SENTENCE_TRANSFORMERS = {"pooling": "mean", "normalize": True, "verify": True}
+
+
+def card_figures(
+    results: Mapping[str, float],
+    folder: str | os.PathLike,
+    *,
+    log_history: Sequence[Mapping[str, Any]] | None = None,
+) -> list[Any]:
+    """The card's figures, written into ``folder``: the sentence xsim of each held-out language from English (the
+    per-language ``<lang>/xsim`` of ``results``, the run's final evaluation) and the training curve of
+    ``log_history`` (the Trainer's ``state.log_history``); none of what the run did not measure."""
+    from bitext_hf.hub.figures import card_figures as make_figures
+
+    xsim = {("en", key.partition("/")[0]): value for key, value in results.items() if key.endswith("/xsim")}
+    return make_figures(folder, xsim=xsim, log_history=log_history)
 
 
 def model_card(
@@ -45,14 +84,15 @@ def model_card(
     steps: int | None = None,
     smoke: bool = False,
     repo_id: str | None = None,
+    figures: Sequence[Any] = (),
 ) -> str:
     """The README.md of an exported encoder: what it is, how it was aligned, the data in words (``training_data``:
     the recipe's pair specs; ``data_stats``: its ``results["data"]``, with the pairs per language), the evaluation
     protocol and final retrieval numbers (the means over languages; per-language keys ``<lang>/<metric>`` stay in
     ``eval_results.json``), the load snippets for ``repo_id`` (else a marked placeholder), and the warnings of a smoke
     run (``smoke`` or ``steps`` below the smoke rule of ``bitext_hf.hub.card_facts``) or of numbers worse than the
-    encoder before alignment (``initial``). ``mapped_language``: the language whose W the export applies (the
-    per-language folders of ``linear``)."""
+    encoder before alignment (``initial``), and ``figures`` (:func:`card_figures`). ``mapped_language``: the language
+    whose W the export applies (the per-language folders of ``linear``)."""
     from huggingface_hub import EvalResult
 
     from bitext_hf.hub.card_facts import (
@@ -124,6 +164,7 @@ def model_card(
         evaluation_data=evaluation,
         results_table=markdown_table(rows or [{"metric": "(no held-out set)", "value": None}], float_format=".4f"),
         warnings="\n\n".join(f"> {warning}" for warning in warnings),
+        figures=figures,
         **load_fields(repo_id),
     )
 
@@ -134,6 +175,7 @@ def export_encoders(
     output_dir: str | os.PathLike,
     *,
     model_card: str | Callable[[str | None], str],
+    figures: Sequence[Any] = (),
 ) -> dict[str, Path]:
     """Write the trained encoder without the projector: ``<output_dir>`` for English (and every language for the
     fine-tuning objectives), plus ``<output_dir>-<lang>`` per language for ``linear`` (its W as a Dense layer).
@@ -141,7 +183,8 @@ def export_encoders(
     Each folder loads with ``AutoModel.from_pretrained`` (a plain BERT / XLM-R model, no remote code) and with
     ``SentenceTransformer`` (mean pooling, L2-normalized). ``model_card``: the README.md text of every folder, or a
     function of the mapped language (``None`` for ``<output_dir>``) that renders each folder's card, e.g.
-    ``functools.partial(model_card, objective, encoder, languages, results)``. Returns {language or "en": folder}.
+    ``functools.partial(model_card, objective, encoder, languages, results)``. ``figures``: the card's figures,
+    copied into every folder. Returns {language or "en": folder}.
     """
     card = model_card if callable(model_card) else lambda language: model_card
     aligned = base_model(model)
@@ -158,7 +201,13 @@ def export_encoders(
     output_dir = Path(output_dir)
     folders = {
         "en": save_for_hub(
-            encoder, tokenizer, output_dir, model_card=card(None), sentence_transformers=options, remote_code=False
+            encoder,
+            tokenizer,
+            output_dir,
+            model_card=card(None),
+            sentence_transformers=options,
+            remote_code=False,
+            figures=figures,
         )
     }
     if aligned.config.objective == "linear":
@@ -174,5 +223,55 @@ def export_encoders(
                 model_card=card(language),
                 remote_code=False,
                 sentence_transformers={**options, "dense": dense},
+                figures=figures,
             )
     return folders
+
+
+def save_outputs(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    results: dict[str, Any],
+    *,
+    push: bool | None = None,
+    log_history: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Into ``training_args.output_dir``: ``adapter/`` with LoRA (merged into the model for the rest), the full model
+    (remote code, a sentence-transformers model too, giving ``encode()``'s vectors), ``encoder/`` (and
+    ``encoder-<lang>/`` for ``linear``: :func:`export_encoders`), each with the card and its figures (the final
+    results and the Trainer's ``log_history``), then ``eval_results.json``; when ``push`` (``None``:
+    ``training_args.push_to_hub``), the upload of ``encoder/`` to ``--hub_model_id`` (default:
+    ``<output_dir name>-encoder``)."""
+    output_dir = Path(training_args.output_dir)
+    model = export_peft(model, output_dir / ADAPTER_FOLDER, merge=True)
+    # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
+    with tempfile.TemporaryDirectory(prefix="contrastive-figures-") as folder:
+        figures = card_figures(results["final"], folder, log_history=log_history)
+        card = functools.partial(
+            model_card,
+            script_args.objective,
+            script_args.encoder,
+            results["data"]["languages"],
+            results["final"],
+            training_data=script_args.train_pairs,
+            data_stats=results["data"],
+            initial=results.get("initial"),
+            steps=results.get("global_step"),
+            repo_id=training_args.hub_model_id,
+            figures=figures,
+        )
+        save_for_hub(
+            model,
+            tokenizer,
+            output_dir,
+            model_card=card(),
+            sentence_transformers=SENTENCE_TRANSFORMERS,
+            figures=figures,
+        )
+        export_encoders(model, tokenizer, output_dir / ENCODER_FOLDER, model_card=card, figures=figures)
+    with atomic_output(output_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    push_recipe_output(output_dir / ENCODER_FOLDER, training_args, f"{output_dir.name}-{ENCODER_FOLDER}", push=push)

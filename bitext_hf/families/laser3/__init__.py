@@ -1,7 +1,9 @@
 """Teacher-student distillation for LASER3 students (Heffernan et al., 2022), in the files every family has:
-``data`` (step-indexed batches), ``losses`` (``DistillationLoss``), ``evaluation`` (xsim), ``export`` (the student,
-its card) and ``recipe``; and what only this family needs: the teacher embedding cache, the progressive curriculum,
-task sampling and MLM masking. The pieces ``recipes/distill_wolof.py`` hands to ``BitextTrainer``."""
+``arguments`` (``ScriptArguments``, ``StudentArguments``), ``data`` (``load_data``, the step-indexed batches),
+``losses`` (``DistillationLoss``), ``evaluation`` (xsim), ``export`` (``save_outputs``, ``model_card``,
+``card_figures``) and ``recipe`` (``check_arguments``, teacher, tokenizer, batches, student); and what only this
+family needs: the teacher embedding cache, the progressive curriculum, task sampling and MLM masking. The pieces
+``recipes/distill_wolof.py`` hands to ``BitextTrainer``."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from bitext_hf.families.laser3.curriculum import (
 from bitext_hf.families.laser3.data import DistillationBatches
 from bitext_hf.families.laser3.errors import DistillationDataError
 from bitext_hf.families.laser3.evaluation import StudentEncoder, XsimEvaluator, evaluate_xsim
-from bitext_hf.families.laser3.export import save_student, xsim_rows
+from bitext_hf.families.laser3.export import card_figures, model_card, save_outputs, xsim_rows
 from bitext_hf.families.laser3.losses import DistillationLoss, distillation_term
 from bitext_hf.families.laser3.masking import (
     MLM_CONTEXT_MARGIN,
@@ -40,15 +42,17 @@ __all__ = [
     "TeacherEmbeddingCache",
     "XsimEvaluator",
     "cache_key",
+    "card_figures",
     "curriculum_ratios",
     "curriculum_stage",
     "distillation_term",
     "evaluate_xsim",
     "mlm_learning_check",
+    "model_card",
     "pack_blocks",
     "prefix_length",
     "prefix_texts_and_ids",
-    "save_student",
+    "save_outputs",
     "unigram_entropy",
     "xsim_rows",
 ]

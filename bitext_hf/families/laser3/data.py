@@ -1,5 +1,6 @@
-"""The distillation data: step-indexed batches (one task per batch, curriculum prefixes, MLM on blocks of consecutive
-text, cached teacher targets); their loss is :class:`bitext_hf.families.laser3.losses.DistillationLoss`.
+"""The distillation data: :func:`load_data` (the recipe's bitexts, monolingual text, English and evaluation pairs)
+and the step-indexed batches (one task per batch, curriculum prefixes, MLM on blocks of consecutive text, cached
+teacher targets); their loss is :class:`bitext_hf.families.laser3.losses.DistillationLoss`.
 
 Every batch is a pure function of (seed, step): resuming at step s replays exactly what an uninterrupted run saw.
 """
@@ -8,14 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from bitext_hf.data import PairSet, is_english
+from bitext_hf.data import PairSet, is_english, load_monolingual, load_pairs, read_lines
 from bitext_hf.data.collators import pad_sequences
-from bitext_hf.errors import UsageError
+from bitext_hf.data.filters import drop_overlap, split_held_out
+from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.families.laser3.cache import TeacherEmbeddingCache
 from bitext_hf.families.laser3.curriculum import (
     curriculum_ratios,
@@ -27,9 +29,13 @@ from bitext_hf.families.laser3.errors import DistillationDataError
 from bitext_hf.families.laser3.masking import MLM_BREAK_MODES, SentenceMaskingCollator, pack_blocks, unigram_entropy
 from bitext_hf.families.laser3.sampling import Stream, TaskSampler
 
-__all__ = ["ENGLISH", "DistillationBatches"]
+if TYPE_CHECKING:
+    from bitext_hf.families.laser3.arguments import ScriptArguments
+
+__all__ = ["ENGLISH", "DistillationBatches", "load_data"]
 
 logger = logging.getLogger(__name__)
+recipe_logger = logging.getLogger("distill_wolof")  # what the recipe's user is told names the recipe
 
 ENGLISH = "eng"
 
@@ -327,3 +333,36 @@ class DistillationBatches(torch.utils.data.Dataset):
             "ratio": ratio,
             "loss_weight": self.loss_weights[stream.task],
         }
+
+
+def load_data(
+    script_args: ScriptArguments,
+) -> tuple[list[PairSet], dict[str, list[str]], list[str], list[PairSet]]:
+    """The recipe's data, validated: the training bitexts, the monolingual text by language, extra English and the
+    evaluation bitexts (``--eval_bitexts``, else ``--held_out`` pairs of each ``--eval_languages`` bitext); training
+    pairs that share a side with an evaluation pair are dropped."""
+    train = [load_pairs(spec, max_pairs=script_args.max_pairs_per_language) for spec in script_args.bitexts]
+    evaluation = [load_pairs(spec) for spec in script_args.eval_bitexts]
+    if not evaluation and script_args.held_out > 0:
+        by_language = {pairs.src_lang: index for index, pairs in enumerate(train)}
+        for language in script_args.eval_languages:
+            if language not in by_language:
+                raise DataValidationError(f"eval language {language!r} has no data among the training bitexts")
+            train[by_language[language]], held = split_held_out(train[by_language[language]], script_args.held_out)
+            evaluation.append(held)
+    # No evaluation sentence may be trained on: drop training pairs sharing a side with the evaluation pairs.
+    held_texts = [text for pairs in evaluation for text in (*pairs.src, *pairs.tgt)]
+    train = [drop_overlap(pairs, held_texts) for pairs in train] if held_texts else train
+    monolingual: dict[str, list[str]] = {}
+    for spec in script_args.monolingual:
+        language, texts = load_monolingual(spec, max_sentences=script_args.max_monolingual)
+        monolingual.setdefault(language, []).extend(texts)
+    unused = sorted(set(monolingual) - set(script_args.mlm_languages))
+    if unused:
+        recipe_logger.warning(
+            "monolingual text of %s trains the vocabulary only: MLM runs on --mlm_languages (%s)",
+            ", ".join(unused),
+            ", ".join(script_args.mlm_languages) or "none",
+        )
+    english = [line for path in script_args.english for line in read_lines(path)]
+    return train, monolingual, english, evaluation

@@ -1,16 +1,26 @@
-"""The trained student as it ships: weights, tokenizer, remote code, sentence-transformers modules and a model card
-with the xsim table of the run and its figures (xsim by language, held-out gold vs random margins, training curve)."""
+"""The trained student as it ships (:func:`save_outputs`): weights, tokenizer, remote code, sentence-transformers
+modules, a model card (:func:`model_card`) with the xsim table of the run and its figures (:func:`card_figures`: xsim
+by language, held-out gold vs random margins, training curve), and ``xsim_results.json``."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["card_figures", "save_student", "student_card", "xsim_rows"]
+if TYPE_CHECKING:
+    from transformers import TrainingArguments
+
+    from bitext_hf.families.laser3.arguments import ScriptArguments
+
+__all__ = ["RESULTS_FILE", "card_figures", "model_card", "save_outputs", "xsim_rows"]
+
+RESULTS_FILE = "xsim_results.json"
 
 _COLUMNS = {
     "teacher zero-shot": "teacher_zero_shot",
@@ -87,7 +97,7 @@ def _mlm_note(check: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
-def student_card(
+def model_card(
     *,
     languages: Sequence[str],
     teacher: str,
@@ -161,46 +171,46 @@ def student_card(
     )
 
 
-def save_student(
-    student: Any,
+def save_outputs(
+    model: Any,
     tokenizer: Any,
-    output_dir: str | os.PathLike,
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    results: dict[str, Any],
     *,
-    languages: Sequence[str],
-    teacher: str,
-    training_data: Sequence[str],
-    results: Mapping[str, Any],
+    push: bool | None = None,
     log_history: Sequence[Mapping[str, Any]] | None = None,
     evaluator: Any = None,
-    monolingual: Sequence[str] = (),
-    evaluation_data: Sequence[str] = (),
-    repo_id: str | None = None,
-    smoke: bool = False,
 ) -> None:
-    """Write ``student`` (a ``Laser3Student``) for the Hub into ``output_dir``: weights, tokenizer, remote code, the
-    ``laser3`` model card with its figures (:func:`card_figures`; ``log_history`` and ``evaluator`` as there; the
-    card's other arguments as :func:`student_card`) and sentence-transformers modules (Transformer -> Pooling(max or
-    cls) -> Dense(projection) when the student has a projection), checked to reproduce the model's embeddings.
-    ``teacher`` is the recipe's teacher argument ("default": the offline USE teacher)."""
-    from bitext_hf.hub import save_for_hub
+    """Write the trained student (a ``Laser3Student``) for the Hub into ``training_args.output_dir``: weights,
+    tokenizer, remote code, the ``laser3`` model card with its figures (:func:`card_figures`; ``log_history`` and
+    ``evaluator`` as there; the card's data, teacher and languages from ``script_args``) and sentence-transformers
+    modules (Transformer -> Pooling(max or cls) -> Dense(projection) when the student has a projection), checked to
+    reproduce the model's embeddings; then ``xsim_results.json``, and the upload of the folder when ``push`` (``None``:
+    ``training_args.push_to_hub``), the results staying local."""
+    from bitext_hf.hub import push_recipe_output, save_for_hub
+    from bitext_hf.io import atomic_output
 
-    options: dict[str, Any] = {"pooling": "max" if student.config.pooling == "max" else "cls", "verify": True}
-    if student.projection is not None:
-        options["dense"] = student.projection
+    output_dir = Path(training_args.output_dir)
+    options: dict[str, Any] = {"pooling": "max" if model.config.pooling == "max" else "cls", "verify": True}
+    if model.projection is not None:
+        options["dense"] = model.projection
     # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
     with tempfile.TemporaryDirectory(prefix="laser3-figures-") as folder:
-        figures = card_figures(student, results, folder, log_history=log_history, evaluator=evaluator)
-        card = student_card(
-            languages=languages,
-            teacher=teacher,
-            training_data=training_data,
+        figures = card_figures(model, results, folder, log_history=log_history, evaluator=evaluator)
+        card = model_card(
+            languages=sorted({spec.partition("=")[0] for spec in script_args.bitexts}),
+            teacher=script_args.teacher,
+            training_data=script_args.bitexts,
             results=results,
-            pooling=student.config.pooling,
-            embedding_dim=student.config.embedding_dim,
-            monolingual=monolingual,
-            evaluation_data=evaluation_data,
-            repo_id=repo_id,
-            smoke=smoke,
+            pooling=model.config.pooling,
+            embedding_dim=model.config.embedding_dim,
+            monolingual=script_args.monolingual,
+            evaluation_data=script_args.eval_bitexts,
+            repo_id=training_args.hub_model_id,
             figures=figures,
         )
-        save_for_hub(student, tokenizer, output_dir, model_card=card, sentence_transformers=options, figures=figures)
+        save_for_hub(model, tokenizer, output_dir, model_card=card, sentence_transformers=options, figures=figures)
+    with atomic_output(output_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2)
+    push_recipe_output(output_dir, training_args, push=push)

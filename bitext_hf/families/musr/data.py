@@ -15,18 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bitext_hf.data import PairSet, is_english, load_pairs
 from bitext_hf.data.filters import drop_overlap, split_held_out
 from bitext_hf.data.samplers import sample_budget, temperature_probabilities
 from bitext_hf.errors import DataValidationError
 
+if TYPE_CHECKING:
+    from bitext_hf.families.musr.arguments import ScriptArguments
+
 __all__ = [
     "ManyToOneData",
     "check_vocabulary",
     "english_copies",
     "language_probabilities",
+    "load_data",
     "load_many_to_one",
     "multiway_held_out",
     "sample_stage",
@@ -104,6 +108,12 @@ def multiway_held_out(pairsets: Sequence[PairSet], n: int, seed: int) -> ManyToO
         if not len(train[-1]):
             raise DataValidationError(f"{pairs.spec}: no training pair left after holding out {n}")
     return ManyToOneData(train, held_out)
+
+
+def load_data(script_args: ScriptArguments, seed: int) -> ManyToOneData:
+    """The recipe's data: ``--train_pairs`` many-to-one into English (:func:`load_many_to_one`), with ``--held_out``
+    multi-way sentences held out of training (:func:`multiway_held_out`, drawn with ``seed``)."""
+    return multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
 
 
 def sample_stage(pairsets: Sequence[PairSet], examples: int, temperature: float, seed: int) -> list[PairSet]:

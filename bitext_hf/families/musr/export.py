@@ -1,14 +1,20 @@
-"""MuSR as a sentence-transformers model: pooled like the model (max over the encoder outputs, padding masked), then
+"""MuSR as it ships. :func:`save_outputs` writes a run's folder: the full model (decoder included) with its tokenizer
+and remote code, the encoder alone as ``sentence-transformers/``, the model card with its figure and
+``eval_results.json``, and pushes it.
+
+As a sentence-transformers model, MuSR is pooled like the model (max over the encoder outputs, padding masked), then
 L2-normalized, as ``model.encode(texts)`` does (:data:`SENTENCE_TRANSFORMERS`, for the full model's folder too: called
 with ``input_ids`` and ``attention_mask`` only, it returns the encoder outputs as ``last_hidden_state``). The
 encoder-only export leaves the decoder out (``with_decoder=False``): it only serves training.
 
 The model card of a run (:func:`model_card`: data in words, protocol, the stage-1 / stage-2 table) and its figure
-(:func:`stage_figure`) are written here too."""
+(:func:`card_figures`) are written here too."""
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,9 +23,23 @@ from bitext_hf.families.musr.losses import CrossConSTLoss
 from bitext_hf.modeling.musr import MuSREncoderDecoder
 
 if TYPE_CHECKING:
-    from bitext_hf.families.musr.recipe import ScriptArguments
+    from transformers import TrainingArguments
 
-__all__ = ["SENTENCE_TRANSFORMERS", "encoder_only", "model_card", "save_sentence_transformers", "stage_figure"]
+    from bitext_hf.families.musr.arguments import ScriptArguments
+
+__all__ = [
+    "RESULTS_FILE",
+    "SENTENCE_TRANSFORMERS",
+    "ST_FOLDER",
+    "card_figures",
+    "encoder_only",
+    "model_card",
+    "save_outputs",
+    "save_sentence_transformers",
+]
+
+RESULTS_FILE = "eval_results.json"
+ST_FOLDER = "sentence-transformers"  # the encoder alone, inside the run's folder
 
 # save_for_hub's sentence_transformers options of every MuSR folder; verify: reloaded and checked before it is kept.
 SENTENCE_TRANSFORMERS = {"pooling": "max", "normalize": True, "verify": True}
@@ -55,7 +75,7 @@ def save_sentence_transformers(
     )
 
 
-def stage_figure(results: dict[str, Any], folder: Path) -> list[Any]:
+def card_figures(results: dict[str, Any], folder: str | os.PathLike) -> list[Any]:
     """The card's figure: this run's xsim into English per language, stage 1 vs stage 2 (none without held-out)."""
     from bitext_hf.hub.figures import xsim_by_series
 
@@ -69,7 +89,7 @@ def stage_figure(results: dict[str, Any], folder: Path) -> list[Any]:
     }
     if not any(series.values()):
         return []
-    return [xsim_by_series(series, folder / "xsim_by_stage.png", title="xsim into English, stage 1 vs stage 2")]
+    return [xsim_by_series(series, Path(folder) / "xsim_by_stage.png", title="xsim into English, stage 1 vs stage 2")]
 
 
 # results[stage]["final"] keys -> (model-index metric type, display name, lower is better)
@@ -197,8 +217,8 @@ def model_card(
         model_name="MuSR multilingual sentence encoder (bitext-hf), trained from scratch (no base model)",
         model_description="A max-pooled Transformer encoder trained from random initialization as the encoder of a "
         "many-to-one translation model into English (stage 1, label-smoothed cross-entropy), then with CrossConST "
-        "(stage 2: a KL term that pulls a sentence's and its translation's decoder outputs together). Only the "
-        "encoder is needed for sentence embeddings.",
+        "(stage 2: a KL term that pulls a sentence's and its translation's decoder outputs together), with "
+        "bitext-hf's `recipes/train_musr.py`. Only the encoder is needed for sentence embeddings.",
         paper="Gao et al., 2023, Learning Multilingual Sentence Representations with Cross-lingual Consistency "
         "Regularization",
         training_data=described.markdown + f"\n\nLanguages sampled with temperature T={script_args.temperature}; "
@@ -230,3 +250,34 @@ def model_card(
         warnings="\n\n".join(f"> {warning}" for warning in warnings),
         load_note=load_fields(repo_id)["load_note"],
     )
+
+
+def save_outputs(
+    model: MuSREncoderDecoder,
+    tokenizer: Any,
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    results: dict[str, Any],
+    *,
+    push: bool | None = None,
+) -> None:
+    """Into ``training_args.output_dir``: the full model (decoder included) with its tokenizer and remote code, the
+    card with its figure, the encoder alone as ``sentence-transformers/``, then ``eval_results.json``; when ``push``
+    (``None``: ``training_args.push_to_hub``), the upload of that folder (the full model, its card and results; not the
+    stages). Both folders load with ``SentenceTransformer`` and give ``model.encode``'s vectors."""
+    from bitext_hf.hub import push_recipe_output, save_for_hub
+    from bitext_hf.io import atomic_output
+
+    output_dir = Path(training_args.output_dir)
+    # Drawn apart and copied in by save_for_hub: a failed export leaves no figure behind in output_dir.
+    with tempfile.TemporaryDirectory(prefix="musr-figures-") as folder:
+        figures = card_figures(results, folder)
+        card = model_card(script_args, results, figures=figures)
+        save_for_hub(
+            model, tokenizer, output_dir, model_card=card, sentence_transformers=SENTENCE_TRANSFORMERS, figures=figures
+        )
+        save_sentence_transformers(model, tokenizer, output_dir / ST_FOLDER, model_card=card, figures=figures)
+    with atomic_output(output_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    push_recipe_output(output_dir, training_args, push=push)

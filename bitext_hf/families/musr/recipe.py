@@ -1,15 +1,13 @@
-"""The reusable steps of ``recipes/train_musr.py``: its arguments, the checks run before any data is read, the data
-and vocabulary preparation, the model configuration, one stage's Trainer run, the evaluation, and the outputs (model,
-sentence-transformers encoder, card with its figure, ``eval_results.json``). The recipe itself only chains them."""
+"""The steps of ``recipes/train_musr.py`` between its arguments (:mod:`~bitext_hf.families.musr.arguments`) and its
+outputs (:func:`bitext_hf.families.musr.export.save_outputs`): the checks run before any data is read, the data and
+vocabulary preparation, the model configuration, one stage's Trainer run, both stages, and the evaluation. The recipe
+itself only chains them."""
 
-# ruff: noqa: RUF009  (the fields' defaults come from _field, a dataclasses.field with its help text: no shared state)
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +18,36 @@ from bitext_hf.data import parse_spec
 from bitext_hf.data.collators import PairCollator
 from bitext_hf.data.filters import tokenize_pairs
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.families.musr.arguments import DEFAULT_STAGE1_PLATEAU, ArchitectureArguments, ScriptArguments
 from bitext_hf.families.musr.data import (
     check_vocabulary,
     english_copies,
     language_probabilities,
-    load_many_to_one,
-    multiway_held_out,
+    load_data,
     sample_stage,
 )
 from bitext_hf.families.musr.evaluation import MuSREvaluator
-from bitext_hf.families.musr.export import SENTENCE_TRANSFORMERS, model_card, save_sentence_transformers, stage_figure
 from bitext_hf.families.musr.losses import CrossConSTLoss
 from bitext_hf.families.musr.plateau import PlateauCallback
-from bitext_hf.hub import push_recipe_output, save_for_hub
-from bitext_hf.io import atomic_output
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
 from bitext_hf.training import BitextTrainer
-from bitext_hf.training.args import arg_field
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
 
-RESULTS_FILE = "eval_results.json"
-# Stage 1's default plateau: the criterion under which experiments/README.md's MuSR table shows CrossConST's gain.
-DEFAULT_STAGE1_PLATEAU = 0.01
-ST_FOLDER = "sentence-transformers"
+__all__ = [
+    "ArchitectureArguments",
+    "ScriptArguments",
+    "StageInputs",
+    "build_tokenizer",
+    "check_arguments",
+    "evaluate",
+    "is_resuming",
+    "model_config",
+    "prepare_stages",
+    "run_stage",
+    "stage1_plateau",
+    "train_stages",
+]
+
 _MODEL_FIELDS = (
     "hidden_size",
     "num_encoder_layers",
@@ -54,69 +59,6 @@ _MODEL_FIELDS = (
     "attention_dropout",
     "label_smoothing",
 )
-
-
-@dataclasses.dataclass
-class ScriptArguments:
-    """Data, vocabulary, stages and evaluation (training settings are ``TrainingArguments``)."""
-
-    train_pairs: list[str] = arg_field(
-        ["fr=gettext", "de=gettext"], "Pair specs, each with English on one side.", reads_files=True
-    )
-    temperature: float = arg_field(5.0, "Language sampling p_l ~ (n_l / sum n)^(1/T); 1: by size, larger: flatter.")
-    train_examples: int = arg_field(1_000_000, "Pairs drawn (with replacement, by temperature) for each stage.")
-    held_out: int = arg_field(1000, "English sentences shared by all languages held out, with their translations.")
-    pivot: str | None = arg_field(None, "Non-English pivot language of the evaluation (default: the first language).")
-    alpha: float = arg_field(
-        1.0,
-        "CrossConST weight in stage 2 (1: the better of 1 and 3 in experiments/README.md's MuSR table; the reference "
-        "README, gpengzhi/CrossConST-SR, uses 3).",
-    )
-    stage1_steps: int = arg_field(0, "Stage-1 optimizer steps (0: --max_steps).")
-    stage2_steps: int = arg_field(0, "Stage-2 optimizer steps (0: --max_steps).")
-    stage1_plateau: float | None = arg_field(
-        None,
-        "Stop stage 1 at a plateau, as the paper trains each stage to convergence: when each of the last "
-        "--stage1_patience held-out cross-entropies (plain, every --stage1_eval_steps steps) improved on the one "
-        f"before by less than this fraction; the stage-1 steps are the cap (default: {DEFAULT_STAGE1_PLATEAU} with a "
-        "held-out set, off without one; 0: off, run every step).",
-    )
-    stage1_eval_steps: int = arg_field(100, "Steps between the held-out cross-entropies of --stage1_plateau.")
-    stage1_patience: int = arg_field(3, "Evaluations in a row that must improve too little (--stage1_plateau).")
-    stage2_label_smoothing: float | None = arg_field(
-        0.0,
-        "Label smoothing of stage 2's cross-entropy (0: the reference CrossConST criterion's plain cross-entropy, as "
-        "in experiments/README.md's MuSR table; none: the model's --label_smoothing, as stage 1).",
-    )
-    stage2_english_copies: bool = arg_field(
-        False,
-        "A control, not the paper (use with --alpha 0): stage 2 also trains on an English -> English copy of each of "
-        "its pairs (a 1:1 mix, shuffled with them), so the encoder reads English as often as CrossConST's "
-        "target-as-input pass makes it, without the KL term. Stage 1 and the vocabulary are unchanged.",
-    )
-    tokenizer: str | None = arg_field(
-        None, "Tokenizer path; default: a Unigram vocabulary trained on the sampled text.", reads_files=True
-    )
-    vocab_size: int = arg_field(32000, "Size of the trained shared vocabulary.")
-    tokenizer_training_texts: int = arg_field(200_000, "Train the vocabulary on this many sampled sentences.")
-    max_unknown: float = arg_field(0.3, "Refuse a language whose held-out text is more than this share <unk>.")
-    max_seq_length: int = arg_field(128, "Subwords per sentence, <s> and </s> included.")
-    eval_batch_size: int = arg_field(64, "Sentences per encoding batch at evaluation.")
-
-
-@dataclasses.dataclass
-class ArchitectureArguments:
-    """MuSR architecture (paper's 768 setting by default; see ``MuSRConfig``)."""
-
-    hidden_size: int = arg_field(768, "Encoder width d (the decoder is 2d wide).")
-    num_encoder_layers: int = arg_field(12, "Encoder layers.")
-    num_decoder_layers: int = arg_field(3, "Decoder layers.")
-    num_attention_heads: int = arg_field(12, "Attention heads.")
-    encoder_ffn_dim: int = arg_field(3072, "Encoder feed-forward width.")
-    decoder_ffn_dim: int = arg_field(6144, "Decoder feed-forward width.")
-    dropout: float = arg_field(0.1, "Dropout (both CrossConST branches run with it).")
-    attention_dropout: float = arg_field(0.1, "Attention dropout.")
-    label_smoothing: float = arg_field(0.1, "Label smoothing of the cross-entropy.")
 
 
 @dataclasses.dataclass
@@ -183,7 +125,7 @@ def prepare_stages(script_args: ScriptArguments, seed: int, output_dir: Path, re
     """Load the many-to-one data with its multi-way held-out set, draw each stage's pairs by temperature (seeds
     ``seed + 1`` and ``seed + 2``), build and check the vocabulary, tokenize (stage 2 with its English -> English
     copies under ``--stage2_english_copies``), and set up the evaluator."""
-    data = multiway_held_out(load_many_to_one(script_args.train_pairs), script_args.held_out, seed)
+    data = load_data(script_args, seed)
     languages = [pairs.src_lang for pairs in data.train]
     pivot = script_args.pivot or (languages[0] if len(languages) > 1 else None)
     if pivot is not None and pivot not in languages:
@@ -294,38 +236,12 @@ def run_stage(
 
 
 def evaluate(model: Any, evaluator: Any) -> dict[str, float]:
+    """``evaluator``'s held-out metrics of ``model``, rounded to four places (empty without an evaluator)."""
     if evaluator is None:
         return {}
     model.eval()
     with torch.no_grad():
         return {key: round(value, 4) for key, value in evaluator(model).items()}
-
-
-def save_outputs(
-    model: Any,
-    tokenizer: Any,
-    script_args: ScriptArguments,
-    results: dict[str, Any],
-    output_dir: Path,
-    training_args: TrainingArguments | None = None,
-) -> None:
-    """Into ``output_dir``: the full model (decoder included) with its tokenizer and remote code, the card with its
-    figure, the encoder alone as ``sentence-transformers/``, then ``eval_results.json``; with ``--push_to_hub`` in
-    ``training_args``, the upload of that folder (the full model, its card and results; not the stages). Both
-    folders load with ``SentenceTransformer`` and give ``model.encode``'s vectors."""
-    # Drawn apart and copied in by save_for_hub: a failed export leaves no figure behind in output_dir.
-    with tempfile.TemporaryDirectory(prefix="musr-figures-") as folder:
-        figures = stage_figure(results, Path(folder))
-        card = model_card(script_args, results, figures=figures)
-        save_for_hub(
-            model, tokenizer, output_dir, model_card=card, sentence_transformers=SENTENCE_TRANSFORMERS, figures=figures
-        )
-        save_sentence_transformers(model, tokenizer, output_dir / ST_FOLDER, model_card=card, figures=figures)
-    with atomic_output(output_dir / RESULTS_FILE) as handle:
-        json.dump(results, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    if training_args is not None:
-        push_recipe_output(output_dir, training_args)
 
 
 def is_resuming(training_args: TrainingArguments) -> bool:

@@ -11,15 +11,16 @@ FAISS; these functions take ``(model, tokenizer, texts, ...)`` and use only its 
 ``scoring``: tokenize, encode, block-wise similarity matrix, top-1 retrieval, pair scores, candidate re-ranking,
 block normalization of a matrix and retrieval accuracy (what the training recipe reports). ``two_stage``: the
 first stages (token-level FAISS neighbours, or mean-pooled kNN) in front of the re-ranking, with ``token_gain``'s
-kernel. What ``recipes/train_onealigner.py`` uses, in the files every family has: ``data`` (the example budget),
-``losses`` (``OneAlignerLoss``), ``evaluation`` (retrieval on the evaluation sets, the Trainer's evaluator),
-``export`` (the model card, its figures and results table) and ``recipe`` (arguments, model, outputs).
+kernel. What ``recipes/train_onealigner.py`` uses, in the files every family has: ``arguments``
+(``ScriptArguments``), ``data`` (``load_data``: the example budget), ``losses`` (``OneAlignerLoss``), ``evaluation``
+(retrieval on the evaluation sets, the Trainer's evaluator), ``export`` (``save_outputs``, ``model_card``,
+``card_figures``) and ``recipe`` (``check_arguments``, the tokenizer and the model).
 """
 
 from __future__ import annotations
 
 from bitext_hf.families.onealigner.evaluation import OneAlignerRetrievalEvaluator, evaluate_sets
-from bitext_hf.families.onealigner.export import card_figures, model_card, results_table
+from bitext_hf.families.onealigner.export import card_figures, model_card, results_table, save_outputs
 from bitext_hf.families.onealigner.losses import OneAlignerLoss
 from bitext_hf.families.onealigner.scoring import (
     OneAlignerDataError,
@@ -58,6 +59,7 @@ __all__ = [
     "results_table",
     "retrieval_accuracy",
     "retrieve",
+    "save_outputs",
     "score_pairs",
     "similarity_matrix",
     "token_candidates",

@@ -15,9 +15,9 @@ from bitext_hf.data.samplers import sample_budget, sample_indices
 from bitext_hf.errors import DataValidationError
 
 if TYPE_CHECKING:
-    from bitext_hf.families.onealigner.recipe import ScriptArguments
+    from bitext_hf.families.onealigner.arguments import ScriptArguments
 
-__all__ = ["PreparedData", "prepare_data", "select_pairs"]
+__all__ = ["PreparedData", "load_data", "select_pairs"]
 
 logger = logging.getLogger("train_onealigner")  # the recipe's logger: its log lines name the recipe
 
@@ -44,7 +44,7 @@ def select_pairs(pair_data: dict[str, PairSet], top_k: int, centre: str) -> list
     return sorted(names, key=lambda name: len(pair_data[name]), reverse=True)[: top_k or None]
 
 
-def prepare_data(script_args: ScriptArguments, tokenizer_factory: Any, seed: int) -> tuple[PreparedData, Any]:
+def load_data(script_args: ScriptArguments, tokenizer_factory: Any, seed: int) -> tuple[PreparedData, Any]:
     """Load, hold out, de-overlap, sample the budget, get the tokenizer, tokenize once, drop short examples."""
     words = script_args.eval_min_words
     train = {spec: load_pairs(spec) for spec in script_args.train_pairs}

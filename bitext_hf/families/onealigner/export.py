@@ -1,21 +1,33 @@
-"""What a trained OneAligner's folder says about it: the model card (settings, data in words, results table,
-warnings, load snippets), its figures (xsim by direction, gold against random margins, the training curve) and the
-results table, rendered through ``bitext_hf.hub``.
+"""A trained OneAligner as it ships: :func:`save_outputs` writes the run's folder (the model or its LoRA adapter,
+tokenizer, sentence-transformers modules, the model card with its figures, ``eval_results.json``) and pushes it;
+:func:`model_card` (settings, data in words, results table, warnings, load snippets) and :func:`card_figures` (xsim
+by direction, gold against random margins, the training curve) are rendered through ``bitext_hf.hub``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from bitext_hf.families.onealigner.scoring import encode
-from bitext_hf.training.peft import base_model
+from bitext_hf.training.peft import ADAPTER_FOLDER, base_model, export_peft
 
-__all__ = ["card_figures", "model_card", "results_table"]
+if TYPE_CHECKING:
+    from transformers import TrainingArguments
+
+    from bitext_hf.families.onealigner.arguments import ScriptArguments
+    from bitext_hf.training import ModelArguments
+
+__all__ = ["RESULTS_FILE", "card_figures", "model_card", "results_table", "save_outputs"]
+
+RESULTS_FILE = "eval_results.json"
 
 
 def results_table(results: Mapping[str, float], set_names: Sequence[str]) -> list[dict[str, str]]:
@@ -182,3 +194,56 @@ def model_card(
 def _percent(results: Mapping[str, float], key: str) -> float | None:
     value = results.get(key)
     return None if value is None else 100 * float(value)
+
+
+def save_outputs(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    script_args: ScriptArguments,
+    training_args: TrainingArguments,
+    results: dict[str, Any],
+    *,
+    push: bool | None = None,
+    model_args: ModelArguments | None = None,
+    eval_sets: Mapping[str, tuple[Sequence[str], Sequence[str]]] | None = None,
+    log_history: Sequence[Mapping[str, Any]] = (),
+) -> None:
+    """Write the run into ``training_args.output_dir``: the LoRA adapter (``model_args.use_peft``), the merged or
+    full model with its tokenizer, model card, figures (:func:`card_figures`, from ``eval_sets`` and the Trainer's
+    ``log_history``) and sentence-transformers modules (unless an unmerged adapter is all there is), then
+    ``eval_results.json``; upload that folder (not the checkpoints) to ``--hub_model_id`` when ``push`` (``None``:
+    ``training_args.push_to_hub``)."""
+    from bitext_hf.hub import push_recipe_output, save_for_hub
+    from bitext_hf.io import atomic_output
+
+    output_dir = Path(training_args.output_dir)
+    merge = model_args is not None and model_args.merge_adapter
+    model = export_peft(model, output_dir / ADAPTER_FOLDER, merge=merge)
+    if model_args is None or not model_args.use_peft or merge:
+        # Drawn apart and copied in by save_for_hub: a failed export leaves no figures behind in output_dir.
+        with tempfile.TemporaryDirectory(prefix="onealigner-figures-") as folder:
+            figures = card_figures(model, tokenizer, eval_sets or {}, results["final"], log_history, folder)
+            card = model_card(
+                model,
+                script_args.encoder,
+                results["data"],
+                results["final"],
+                figures,
+                training_data=script_args.train_pairs,
+                evaluation_data=script_args.eval_pairs,
+                initial=results.get("initial"),
+                steps=results.get("global_step"),  # the repository id goes in when the folder is pushed
+            )
+            # Mean-pooled layer-L vectors, L2-normalized: exactly the model's sentence embedding (checked on reload).
+            save_for_hub(
+                model,
+                tokenizer,
+                output_dir,
+                model_card=card,
+                figures=figures,
+                sentence_transformers={"pooling": "mean", "normalize": True, "verify": True},
+            )
+    with atomic_output(output_dir / RESULTS_FILE) as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    push_recipe_output(output_dir, training_args, push=push)
