@@ -105,8 +105,11 @@ def _stated_defaults() -> list[tuple[str, str, object, str]]:
         for action in parser._actions:
             if not action.help or action.default in (None, argparse.SUPPRESS):
                 continue
+            # The choices as --help shows them ({a,b}); the config checks them, so the parser holds them as metavar.
+            shown = action.metavar if isinstance(action.metavar, str) and action.metavar.startswith("{") else "{}"
+            choices = action.choices or shown[1:-1].split(",")
             for value in re.findall(r"\bdefault:? (-?[0-9][0-9.]*|[a-z0-9]+)\b", action.help):
-                if re.fullmatch(r"-?[0-9][0-9.]*", value) or value in (action.choices or ()):
+                if re.fullmatch(r"-?[0-9][0-9.]*", value) or value in choices:
                     stated.append((" ".join(names), action.option_strings[-1], action.default, value))
             if re.search(r"\b(off|on) by default\b", action.help):
                 flag = re.search(r"\b(off|on) by default\b", action.help).group(1) == "on"
@@ -128,3 +131,4 @@ def test_the_help_states_defaults_that_are_checked():
     """The table above is not empty by accident: the options users tune most state their defaults."""
     checked = {(command, option) for command, option, _, _ in _stated_defaults()}
     assert {("mine", "--k"), ("align", "--top-k"), ("align", "--margin"), ("align", "--skip")} <= checked
+    assert ("encode", "--dtype") in checked  # a default among the choices

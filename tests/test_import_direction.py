@@ -22,7 +22,7 @@ LAYERS = {
     "errors": 0,
     "blas_kernels": 0,  # sets FAISS's OpenBLAS kernels at `import bitext_hf`; imports nothing of ours
     "lazy_imports": 0,  # PEP 562 namespaces of the packages; imports nothing of ours
-    "options": 0,  # the command-line metadata of the configs' fields; imports nothing of ours
+    "options": 1,  # the configs' fields: their command-line metadata and check_fields; imports only errors
     "io": 1,
     "threads": 1,  # caps the thread pools; imports only errors
     "data": 2,

@@ -99,9 +99,9 @@ def test_pair_filters_count_same_text_ratio_and_duplicate_pairs():
     [
         ({"lid": True}, "--lid needs the language of a side"),
         ({"lid": True, "tgt_lang": "wo"}, "--tgt-lang 'wo': fastText's lid.176 does not identify"),
-        ({"lid_min_prob": 0.0}, "--lid-min-prob must be a probability"),
+        ({"lid_min_prob": 0.0}, r"lid_min_prob=0\.0 \(--lid-min-prob\): must be a probability in \(0, 1\]"),
         ({"min_chars": 10, "max_chars": 5}, "--min-chars 10 is above --max-chars 5"),
-        ({"max_length_ratio": 0.5}, "--max-length-ratio must be a number >= 1"),
+        ({"max_length_ratio": 0.5}, r"max_length_ratio=0\.5 \(--max-length-ratio\): must be a number >= 1"),
     ],
 )
 def test_bad_filter_settings_are_usage_errors(options, message):
@@ -376,10 +376,11 @@ def test_score_filters_pairs_before_encoding(capsys, catalog_encoder, tmp_path):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--lid-min-prob", "0"], "argument --lid-min-prob: must be a probability"),
-        (["--lid-min-prob", "1.5"], "argument --lid-min-prob: must be a probability"),
-        (["--max-length-ratio", "0.5"], "argument --max-length-ratio: must be at least 1"),
-        (["--min-chars", "-1"], "argument --min-chars: must be 0 or more"),
+        (["--lid-min-prob", "0"], "lid_min_prob=0.0 (--lid-min-prob): must be a probability in (0, 1]"),
+        (["--lid-min-prob", "1.5"], "lid_min_prob=1.5 (--lid-min-prob): must be a probability in (0, 1]"),
+        (["--max-length-ratio", "0.5"], "max_length_ratio=0.5 (--max-length-ratio): must be a number >= 1"),
+        (["--min-chars", "-1"], "min_chars=-1.0 (--min-chars): must be a number >= 0"),
+        (["--lid-min-prob", "x"], "argument --lid-min-prob: invalid number value: 'x'"),
         (["--lid"], "--lid needs the language of a side"),
         (["--lid", "--tgt-lang", "wo"], "does not identify this language"),
         (["--dedup", "--keep-duplicates"], "choose one"),

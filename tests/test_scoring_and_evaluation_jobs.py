@@ -74,7 +74,10 @@ def test_run_mining_writes_the_threshold_report(tmp_path, parallel):
         (lambda: ScoreConfig(out="x.tsv"), "give --pairs FILE.tsv, or --src and --tgt"),
         (lambda: ScoreConfig(out="x.tsv", pairs="p.tsv", src="a"), "not both"),
         (lambda: ScoreConfig(out="x.tsv", pairs="p.tsv", src_lang="de"), "--src-lang acts only with --lid"),
-        (lambda: ScoreConfig(out="x.tsv", pairs="p.tsv", margin="cosine"), "unknown margin"),
+        (
+            lambda: ScoreConfig(out="x.tsv", pairs="p.tsv", margin="cosine"),
+            r"margin='cosine' \(--margin\): must be one of",
+        ),
         (lambda: EvalConfig(src="a", mteb="m.jsonl"), "give one of --pairs, --src/--tgt, --mteb or --bucc"),
         (lambda: EvalConfig(src="a", tgt="b", metrics=["accuracy"], k=3), "--k and --margin are xsim's"),
         (lambda: EvalConfig(src="a", tgt="b", mode="max"), "--mode picks the candidates of --bucc"),

@@ -9,17 +9,20 @@ import os
 from dataclasses import field
 from typing import Any, ClassVar
 
-import numpy as np
-
 from bitext_hf.alignment.output import ALIGN_FORMATS, alignment_format
-from bitext_hf.encoding.embedder import EncoderOptions, check_positive
+from bitext_hf.encoding.embedder import EncoderOptions
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.filters import LanguageOptions
-from bitext_hf.options import finite_float, option, positive_int
+from bitext_hf.options import QUIET, THREADS, ValueType, check_fields, checked, finite_float, option, positive_int
 
 __all__ = ["AlignConfig", "AlignSettings"]
 
 _SEARCH = "search"
+# The engine's limits (AlignSettings.check_engine_limits): beyond them a search crashes, overflows or cannot finish.
+MAX_SKIP = 1000
+MAX_TOP_K = 1000
+# The bead types are numbered in the back pointers' int16, and a run of more sentences than this is a paragraph.
+_BEAD_SIZE = ValueType("integer", int, "an integer from 2 to 64", lambda value: 2 <= value <= 64)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -46,7 +49,7 @@ class AlignSettings:
         metadata=option(
             "most sentences in a bead, both sides together (default 5: up to 1-4, 2-3, 3-2, 4-1); overlaps of up to "
             "N-1 sentences are encoded, so encoding grows with it",
-            type=positive_int,
+            type=_BEAD_SIZE,
             group=_SEARCH,
         ),
     )
@@ -62,7 +65,7 @@ class AlignSettings:
             "target sentences searched on either side of the anchor path (default 5)", type=positive_int, group=_SEARCH
         ),
     )
-    anchor_window: int = 250
+    anchor_window: int = field(default=250, metadata=checked(type=positive_int))
     skip: float = field(
         default=-0.1,
         metadata=option("score of a 1-0 or 0-1 bead (default -0.1; lower: fewer)", type=finite_float, group=_SEARCH),
@@ -85,15 +88,26 @@ class AlignSettings:
     )
 
     def __post_init__(self) -> None:
-        for name, least in (("max_align", 2), ("top_k", 1), ("window", 0), ("anchor_window", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-                raise UsageError(f"{name} must be an integer >= {least}, got {value!r}")
-        # A bead type index must fit the back pointers (int16), and a run of this many sentences is a paragraph.
-        if self.max_align > 64:
-            raise UsageError(f"max_align must be at most 64, got {self.max_align}")
-        if not np.isfinite(self.skip):
-            raise UsageError(f"skip must be a finite number, got {self.skip!r}")
+        check_fields(self)  # each field's type and range: the whole check of the search's settings
+        self.check_engine_limits()
+
+    def check_engine_limits(self) -> None:
+        """Refuse what no search can honour (``UsageError``, before anything is read): a ``skip`` so large that the
+        search's sums overflow (a huge negative one crashed the search) or swamp the beads' scores, and a ``top_k``
+        whose neighbour lists outgrow memory and time. A ``top_k`` above a document's target sentences, and a
+        ``window`` or ``anchor_window`` wider than the documents, are capped by the search (nothing changes)."""
+        if abs(self.skip) > MAX_SKIP:
+            raise UsageError(
+                f"skip={self.skip!r} (--skip): must be between -{MAX_SKIP} and {MAX_SKIP}: a linked bead scores "
+                f"between -2 and 2, so beyond these a skip changes nothing in practice but the rounding of the "
+                "search's sums, which overflow at the extremes"
+            )
+        if self.top_k > MAX_TOP_K:
+            raise UsageError(
+                f"top_k={self.top_k!r} (--top-k): must be at most {MAX_TOP_K}: the anchors keep each source "
+                "sentence's k nearest targets and read them all at every cell of a band about 2000 targets wide at "
+                "most, so memory and time grow with k (Bertalign uses 3)"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         """The search's settings alone (a config's other fields left out): the keywords of the search."""
@@ -159,11 +173,13 @@ class AlignConfig(AlignSettings, LanguageOptions, EncoderOptions):
         default=None,
         metadata=option("instead of --tgt: the list of their target documents, in the same order"),
     )
-    quiet: bool = False
-    threads: int | None = None
+    quiet: bool = field(default=False, metadata=QUIET)
+    threads: int | None = field(default=None, metadata=THREADS)
     command: str | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self)  # each field's type and range, as the command line's refusal, before anything else
+        self.check_engine_limits()
         lists = bool(self.src_docs) or bool(self.tgt_docs)
         if lists and (self.src or self.tgt):
             raise UsageError("give either --src and --tgt, or --src-docs and --tgt-docs (lists of documents)")
@@ -171,13 +187,9 @@ class AlignConfig(AlignSettings, LanguageOptions, EncoderOptions):
             raise UsageError("give both --src-docs and --tgt-docs (lists of documents, paired line by line)")
         if not lists and not (self.src and self.tgt):
             raise UsageError("give --src and --tgt (documents, one sentence a line, or folders of them)")
-        _ = self.settings  # checked when the config is made
-        if self.format is not None and self.format not in ALIGN_FORMATS:
-            raise UsageError(f"unknown format {self.format!r}; choose one of {', '.join(ALIGN_FORMATS)}")
         if self.format is not None and not self.out:
             raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
         self.check_encoder_options()
-        check_positive(self.threads, "threads")
         folders = [os.path.isdir(path) for path in (self.src, self.tgt) if path]
         if len(set(folders)) > 1:
             raise UsageError("--src and --tgt must both be files or both be folders of documents")

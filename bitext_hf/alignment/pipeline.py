@@ -7,12 +7,16 @@ options into the config and calls it; Python users get the same job, the same fi
 A run aligns one document pair (``src`` and ``tgt`` files, one sentence a line) or many (``src`` and ``tgt``
 folders holding files of the same names, or ``src_docs`` and ``tgt_docs`` lists of documents paired line by line;
 ``out`` is then a folder, one output file per document). In order: every
-option checked when the config is made; the output path and every input checked, and the inputs protected from every
-file the job writes; every document read and checked (and, for TSV output, that its sentences fit); only then the
-encoder loaded and every distinct overlap text of each side encoded once for the whole run (or taken from the
-encoding cache); each pair aligned, and the outputs written with the sidecar ``<out>.meta.json`` (in a folder
-``out``: ``alignment.meta.json``), which records the settings. A bad input never costs an encoding run and never
-leaves an output behind.
+option checked when the config is made; every output path planned and checked (:class:`bitext_hf.io.OutputSet`: no
+link, FIFO, device or folder at an output's name, no output that is an input or in an input folder, a writable
+folder) and the inputs protected from every file the job writes; every document read and checked (and, for TSV
+output, that its sentences fit); only then the encoder loaded and every distinct overlap text of each side encoded
+once for the whole run (or taken from the encoding cache); each pair aligned, and the outputs written to temporary
+files and committed together, the sidecar ``<out>.meta.json`` (in a folder ``out``: ``alignment.meta.json``, which
+lists the documents this run wrote) last. A bad input never costs an encoding run; a failure or a signal before the
+commit leaves the earlier files exactly as they were. An output folder that does not exist is made (its parent must
+exist); files in it that the run does not write stay as they are. The documents of a folder are its own files: files
+in its subfolders are not aligned, and the run says how many it left out.
 """
 
 from __future__ import annotations
@@ -23,14 +27,16 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bitext_hf.alignment.config import AlignConfig, AlignSettings
 from bitext_hf.alignment.output import EXTENSIONS, check_tsv_sentences
 from bitext_hf.alignment.overlaps import overlap_texts
 from bitext_hf.alignment.search import Alignment, search
 from bitext_hf.errors import UsageError
+
+if TYPE_CHECKING:
+    from bitext_hf.io import OutputSet
 
 __all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignResult", "run_alignment"]
 
@@ -112,9 +118,18 @@ def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
         return _listed_documents(config.src_docs, config.tgt_docs)
     if not config.many_documents:
         return [os.path.basename(config.src) or "document"], [config.src], [config.tgt]
-    listed = []
+    listed, left_out = [], []
     for folder in (config.src, config.tgt):
-        listed.append(sorted(entry.name for entry in os.scandir(folder) if entry.is_file() and entry.name[0] != "."))
+        names, nested, special = _folder_documents(folder)
+        listed.append(names)
+        if nested or special:
+            left_out.append((folder, nested, special))
+    if left_out:
+        logger.warning(
+            "left out of the alignment: %s (a folder's documents are its own files; list nested documents with "
+            "--src-docs/--tgt-docs)",
+            "; ".join(_left_out_words(*entry) for entry in left_out),
+        )
     src_names, tgt_names = map(set, listed)
     if src_names != tgt_names:
         only = sorted(src_names ^ tgt_names)[:3]
@@ -126,6 +141,31 @@ def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
         raise UsageError(f"--src {config.src}: no documents in the folder")
     names = listed[0]
     return names, [os.path.join(config.src, n) for n in names], [os.path.join(config.tgt, n) for n in names]
+
+
+def _folder_documents(folder: str) -> tuple[list[str], int, int]:
+    """The documents of ``folder`` (its own files, hidden ones aside, sorted), the files in its subfolders, and its
+    entries that are neither files nor folders (FIFOs, sockets, devices, broken links): those two are left out."""
+    names, nested, special = [], 0, 0
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_file():
+                names.append(entry.name)
+            elif entry.is_dir():
+                for _, _, files in os.walk(entry.path):
+                    nested += sum(not name.startswith(".") for name in files)
+            else:
+                special += 1
+    return sorted(names), nested, special
+
+
+def _left_out_words(folder: str, nested: int, special: int) -> str:
+    parts = [f"{nested} file(s) in subfolders"] if nested else []
+    if special:
+        parts.append(f"{special} entr{'y' if special == 1 else 'ies'} that are not files (FIFO, socket, device, link)")
+    return f"{' and '.join(parts)} of {folder}"
 
 
 def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str], list[str]]:
@@ -156,24 +196,56 @@ def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str
     return names, paths[0], paths[1]
 
 
-def _check_outputs(config: AlignConfig, names: list[str], inputs: list[str]) -> list[str]:
-    """The output path of each document (and the sidecar's), checked against the inputs before anything is read."""
-    from bitext_hf.io import check_inputs_and_output, check_output_path, refuse_input
+def _plan_outputs(
+    config: AlignConfig, names: list[str], documents: list[str], lists: list[str]
+) -> tuple[list[str], OutputSet | None]:
+    """The output path of each document, and the :class:`~bitext_hf.io.OutputSet` that writes them with the sidecar
+    (None: no ``out``, or one stream written directly), every path checked before anything is read."""
+    from bitext_hf.io import OutputSet, check_inputs_and_output, writes_in_place
+    from bitext_hf.mining.sidecar import metadata_path
 
-    if not config.many_documents:
-        check_inputs_and_output(config.out, inputs)
-        return [config.out] if config.out else []
-    check_inputs_and_output(None, inputs)
+    inputs = documents + lists
+    check_inputs_and_output(None, inputs)  # one stdin at most; the inputs protected from every write
     if config.out is None:
-        return []
-    folder = Path(config.out)
-    if not folder.exists():
-        check_output_path(str(folder), inputs=inputs, option="--out")  # its parent exists and is writable
+        return [], None
+    if not config.many_documents:
+        if writes_in_place(config.out):  # stdout, a FIFO, a device: written directly, without a sidecar
+            check_inputs_and_output(config.out, inputs)
+            return [config.out], None
+        outputs = OutputSet(inputs=inputs)
+        outputs.add(config.out, follow_symlinks=True)
+        outputs.add(metadata_path(config.out), last=True)
+        return [config.out], outputs
+    folders = [config.src, config.tgt] if not config.src_docs else []
+    outputs = OutputSet(inputs=inputs, input_folders=folders)
+    real = outputs.add_folder(config.out)
+    # Listed documents may sit in any folder but the outputs' (a folder of documents and outputs mixed, which a
+    # later run over that folder would take for documents).
+    for path in documents if config.src_docs else ():
+        if os.path.realpath(os.path.dirname(os.path.abspath(path))) == real:
+            raise UsageError(
+                f"--out {config.out}: holds the listed document {path}; write the outputs to a folder of their own"
+            )
     extension = EXTENSIONS[config.output_format]
-    outputs = [str(folder / (name + extension)) for name in names]
-    for path in [*outputs, str(folder / SIDECAR_NAME)]:
-        refuse_input(path, path, "--out")
-    return outputs
+    paths = [os.path.join(config.out, name + extension) for name in names]
+    for path in paths:
+        outputs.add(path)
+    outputs.add(os.path.join(config.out, SIDECAR_NAME), last=True)
+    return paths, outputs
+
+
+def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) -> None:
+    """A word, before the encoding, where the search caps a setting at what the documents hold."""
+    longest = max(map(len, tgt_docs), default=0)
+    default = next(field.default for field in dataclasses.fields(AlignSettings) if field.name == "top_k")
+    if longest and settings.top_k > max(longest, default):  # the default is no one's choice: no word for it
+        logger.warning(
+            "top-k %d is more than the %d sentences of the longest target document: every target sentence in the "
+            "band is a candidate (top-k %d)",
+            settings.top_k,
+            longest,
+            longest,
+        )
 
 
 def _run(config: AlignConfig, load_encoder) -> AlignResult:
@@ -185,7 +257,7 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
     names, src_paths, tgt_paths = _documents(config)
     fmt = config.output_format
     lists = [path for path in (config.src_docs, config.tgt_docs) if path]
-    outputs = _check_outputs(config, names, src_paths + tgt_paths + lists)
+    outputs, plan = _plan_outputs(config, names, src_paths + tgt_paths, lists)
     settings = config.settings
     # Every document is read and checked before any encoder is loaded.
     src_docs = [read_lines(path, max_chars=config.max_line_chars) for path in src_paths]
@@ -193,6 +265,7 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
     if fmt == "tsv":
         for path, document in zip(src_paths + tgt_paths, src_docs + tgt_docs):
             check_tsv_sentences(document, display(path))
+    _note_capped_settings(settings, tgt_docs)
     read_seconds = time.perf_counter() - started
 
     embedder = Embedder.from_options(config, load_encoder)
@@ -206,7 +279,7 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
 
     write_started = time.perf_counter()
     if outputs:
-        _write(config, outputs, alignments, src_docs, tgt_docs, fmt, names)
+        _write(config, plan, outputs, alignments, src_docs, tgt_docs, fmt, names)
     return AlignResult(
         names=names,
         src_documents=src_docs,
@@ -247,32 +320,21 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
     )
 
 
-def _write(config, outputs, alignments, src_docs, tgt_docs, fmt, names) -> None:
-    """Every output and the sidecar, or none of them: the sidecar's temp file is renamed last, and a failure removes
-    what this run wrote."""
-    import contextlib
-
+def _write(config, plan, outputs, alignments, src_docs, tgt_docs, fmt, names) -> None:
+    """Every output and the sidecar, or none of them: each written to a temporary file, all renamed together at the
+    end, the sidecar last (:class:`~bitext_hf.io.OutputSet`); a failure or a signal before that leaves the files that
+    were there before as they were."""
     from bitext_hf.alignment import output
-    from bitext_hf.io import atomic_output, writes_in_place
     from bitext_hf.mining.sidecar import metadata_path
 
-    if config.many_documents:
-        os.makedirs(config.out, exist_ok=True)
-        sidecar = os.path.join(config.out, SIDECAR_NAME)
-    elif writes_in_place(config.out):
+    if plan is None:  # one stream the user named (stdout, a FIFO, a device): written directly
         output.write_alignment(alignments[0], config.out, src_docs[0], tgt_docs[0], fmt)
         return
-    else:
-        sidecar = str(metadata_path(config.out))
-    written: list[str] = []
-    try:
-        with atomic_output(sidecar, follow_symlinks=False) as handle:
+    sidecar = os.path.join(config.out, SIDECAR_NAME) if config.many_documents else str(metadata_path(config.out))
+    with plan:
+        for path, alignment, src, tgt in zip(outputs, alignments, src_docs, tgt_docs):
+            with plan.staged(path) as temporary:
+                output.write_alignment(alignment, temporary, src, tgt, fmt)
+        with plan.open(sidecar) as handle:
             handle.write(_sidecar_text(config, names, fmt))
-            for path, alignment, src, tgt in zip(outputs, alignments, src_docs, tgt_docs):
-                output.write_alignment(alignment, path, src, tgt, fmt)
-                written.append(path)
-    except BaseException:
-        for path in written:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        raise
+        plan.commit()

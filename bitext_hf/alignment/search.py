@@ -250,6 +250,8 @@ def _anchors(src: Overlaps, tgt: Overlaps, top_k: int, min_window: int) -> list[
     anchors, i, j = [], n, m
     while i or j:
         step = pointers[i, j - lo[i]]
+        if step == _NO_CELL:
+            raise _unreachable()
         if step == 2:
             anchors.append((i, j))
         i, j = (i, j - 1) if step == 0 else (i - 1, j) if step == 1 else (i - 1, j - 1)
@@ -276,6 +278,13 @@ def bead_band(anchors: list[tuple[int, int]], n: int, m: int, window: int, stret
     return _connected(lo, hi, m)
 
 
+def _unreachable() -> ValueError:
+    return ValueError(
+        "the alignment search found no path through the documents (its scores overflowed: is --skip far outside "
+        "[-1000, 1000]?)"
+    )
+
+
 def search(
     src: Overlaps,
     tgt: Overlaps,
@@ -294,6 +303,10 @@ def search(
     if n == 0 or m == 0:
         beads = [([i], []) for i in range(n)] + [([], [j]) for j in range(m)]
         return Alignment(beads, np.zeros(len(beads)))
+    # Wider than the documents changes nothing: capped there, every count stays a machine integer, and no more
+    # neighbours are kept than the target has sentences.
+    top_k, window, anchor_window = (min(int(value), max(n, m) + 1) for value in (top_k, window, anchor_window))
+    top_k = min(top_k, m)
     layers = max_align - 1
     if src.layers < layers or tgt.layers < layers:
         raise ValueError(f"max_align={max_align} needs overlaps of up to {layers} sentences")
@@ -307,7 +320,10 @@ def search(
     pointers = _bead_pass(sides, lo, hi, offsets, types, ratio, float(skip), bool(margin), bool(length_prior))
     beads, scores, i, j = [], [], n, m
     while i or j:
-        a, b = types[pointers[offsets[i] + j - lo[i]]]
+        step = pointers[offsets[i] + j - lo[i]]
+        if step == _NO_CELL:  # numba reads without bounds checks: never follow a pointer that is not one
+            raise _unreachable()
+        a, b = types[step]
         beads.append((list(range(i - a, i)), list(range(j - b, j))))
         linked = a and b
         scores.append(bead_score(sides, i, j, a, b, ratio, margin, length_prior) if linked else 0.0)

@@ -2,6 +2,10 @@
 option's help (:func:`bitext_hf.options.option`) becomes that option, so an option is declared once, beside the field
 it sets, and the parsed values build the config by field name (:func:`config_from_arguments`).
 
+The parser only converts the text (``--k abc`` is argparse's usage error); the values' ranges and choices are
+checked when the config is made (:func:`bitext_hf.options.check_fields`), so the command line and a Python caller
+get the same refusal, one line, exit 2.
+
 Hand-written rather than transformers' ``HfArgumentParser``: that one adds a dataclass's fields to a parser of its
 own, without sub-commands, groups or argparse types whose messages name the option; and importing it imports
 transformers, which ``--help`` must not.
@@ -76,9 +80,13 @@ def _argument(field: dataclasses.Field) -> dict[str, Any]:
         return argument
     if "action" in metadata:
         argument["action"] = metadata["action"]
-    for key in ("type", "choices", "metavar", "nargs", "required"):
+    for key in ("type", "metavar", "nargs", "required"):
         if key in metadata:
             argument[key] = metadata[key]
+    if "choices" in metadata and "metavar" not in metadata:
+        # Shown as argparse shows choices, but not checked here: the config refuses a value outside them, with the
+        # same message for the command line and Python (bitext_hf.options.check_fields).
+        argument["metavar"] = "{" + ",".join(metadata["choices"]) + "}"
     if "parser_default" in metadata:
         argument["default"] = metadata["parser_default"]
     elif field.default is not dataclasses.MISSING:

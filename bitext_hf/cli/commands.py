@@ -17,6 +17,7 @@ import time
 
 from bitext_hf.cli.arguments import config_from_arguments
 from bitext_hf.errors import EXIT_OK, UsageError
+from bitext_hf.options import check_value, show_count
 
 __all__ = ["cmd_align", "cmd_encode", "cmd_mine", "cmd_score"]
 
@@ -84,6 +85,7 @@ def cmd_mine(args) -> int:
     from bitext_hf.mining.config import DEMO_DIR, MiningConfig, demo_inputs
     from bitext_hf.mining.pipeline import run_mining
 
+    check_value("show", args.show, int, {"type": show_count, "flag": "--show"})  # the command line's own option
     started = time.perf_counter()
     report = _report_stream(args.out)
     values = {"command": shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])}
@@ -165,7 +167,7 @@ def cmd_align(args) -> int:
     """Parse the options into an :class:`~bitext_hf.alignment.pipeline.AlignConfig`, run the job, print the report;
     without ``--out`` the beads are printed in vecalign format (each document's after a ``# name`` line, for
     many documents)."""
-    from bitext_hf.alignment.pipeline import AlignConfig, run_alignment
+    from bitext_hf.alignment.pipeline import SIDECAR_NAME, AlignConfig, run_alignment
 
     started = time.perf_counter()
     command = shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])
@@ -182,6 +184,8 @@ def cmd_align(args) -> int:
     links = sum(bool(xs and ys) for alignment in result.alignments for xs, ys in alignment.beads)
     sentences = sum(map(len, result.src_documents)), sum(map(len, result.tgt_documents))
     where = f"; wrote {_shown(args.out)}" if args.out else ""
+    if args.out and config.many_documents:  # the folder may hold other files: which ones this run wrote
+        where = f"; wrote {len(result.outputs)} file(s) and {SIDECAR_NAME} in {args.out}"
     print(
         f"aligned {len(result.names)} document pair(s), {sentences[0]} source x {sentences[1]} target sentences: "
         f"{beads} beads, {links} of them links (max-align {config.max_align}){where}",

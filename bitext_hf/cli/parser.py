@@ -1,7 +1,8 @@
 """The argument parser of every command, with its help texts (what each option does, the exit codes).
 
-Options are checked here when they are parsed (a NaN threshold, a zero line limit, a negative batch size: exit 2)
-so that nothing is read or encoded with them.
+The parser converts the options' text (``--k abc`` is its one-line usage error, exit 2); the values are checked when
+the job's config is made (a NaN threshold, a zero line limit, a negative batch size: exit 2, one line), before
+anything is read or encoded with them, and Python callers get the same refusal.
 """
 
 from __future__ import annotations
@@ -180,7 +181,15 @@ Output: vecalign format (default; one bead a line, `[0, 1]:[2]:0.734215`, 0-base
 order: the format vecalign's and Bertalign's scorers read), or by extension / --format tsv, jsonl, parquet:
 columns score src_lines tgt_lines src tgt (the joined sentences). Written atomically, with <out>.meta.json (the
 settings); many documents (folders or lists) write one file per document into the --out folder, named after the
-source document, and alignment.meta.json.
+source document, and alignment.meta.json (the settings and the documents written). The --out folder is made if
+it is missing (its parent must exist); it is never an input folder nor inside one, nor a folder of listed
+documents, and its other files stay as they are. A folder's documents are its own files: files in its subfolders are left out, with a warning (list them
+with --src-docs/--tgt-docs). Every output path is checked before anything is read (no link, FIFO, device or
+folder at an output's name); the files are written to temporary files and renamed together at the end, the
+sidecar last, so a failed or interrupted run leaves the earlier files as they were.
+
+Limits: --skip between -1000 and 1000 (a linked bead scores between -2 and 2); --top-k at most 1000, and
+capped at a document's target sentences; --max-align at most 64.
 """
 
 _EPILOG_SCORE = """examples:

@@ -9,7 +9,6 @@ catalog (refused by name and by content, whether read or not). The pairs are tho
 
 from __future__ import annotations
 
-import argparse
 import builtins
 import re
 import sys
@@ -22,7 +21,7 @@ from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import check_output_path, protect_inputs
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
-from bitext_hf.options import option, positive_int
+from bitext_hf.options import QUIET, ValueType, check_fields, option, positive_int
 
 __all__ = [
     "GettextConfig",
@@ -44,15 +43,13 @@ def check_language_folder(text: str) -> str:
     return text
 
 
-def language_folder(text: str) -> str:
-    """:func:`check_language_folder` as the command line's type of ``--lang`` (argparse's error, exit 2)."""
-    try:
-        return check_language_folder(text)
-    except UsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-language_folder.__name__ = "language code"  # argparse's message names the type
+# The value type of --lang: each item a language folder's name (what check_language_folder accepts).
+_LANGUAGE_FOLDER_TYPE = ValueType(
+    "language code",
+    str,
+    "a language folder name such as fr, pt_BR or sr@latin (never a path)",
+    lambda text: _LANGUAGE_FOLDER.fullmatch(text) is not None,
+)
 
 
 @dataclass
@@ -93,7 +90,7 @@ class GettextConfig:
             "language folder(s): fr, pt_BR, sr@latin (English is the msgid side); with --list, list only these",
             metavar="LANG",
             nargs="+",
-            type=language_folder,
+            type=_LANGUAGE_FOLDER_TYPE,
         ),
     )
     format: str | None = field(
@@ -126,20 +123,11 @@ class GettextConfig:
             type=positive_int,
         ),
     )
-    quiet: bool = False
+    quiet: bool = field(default=False, metadata=QUIET)
 
     def __post_init__(self) -> None:
-        self.catalogs = [str(folder) for folder in self.catalogs]
-        for code in self.lang or []:
-            try:
-                check_language_folder(code)
-            except UsageError as error:
-                raise UsageError(f"--lang: {error}") from None
-        for flag, value in (("--max-pairs", self.max_pairs), ("--min-words", self.min_words)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise UsageError(f"{flag} must be an integer >= 1, got {value!r}")
-        if self.format is not None and self.format not in TABLE_FORMATS:
-            raise UsageError(f"--format {self.format}: choose one of {', '.join(TABLE_FORMATS)}")
+        # Each field's type and range (lang language folders, never paths; catalogs a list, paths as str...).
+        check_fields(self)
         if self.list:
             if self.out is not None:
                 raise UsageError(f"--out {self.out}: not allowed with --list, which prints to stdout")

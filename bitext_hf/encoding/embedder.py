@@ -16,7 +16,7 @@ from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.errors import UsageError
 from bitext_hf.options import option, positive_int
 
-__all__ = ["Embedder", "EncoderOptions", "RayOptions", "check_positive", "refuse_cache_dir_without_cache"]
+__all__ = ["Embedder", "EncoderOptions", "RayOptions", "refuse_cache_dir_without_cache"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -101,16 +101,10 @@ class EncoderOptions:
     no_cache: bool = field(default=False, metadata=option("neither read nor write the encoding cache", group=_ENCODER))
 
     def check_encoder_options(self) -> None:
-        """What the command line's parser refuses in these options, for a config made in Python too (each job's
-        config calls it when made): counts below 1, unknown choices, a cache folder with ``no_cache``, and a
-        ``quantize="bf16"`` that this machine would not compute natively (before any text is read)."""
+        """What these options refuse together, beyond each field's own check (:func:`bitext_hf.options.check_fields`,
+        which each job's config runs first): a cache folder with ``no_cache``, and an arithmetic or a backend the
+        encoder would refuse when loaded (before any text is read)."""
         refuse_cache_dir_without_cache(self.cache_dir, self.no_cache)
-        for name in ("batch_size", "max_line_chars"):
-            check_positive(getattr(self, name), name)
-        for name, choices in (("pooling", POOLINGS), ("quantize", QUANTIZE_CHOICES), ("backend", BACKENDS)):
-            value = getattr(self, name)
-            if value is not None and value not in choices:
-                raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
         # What loading would refuse, refused now, before any text is read or any cache entry served: an explicit
         # bf16 this machine would not compute natively ("auto" falls back to float32), an exported backend or int8
         # for an encoder that runs neither (the default encoder).
@@ -152,12 +146,6 @@ class RayOptions:
         default=None,
         metadata=option("tasks at a time (default: the CPUs of the Ray instance)", type=positive_int, group=_RAY),
     )
-
-
-def check_positive(value: Any, name: str) -> None:
-    """``value`` is None or an integer >= 1 (a config's count option); else a usage error naming ``name``."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def refuse_cache_dir_without_cache(cache_dir: str | None, no_cache: bool) -> None:

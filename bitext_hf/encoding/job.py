@@ -19,8 +19,9 @@ from typing import ClassVar
 import numpy as np
 
 from bitext_hf.encoding.embedder import EncoderOptions, RayOptions
+from bitext_hf.encoding.shard_manifest import DTYPES
 from bitext_hf.errors import UsageError
-from bitext_hf.options import option, positive_int
+from bitext_hf.options import QUIET, check_fields, option, positive_int
 
 __all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
 
@@ -69,7 +70,7 @@ class EncodeConfig(RayOptions, EncoderOptions):
         default="float32",
         metadata=option(
             "stored precision (default float32; float16 halves the disk and is renormalized when read)",
-            choices=("float32", "float16"),
+            choices=DTYPES,  # what a shard folder and its manifest hold; an integer type would write zeros
             group="shards",
         ),
     )
@@ -77,9 +78,10 @@ class EncodeConfig(RayOptions, EncoderOptions):
         default=False,
         metadata=option("continue an unfinished folder --out after its last complete shard", group="shards"),
     )
-    quiet: bool = False
+    quiet: bool = field(default=False, metadata=QUIET)
 
     def __post_init__(self) -> None:
+        check_fields(self)
         self.check_encoder_options()
 
     @property

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions, check_positive
+from bitext_hf.encoding.embedder import EncoderOptions
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.config import MarginOptions
-from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, check_settings
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES
 from bitext_hf.mining.scoring import check_aligned_inputs
-from bitext_hf.options import column_pair, option
+from bitext_hf.options import QUIET, THREADS, check_fields, column_pair, option
 
 if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
@@ -70,7 +70,8 @@ class EvalConfig(MarginOptions, EncoderOptions):
         bucc_train (three str, optional): with ``bucc``, the split whose F1-best threshold is applied to the test
             split (without it, the test split's own: an oracle).
         mode (str, optional): with ``bucc``, how the candidates are mined (default "max").
-        metrics (list of str, optional): which of :data:`METRICS` to compute (None: all three); not with ``bucc``.
+        metrics (list of str, optional): which of :data:`METRICS` to compute, at least one (None: all three);
+            not with ``bucc``.
         out (str, optional): also write the results as JSON here (atomically, never over an input); ``-`` writes
             nothing (the command prints the results).
         k (int, optional): the neighbours of the margin of xsim and BUCC; None is 4, and a value given where no
@@ -129,11 +130,13 @@ class EvalConfig(MarginOptions, EncoderOptions):
     k: int | None = field(default=None, metadata=_MARGIN_OPTIONS["k"].metadata)
     margin: str | None = field(default=None, metadata=_MARGIN_OPTIONS["margin"].metadata)
     # The general options (`-q`, `--threads`), which every command takes before its name or after it.
-    quiet: bool = False
-    threads: int | None = None
+    quiet: bool = field(default=False, metadata=QUIET)
+    threads: int | None = field(default=None, metadata=THREADS)
 
     def __post_init__(self) -> None:
-        # In the order the command has always checked them, so that its messages stay the same.
+        # Each field's type and range first (metrics at least one of METRICS, bucc three files, k >= 1...), as the
+        # command line's refusal; then in the order the command has always checked them, so its messages stay.
+        check_fields(self)
         sources_given = [bool(self.bucc), bool(self.mteb), bool(self.pairs or self.src or self.tgt)]
         if sum(sources_given) != 1:
             raise UsageError("give one of --pairs, --src/--tgt, --mteb or --bucc")
@@ -145,18 +148,6 @@ class EvalConfig(MarginOptions, EncoderOptions):
         self._refuse_options_that_cannot_act()
         if not (self.bucc or self.mteb):
             check_aligned_inputs(self.pairs, self.src, self.tgt)
-        # What the command line's parser refuses before a config is made; Python callers get the same checks.
-        check_settings(self.margin, self.mode or DEFAULT_MODE, None)
-        for name in ("k", "threads"):
-            check_positive(getattr(self, name), name)
-        unknown = [metric for metric in self.metrics if metric not in METRICS]
-        if unknown:
-            raise UsageError(f"unknown metric {unknown[0]!r}; choose among {', '.join(METRICS)}")
-        for flag, files in (("--bucc", self.bucc), ("--bucc-train", self.bucc_train)):
-            if files is not None and len(files) != 3:
-                raise UsageError(f"{flag} takes three files: SRC TGT GOLD")
-        if self.columns is not None and (len(self.columns) != 2 or self.columns[0] == self.columns[1]):
-            raise UsageError(f"--columns takes two different column names, got {self.columns!r}")
 
     def _refuse_options_that_cannot_act(self) -> None:
         """Options given where they do nothing are refused (exit 2), not ignored; ``metrics`` unset is all three,

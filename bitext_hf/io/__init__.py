@@ -1,6 +1,6 @@
 """File input and output shared by every part of the package: outputs that appear complete or not at all and
-never replace an input (:mod:`bitext_hf.io.outputs`), inputs read once as streams, decompressed and bounded
-(:mod:`bitext_hf.io.inputs`)."""
+never replace an input, alone or as a set committed together (:mod:`bitext_hf.io.outputs`), inputs read once as
+streams, decompressed and bounded (:mod:`bitext_hf.io.inputs`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from bitext_hf.io.inputs import (
     read_input_bytes,
 )
 from bitext_hf.io.outputs import (
+    OutputSet,
     atomic_output,
     check_inputs_and_output,
     check_output_path,
@@ -28,6 +29,7 @@ from bitext_hf.io.outputs import (
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "MAX_INPUT_BYTES_ENV",
+    "OutputSet",
     "atomic_output",
     "check_inputs_and_output",
     "check_output_path",

@@ -5,24 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bitext_hf.encoding.embedder import EncoderOptions, RayOptions, check_positive
+from bitext_hf.encoding.embedder import EncoderOptions, RayOptions
 from bitext_hf.errors import UsageError
 from bitext_hf.mining.filters import FilterOptions, FilterSettings
 from bitext_hf.mining.margin import MARGINS
 from bitext_hf.mining.output import FORMATS
-from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, check_settings
+from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES
 from bitext_hf.mining.sidecar import MiningRecord
 from bitext_hf.mining.sides import (
     display,
     is_embeddings,
     is_npy,
 )
-from bitext_hf.options import finite_float, option, positive_int
+from bitext_hf.options import QUIET, THREADS, check_fields, finite_float, option, positive_int
 
 __all__ = [
     "DEMO_DIR",
@@ -30,7 +29,6 @@ __all__ = [
     "MarginOptions",
     "MiningConfig",
     "ThresholdOptions",
-    "check_choices",
     "demo_inputs",
     "filter_settings",
     "refuse_lid_options_without_lid",
@@ -78,7 +76,7 @@ class MarginOptions:
 
     option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {"margin": ("margin", None)}
 
-    k: int | None = field(
+    k: int = field(
         default=4,
         metadata=option(
             # bitext_hf.mining.knn.MAX_K, written out: the kNN module imports torch, which --help must not.
@@ -88,7 +86,7 @@ class MarginOptions:
             group="margin",
         ),
     )
-    margin: str | None = field(
+    margin: str = field(
         default="ratio",
         metadata=option("ratio (default), distance, or absolute (plain cosine)", choices=MARGINS, group="margin"),
     )
@@ -134,15 +132,6 @@ def refuse_lid_options_without_lid(
                 f"{' and '.join(given)} {'act' if len(given) > 1 else 'acts'} only with --lid{where}, "
                 "which is not given"
             )
-
-
-def check_choices(options: Any, **allowed: Sequence[str]) -> None:
-    """What the command line's ``choices`` refuse, for a config made in Python: each option named in ``allowed`` is
-    None or one of its choices; else a usage error (the encoder's are :meth:`EncoderOptions.check_encoder_options`'s)."""
-    for name, choices in allowed.items():
-        value = getattr(options, name)
-        if value is not None and value not in choices:
-            raise UsageError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
 
 
 @dataclasses.dataclass
@@ -293,11 +282,12 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             group="index",
         ),
     )
-    quiet: bool = False
-    threads: int | None = None
+    quiet: bool = field(default=False, metadata=QUIET)
+    threads: int | None = field(default=None, metadata=THREADS)
     command: str | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self)  # each field's type and range, as the command line's refusal, before anything else
         if not self.src or not self.tgt:
             raise UsageError("give --src and --tgt (text or .npy files), or --demo")
         if bool(self.src_docs) != bool(self.tgt_docs):
@@ -312,15 +302,8 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             raise UsageError("--check-recall searches in one process: leave it out with --distributed ray")
         if not self.distributed and (self.ray_address or self.workers):
             raise UsageError("--ray-address and --workers go with --distributed ray")
-        # What the command line's parser refuses before a config is made; Python callers get the same checks.
         self.mode = self.mode or DEFAULT_MODE
-        check_settings(self.margin, self.mode, self.threshold)
         self.check_encoder_options()
-        for name in ("k", "nprobe", "check_recall", "workers", "threads"):
-            check_positive(getattr(self, name), name)
-        check_choices(self, format=FORMATS, distributed=("ray",))
-        if not isinstance(self.index, str):
-            raise UsageError(f"index must be 'exact', 'auto' or a FAISS factory string, got {self.index!r}")
         if self.dedup and self.keep_duplicates:
             raise UsageError("--dedup drops duplicate lines and --keep-duplicates mines them: choose one")
         self._refuse_options_that_cannot_act()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import math
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, EncoderLoadError, UsageError
-from bitext_hf.options import non_negative, option, probability, ratio
+from bitext_hf.options import check_fields, non_negative, option, probability, ratio
 
 __all__ = [
     "COUNT_NAMES",
@@ -229,22 +228,11 @@ class FilterSettings(FilterOptions):
     :data:`DEFAULT_LID_MIN_PROB`)."""
 
     def __post_init__(self) -> None:
+        check_fields(self)  # each field's type and range (lid_min_prob a probability, the lengths >= 0...)
         if self.lid_min_prob is None:
             self.lid_min_prob = DEFAULT_LID_MIN_PROB
-
-        def number(value: Any) -> bool:
-            return not isinstance(value, bool) and isinstance(value, (int, float, np.number)) and math.isfinite(value)
-
-        if not (number(self.lid_min_prob) and 0 < self.lid_min_prob <= 1):
-            raise UsageError(f"--lid-min-prob must be a probability in (0, 1], got {self.lid_min_prob!r}")
-        for name in ("min_chars", "max_chars"):
-            value = getattr(self, name)
-            if value is not None and not (number(value) and value >= 0):
-                raise UsageError(f"--{name.replace('_', '-')} must be a number >= 0, got {value!r}")
         if self.min_chars is not None and self.max_chars is not None and self.min_chars > self.max_chars:
             raise UsageError(f"--min-chars {self.min_chars:g} is above --max-chars {self.max_chars:g}")
-        if self.max_length_ratio is not None and not (number(self.max_length_ratio) and self.max_length_ratio >= 1):
-            raise UsageError(f"--max-length-ratio must be a number >= 1, got {self.max_length_ratio!r}")
         if self.lid:
             if not (self.src_lang or self.tgt_lang):
                 raise UsageError("--lid needs the language of a side: --src-lang and/or --tgt-lang (e.g. en, de)")

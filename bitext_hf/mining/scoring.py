@@ -27,20 +27,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions, check_positive
+from bitext_hf.encoding.embedder import EncoderOptions
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.mining.config import (
     FILTER_LENGTHS,
     MarginOptions,
     ThresholdOptions,
-    check_choices,
     filter_settings,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.mining.filters import FilterOptions, FilterSettings
 from bitext_hf.mining.output import FORMATS
-from bitext_hf.mining.retrieval import DEFAULT_MODE, MinedPairs, check_settings
-from bitext_hf.options import option
+from bitext_hf.mining.retrieval import MinedPairs
+from bitext_hf.options import QUIET, THREADS, check_fields, option
 
 if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
@@ -130,21 +129,17 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
         ),
     )
     # The general options (`-q`, `--threads`), which every command takes before its name or after it.
-    quiet: bool = False
-    threads: int | None = None
+    quiet: bool = field(default=False, metadata=QUIET)
+    threads: int | None = field(default=None, metadata=THREADS)
 
     def __post_init__(self) -> None:
-        # In the order the command has always checked them, so that its messages stay the same.
+        check_fields(self)  # each field's type and range, as the command line's refusal, before anything else
+        # Then in the order the command has always checked them, so that its messages stay the same.
         self.check_encoder_options()
         # score records no languages: --src-lang / --tgt-lang act only through --lid.
         refuse_lid_options_without_lid(self.lid, self.lid_min_prob, self.src_lang, self.tgt_lang)
         _ = self.filters  # checked when the config is made, as every other option
         check_aligned_inputs(self.pairs, self.src, self.tgt)
-        # What the command line's parser refuses before a config is made; Python callers get the same checks.
-        check_settings(self.margin, DEFAULT_MODE, self.threshold)
-        for name in ("k", "threads"):
-            check_positive(getattr(self, name), name)
-        check_choices(self, format=FORMATS)
 
     @property
     def filters(self) -> FilterSettings:
