@@ -32,6 +32,10 @@ WORK = "work"
 MANIFEST = ".bitext-hf-outputs.json"
 MANIFEST_WRITER = "bitext-hf experiments"
 MANIFEST_MAX_BYTES = 64 * 2**20  # a listing of every file of 50 runs is far smaller; more is not a record of ours
+# What --merge reads of an earlier run: its results.json (every seed's numbers and loss curves: a few MB for 50 seeds)
+# and its model card (kilobytes). More is not a file a run of these scripts wrote.
+RESULTS_MAX_BYTES = 64 * 2**20
+CARD_MAX_BYTES = 16 * 2**20
 # Runs prepared by this process and not yet listed in their manifest: {output_dir: (script, output names)}.
 _open_runs: dict[Path, tuple[str, tuple[str, ...]]] = {}
 
@@ -249,6 +253,55 @@ def _write_manifest(output_dir: Path, script: str, outputs: dict[str, str] | Non
         "outputs": outputs or {},
     }
     write_file(output_dir / MANIFEST, json.dumps(content, indent=1, sort_keys=True) + "\n")
+
+
+def read_run_file(path: Path, option: str, max_bytes: int) -> str:
+    """The UTF-8 text of a file of an earlier run that this one reads (``--merge RUN_DIR``'s results.json, its model
+    card), read once and bounded, before anything of this run is written:
+
+    * missing, a link to nothing, a FIFO, a device or a folder: ``UsageError`` (exit 2) saying what it is; never
+      opened, so a FIFO waits for no writer and ``/dev/zero`` is not read;
+    * more than ``max_bytes`` (measured before a byte is read, and while reading), unreadable, or not UTF-8:
+      ``DataValidationError`` (exit 3) naming the file (and line).
+    """
+    from bitext_hf.errors import DataValidationError, UsageError
+    from bitext_hf.io.small_files import SmallFileError, read_small_file, regular_file_status
+
+    try:
+        regular_file_status(path)
+    except FileNotFoundError:
+        raise UsageError(f"{option} {path}: no such file (not a finished run of this script)") from None
+    except SmallFileError as error:
+        raise UsageError(f"{option} {path}: {error}; a run's files are regular files") from None
+    except OSError as error:
+        raise DataValidationError(f"{option} {path}: cannot be read ({error.strerror or error})") from None
+    try:
+        data = read_small_file(path, max_bytes)
+    except SmallFileError as error:
+        raise DataValidationError(f"{option} {path}: {error}") from None
+    except OSError as error:  # it went away, or was swapped, since it was looked at
+        raise DataValidationError(f"{option} {path}: cannot be read ({error.strerror or error})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DataValidationError(
+            f"{option} {path}:{line}: invalid UTF-8 (byte 0x{data[error.start]:02x}); not a file this script wrote"
+        ) from None
+
+
+def read_run_json(path: Path, option: str, max_bytes: int = RESULTS_MAX_BYTES) -> Any:
+    """The JSON value of a file of an earlier run (:func:`read_run_file`); not JSON, or nested too deep:
+    ``DataValidationError`` naming the file and line."""
+    from bitext_hf.errors import DataValidationError
+
+    text = read_run_file(path, option, max_bytes)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataValidationError(f"{option} {path}:{error.lineno}: not JSON ({error.msg})") from None
+    except RecursionError:
+        raise DataValidationError(f"{option} {path}: JSON nested too deeply") from None
 
 
 def pair_files(values: list[str]) -> dict[str, Path]:

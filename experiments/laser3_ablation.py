@@ -29,12 +29,14 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from common import (
+    CARD_MAX_BYTES,
     MODEL_CARD,
     RESULTS_JSON,
     add_pairs_option,
@@ -42,6 +44,8 @@ from common import (
     load_recipe,
     pair_files,
     prepare_run_folder,
+    read_run_file,
+    read_run_json,
     rebase_links,
     run_script,
     seed_count_or_list,
@@ -108,7 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN_DIR",
         help="Train nothing: merge the results.json of runs of this script over different seeds (one process per "
         "seed, e.g. one per core, each with --seeds N,) into one table over all their seeds, with the verdict, in "
-        "--output_dir. The runs must share every setting but the seed.",
+        "--output_dir. The runs must share every setting but the seed. Everything is read (each results.json and "
+        "the first run's model_card.md: regular files, bounded, a FIFO or device refused unopened) and checked "
+        "before --output_dir is touched: a refused merge creates nothing (exit 2: not a run's file, runs of "
+        "different settings; 3: a file too large, not JSON, or holding a NaN, naming it).",
     )
     parser.add_argument("--languages", default="ka,el", help="Student languages, comma-separated (default: ka,el).")
     add_pairs_option(parser)
@@ -727,31 +734,96 @@ def merge_reports(reports: dict[Path, dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+def _check_report(path: Path, report: Any) -> None:
+    """Refuse, naming ``path``, a results.json that is not one of this script (exit 2) or lacks what a merge reads
+    (exit 3): the runs (seed -> variant -> metric -> finite number, every seed with the same variants), the task
+    losses of every variant and seed, the regime's languages."""
+    import math
+
+    from bitext_hf.errors import DataValidationError, UsageError
+
+    if not isinstance(report, dict) or report.get("experiment") != "laser3_ablation" or "runs" not in report:
+        raise UsageError(f"--merge {path}: not a results file of this script")
+
+    def malformed(why: str) -> DataValidationError:
+        return DataValidationError(f"--merge {path}: {why}; not a results file this script wrote, or one edited since")
+
+    runs = report["runs"]
+    if not isinstance(runs, dict) or not runs:
+        raise malformed("'runs' holds no run")
+    variants = None
+    for seed, run in runs.items():
+        if not seed.lstrip("-").isdigit():
+            raise malformed(f"run {seed!r} is not named by its seed")
+        if not isinstance(run, dict) or not run or not all(isinstance(metrics, dict) for metrics in run.values()):
+            raise malformed(f"seed {seed}: no metrics by variant")
+        if variants is None:
+            variants = list(run)
+        elif list(run) != variants:
+            raise malformed(f"seed {seed}: variants {list(run)}, not {variants} as the first seed's")
+        for variant, metrics in run.items():
+            for metric, value in metrics.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise malformed(f"seed {seed}, {variant!r}, {metric!r}: {value!r} is not a number")
+                if not math.isfinite(value):
+                    raise DataValidationError(
+                        f"--merge {path}: seed {seed}, {variant!r}, {metric!r} is {value}; a mean over seeds needs "
+                        "finite numbers"
+                    )
+    losses = report.get("task losses")
+    for variant in variants or ():
+        if not isinstance(losses, dict) or not isinstance(losses.get(variant), dict):
+            raise malformed(f"no 'task losses' of {variant!r}")
+        if set(losses[variant]) != set(runs):
+            raise malformed(f"the 'task losses' of {variant!r} are not those of its seeds")
+    regime = report.get("regime")
+    if not isinstance(regime, dict) or not isinstance(regime.get("languages"), list):
+        raise malformed("no 'regime' with its 'languages'")
+
+
 def merge_runs(args: argparse.Namespace) -> dict[str, Any]:
-    """``--merge``: read every run's results.json (all checked before anything is written), write the merged report
-    and table to ``--output_dir``."""
-    from bitext_hf.errors import UsageError
+    """``--merge``: read every run's results.json and the first run's card (each a regular file, read once and
+    bounded: a FIFO, a device or a folder is refused unopened), merge them and render the table and the card; only
+    then, everything checked, prepare ``--output_dir`` and write the merged report, table and card there. A refused
+    merge creates nothing."""
+    from bitext_hf.errors import BitextError, DataValidationError, UsageError
 
     reports: dict[Path, dict[str, Any]] = {}
     for folder in args.merge:
+        if not folder.is_dir():
+            what = "no such folder" if not os.path.lexists(folder) else "not a folder"
+            raise UsageError(f"--merge {folder}: {what}; give the --output_dir of a run of this script")
         if any(folder.resolve() == known.resolve() for known in reports):
             raise UsageError(f"--merge {folder}: given twice")
         path = folder / RESULTS_JSON
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise UsageError(f"--merge {path}: not a results file of this script ({error})") from None
-        if not isinstance(report, dict) or report.get("experiment") != "laser3_ablation" or "runs" not in report:
-            raise UsageError(f"--merge {path}: not a results file of this script")
+        report = read_run_json(path, "--merge")
+        _check_report(path, report)
+        if reports:
+            first_path, first = next(iter(reports.items()))
+            if list(report["runs"][next(iter(report["runs"]))]) != list(first["runs"][next(iter(first["runs"]))]):
+                raise UsageError(
+                    f"--merge {path}: its variants differ from {first_path / RESULTS_JSON}'s; merge runs of one setting"
+                )
         reports[folder] = report
-    merged = merge_reports(reports)
-    prepare_run_folder(args.output_dir, args.overwrite, script=Path(__file__).stem, inputs=list(args.merge))
-    table = markdown(merged, list(merged["mean"]), merged["regime"]["languages"])
+    try:
+        merged = merge_reports(reports)
+        table = markdown(merged, list(merged["mean"]), merged["regime"]["languages"])
+    except BitextError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        shown = ", ".join(str(folder / RESULTS_JSON) for folder in reports)
+        raise DataValidationError(
+            f"--merge: the results cannot be merged ({type(error).__name__}: {error} missing or malformed in one of "
+            f"{shown})"
+        ) from None
     # The first run's card (a model of its first seed) with the merged table in place of its own one-seed table.
     first = args.merge[0]
-    if (first / MODEL_CARD).is_file():
-        card = (first / MODEL_CARD).read_text(encoding="utf-8").split(f"\n\n## {CARD_TITLE}\n", 1)[0]
+    card = None
+    if os.path.lexists(first / MODEL_CARD):
+        card = read_run_file(first / MODEL_CARD, "--merge", CARD_MAX_BYTES).split(f"\n\n## {CARD_TITLE}\n", 1)[0]
         card = f"{rebase_links(card, first, args.output_dir)}\n\n## {CARD_TITLE}\n\n{table.rstrip()}\n"
+    prepare_run_folder(args.output_dir, args.overwrite, script=Path(__file__).stem, inputs=list(args.merge))
+    if card is not None:
         write_file(args.output_dir / MODEL_CARD, card)
     write_results(args.output_dir, merged, table)
     for line in merged.get("verdict", []):
@@ -807,10 +879,13 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         anchors=args.english_anchors,
         anchor_language=args.anchor_language,
     )
+    from bitext_hf.families.laser3 import XsimEvaluator, evaluate_xsim
+    from bitext_hf.families.laser3.arguments import ScriptArguments, StudentArguments
+
     recipe = load_recipe("distill_wolof")
     # The teacher's zero-shot xsim is the same in every run (same teacher, same held-out pairs): computed once.
     teacher_scores: dict[str, Any] = {}
-    compute_xsim = recipe.evaluate_xsim
+    compute_xsim = evaluate_xsim
 
     def teacher_once(*arguments: Any, **kwargs: Any) -> dict[str, dict[str, float]]:
         if "scores" not in teacher_scores:
@@ -818,10 +893,10 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         return teacher_scores["scores"]
 
     current: list[dict[str, float]] = []
-    evaluator_class = recipe.XsimEvaluator
+    evaluator_class = XsimEvaluator
     if args.curve_steps > 0:
         train_sets = [load_pairs(f"{lang}={folder / f'{lang}-train.tsv'}") for lang in languages]
-        evaluator_class = curve_evaluator(recipe.XsimEvaluator, train_sets, args.eval_pairs, current)
+        evaluator_class = curve_evaluator(XsimEvaluator, train_sets, args.eval_pairs, current)
 
     config = folder / "experiment.yaml"
     config.write_text("eval_bitexts: []\n", encoding="utf-8")  # an empty list cannot be spelled as a flag
@@ -918,7 +993,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             *schedule(variant),
             *vocabulary,
         ]
-        parsed = parse_args(recipe.ScriptArguments, TrainingArguments, recipe.StudentArguments, args=arguments)
+        parsed = parse_args(ScriptArguments, TrainingArguments, StudentArguments, args=arguments)
         results = recipe.main(*parsed, evaluator_class=evaluator_class, teacher_xsim=teacher_once)
         # Every run uses one vocabulary: the one the first run trains (same data, so the same vocabulary).
         tokenizer_dir = tokenizer_dir or output_dir / "tokenizer"

@@ -301,6 +301,7 @@ def test_readme_quotes_the_demo_as_the_docs_check_it() -> None:
     assert any(line.endswith(quoted) for line in demo.code.splitlines())
 
 
+@pytest.mark.slow  # a whole site build (CI also builds it in .ci/run's docs step)
 def test_the_site_builds_without_warnings(tmp_path) -> None:
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"

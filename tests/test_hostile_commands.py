@@ -11,6 +11,7 @@ byte-identical, no output but the expected ones, no marker of executed code, no 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import subprocess
@@ -25,7 +26,7 @@ from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, r
 from gettext_catalogs import write_catalogs
 from hostile_support import left_as_before, refusal_line, snapshot
 
-from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE, main
+from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 
 pytestmark = pytest.mark.timeout(300)  # a regression that blocks fails instead of hanging the suite
 
@@ -45,6 +46,8 @@ class Case:
     subprocess: bool = False  # run as its own process: what a fresh interpreter prints on stderr (successes: nothing)
     then: Callable[[Path], None] | None = None  # more checks on what the run left (successes)
     slow: bool = False  # in the slow set (`pytest -m slow`): a fresh process that builds caches from nothing
+    stdout_encoding: str | None = None  # run with a stdout of this encoding (PYTHONIOENCODING=ascii, in-process)
+    encodes: bool = False  # a failure that comes after the encoding (an output that cannot be written)
 
 
 def _corpus(tmp: Path) -> tuple[str, str]:
@@ -156,6 +159,27 @@ def _score_tab_in_jsonl_to_tsv(tmp: Path) -> list[str]:
     return ["score", "--pairs", pairs, "--out", str(tmp / "scored.tsv"), "--k", "1"]
 
 
+def _extra_columns(command: str, name: str, text: str) -> Callable[[Path], list[str]]:
+    """``command --pairs`` of a pairs file holding ``text``: no text of a line may be dropped without a word."""
+
+    def setup(tmp: Path) -> list[str]:
+        pairs = _pairs_file(tmp, name, text)
+        out = ["--out", str(tmp / "scored.tsv")] if command == "score" else []
+        return [command, "--pairs", pairs, *out, "--k", "1"]
+
+    return setup
+
+
+def _latin1_pairs(tmp: Path) -> list[str]:
+    (tmp / "p.tsv").write_bytes("cat|en\tcat|dé\n".encode("latin-1"))
+    return ["score", "--pairs", str(tmp / "p.tsv"), "--out", str(tmp / "scored.tsv")]
+
+
+def _score_to_stdout(tmp: Path) -> list[str]:
+    pairs = _pairs_file(tmp, "p.tsv", "cat|en\tcat|dé\ndog|en\tdog|dé\n")
+    return ["score", "--pairs", pairs, "--out", "-", "--k", "1"]
+
+
 def _mined_as_gold(tmp: Path) -> list[str]:
     gold = _mined(tmp, "tsv")
     return _mine(tmp, "--gold", gold)
@@ -219,6 +243,40 @@ CASES: dict[str, Case] = {
     ),
     "a jsonl sentence with a tab, scored to tsv": Case(_score_tab_in_jsonl_to_tsv, EXIT_DATA, "p.jsonl:2"),
     "mine's pairs given as --gold": Case(_mined_as_gold, EXIT_DATA, "mined.tsv:2: expected `src_line<TAB>tgt_line`"),
+    # --- a line with more columns than declared: refused naming file and line, never read with its rest dropped
+    "score --pairs tsv, a third column": Case(
+        _extra_columns("score", "p.tsv", "cat|en\tcat|de\ndog|en\tdog|de\tand the rest|de\n"),
+        EXIT_DATA,
+        "p.tsv:2: 3 tab-separated columns, expected 2 (source<TAB>target)",
+    ),
+    "score --pairs tsv with mine's header, a tab more": Case(
+        _extra_columns(
+            "score",
+            "p.tsv",
+            "score\tsrc_index\ttgt_index\tsrc\ttgt\n1\t0\t0\tcat|en\tcat|de\n1\t1\t1\tdog|en\tdog|de\tx\n",
+        ),
+        EXIT_DATA,
+        "p.tsv:3: 6 tab-separated columns, but the header names 5",
+    ),
+    "score --pairs csv, an unquoted comma": Case(
+        _extra_columns("score", "p.csv", 'src,tgt\ncat|en,cat|de\n"dog, big|en",dog, big|de\n'),
+        EXIT_DATA,
+        "p.csv:3: 3 comma-separated cells, but the header names 2",
+    ),
+    "eval --pairs tsv, a third column": Case(
+        _extra_columns("eval", "p.tsv", "cat|en\tcat|de\tcat again|de\ndog|en\tdog|de\n"),
+        EXIT_DATA,
+        "p.tsv:1: 3 tab-separated columns, expected 2",
+    ),
+    # --- text that cannot be decoded or encoded: an input is bad data (3), an output that cannot take it fails (1)
+    "score --pairs in latin-1": Case(_latin1_pairs, EXIT_DATA, "p.tsv:1: invalid UTF-8 (byte 0xe9)"),
+    "score --out - to an ascii stdout": Case(
+        _score_to_stdout,
+        EXIT_ERROR,
+        "writing to stdout failed: its encoding (ascii) cannot represent the text ('é' (U+00E9))",
+        stdout_encoding="ascii",
+        encodes=True,
+    ),
     # --- wrong results with exit 0
     "eval --columns names one column twice": Case(
         lambda t: ["eval", "--mteb", _mteb_file(t), "--columns", "sentence1,sentence1"], EXIT_USAGE, "two different"
@@ -320,6 +378,8 @@ def test_hostile_case(name, capsys, tmp_path, monkeypatch):
     else:
         for variable, value in case.env.items():
             monkeypatch.setenv(variable, value)
+        if case.stdout_encoding:
+            monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding=case.stdout_encoding))
         try:
             code, _, err = run(capsys, *argv)
         except SystemExit as exit:  # argparse's own refusals
@@ -331,7 +391,7 @@ def test_hostile_case(name, capsys, tmp_path, monkeypatch):
         line = refusal_line(err)
         assert ": error: " in line and case.message in line, line
         assert not case.absent or case.absent not in line, line
-        assert fakes.n_encoded == encoded_by_setup  # refused before any encoding
+        assert case.encodes or fakes.n_encoded == encoded_by_setup  # refused before any encoding
     elif case.subprocess:
         assert err == "", err  # -q: not a word from the package, none from the libraries underneath
     left_as_before(tmp_path, before, case.creates)

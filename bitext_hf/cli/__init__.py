@@ -1,8 +1,9 @@
 """The ``bitext-hf`` command line: encode, mine, align, score and eval.
 
-Exit codes (docs/exit-codes.md): 0 success; 1 any other error, a failed output write included; 2 wrong usage;
-3 bad input data (the message names the file and line); 4 an encoder that cannot be loaded; 130 interrupted.
-Every error is one line on stderr (``--debug`` or ``BITEXT_HF_DEBUG=1`` re-raises it to show the traceback).
+Exit codes (docs/exit-codes.md): 0 success; 1 any other error, a failed output write included (a stdout whose encoding
+cannot represent the text, too); 2 wrong usage; 3 bad input data (the message names the file and line); 4 an encoder
+that cannot be loaded; 130 interrupted. Every error is one line on stderr, its control characters escaped (``--debug``
+or ``BITEXT_HF_DEBUG=1`` re-raises it to show the traceback).
 Results go to stdout, progress and warnings to stderr, files are written atomically (complete or not at all).
 The libraries' own logs and progress bars (faiss, transformers, datasets) are shown with ``-v`` only.
 ``-q``, ``-v``, ``--debug`` and ``--threads N`` go before the command's name or after it.
@@ -10,6 +11,7 @@ The libraries' own logs and progress bars (faiss, transformers, datasets) are sh
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import logging
 import os
@@ -30,6 +32,8 @@ from bitext_hf.errors import (
 )
 from bitext_hf.io.logs import library_logs
 from bitext_hf.io.outputs import checked_stdout
+from bitext_hf.io.terminal import escape_controls
+from bitext_hf.options import THREADS, check_value
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -48,6 +52,28 @@ def _thread_limit(args):
     return limit_threads(args.threads or command_threads())
 
 
+def _same_codec(first: str | None, second: str | None) -> bool:
+    try:
+        return codecs.lookup(first or "").name == codecs.lookup(second or "").name
+    except LookupError:
+        return False
+
+
+def _unencodable(error: UnicodeEncodeError) -> tuple[int, str]:
+    """Exit 1 and the line for text that an output's encoding cannot represent; for stdout (``PYTHONIOENCODING=ascii``,
+    a non-UTF-8 locale), how to fix it."""
+    character = error.object[error.start : error.start + 1] if isinstance(error.object, str) else ""
+    shown = f"{character!r} (U+{ord(character):04X})" if character else "a character"
+    stdout = sys.__stdout__ if sys.stdout is None else sys.stdout
+    if _same_codec(error.encoding, getattr(stdout, "encoding", None)):
+        return EXIT_ERROR, (
+            f"writing to stdout failed: its encoding ({error.encoding}) cannot represent the text ({shown}); what "
+            "came before it was written, nothing after. Set PYTHONIOENCODING=utf-8 (or a UTF-8 locale, e.g. "
+            "LANG=C.UTF-8), or write the output to a file"
+        )
+    return EXIT_ERROR, f"writing an output failed: {error.encoding} cannot represent {shown} ({error.reason})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -59,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet = getattr(args, "quiet", False) and not verbose
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        # Checked before the thread limit is set (the configs check it again, for Python callers).
+        check_value("threads", getattr(args, "threads", None), int | None, THREADS)
         # The command's own lines only; the libraries' logs and bars with -v (bitext_hf.io.logs).
         # A failed write to stdout is an output error (exit 1) wherever the command prints (bitext_hf.io.outputs).
         with library_logs(verbose), _thread_limit(args), checked_stdout():
@@ -75,8 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         if debug_requested(getattr(args, "debug", False)):
             raise
-        code, message = describe_error(error)
-        print(f"bitext-hf {args.command}: error: {message}", file=sys.stderr)
+        # Text that cannot be encoded is an output that cannot be written (1), never bad input (3): an input that
+        # is not UTF-8 is a UnicodeDecodeError, which its reader reports naming the file and line.
+        code, message = _unencodable(error) if isinstance(error, UnicodeEncodeError) else describe_error(error)
+        # One line, and nothing for the terminal to act on: a message may quote data or a file name.
+        print(f"bitext-hf {args.command}: error: {escape_controls(message)}", file=sys.stderr)
         return code
     finally:
         from bitext_hf.io import protect_inputs

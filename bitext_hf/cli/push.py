@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from bitext_hf.cli.arguments import config_from_arguments
 from bitext_hf.errors import EXIT_OK
+from bitext_hf.io.terminal import escape_controls
 
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import LeftOut
@@ -46,20 +47,29 @@ verified to be the file that was checked: a file swapped for a link or another f
 (before staging: refused, exit 2; after: the checked file is what goes up).
 
 --dry-run prints each file of the commit with its size and the total, then what stays local and why (a folder as
-one line); with --pairs also the row count, the columns and the first rows. No token, no network.
+one line); with --pairs also the row count, the columns and the first rows. No token, no network. Control
+characters of the data and of file names (terminal escape sequences, tabs, line breaks, bidirectional overrides)
+are shown escaped (\x1b, \t, \u202e), never sent to the terminal.
 
 --pairs publishes a `datasets` dataset: a Parquet train split, a dataset card with the mining parameters, counts
 and score histogram, and mining.json. The parameters come from the sidecar `<pairs file>.meta.json` when it
-exists (or --meta FILE); what it lacks is marked [More Information Needed] in the card.
+exists (or --meta FILE); what it lacks is marked [More Information Needed] in the card. Every file push reads (the
+pairs, the sidecar or --meta, the threshold report beside the pairs) is read once, bounded before a byte is read
+(the pairs: the input bound, $BITEXT_HF_MAX_INPUT_BYTES or 2G; the sidecar and the report's sample: 4 MiB), and
+must be a regular file: a FIFO or a device is never opened. A score, src_index, tgt_index or doc_id that is empty,
+NaN or infinite is refused (the card would publish nan statistics), naming the file and line.
 
 Token: --token, else the HF_TOKEN variable, else the saved `hf auth login`.
 
 exit codes:
   0  uploaded (the commit URL is printed), or a dry run
-  1  a file could not be staged for the upload (a full disk)
+  1  a file could not be staged for the upload (a full disk); a stdout whose encoding cannot represent the
+     dry run's text (PYTHONIOENCODING=ascii: set PYTHONIOENCODING=utf-8)
   2  wrong usage: a bad --repo, a --model folder without config.json or weights, a link out of the folder,
-     nothing left to upload, a file that changed while it was checked
-  3  a pairs file or metadata file that cannot be read (the message names it)
+     nothing left to upload, a file that changed while it was checked, a --pairs or --meta that is not a
+     regular file (a FIFO, a device, a folder: named as such, never opened)
+  3  a pairs, metadata or threshold report file that is missing, larger than its bound, unreadable, not in its
+     format, or holds an empty, NaN or infinite number the card would summarize (the message names file and line)
   4  the Hub: no token, no write permission (HTTP 401/403), repository or revision not found, no network;
      nothing was uploaded (one commit: all files or none)
 Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback instead."""
@@ -79,9 +89,11 @@ def cmd_push(args) -> int:
             _print_left_out(result.left_out)
         print("dry run: nothing was uploaded")
     elif config.model is not None:
-        print(f"uploaded {config.model} to {result.repo_id} ({len(result.files)} files): {result.url}")
+        print(
+            f"uploaded {escape_controls(config.model)} to {result.repo_id} ({len(result.files)} files): {result.url}"
+        )
     else:
-        print(f"uploaded {Path(config.pairs)} as a dataset to {result.repo_id}: {result.url}")
+        print(f"uploaded {escape_controls(str(Path(config.pairs)))} as a dataset to {result.repo_id}: {result.url}")
     return EXIT_OK
 
 
@@ -93,19 +105,16 @@ def _bytes(count: int) -> str:
 
 
 def _print_commit(files: list[tuple[str, int]], target: str) -> None:
-    """``files``: (name, size) pairs, by name; one line each, then the total."""
-    from bitext_hf.hub.model_files import printable
-
+    """``files``: (name, size) pairs, by name; one line each, then the total. Names are shown with their control
+    characters escaped (a file name may hold a terminal escape sequence or a line break)."""
     print(f"would commit to the {target}:")
     for name, size in files:
-        print(f"{size:>15,}  {printable(name)}")
+        print(f"{size:>15,}  {escape_controls(name)}")
     total = sum(size for _, size in files)
     print(f"total: {len(files)} files, {_bytes(total)}")
 
 
 def _print_left_out(left_out: list[LeftOut]) -> None:
-    from bitext_hf.hub.model_files import printable
-
     if not left_out:
         print("left out: nothing")
         return
@@ -113,4 +122,4 @@ def _print_left_out(left_out: list[LeftOut]) -> None:
     print(f"left out, stays local ({_bytes(total)}; --include PATTERN adds files):")
     for item in left_out:
         count = f" ({item.files} file{'s' if item.files != 1 else ''})" if item.files else ""
-        print(f"{item.size:>15,}  {printable(item.name)}{count}: {item.reason}")
+        print(f"{item.size:>15,}  {escape_controls(item.name)}{count}: {escape_controls(item.reason)}")

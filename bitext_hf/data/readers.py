@@ -174,11 +174,16 @@ def read_tsv_pairs(
             target column (``src``/``tgt``, ``source``/``target`` or ``sentence1``/``sentence2``, anywhere in the
             line: ``mine``'s own ``score<TAB>src_index<TAB>tgt_index<TAB>src<TAB>tgt``) is taken as a header, and
             its columns are read.
+
+    A line holds exactly the columns it declares: without a header, no more than the columns read (two by default,
+    ``source<TAB>target``); with one, no more than the header names. A sentence cannot hold a tab, so a line with
+    more is refused (``DataValidationError`` naming the file and line) rather than read with the rest of it dropped.
     """
     name = display_name(path)
     lines = _decode_lines(path, max_chars=max_chars, allow_empty_lines=False)
     first = 1
-    named = _named_columns(lines[0].split("\t"))
+    header = lines[0].split("\t")
+    named = _named_columns(header)
     if skip_header is None:
         skip_header = named is not None
     if skip_header:
@@ -189,11 +194,18 @@ def read_tsv_pairs(
     tgt_column = tgt_column if tgt_column is not None else (named[1] if skip_header and named else 1)
     sources, targets = [], []
     needed = max(src_column, tgt_column) + 1
+    # The columns a line may have: those the header names, else those read. A tab more is a tab inside a sentence
+    # (or a column nobody declared): its text would be dropped without a word, so the line is refused instead.
+    most = max(len(header), needed) if skip_header else needed
     for number, line in enumerate(lines, start=first):
         cells = line.split("\t")
         if len(cells) < needed:
             raise DataValidationError(
                 f"{name}:{number}: expected at least {needed} tab-separated columns, got {len(cells)}"
+            )
+        if len(cells) > most:
+            raise DataValidationError(
+                f"{name}:{number}: {len(cells)} tab-separated columns, {_too_many(most, skip_header)}"
             )
         src, tgt = cells[src_column].strip(), cells[tgt_column].strip()
         if not src or not tgt:
@@ -201,6 +213,15 @@ def read_tsv_pairs(
         sources.append(src)
         targets.append(tgt)
     return sources, targets
+
+
+def _too_many(most: int, header: bool) -> str:
+    if header:
+        return f"but the header names {most}; a sentence cannot hold a tab"
+    return (
+        f"expected {most} (source<TAB>target); a sentence cannot hold a tab, and the rest of the line would be "
+        "lost: remove the extra tabs, or give the file a first line naming its columns (src and tgt among them)"
+    )
 
 
 def pairs_format(path: str | os.PathLike) -> str:
@@ -218,9 +239,12 @@ def read_pairs(path: str | os.PathLike, *, max_chars: int = DEFAULT_MAX_LINE_CHA
     ``score``'s output), ``source``/``target`` or ``sentence1``/``sentence2``, or the only two columns there are
     (``data gettext``'s ``en`` and ``xx``).
 
+    No text is dropped without a word: a TSV line with more tab-separated columns than its header names (or than
+    two, without one) and a CSV row with more cells than its header are refused, naming the file and line.
+
     Raises:
         DataValidationError: one line naming the file (and line or row): unreadable data, no such columns, an empty
-            or non-text sentence, a sentence longer than ``max_chars``.
+            or non-text sentence, a sentence longer than ``max_chars``, a line with more columns than declared.
     """
     fmt = pairs_format(path)
     if fmt == "tsv":
@@ -240,6 +264,11 @@ def read_pairs(path: str | os.PathLike, *, max_chars: int = DEFAULT_MAX_LINE_CHA
         )
     sources, targets = [], []
     for number, row in enumerate(rows, start=first):
+        if fmt == "csv" and len(row) > len(columns):  # an unquoted comma in a sentence: its cells would shift
+            raise DataValidationError(
+                f"{name}:{number}: {len(row)} comma-separated cells, but the header names {len(columns)}; quote a "
+                'sentence that holds a comma ("a, b")'
+            )
         pair = []
         for side, column in zip(("source", "target"), chosen):
             text = row[column] if column < len(row) else None

@@ -22,15 +22,18 @@ The folder (:func:`prepare_dataset_folder`)::
 from __future__ import annotations
 
 import json
+import math
 import os
-import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.hub.alignment_card import alignment_metadata, is_alignment, render_alignment_card
-from bitext_hf.io import atomic_output
+from bitext_hf.io import MAX_INPUT_BYTES_ENV, atomic_output, max_input_bytes
+from bitext_hf.io.small_files import SmallFileError, read_regular_file, regular_file_status
+from bitext_hf.io.terminal import escape_controls
 
 # The sidecar's format lives with the mining job that writes it (mining is below hub); hub reads it from there.
 from bitext_hf.mining.sidecar import (
@@ -45,6 +48,7 @@ from bitext_hf.mining.threshold_report import threshold_report_paths
 
 __all__ = [
     "METADATA_KEYS",
+    "ThresholdReport",
     "metadata_path",
     "mining_metadata_json",
     "pairs_preview",
@@ -52,13 +56,22 @@ __all__ = [
     "read_mining_metadata",
     "read_pairs_table",
     "read_sidecar",
+    "read_sidecar_of",
+    "read_threshold_report",
     "render_dataset_card",
     "write_mining_metadata",
 ]
 
 REQUIRED_COLUMNS = ("score", "src", "tgt")
+# The numeric columns the card summarizes (the score's statistics and histogram, the distinct lines and documents):
+# a NaN, an infinity or an empty cell in one of them would publish statistics of nan.
+SUMMARIZED_COLUMNS = ("score", "src_index", "tgt_index", "doc_id")
 DATA_FILE = "data/train-00000-of-00001.parquet"
 _MISSING = "[More Information Needed]"
+# The threshold report beside the pairs (``--threshold-report``): a Markdown sample of 20 pairs and a figure. Far
+# larger is not one that mine wrote.
+MAX_REPORT_SAMPLE_BYTES = MAX_SIDECAR_BYTES
+MAX_REPORT_FIGURE_BYTES = 32 << 20
 
 _TEMPLATE = """---
 {{ card_data }}
@@ -139,26 +152,185 @@ def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, 
     return path
 
 
-def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
-    """The sidecar beside a pairs file, its known keys: a mining run's (:func:`read_mining_metadata`, which also
-    refuses what is not one) or an alignment's (``bitext-hf align``: its ``task`` says so)."""
-    from bitext_hf.io.small_files import read_small_json
+def _file_error(path: str | os.PathLike, error: OSError | SmallFileError) -> DataValidationError:
+    shown = escape_controls(os.fspath(path))
+    if isinstance(error, FileNotFoundError):
+        return DataValidationError(f"{shown}: no such file")
+    if isinstance(error, SmallFileError):
+        return DataValidationError(f"{shown}: {error}")
+    if isinstance(error, PermissionError):
+        return DataValidationError(f"{shown}: permission denied")
+    return DataValidationError(f"{shown}: cannot be read ({error.strerror or error})")
 
+
+def _status(path: str | os.PathLike) -> os.stat_result:
+    """The status of the regular file ``path``, never opened; ``DataValidationError`` naming it and what it is when
+    it is missing, a link to nothing, a FIFO, a device or a folder."""
     try:
-        record = read_small_json(path, MAX_SIDECAR_BYTES)
-    except (OSError, ValueError, RecursionError):
-        record = None  # read_mining_metadata names the problem
-    if isinstance(record, dict) and is_alignment(record):
-        return alignment_metadata(record)
-    return read_mining_metadata(path)
+        return regular_file_status(path)
+    except (OSError, SmallFileError) as error:
+        raise _file_error(path, error) from None
 
 
-def read_pairs_table(path: str | os.PathLike):
-    """The pairs written by ``bitext-hf mine`` / ``score`` (.parquet, .jsonl, .csv, .tsv) as a ``pyarrow.Table``.
+def _read_file(path: str | os.PathLike, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes``: refused (``DataValidationError`` naming it and
+    what it is) when it is missing (or went away), a link to nothing, a FIFO, a device or a folder (never opened),
+    larger (measured before a byte is read), or unreadable."""
+    try:
+        return read_regular_file(path, max_bytes)
+    except (OSError, SmallFileError) as error:
+        raise _file_error(path, error) from None
+
+
+def _non_finite(value: Any, key: str) -> str | None:
+    """The key path of the first number in ``value`` that is NaN or infinite (JSON's ``NaN``, ``Infinity``, or
+    ``1e999``, which Python reads as infinity), with that number: ``threshold is nan``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{key} is {value}"
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((str(index), item) for index, item in enumerate(value))
+    else:
+        return None
+    for name, item in items:
+        found = _non_finite(item, f"{key}.{name}" if key else str(name))
+        if found:
+            return found
+    return None
+
+
+def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
+    """The sidecar beside a pairs file, its known keys: a mining run's (the keys of
+    :func:`~bitext_hf.mining.sidecar.read_mining_metadata`) or an alignment's (``bitext-hf align``: its ``task``
+    says so). Read once, bounded (:data:`MAX_SIDECAR_BYTES`, measured before it is read; a FIFO or a device is
+    refused unopened).
 
     Raises:
-        DataValidationError: the file cannot be read in its format, is empty, or lacks a column of
-            ``score src tgt``.
+        DataValidationError: naming the file: not a regular file, too large, not a JSON object, a number that is NaN
+            or infinite (the card would publish it).
+    """
+    shown = escape_controls(os.fspath(path))
+    data = _read_file(path, MAX_SIDECAR_BYTES)
+    try:
+        record = json.loads(data)
+    except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested too deep
+        raise DataValidationError(f"{shown}: not a readable mining metadata file ({error})") from None
+    if not isinstance(record, dict):
+        raise DataValidationError(f"{shown}: mining metadata must be a JSON object, got {type(record).__name__}")
+    metadata = (
+        alignment_metadata(record)
+        if is_alignment(record)
+        else {key: record[key] for key in METADATA_KEYS if key in record}
+    )
+    bad = _non_finite(metadata, "")
+    if bad:
+        raise DataValidationError(f"{shown}: {bad}; the card states finite numbers only (mine writes no NaN)")
+    return metadata
+
+
+def read_sidecar_of(pairs_path: str | os.PathLike) -> dict[str, Any]:
+    """The sidecar of ``pairs_path`` (:func:`metadata_path`) when there is one, else ``{}``; something there that
+    is not a readable sidecar (a FIFO, a folder, a link to nothing, a huge file) is refused as :func:`read_sidecar`
+    says, never taken for "no metadata"."""
+    sidecar = metadata_path(pairs_path)
+    return read_sidecar(sidecar) if os.path.lexists(sidecar) else {}
+
+
+@dataclass(frozen=True)
+class ThresholdReport:
+    """The threshold report beside a pairs file (``--threshold-report``), as read: the figure's bytes and the
+    Markdown sample (its own link to the figure removed: the card shows the figure once)."""
+
+    figure: bytes
+    sample: str
+
+
+def read_threshold_report(pairs_path: str | os.PathLike) -> ThresholdReport | None:
+    """The threshold report of ``pairs_path`` when both of its files lie beside it (else None), read bounded
+    (:data:`MAX_REPORT_FIGURE_BYTES`, :data:`MAX_REPORT_SAMPLE_BYTES`; a FIFO or a device is refused unopened).
+
+    Raises:
+        DataValidationError: naming the file: not a regular file, too large, the sample not UTF-8.
+    """
+    figure_path, sample_path = threshold_report_paths(pairs_path)
+    if not (os.path.lexists(figure_path) and os.path.lexists(sample_path)):
+        return None
+    figure = _read_file(figure_path, MAX_REPORT_FIGURE_BYTES)
+    data = _read_file(sample_path, MAX_REPORT_SAMPLE_BYTES)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DataValidationError(
+            f"{escape_controls(os.fspath(sample_path))}:{line}: invalid UTF-8 (byte 0x{data[error.start]:02x})"
+        ) from None
+    sample = "\n".join(line for line in text.splitlines() if f"]({figure_path.name})" not in line)
+    return ThresholdReport(figure, sample)
+
+
+def _line_of_row(data: bytes, row: int, header: bool) -> int:
+    """The line number of row ``row`` (0-based) of a text table whose rows are its non-blank lines (pyarrow skips
+    blank ones; none of the package's pairs formats breaks a row over lines), after one header line if ``header``."""
+    wanted, seen, number, start = row + int(header), -1, 0, 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += 1
+        if data[start:end].strip():
+            seen += 1
+            if seen == wanted:
+                return number
+        start = end + 1
+    return number
+
+
+def _check_summarized_columns(table: Any, path: Path, data: bytes) -> None:
+    """Refuse a value the card would summarize as nan: an empty cell, a NaN or an infinity in a numeric column among
+    :data:`SUMMARIZED_COLUMNS`, and a score column that holds no numbers, naming the file and the line (the row of a
+    Parquet file)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    shown = escape_controls(os.fspath(path))
+    suffix = path.suffix.lower()
+    for name in SUMMARIZED_COLUMNS:
+        if name not in table.column_names:
+            continue
+        column = table.column(name)
+        kind = column.type
+        numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+        if not numeric and not pa.types.is_null(kind):  # null: every cell empty
+            if name == "score":
+                raise DataValidationError(f"{shown}: the score column holds {kind} values, not numbers")
+            continue  # a document id may be text
+        values = np.asarray(pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if not len(bad):
+            continue
+        row = int(bad[0])
+        what = "empty" if not column[row].is_valid else f"{values[row]}"
+        if suffix in (".parquet", ".pq"):
+            place = f"{shown}: row {row + 1}"
+        else:
+            place = f"{shown}:{_line_of_row(data, row, header=suffix != '.jsonl')}"
+        more = f" ({len(bad):,} such rows)" if len(bad) > 1 else ""
+        raise DataValidationError(
+            f"{place}: {name} is {what}{more}; the card summarizes this column, so every value must be a finite number"
+        )
+
+
+def read_pairs_table(path: str | os.PathLike, *, max_bytes: int | None = None):
+    """The pairs written by ``bitext-hf mine`` / ``score`` (.parquet, .jsonl, .csv, .tsv) as a ``pyarrow.Table``.
+
+    The file is read once, bounded: at most ``max_bytes`` (default: the input bound,
+    :func:`bitext_hf.io.max_input_bytes`), measured before a byte is read; a FIFO or a device is refused unopened.
+
+    Raises:
+        DataValidationError: the file is missing, not a regular file, larger than the bound, cannot be read in its
+            format, is empty, lacks a column of ``score src tgt``, or holds an empty, NaN or infinite value in a
+            column the card summarizes (:data:`SUMMARIZED_COLUMNS`; the file and line named).
     """
     import pyarrow as pa
     import pyarrow.csv as pa_csv
@@ -166,52 +338,69 @@ def read_pairs_table(path: str | os.PathLike):
     import pyarrow.parquet as pq
 
     path = Path(path)
+    shown = escape_controls(os.fspath(path))
     suffix = path.suffix.lower()
+    size = _status(path).st_size  # cheapest first, and nothing opened: what is there, its format, its size
+    if suffix not in (".parquet", ".pq", ".jsonl", ".csv", ".tsv", ".txt"):
+        raise DataValidationError(f"{shown}: unknown pairs format {suffix!r} (.parquet, .jsonl, .csv or .tsv)")
+    bound = max_input_bytes() if max_bytes is None else max_bytes
+    if size > bound:
+        raise DataValidationError(
+            f"{shown}: holds {size:,} bytes, more than the input bound of {bound:,} bytes; raise it with "
+            f"{MAX_INPUT_BYTES_ENV} if these pairs are meant to be that large"
+        )
+    data = _read_file(path, bound)  # bounded again while reading: the file may have grown since
     try:
         if suffix in (".parquet", ".pq"):
-            table = pq.read_table(path)
+            table = pq.read_table(pa.BufferReader(data))
         elif suffix == ".jsonl":
-            table = pa_json.read_json(path)
-        elif suffix == ".csv":
-            table = pa_csv.read_csv(path)
-        elif suffix in (".tsv", ".txt"):
-            # mine's TSV has no quoting (a sentence with a tab is refused), so quotes are text.
-            table = pa_csv.read_csv(path, parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False))
+            table = pa_json.read_json(pa.BufferReader(data))
         else:
-            raise DataValidationError(f"{path}: unknown pairs format {suffix!r} (.parquet, .jsonl, .csv or .tsv)")
+            # The sentences are text whatever they look like ("42", "NA"), and only an empty cell is missing: "nan"
+            # is NaN, which is refused below, not an empty value published as such.
+            convert = pa_csv.ConvertOptions(
+                column_types={"src": pa.string(), "tgt": pa.string()}, null_values=[""], strings_can_be_null=False
+            )
+            # mine's TSV has no quoting (a sentence with a tab is refused), so quotes are text.
+            parse = (
+                pa_csv.ParseOptions() if suffix == ".csv" else pa_csv.ParseOptions(delimiter="\t", quote_char=False)
+            )
+            table = pa_csv.read_csv(pa.BufferReader(data), parse_options=parse, convert_options=convert)
     except (OSError, pa.ArrowException) as error:
-        raise DataValidationError(f"{path}: cannot read the pairs ({' '.join(str(error).split())})") from error
+        message = escape_controls(" ".join(str(error).split()))
+        raise DataValidationError(f"{shown}: cannot read the pairs ({message})") from error
     missing = [column for column in REQUIRED_COLUMNS if column not in table.column_names]
     if missing:
         raise DataValidationError(
-            f"{path}: not a file of mined pairs: no column {', '.join(missing)} "
-            f"(it has {', '.join(table.column_names)})"
+            f"{shown}: not a file of mined pairs: no column {', '.join(missing)} "
+            f"(it has {escape_controls(', '.join(map(str, table.column_names)))})"
         )
     if table.num_rows == 0:
-        raise DataValidationError(f"{path}: no pairs to publish")
+        raise DataValidationError(f"{shown}: no pairs to publish")
+    _check_summarized_columns(table, path, data)
     return table
 
 
 def pairs_preview(table: Any, path: str | os.PathLike, *, rows: int = 5, width: int = 40) -> str:
     """What ``push --pairs --dry-run`` shows of the pairs ``table`` read from ``path``: the row count, the columns
-    and the first ``rows`` rows as a text table (pandas' ``to_string``), each text cut to ``width`` characters with
-    its line breaks and tabs shown as spaces, so that a row stays one line."""
+    and the first ``rows`` rows as a text table (pandas' ``to_string``), each text cut to ``width`` characters. Every
+    control character of the data, the column names and the path (a terminal escape sequence, a tab, a line break,
+    a bidirectional override) is shown escaped (:func:`bitext_hf.io.terminal.escape_controls`), never sent to the
+    terminal, so that a row stays one line and the terminal does nothing the data asks."""
     first = table.slice(0, rows).to_pylist()
 
     def shown(value: Any) -> Any:
-        if not isinstance(value, str):
+        if value is None or isinstance(value, (bool, int, float)):
             return value
-        text = " ".join(printable(value).split())
+        text = escape_controls(value if isinstance(value, str) else str(value))
         return text if len(text) <= width else text[: width - 3] + "..."
 
     import pandas as pd
 
-    frame = pd.DataFrame(
-        [{key: shown(value) for key, value in row.items()} for row in first], columns=table.column_names
-    )
+    names = [escape_controls(str(name)) for name in table.column_names]
+    frame = pd.DataFrame([[shown(value) for value in row.values()] for row in first], columns=names)
     header = (
-        f"{printable(os.fspath(path))}: {table.num_rows:,} rows, {table.num_columns} columns: "
-        f"{', '.join(table.column_names)}"
+        f"{escape_controls(os.fspath(path))}: {table.num_rows:,} rows, {table.num_columns} columns: {', '.join(names)}"
     )
     return f"{header}\nfirst {len(first)} rows:\n{frame.to_string(index=False)}"
 
@@ -335,6 +524,9 @@ def render_dataset_card(
     return text if text.endswith("\n") else text + "\n"
 
 
+_READ = object()  # prepare_dataset_folder's "not given": read it from beside the pairs
+
+
 def prepare_dataset_folder(
     pairs_path: str | os.PathLike,
     folder: str | os.PathLike,
@@ -344,11 +536,13 @@ def prepare_dataset_folder(
     languages: Sequence[str] | None = None,
     license: str | None = None,
     table: Any = None,
+    threshold_report: ThresholdReport | object | None = _READ,
 ) -> Path:
     """Write the dataset folder of ``pairs_path`` (see the module docstring) into the empty ``folder``.
 
-    ``metadata`` defaults to the sidecar (:func:`metadata_path`) when it exists, else nothing is known; ``table``
-    is the pairs already read by :func:`read_pairs_table` (read here when not given).
+    ``metadata`` defaults to the sidecar (:func:`read_sidecar_of`) when there is one, else nothing is known;
+    ``table`` is the pairs already read by :func:`read_pairs_table`, ``threshold_report`` the report read by
+    :func:`read_threshold_report` (None: none); each is read here when not given.
     """
     import datasets
     import numpy as np
@@ -357,8 +551,9 @@ def prepare_dataset_folder(
 
     table = read_pairs_table(pairs_path) if table is None else table
     if metadata is None:
-        sidecar = metadata_path(pairs_path)
-        metadata = read_sidecar(sidecar) if sidecar.is_file() else {}
+        metadata = read_sidecar_of(pairs_path)
+    if threshold_report is _READ:
+        threshold_report = read_threshold_report(pairs_path)
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     # Written by datasets (its features go into the Parquet metadata), without its progress bar on stderr.
@@ -378,11 +573,9 @@ def prepare_dataset_folder(
         margin=str(metadata.get("margin") or "unknown"),
     )
     threshold_sample = None
-    report_figure, report_sample = threshold_report_paths(pairs_path)
-    if report_figure.is_file() and report_sample.is_file():  # written beside the pairs by --threshold-report
-        shutil.copyfile(report_figure, folder / "threshold.png")
-        text = report_sample.read_text(encoding="utf-8")  # its own link to the figure: the card has one already
-        threshold_sample = "\n".join(line for line in text.splitlines() if f"]({report_figure.name})" not in line)
+    if threshold_report is not None:  # written beside the pairs by --threshold-report
+        (folder / "threshold.png").write_bytes(threshold_report.figure)
+        threshold_sample = threshold_report.sample
     card = render_dataset_card(
         table,
         metadata,

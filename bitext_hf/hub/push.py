@@ -3,24 +3,29 @@ the Hub in one commit, or with ``dry_run`` says what that commit would hold. ``b
 users call the same thing.
 
 Checks run before any network access, cheapest first: the options and the repository id (when the config is made),
-the folder or pairs file (``UsageError`` for a folder that is not a saved model or holds a link out of it,
-``DataValidationError`` for a pairs file that cannot be read), then the token (``HubAccessError`` when there is
-none). A model folder publishes the exported model only, checked file by file (:mod:`bitext_hf.hub.model_files`).
-A refusal of the Hub (401/403, 404, no network) is a ``HubAccessError`` whose message says that nothing was
-uploaded.
+the folder or pairs file (``UsageError`` for a folder that is not a saved model or holds a link out of it, and for a
+``--pairs`` or ``--meta`` that is a FIFO, a device or a folder: refused unopened; ``DataValidationError`` for a pairs,
+metadata or threshold report file that is missing, larger than its bound, unreadable, or holds a NaN or infinite
+number the card would summarize), then the token (``HubAccessError`` when there is none). Every file is read once,
+bounded, before the token is looked for; what goes up is what was checked. A model folder publishes the exported
+model only, checked file by file (:mod:`bitext_hf.hub.model_files`). A refusal of the Hub (401/403, 404, no network)
+is a ``HubAccessError`` whose message says that nothing was uploaded.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.errors import UsageError
 from bitext_hf.hub.upload import check_repo_id, resolve_token, upload
-from bitext_hf.options import option
+from bitext_hf.io.terminal import escape_controls
+from bitext_hf.options import check_fields, option
 
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import LeftOut
@@ -124,6 +129,9 @@ class PushConfig:
     )
 
     def __post_init__(self) -> None:
+        # Each field's type first: include/exclude lists of patterns (one string would be read as its characters),
+        # languages two codes, the flags bools.
+        check_fields(self)
         if (self.model is None) == (self.pairs is None):
             raise UsageError("give one of --model FOLDER and --pairs FILE")
         check_repo_id(self.repo)
@@ -145,8 +153,6 @@ class PushConfig:
                 )
         elif self.include or self.exclude:
             raise UsageError("--include and --exclude choose files of a --model folder; --pairs uploads a dataset")
-        if self.languages is not None and len(self.languages) != 2:
-            raise UsageError(f"--languages takes two codes, SRC and TGT, got {len(self.languages)}")
 
 
 @dataclass
@@ -175,8 +181,11 @@ def run_push(config: PushConfig) -> PushResult:
 
     Raises:
         UsageError: a folder that is not a saved model, a link out of it, nothing left to upload, a file that
-            changed while it was checked.
-        DataValidationError: a pairs or metadata file that cannot be read.
+            changed while it was checked; a ``pairs`` or ``meta`` that is not a regular file (a FIFO, a device, a
+            folder).
+        DataValidationError: a pairs, metadata or threshold report file that is missing, larger than its bound
+            (the pairs: the input bound, ``BITEXT_HF_MAX_INPUT_BYTES``; the sidecar 4 MiB), unreadable, or holds an
+            empty, NaN or infinite number that the card would summarize (the file and line named).
         HubAccessError: no token, no write permission, repository or revision not found, no network (nothing was
             uploaded).
     """
@@ -210,6 +219,23 @@ def _push_model(config: PushConfig) -> PushResult:
     return result
 
 
+def _given_file(path: str, option: str) -> None:
+    """A file named on the command line (``--pairs``, ``--meta``) that is there but is not a regular file (a FIFO, a
+    device, a folder, a socket) is wrong usage: refused, with what it is, before it is opened (opening a FIFO waits
+    for a writer). A missing one, or a link to nothing, is left to the reader (bad input, exit 3)."""
+    from bitext_hf.io.small_files import file_kind
+
+    try:
+        mode = os.stat(path).st_mode  # a link followed: what it leads to is what would be read
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise UsageError(
+            f"{option} {escape_controls(path)}: not a regular file ({file_kind(mode)}); push reads {option} whole, "
+            "from a regular file"
+        )
+
+
 def _push_pairs(config: PushConfig) -> PushResult:
     from bitext_hf.hub.dataset_card import (
         metadata_path,
@@ -217,20 +243,21 @@ def _push_pairs(config: PushConfig) -> PushResult:
         prepare_dataset_folder,
         read_pairs_table,
         read_sidecar,
+        read_sidecar_of,
+        read_threshold_report,
     )
 
+    # Cheapest first: what the options name, then every file read once and bounded, then the token and the work.
+    _given_file(config.pairs, "--pairs")
+    if config.meta:
+        _given_file(config.meta, "--meta")
     pairs = Path(config.pairs)
-    if not pairs.is_file():
-        raise DataValidationError(
-            f"--pairs {config.pairs}: {'not a regular file' if pairs.exists() else 'no such file'}"
-        )
-    table = read_pairs_table(pairs)  # every check on the data before the token and the work
-    meta = Path(config.meta) if config.meta else metadata_path(pairs)
-    if config.meta and not meta.is_file():
-        raise DataValidationError(f"--meta {config.meta}: no such file")
-    metadata = read_sidecar(meta) if meta.is_file() else {}
+    table = read_pairs_table(pairs)
+    metadata = read_sidecar(config.meta) if config.meta else read_sidecar_of(pairs)
+    report = read_threshold_report(pairs)
     if not metadata:
-        logger.warning("no mining metadata (%s): the card will not say how the pairs were mined", meta)
+        where = escape_controls(str(config.meta or metadata_path(pairs)))
+        logger.warning("no mining metadata (%s): the card will not say how the pairs were mined", where)
     token = None if config.dry_run else resolve_token(config.token)
     with tempfile.TemporaryDirectory(prefix="bitext-hf-push-") as staging:
         folder = prepare_dataset_folder(
@@ -241,6 +268,7 @@ def _push_pairs(config: PushConfig) -> PushResult:
             languages=config.languages,
             license=config.license,
             table=table,
+            threshold_report=report,
         )
         files = sorted(path for path in folder.rglob("*") if path.is_file())
         result = PushResult(

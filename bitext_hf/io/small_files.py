@@ -12,7 +12,15 @@ import json
 import os
 import stat
 
-__all__ = ["MAX_CONFIG_BYTES", "SmallFileError", "read_small_file", "read_small_json"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "SmallFileError",
+    "file_kind",
+    "read_regular_file",
+    "read_small_file",
+    "read_small_json",
+    "regular_file_status",
+]
 
 # A model folder's JSON configs (config.json, tokenizer_config.json, modules.json) are kilobytes; the largest
 # tokenizer configs, listing every added token, stay under a few MB.
@@ -67,3 +75,52 @@ def read_small_json(path: str | os.PathLike, max_bytes: int) -> object:
         RecursionError: JSON nested past the interpreter's limit.
     """
     return json.loads(read_small_file(path, max_bytes))
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, in words: "a regular file", "a folder", "a FIFO", "a socket", "a
+    character device", "a block device", "a symbolic link"."""
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return kind
+    return "not a file"
+
+
+def regular_file_status(path: str | os.PathLike) -> os.stat_result:
+    """The status of ``path`` (a link followed), checked to be a regular file without opening it: a FIFO is never
+    opened (which would wait for a writer, or wake one), nor a device (``/dev/zero``, a tape).
+
+    Raises:
+        FileNotFoundError: nothing there (or it went away).
+        SmallFileError: ``"a symbolic link to nothing"``, or ``"not a regular file (a FIFO)"`` (a folder, a device,
+            a socket).
+        OSError: it cannot be looked at (permission denied).
+    """
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise SmallFileError("a symbolic link to nothing") from None
+        raise
+    if not stat.S_ISREG(status.st_mode):
+        raise SmallFileError(f"not a regular file ({file_kind(status.st_mode)})")
+    return status
+
+
+def read_regular_file(path: str | os.PathLike, max_bytes: int) -> bytes:
+    """:func:`read_small_file` after :func:`regular_file_status`: what is not a regular file is refused (with what it
+    is) before it is opened, and the file's size before a byte is read.
+
+    Raises:
+        SmallFileError, FileNotFoundError, OSError: as those two functions say.
+    """
+    regular_file_status(path)
+    return read_small_file(path, max_bytes)
