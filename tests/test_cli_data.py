@@ -104,7 +104,7 @@ def test_several_languages_formats_and_max_pairs(capsys, root, tmp_path):
 
 
 def test_run_gettext_is_the_command_in_one_call(capsys, root, tmp_path):
-    from bitext_hf.data.gettext_job import GettextConfig, LanguageCount, run_gettext
+    from bitext_hf.jobs.gettext import GettextConfig, LanguageCount, run_gettext
 
     by_command = tmp_path / "command.{lang}.jsonl"
     assert run(capsys, "--lang", "de", "wo", "--out", str(by_command), "--max-pairs", "5", *hermetic(root))[0] == 0

@@ -10,15 +10,15 @@ import sys
 
 import pytest
 
-from bitext_hf.alignment.config import AlignConfig
 from bitext_hf.cli.arguments import config_from_arguments
 from bitext_hf.cli.parser import build_parser
-from bitext_hf.data.gettext_job import GettextConfig
-from bitext_hf.encoding.job import EncodeConfig
-from bitext_hf.evaluation.job import EvalConfig
-from bitext_hf.hub.push import PushConfig
-from bitext_hf.mining.config import MiningConfig
-from bitext_hf.mining.scoring import ScoreConfig
+from bitext_hf.jobs.align import AlignConfig
+from bitext_hf.jobs.encode import EncodeConfig
+from bitext_hf.jobs.evaluate import EvalConfig
+from bitext_hf.jobs.gettext import GettextConfig
+from bitext_hf.jobs.mine import MiningConfig
+from bitext_hf.jobs.push import PushConfig
+from bitext_hf.jobs.score import ScoreConfig
 
 # Each command, its config, and what it must be given (the fields a config cannot do without).
 COMMANDS = {
@@ -78,8 +78,8 @@ def test_an_option_given_reaches_its_field():
 
 def test_help_and_the_configs_import_no_torch():
     code = (
-        "import sys; import bitext_hf.mining.config, bitext_hf.mining.scoring, bitext_hf.alignment.config, "
-        "bitext_hf.encoding.job, bitext_hf.evaluation.job, bitext_hf.data.gettext_job, bitext_hf.hub.push; "
+        "import sys; import bitext_hf.jobs.mine, bitext_hf.jobs.score, bitext_hf.jobs.align, "
+        "bitext_hf.jobs.encode, bitext_hf.jobs.evaluate, bitext_hf.jobs.gettext, bitext_hf.jobs.push; "
         "from bitext_hf.cli.parser import build_parser; build_parser(); "
         "print(sorted(name for name in ('torch', 'numba', 'faiss', 'transformers', 'matplotlib') if name in sys.modules))"
     )

@@ -1,4 +1,4 @@
-"""Every job's config checks its fields when it is made (``bitext_hf.options.check_fields``): a wrong type or an
+"""Every job's config checks its fields when it is made (``bitext_hf.jobs.fields.check_fields``): a wrong type or an
 absurd value from Python is one ``UsageError`` naming the field and its option, before any file is read, and the
 command line gives the same value the same refusal (exit 2, one line), since it makes the same config."""
 
@@ -12,18 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bitext_hf.options
-from bitext_hf.alignment.config import AlignConfig, AlignSettings
+import bitext_hf.jobs.fields
 from bitext_hf.cli import EXIT_USAGE, main
-from bitext_hf.data.gettext_job import GettextConfig
-from bitext_hf.encoding.job import EncodeConfig
 from bitext_hf.errors import UsageError
-from bitext_hf.evaluation.job import EvalConfig
-from bitext_hf.hub.push import PushConfig
-from bitext_hf.mining.config import MiningConfig
-from bitext_hf.mining.filters import FilterSettings
-from bitext_hf.mining.scoring import ScoreConfig
-from bitext_hf.options import check_fields, field_rules, option
+from bitext_hf.jobs.align import AlignConfig
+from bitext_hf.jobs.encode import EncodeConfig
+from bitext_hf.jobs.evaluate import EvalConfig
+from bitext_hf.jobs.fields import check_fields, field_rules, option
+from bitext_hf.jobs.gettext import GettextConfig
+from bitext_hf.jobs.mine import MiningConfig
+from bitext_hf.jobs.push import PushConfig
+from bitext_hf.jobs.score import ScoreConfig
 
 # Inputs and outputs that do not exist: a refusal that came after anything was read would be another error.
 MISSING = "/nonexistent/bitext-hf-config-checks"
@@ -37,8 +36,6 @@ CONFIGS = {
     EvalConfig: (dict(src=f"{MISSING}/a.txt", tgt=f"{MISSING}/b.txt"), ["eval"]),
     GettextConfig: (dict(lang=["fr"], out=f"{MISSING}/pairs.tsv"), ["data", "gettext"]),
     PushConfig: (dict(model=f"{MISSING}/model", repo="me/model"), ["push"]),
-    AlignSettings: ({}, None),
-    FilterSettings: ({}, None),
 }
 
 
@@ -127,9 +124,9 @@ PYTHON_CASES = [
     (AlignConfig, dict(max_align=65), "max_align=65 (--max-align): must be an integer from 2 to 64"),
     (AlignConfig, dict(skip=math.inf), "skip=inf (--skip): must be a finite number"),
     (AlignConfig, dict(length_prior="no"), "length_prior='no' (--no-length-prior): must be True or False"),
-    (AlignSettings, dict(anchor_window=0), "anchor_window=0: must be an integer >= 1"),
-    (AlignSettings, dict(window=-1), "window=-1 (--window): must be an integer >= 1"),
-    (FilterSettings, dict(max_chars="50"), "max_chars='50' (--max-chars): must be a number >= 0"),
+    (AlignConfig, dict(anchor_window=0), "anchor_window=0: must be an integer >= 1"),
+    (AlignConfig, dict(window=-1), "window=-1 (--window): must be an integer >= 1"),
+    (MiningConfig, dict(max_chars="50"), "max_chars='50' (--max-chars): must be a number >= 0"),
     (GettextConfig, dict(lang="fr"), "lang='fr' (--lang): give a list, lang=['fr'], not one string"),
     (GettextConfig, dict(lang=["fr", 3]), "lang=['fr', 3] (--lang): must be a list of strings"),
     (
@@ -292,13 +289,13 @@ def test_a_config_checks_each_field_once(monkeypatch, config):
     """Each config checks its fields once when made, whatever its bases (a config may make its filters' settings,
     another object, checked on its own)."""
     checked: list[type] = []
-    rules = bitext_hf.options.field_rules
+    rules = bitext_hf.jobs.fields.field_rules
 
     def counting(cls):
         checked.append(cls)
         return rules(cls)
 
-    monkeypatch.setattr(bitext_hf.options, "field_rules", counting)
+    monkeypatch.setattr(bitext_hf.jobs.fields, "field_rules", counting)
     _make(config)
     assert checked.count(config) == 1
 
@@ -321,7 +318,7 @@ def test_a_field_the_checker_does_not_understand_is_a_programming_error():
         def __post_init__(self) -> None:
             check_fields(self)
 
-    with pytest.raises(TypeError, match=r"must be a bitext_hf\.options\.ValueType"):
+    with pytest.raises(TypeError, match=r"must be a bitext_hf\.jobs\.fields\.ValueType"):
         Parsed()
 
 
@@ -337,3 +334,17 @@ def test_values_of_the_right_kind_are_kept_as_the_fields_type():
     evaluation = _make(EvalConfig, src=None, tgt=None, mteb="m.jsonl", columns=["a", "b"])
     assert evaluation.columns == ("a", "b")
     assert _make(ScoreConfig, threshold=1).threshold == 1  # an int is a number
+
+
+def test_the_jobs_options_declare_the_engines_settings_with_the_same_defaults():
+    """The engines' settings know no command line; the jobs declare their options once, with the same names and
+    defaults, and hand them over: a field added to one side only would never reach the other."""
+    from bitext_hf.alignment.settings import AlignSettings
+    from bitext_hf.jobs.align import AlignSearchOptions
+    from bitext_hf.jobs.options import FilterOptions
+    from bitext_hf.mining.filters import FilterSettings
+
+    for options, settings in ((AlignSearchOptions, AlignSettings), (FilterOptions, FilterSettings)):
+        declared = {field.name: field.default for field in dataclasses.fields(options)}
+        engine = {field.name: field.default for field in dataclasses.fields(settings)}
+        assert declared == engine, (options.__name__, settings.__name__)

@@ -116,7 +116,7 @@ def test_the_refusal_comes_before_any_model_is_loaded(native, tiny_model_dir, tm
 def test_a_job_refuses_bf16_when_its_config_is_made_for_the_encoders_it_will_load(native, monkeypatch):
     """Before any text is read: each side's encoder, as mining loads them (a side without its own model: ``model``,
     by default the USE encoder, which runs on the CPU; Hugging Face models on CUDA where there is one)."""
-    from bitext_hf.mining.config import MiningConfig
+    from bitext_hf.jobs.mine import MiningConfig
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     native(False)
@@ -245,7 +245,7 @@ def test_cli_encode_refuses_bf16_before_reading_and_names_what_ran(native, capsy
 
     import bitext_hf.data
     from bitext_hf.cli import main
-    from bitext_hf.encoding import EncodeConfig, run_encoding
+    from bitext_hf.jobs import EncodeConfig, run_encoding
 
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     read = []

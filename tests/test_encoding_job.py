@@ -8,9 +8,9 @@ import pytest
 from cli_fakes import DIM, SOURCES, FakeEncoders, fake_embedding, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_OK
-from bitext_hf.encoding.job import EncodeConfig, run_encoding
 from bitext_hf.encoding.shards import open_shards
 from bitext_hf.errors import UsageError
+from bitext_hf.jobs.encode import EncodeConfig, run_encoding
 
 
 def test_the_job_writes_the_commands_file_and_says_what_it_did(capsys, monkeypatch, tmp_path):

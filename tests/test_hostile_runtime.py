@@ -257,9 +257,7 @@ CASES = {
     ),
     # --- sidecars and manifests of gigabytes: refused before they are read (exit 3)
     # (the size in the message: refused for it, not for what reading 3 GB of zeros found)
-    "a 3 GB sidecar": Case(
-        _huge_sidecar, EXIT_DATA, "pairs.tsv.meta.json: 3,072 MiB, more than the 4 MiB", 5
-    ),
+    "a 3 GB sidecar": Case(_huge_sidecar, EXIT_DATA, "pairs.tsv.meta.json: 3,072 MiB, more than the 4 MiB", 5),
     "a 3 GB sidecar given as --meta": Case(
         _huge_meta_option, EXIT_DATA, "other.meta.json: 3,072 MiB, more than the 4 MiB", 5
     ),

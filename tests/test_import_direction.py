@@ -22,20 +22,20 @@ LAYERS = {
     "errors": 0,
     "blas_kernels": 0,  # sets FAISS's OpenBLAS kernels at `import bitext_hf`; imports nothing of ours
     "lazy_imports": 0,  # PEP 562 namespaces of the packages; imports nothing of ours
-    "options": 1,  # the configs' fields: their command-line metadata and check_fields; imports only errors
     "io": 1,
     "threads": 1,  # caps the thread pools; imports only errors
     "data": 2,
     "encoders": 2,
     "modeling": 1.5,  # imports nothing of ours; below encoders, whose loaders import it to register the families
     "bitext_hf": 3.5,  # the package's __init__: the version and FAISS's OpenBLAS kernels
-    "encoding": 3.75,  # the encoding job: encoder engine, cache, shard folders, Ray sessions; under every job
+    "encoding": 3.75,  # the encoder engine, encoding cache, shard folders, Ray sessions; under every job
     "mining": 4,
     "alignment": 4.5,  # sentence alignment of documents: uses mining's kNN and the encoding package, used by evaluation and cli
     "evaluation": 5,
     "hub": 5,
     "training": 5,
     "families": 6,
+    "jobs": 6.5,  # one module per command: config, run_*, result; they call the engines below and import no family
     "cli": 7,
 }
 

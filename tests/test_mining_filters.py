@@ -99,9 +99,10 @@ def test_pair_filters_count_same_text_ratio_and_duplicate_pairs():
     [
         ({"lid": True}, "--lid needs the language of a side"),
         ({"lid": True, "tgt_lang": "wo"}, "--tgt-lang 'wo': fastText's lid.176 does not identify"),
-        ({"lid_min_prob": 0.0}, r"lid_min_prob=0\.0 \(--lid-min-prob\): must be a probability in \(0, 1\]"),
+        ({"lid_min_prob": 0.0}, r"lid_min_prob=0\.0: must be a probability in \(0, 1\]"),
         ({"min_chars": 10, "max_chars": 5}, "--min-chars 10 is above --max-chars 5"),
-        ({"max_length_ratio": 0.5}, r"max_length_ratio=0\.5 \(--max-length-ratio\): must be a number >= 1"),
+        ({"max_length_ratio": 0.5}, r"max_length_ratio=0\.5: must be a number >= 1"),
+        ({"max_chars": "50"}, r"max_chars='50': must be a number >= 0"),
     ],
 )
 def test_bad_filter_settings_are_usage_errors(options, message):
@@ -415,7 +416,7 @@ def test_the_demo_without_filters_is_unchanged(capsys):
 def test_filtered_lines_inside_documents_keep_their_line_numbers(tmp_path, monkeypatch):
     from cli_fakes import GOLD, SOURCES, TARGETS, install_fake_encoders
 
-    from bitext_hf.mining import MiningConfig, run_mining
+    from bitext_hf.jobs import MiningConfig, run_mining
 
     install_fake_encoders(monkeypatch)
     files = {

@@ -18,7 +18,7 @@ import bitext_hf.cli
 from bitext_hf.cli import EXIT_OK
 from bitext_hf.errors import UsageError
 from bitext_hf.hub.dataset_card import METADATA_KEYS, metadata_path, mining_metadata_json, read_mining_metadata
-from bitext_hf.mining import MiningConfig, run_mining
+from bitext_hf.jobs import MiningConfig, run_mining
 from bitext_hf.mining.sidecar import MiningRecord
 
 

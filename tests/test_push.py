@@ -351,8 +351,8 @@ def test_pairs_dry_run_shows_the_rows_the_columns_and_the_first_rows(hub, pairs_
 
 def test_run_push_is_the_command_in_one_call(hub, checkpoint, pairs_file, capsys):
     from bitext_hf.errors import UsageError
-    from bitext_hf.hub import PushConfig, run_push
     from bitext_hf.hub.model_files import LeftOut
+    from bitext_hf.jobs import PushConfig, run_push
 
     code, out, _ = run(capsys, "--model", str(checkpoint), "--repo", "me/a", "--dry-run")
     dry = run_push(PushConfig(model=str(checkpoint), repo="me/a", dry_run=True))

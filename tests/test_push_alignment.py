@@ -7,8 +7,8 @@ import test_push
 from huggingface_hub import DatasetCard
 from test_cli_align import SRC, TGT, SumEncoder
 
-from bitext_hf.alignment import AlignConfig, run_alignment
 from bitext_hf.cli import main
+from bitext_hf.jobs import AlignConfig, run_alignment
 
 hub = test_push.hub  # the stand-in Hub of the push tests, as a fixture here
 

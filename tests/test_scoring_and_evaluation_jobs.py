@@ -11,8 +11,7 @@ from cli_fakes import GOLD, SOURCES, TARGETS, FakeEncoders, install_fake_encoder
 
 from bitext_hf.cli import EXIT_OK
 from bitext_hf.errors import UsageError
-from bitext_hf.evaluation import EvalConfig, run_evaluation
-from bitext_hf.mining import MiningConfig, ScoreConfig, run_mining, run_scoring
+from bitext_hf.jobs import EvalConfig, MiningConfig, ScoreConfig, run_evaluation, run_mining, run_scoring
 
 ALIGNED_TARGETS = [TARGETS[j] for _, j in sorted(GOLD)]  # line i is the translation of SOURCES[i]
 

@@ -15,7 +15,7 @@ from bitext_hf.cli import EXIT_OK, EXIT_USAGE, main
 from bitext_hf.cli.parser import build_parser
 from bitext_hf.encoders import load_encoder
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.pipeline import MiningConfig, run_mining
+from bitext_hf.jobs.mine import MiningConfig, run_mining
 from bitext_hf.threads import cgroup_cpu_quota, default_threads, limit_threads, usable_cpus
 
 

@@ -9,12 +9,9 @@ from bitext_hf.lazy_imports import lazy_exports
 # Each public name and the submodule that defines it, imported on first access (PEP 562): the configs import
 # neither numba nor torch, so ``--help`` reads them without compiling the search.
 _SUBMODULE_OF = {
-    "AlignConfig": "config",
-    "AlignResult": "pipeline",
-    "AlignSettings": "config",
+    "AlignSettings": "settings",
     "Alignment": "search",
     "align_sentences": "align",
-    "run_alignment": "pipeline",
 }
 
 __all__ = sorted(_SUBMODULE_OF)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bitext_hf.alignment.config import AlignSettings
 from bitext_hf.alignment.overlaps import overlap_texts
 from bitext_hf.alignment.search import Alignment, search
+from bitext_hf.alignment.settings import AlignSettings
 
 __all__ = ["align_sentences", "encode_function"]
 

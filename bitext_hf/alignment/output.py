@@ -9,12 +9,14 @@ written atomically (:func:`bitext_hf.io.atomic_output`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from ast import literal_eval
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bitext_hf.alignment.settings import AlignSettings
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.io.tables import write_table
@@ -22,8 +24,35 @@ from bitext_hf.io.tables import write_table
 if TYPE_CHECKING:  # annotations only: the search module compiles with numba, which the options' checks do not need
     from bitext_hf.alignment.search import Alignment
 
-__all__ = ["ALIGN_FORMATS", "EXTENSIONS", "alignment_format", "read_beads", "write_alignment"]
+__all__ = [
+    "ALIGNMENT_TASK",
+    "ALIGN_FORMATS",
+    "EXTENSIONS",
+    "SIDECAR_KEYS",
+    "SIDECAR_NAME",
+    "alignment_format",
+    "read_beads",
+    "write_alignment",
+]
 
+# The sidecar of a folder of outputs (a file output's is <file>.meta.json, as mine's).
+SIDECAR_NAME = "alignment.meta.json"
+# What tells an alignment's sidecar from a mining run's (``push --pairs`` renders the card of either), and its keys.
+ALIGNMENT_TASK = "sentence alignment"
+SIDECAR_KEYS = (
+    "task",
+    "encoder",
+    *(field.name for field in dataclasses.fields(AlignSettings)),
+    "format",
+    "src",
+    "tgt",
+    "src_lang",
+    "tgt_lang",
+    "src_docs",
+    "tgt_docs",
+    "documents",
+    "command",
+)
 ALIGN_FORMATS = ("vecalign", "tsv", "jsonl", "parquet")
 EXTENSIONS = {"vecalign": ".align", "tsv": ".tsv", "jsonl": ".jsonl", "parquet": ".parquet"}
 _BY_EXTENSION = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}

@@ -17,7 +17,7 @@ import time
 
 from bitext_hf.cli.arguments import config_from_arguments
 from bitext_hf.errors import EXIT_OK, UsageError
-from bitext_hf.options import check_value, show_count
+from bitext_hf.jobs.fields import check_value, show_count
 
 __all__ = ["cmd_align", "cmd_encode", "cmd_mine", "cmd_score"]
 
@@ -52,8 +52,8 @@ def _report_rate(args, sentences: int, started: float, detail: str = "") -> None
 
 
 def cmd_encode(args) -> int:
-    """Parse the options into an :class:`~bitext_hf.encoding.job.EncodeConfig`, run the job, print the report."""
-    from bitext_hf.encoding.job import EncodeConfig, run_encoding
+    """Parse the options into an :class:`~bitext_hf.jobs.encode.EncodeConfig`, run the job, print the report."""
+    from bitext_hf.jobs.encode import EncodeConfig, run_encoding
 
     started = time.perf_counter()
     result = run_encoding(config_from_arguments(EncodeConfig, args))
@@ -81,9 +81,8 @@ def cmd_encode(args) -> int:
 
 
 def cmd_mine(args) -> int:
-    """Parse the options into a :class:`~bitext_hf.mining.MiningConfig`, run the job, print the report."""
-    from bitext_hf.mining.config import DEMO_DIR, MiningConfig, demo_inputs
-    from bitext_hf.mining.pipeline import run_mining
+    """Parse the options into a :class:`~bitext_hf.jobs.mine.MiningConfig`, run the job, print the report."""
+    from bitext_hf.jobs.mine import DEMO_DIR, MiningConfig, demo_inputs, run_mining
 
     check_value("show", args.show, int, {"type": show_count, "flag": "--show"})  # the command line's own option
     started = time.perf_counter()
@@ -164,10 +163,11 @@ def _show_pairs(args, pairs, src_texts, tgt_texts) -> None:
 
 
 def cmd_align(args) -> int:
-    """Parse the options into an :class:`~bitext_hf.alignment.pipeline.AlignConfig`, run the job, print the report;
+    """Parse the options into an :class:`~bitext_hf.jobs.align.AlignConfig`, run the job, print the report;
     without ``--out`` the beads are printed in vecalign format (each document's after a ``# name`` line, for
     many documents)."""
-    from bitext_hf.alignment.pipeline import SIDECAR_NAME, AlignConfig, run_alignment
+    from bitext_hf.alignment.output import SIDECAR_NAME
+    from bitext_hf.jobs.align import AlignConfig, run_alignment
 
     started = time.perf_counter()
     command = shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])
@@ -205,9 +205,9 @@ def cmd_align(args) -> int:
 
 
 def cmd_score(args) -> int:
-    """Parse the options into a :class:`~bitext_hf.mining.scoring.ScoreConfig`, run the job, print the report."""
+    """Parse the options into a :class:`~bitext_hf.jobs.score.ScoreConfig`, run the job, print the report."""
+    from bitext_hf.jobs.score import ScoreConfig, run_scoring
     from bitext_hf.mining.filters import format_counts
-    from bitext_hf.mining.scoring import ScoreConfig, run_scoring
 
     config = config_from_arguments(ScoreConfig, args)
     result = run_scoring(config)

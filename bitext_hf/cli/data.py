@@ -3,7 +3,7 @@
 ``--lang fr --out pairs.tsv`` writes what ``bitext_hf.data.gettext_pairs("fr")`` returns (and what the data spec
 ``fr=gettext`` loads): English<TAB>French lines, each English message and each translation once, the format that
 ``fr=pairs.tsv`` specs read. ``--list`` prints the languages found with their pair counts. The job is
-:func:`bitext_hf.data.gettext_job.run_gettext`; this module declares the options and prints the report.
+:func:`bitext_hf.jobs.gettext.run_gettext`; this module declares the options and prints the report.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from bitext_hf.cli.arguments import config_from_arguments
 from bitext_hf.errors import EXIT_OK
 
 if TYPE_CHECKING:
-    from bitext_hf.data.gettext_job import GettextConfig, GettextResult
+    from bitext_hf.jobs.gettext import GettextConfig, GettextResult
 
 __all__ = ["EPILOG_GETTEXT", "cmd_data_gettext"]
 
@@ -45,8 +45,8 @@ the format follows the extension, or --format; `-` is stdout (TSV unless --forma
 
 
 def cmd_data_gettext(args) -> int:
-    """Parse the options into a :class:`~bitext_hf.data.gettext_job.GettextConfig`, run the job, print the report."""
-    from bitext_hf.data.gettext_job import GettextConfig, run_gettext
+    """Parse the options into a :class:`~bitext_hf.jobs.gettext.GettextConfig`, run the job, print the report."""
+    from bitext_hf.jobs.gettext import GettextConfig, run_gettext
 
     config = config_from_arguments(GettextConfig, args)
     result = run_gettext(config)

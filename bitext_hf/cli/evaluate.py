@@ -1,5 +1,5 @@
-"""The ``eval`` command: builds an :class:`~bitext_hf.evaluation.job.EvalConfig` from the options, runs
-:func:`~bitext_hf.evaluation.job.run_evaluation` (which also writes ``--out``) and prints the results; and the key
+"""The ``eval`` command: builds an :class:`~bitext_hf.jobs.evaluate.EvalConfig` from the options, runs
+:func:`~bitext_hf.jobs.evaluate.run_evaluation` (which also writes ``--out``) and prints the results; and the key
 of the results that ``bitext-hf eval --help`` shows (here, so that ``--help`` imports no evaluation code).
 """
 
@@ -33,8 +33,8 @@ EVAL_KEYS = """results (JSON; printed, and written with --out):
 
 
 def cmd_eval(args) -> int:
-    """Parse the options into an :class:`~bitext_hf.evaluation.job.EvalConfig`, run the job, print the results."""
-    from bitext_hf.evaluation.job import EvalConfig, run_evaluation
+    """Parse the options into an :class:`~bitext_hf.jobs.evaluate.EvalConfig`, run the job, print the results."""
+    from bitext_hf.jobs.evaluate import EvalConfig, run_evaluation
 
     result = run_evaluation(config_from_arguments(EvalConfig, args))
     print(result.to_json())

@@ -12,17 +12,12 @@ import functools
 import sys
 from collections.abc import Callable
 
-from bitext_hf.alignment.config import AlignConfig
 from bitext_hf.cli.arguments import add_config_options
 from bitext_hf.cli.commands import cmd_align, cmd_encode, cmd_mine, cmd_score
 from bitext_hf.cli.data import EPILOG_GETTEXT, cmd_data_gettext
 from bitext_hf.cli.evaluate import EVAL_KEYS, cmd_eval
 from bitext_hf.cli.push import EPILOG_PUSH, cmd_push
-from bitext_hf.data.gettext_job import GettextConfig
-from bitext_hf.encoding.job import EncodeConfig
 from bitext_hf.errors import EXIT_USAGE
-from bitext_hf.evaluation.job import EvalConfig
-from bitext_hf.hub.push import PushConfig
 from bitext_hf.io import (
     DEFAULT_MAX_INPUT_BYTES,
     MAX_INPUT_BYTES_ENV,
@@ -30,12 +25,14 @@ from bitext_hf.io import (
     max_input_bytes,
     parse_byte_count,
 )
-from bitext_hf.mining.config import MiningConfig
-from bitext_hf.mining.scoring import ScoreConfig
-from bitext_hf.options import (
-    positive_int,
-    show_count,
-)
+from bitext_hf.jobs.align import AlignConfig
+from bitext_hf.jobs.encode import EncodeConfig
+from bitext_hf.jobs.evaluate import EvalConfig
+from bitext_hf.jobs.fields import positive_int, show_count
+from bitext_hf.jobs.gettext import GettextConfig
+from bitext_hf.jobs.mine import MiningConfig
+from bitext_hf.jobs.push import PushConfig
+from bitext_hf.jobs.score import ScoreConfig
 from bitext_hf.threads import usable_cpus
 
 __all__ = ["EPILOG_EXIT", "OneLineErrorParser", "build_parser", "shared_options"]

@@ -5,7 +5,7 @@ a folder that is not a saved model or holds a link out of it, 3 for a pairs file
 token (exit 4 when there is none). A model folder publishes the exported model only, checked file by file
 (:mod:`bitext_hf.hub.model_files`); ``--dry-run`` prints what would go up and what stays local, and why. The upload
 is one commit (all files or none); a refusal of the Hub (401/403, 404, no network) is exit 4 and its message says
-that nothing was uploaded. The job is :func:`bitext_hf.hub.push.run_push`; this module declares the options and
+that nothing was uploaded. The job is :func:`bitext_hf.jobs.push.run_push`; this module declares the options and
 prints the report.
 """
 
@@ -76,8 +76,8 @@ Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback 
 
 
 def cmd_push(args) -> int:
-    """Parse the options into a :class:`~bitext_hf.hub.push.PushConfig`, run the job, print the report."""
-    from bitext_hf.hub.push import PushConfig, run_push
+    """Parse the options into a :class:`~bitext_hf.jobs.push.PushConfig`, run the job, print the report."""
+    from bitext_hf.jobs.push import PushConfig, run_push
 
     config = config_from_arguments(PushConfig, args)
     result = run_push(config)

@@ -13,7 +13,6 @@ from bitext_hf.data.gettext import (
     gettext_pairs,
     read_gettext,
 )
-from bitext_hf.data.gettext_job import GettextConfig, GettextResult, run_gettext
 from bitext_hf.data.mteb import read_mteb
 from bitext_hf.data.readers import (
     DEFAULT_MAX_LINE_CHARS,
@@ -39,8 +38,6 @@ __all__ = [
     "BitextTask",
     "DataSpec",
     "DataValidationError",
-    "GettextConfig",
-    "GettextResult",
     "PairSet",
     "budget_counts",
     "clean_message",
@@ -63,7 +60,6 @@ __all__ = [
     "read_moses",
     "read_mteb",
     "read_tsv_pairs",
-    "run_gettext",
     "sample_budget",
     "sample_indices",
     "size_alpha_weights",

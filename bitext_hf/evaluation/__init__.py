@@ -1,10 +1,9 @@
-"""Robust evaluation, usable with every model: the evaluation job of ``bitext-hf eval`` (:func:`run_evaluation` over
-an :class:`EvalConfig`), the evaluators' base (:class:`RetrievalEvaluator`), a multi-seed runner (mean +- std per
+"""Robust evaluation, usable with every model (the job of ``bitext-hf eval`` is :mod:`bitext_hf.jobs.evaluate`): the
+evaluators' base (:class:`RetrievalEvaluator`), a multi-seed runner (mean +- std per
 metric), margins of held-out gold pairs against random pairs, zero-shot cross-lingual transfer with a linear head,
 word-level and sentence-level retrieval of aligned encoders.
 
-Each name is imported from its module at its first use (PEP 562), so that the job's config
-(:mod:`bitext_hf.evaluation.job`) imports without torch.
+Each name is imported from its module at its first use (PEP 562), so that importing the package costs no torch.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bitext_hf.evaluation.evaluator import RetrievalEvaluator
-    from bitext_hf.evaluation.job import EvalConfig, EvaluationResult, run_evaluation
     from bitext_hf.evaluation.margins import gold_and_random_margins, held_out_margins
     from bitext_hf.evaluation.retrieval import sentence_retrieval, word_retrieval_accuracy
     from bitext_hf.evaluation.seeds import DEFAULT_SEEDS, SeedReport, run_over_seeds, set_all_seeds
@@ -23,9 +21,6 @@ if TYPE_CHECKING:
 # Each public name -> the module that defines it.
 _MODULES = {
     "RetrievalEvaluator": "evaluator",
-    "EvalConfig": "job",
-    "EvaluationResult": "job",
-    "run_evaluation": "job",
     "gold_and_random_margins": "margins",
     "held_out_margins": "margins",
     "sentence_retrieval": "retrieval",
@@ -40,14 +35,11 @@ _MODULES = {
 
 __all__ = [
     "DEFAULT_SEEDS",
-    "EvalConfig",
-    "EvaluationResult",
     "RetrievalEvaluator",
     "SeedReport",
     "ZeroShotTransfer",
     "gold_and_random_margins",
     "held_out_margins",
-    "run_evaluation",
     "run_over_seeds",
     "sentence_retrieval",
     "set_all_seeds",

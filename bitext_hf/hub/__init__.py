@@ -1,9 +1,8 @@
 """Publishing: model and dataset cards (huggingface_hub), card figures, Hub-ready export (with sentence-transformers
-modules), upload, and the push job (:func:`run_push`, what ``bitext-hf push`` runs).
+modules) and upload (the job of ``bitext-hf push`` is :mod:`bitext_hf.jobs.push`).
 
 The names below are imported on first access (PEP 562, :func:`bitext_hf.lazy_imports.lazy_exports`), as :mod:`bitext_hf.training`'s
-are: importing a light submodule (``bitext_hf.hub.push``, whose :class:`PushConfig` the command line builds) then
-imports no torch, which only the export and the dataset card need.
+are: importing a light submodule then imports no torch, which only the export and the dataset card need.
 """
 
 from __future__ import annotations
@@ -37,9 +36,6 @@ _SUBMODULE_OF = {
     "markdown_table": "model_card",
     "render_model_card": "model_card",
     "template_fields": "model_card",
-    "PushConfig": "push",
-    "PushResult": "push",
-    "run_push": "push",
 }
 
 __all__ = [
@@ -49,8 +45,6 @@ __all__ = [
     "HubAccessError",
     "HubExportError",
     "ModelCardError",
-    "PushConfig",
-    "PushResult",
     "available_templates",
     "card_figures",
     "check_model_folder",
@@ -64,7 +58,6 @@ __all__ = [
     "push_to_hub",
     "read_pairs_table",
     "render_model_card",
-    "run_push",
     "save_for_hub",
     "score_histogram",
     "template_fields",

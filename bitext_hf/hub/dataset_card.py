@@ -43,8 +43,8 @@ from bitext_hf.mining.sidecar import (
     mining_metadata_json,
     printable,
     read_mining_metadata,
+    threshold_report_paths,
 )
-from bitext_hf.mining.threshold_report import threshold_report_paths
 
 __all__ = [
     "METADATA_KEYS",

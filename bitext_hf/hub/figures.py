@@ -5,7 +5,7 @@ pyplot, no global backend switch, no display needed), writes it atomically to ``
 caption that states what the figure shows and its key numbers. Pass the figures to
 ``render_model_card(..., figures=...)`` (the card shows them) and ``save_for_hub(..., figures=...)`` (the files
 travel with the checkpoint); a ``CardFigure`` is path-like. The threshold report of a mining run is written by the
-job itself (:mod:`bitext_hf.mining.threshold_report`).
+job itself (:mod:`bitext_hf.jobs.threshold_report`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ FAISS indexes chosen by corpus size (``index="auto"``, :mod:`bitext_hf.mining.in
 ...     ...
 
 The names below are imported on first access (PEP 562), as transformers' packages do: importing a light submodule
-(``bitext_hf.mining.config``, which ``--help`` reads) then costs no torch or FAISS import.
+(``bitext_hf.jobs.mine``, which ``--help`` reads) then costs no torch or FAISS import.
 """
 
 from __future__ import annotations
@@ -35,16 +35,10 @@ _SUBMODULE_OF = {
     "mine_documents": "documents",
     "mine_with_voting": "voting",
     "MinedPairs": "retrieval",
-    "MiningConfig": "config",
-    "MiningResult": "pipeline",
     "MODES": "retrieval",
     "neighbourhood_means": "margin",
     "recall_at_k": "index",
     "retrieve": "retrieval",
-    "run_mining": "pipeline",
-    "run_scoring": "scoring",
-    "ScoreConfig": "scoring",
-    "ScoringResult": "scoring",
     "score_pairs": "arrays",
     "search_neighbours": "index",
     "search_neighbours_unchecked": "index",

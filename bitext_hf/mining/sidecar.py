@@ -26,6 +26,7 @@ __all__ = [
     "mining_metadata_json",
     "printable",
     "read_mining_metadata",
+    "threshold_report_paths",
 ]
 
 
@@ -86,6 +87,13 @@ def metadata_path(pairs_path: str | os.PathLike) -> Path:
     """The sidecar of a pairs file: ``pairs.parquet`` -> ``pairs.parquet.meta.json``."""
     path = Path(pairs_path)
     return path.with_name(path.name + ".meta.json")
+
+
+def threshold_report_paths(pairs_path: str | os.PathLike) -> tuple[Path, Path]:
+    """The threshold report of a pairs file (``--threshold-report``): the score figure and the sample of pairs around
+    the threshold, ``pairs.tsv.threshold.png`` and ``pairs.tsv.threshold.md``."""
+    path = Path(pairs_path)
+    return path.with_name(path.name + ".threshold.png"), path.with_name(path.name + ".threshold.md")
 
 
 def printable(value: Any) -> Any:

@@ -1,7 +1,7 @@
 """The alignment job over files: :func:`run_alignment` over an :class:`AlignConfig`. ``bitext-hf align`` parses its
 options into the config and calls it; Python users get the same job, the same files:
 
->>> from bitext_hf.alignment import AlignConfig, run_alignment
+>>> from bitext_hf.jobs import AlignConfig, run_alignment
 >>> result = run_alignment(AlignConfig("book.de", "book.fr", out="book.align"))
 
 A run aligns one document pair (``src`` and ``tgt`` files, one sentence a line) or many (``src`` and ``tgt``
@@ -27,39 +27,185 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from bitext_hf.alignment.config import AlignConfig, AlignSettings
-from bitext_hf.alignment.output import EXTENSIONS, check_tsv_sentences
-from bitext_hf.alignment.overlaps import overlap_texts
-from bitext_hf.alignment.search import Alignment, search
+from bitext_hf.alignment.output import (
+    ALIGN_FORMATS,
+    ALIGNMENT_TASK,
+    EXTENSIONS,
+    SIDECAR_NAME,
+    alignment_format,
+    check_tsv_sentences,
+)
+from bitext_hf.alignment.settings import MAX_BEAD_SIZE, AlignSettings
 from bitext_hf.errors import UsageError
+from bitext_hf.jobs.fields import QUIET, THREADS, ValueType, check_fields, checked, finite_float, option, positive_int
+from bitext_hf.jobs.options import EncoderOptions, LanguageOptions
 
 if TYPE_CHECKING:
+    from bitext_hf.alignment.search import Alignment
     from bitext_hf.io import OutputSet
 
-__all__ = ["ALIGNMENT_TASK", "SIDECAR_KEYS", "SIDECAR_NAME", "AlignResult", "run_alignment"]
+__all__ = ["AlignConfig", "AlignResult", "run_alignment"]
 
 logger = logging.getLogger("bitext_hf")
 
-# The sidecar of a folder of outputs (a file output's is <file>.meta.json, as mine's).
-SIDECAR_NAME = "alignment.meta.json"
-# What tells an alignment's sidecar from a mining run's (``push --pairs`` renders the card of either), and its keys.
-ALIGNMENT_TASK = "sentence alignment"
-SIDECAR_KEYS = (
-    "task",
-    "encoder",
-    *(field.name for field in dataclasses.fields(AlignSettings)),
-    "format",
-    "src",
-    "tgt",
-    "src_lang",
-    "tgt_lang",
-    "src_docs",
-    "tgt_docs",
-    "documents",
-    "command",
+_SEARCH = "search"
+# The bead types are numbered in the back pointers' int16, and a run of more sentences than this is a paragraph.
+_BEAD_SIZE = ValueType(
+    "integer", int, f"an integer from 2 to {MAX_BEAD_SIZE}", lambda value: 2 <= value <= MAX_BEAD_SIZE
 )
+
+
+@dataclasses.dataclass(kw_only=True)
+class AlignSearchOptions:
+    """The search's options on the command line, declared once: the fields of the engine's
+    :class:`~bitext_hf.alignment.settings.AlignSettings` (the same names and defaults; a test holds them equal), with
+    their help. Defaults are Bertalign's but for the margin."""
+
+    option_groups: ClassVar[dict[str, tuple[str, str | None]]] = {_SEARCH: ("search (defaults: Bertalign's)", None)}
+
+    max_align: int = field(
+        default=5,
+        metadata=option(
+            "most sentences in a bead, both sides together (default 5: up to 1-4, 2-3, 3-2, 4-1); overlaps of up to "
+            "N-1 sentences are encoded, so encoding grows with it",
+            type=_BEAD_SIZE,
+            group=_SEARCH,
+        ),
+    )
+    top_k: int = field(
+        default=3,
+        metadata=option(
+            "targets of each source sentence the anchors may link (default 3)", type=positive_int, group=_SEARCH
+        ),
+    )
+    window: int = field(
+        default=5,
+        metadata=option(
+            "target sentences searched on either side of the anchor path (default 5)", type=positive_int, group=_SEARCH
+        ),
+    )
+    anchor_window: int = field(default=250, metadata=checked(type=positive_int))
+    skip: float = field(
+        default=-0.1,
+        metadata=option("score of a 1-0 or 0-1 bead (default -0.1; lower: fewer)", type=finite_float, group=_SEARCH),
+    )
+    margin: bool = field(
+        default=False,
+        metadata=option(
+            "subtract a bead's mean cosine to its neighbouring sentences (Bertalign's default; off by default: it "
+            "merges neighbouring sentences that look alike into too few beads, and made little difference on prose)",
+            group=_SEARCH,
+        ),
+    )
+    length_prior: bool = field(
+        default=True,
+        metadata=option(
+            "score beads by cosine alone, not weighed by how alike their two sides' lengths are",
+            negative_flag="--no-length-prior",
+            group=_SEARCH,
+        ),
+    )
+
+
+@dataclasses.dataclass
+class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
+    """Everything one alignment run needs; the fields are ``bitext-hf align``'s options. Checked when made.
+
+    The search's fields (``max_align``, ``top_k``, ``window``, ``skip``, ``margin``, ``length_prior``) are
+    :class:`AlignSearchOptions`', which the config inherits and hands to the engine as its
+    :class:`~bitext_hf.alignment.settings.AlignSettings`; the encoder, its cache and the longest line accepted are
+    :class:`~bitext_hf.encoding.embedder.EncoderOptions`' (``model``, ``pooling``, ``quantize``, ``backend``,
+    ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``), as for ``mine``.
+
+    Args:
+        src (str, optional): the source document, one sentence a line (``-`` for stdin, compressed files too), or a
+            folder of documents.
+        tgt (str, optional): the target document, or a folder of documents of the same file names as ``src``'s.
+        src_docs (str, optional): instead of ``src``, a list of source documents, one path a line (relative to the
+            list's folder).
+        tgt_docs (str, optional): instead of ``tgt``, the list of their target documents, paired line by line.
+        out (str, optional): the output file (a folder for many documents; ``-`` for stdout); None writes nothing.
+        format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
+            (.tsv, .jsonl, .parquet), else vecalign.
+        src_lang (str, optional): the source side's language code, recorded in the sidecar for the dataset card.
+        tgt_lang (str, optional): the target side's language code, likewise.
+        quiet (bool): no progress bars, as ``mine``.
+        threads (int, optional): CPU threads, as ``mine``.
+        command (str, optional): the command that reproduces the run, recorded in the sidecar, as ``mine``.
+    """
+
+    src: str | None = field(
+        default=None,
+        metadata=option(
+            "source document, one sentence a line (.gz/.xz/.bz2/.zst; - for stdin), or a folder of documents"
+        ),
+    )
+    tgt: str | None = field(
+        default=None, metadata=option("target document, or a folder of documents of the same file names")
+    )
+    out: str | None = field(
+        default=None,
+        metadata=option(
+            "write the alignment here (a folder for folders or lists of documents; - for stdout); written "
+            "atomically, never over an input. Without --out the alignment is printed"
+        ),
+    )
+    format: str | None = field(
+        default=None,
+        metadata=option(
+            "output format (default: by the extension of --out, .tsv .jsonl .parquet, else vecalign)",
+            choices=ALIGN_FORMATS,
+        ),
+    )
+    src_docs: str | None = field(
+        default=None,
+        metadata=option(
+            "instead of --src: a list of source documents, one path a line (relative to the list's folder)"
+        ),
+    )
+    tgt_docs: str | None = field(
+        default=None,
+        metadata=option("instead of --tgt: the list of their target documents, in the same order"),
+    )
+    quiet: bool = field(default=False, metadata=QUIET)
+    threads: int | None = field(default=None, metadata=THREADS)
+    command: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # each field's type and range, as the command line's refusal, before anything else
+        _ = self.settings  # what the engine refuses (a --skip or --top-k no search can honour), refused now
+        lists = bool(self.src_docs) or bool(self.tgt_docs)
+        if lists and (self.src or self.tgt):
+            raise UsageError("give either --src and --tgt, or --src-docs and --tgt-docs (lists of documents)")
+        if lists and not (self.src_docs and self.tgt_docs):
+            raise UsageError("give both --src-docs and --tgt-docs (lists of documents, paired line by line)")
+        if not lists and not (self.src and self.tgt):
+            raise UsageError("give --src and --tgt (documents, one sentence a line, or folders of them)")
+        if self.format is not None and not self.out:
+            raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
+        self.check_encoder_options()
+        folders = [os.path.isdir(path) for path in (self.src, self.tgt) if path]
+        if len(set(folders)) > 1:
+            raise UsageError("--src and --tgt must both be files or both be folders of documents")
+        if self.many_documents and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
+            raise UsageError(f"--out {self.out}: many documents align into a folder, one file each; name a folder")
+
+    @property
+    def many_documents(self) -> bool:
+        """Folders or lists of documents (``out`` is a folder), not one pair of files."""
+        return bool(self.src_docs) or os.path.isdir(self.src)
+
+    @property
+    def settings(self) -> AlignSettings:
+        """The search's settings of this run, checked."""
+        return AlignSettings(**{name.name: getattr(self, name.name) for name in dataclasses.fields(AlignSettings)})
+
+    @property
+    def output_format(self) -> str:
+        return alignment_format(None if self.many_documents else self.out, self.format)
 
 
 @dataclasses.dataclass(repr=False)
@@ -99,13 +245,13 @@ def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | Non
     """Run the alignment job of ``config`` (see the module docstring).
 
     Args:
-        load_encoder (callable, optional): as :func:`bitext_hf.mining.pipeline.run_mining`'s.
+        load_encoder (callable, optional): as :func:`bitext_hf.jobs.mine.run_mining`'s.
 
     Raises:
         UsageError: options or output path that cannot work; DataValidationError: a bad input (naming the file and
             line); OutputWriteError: an output could not be written (nothing partial is left behind).
     """
-    from bitext_hf.mining.sides import job_scope
+    from bitext_hf.jobs.base import job_scope
 
     with job_scope(config.threads):
         return _run(config, load_encoder)
@@ -172,7 +318,7 @@ def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str
     """The documents of two lists, paired line by line; a document's name (its output's) is its source file's."""
     from bitext_hf.data import read_lines
     from bitext_hf.errors import DataValidationError
-    from bitext_hf.mining.sides import display
+    from bitext_hf.jobs.sides import display
 
     paths = []
     for listing in (src_list, tgt_list):
@@ -251,7 +397,7 @@ def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) ->
 def _run(config: AlignConfig, load_encoder) -> AlignResult:
     from bitext_hf.data import read_lines
     from bitext_hf.encoding.embedder import Embedder
-    from bitext_hf.mining.sides import display
+    from bitext_hf.jobs.sides import display
 
     started = time.perf_counter()
     names, src_paths, tgt_paths = _documents(config)
@@ -269,6 +415,9 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
     read_seconds = time.perf_counter() - started
 
     embedder = Embedder.from_options(config, load_encoder)
+    from bitext_hf.alignment.overlaps import overlap_texts
+    from bitext_hf.alignment.search import search
+
     layers = settings.max_align - 1
     # Each side's distinct overlap texts over every document are encoded in one call: once each, one cache entry.
     src_overlaps = overlap_texts(src_docs, layers).embed(lambda texts: embedder.embed(texts, "source overlap"))

@@ -236,7 +236,9 @@ class FieldRule:
             raise TypeError(f"check_fields cannot check field {name!r} of type {annotation!r}")
         value_type = metadata.get("type")
         if value_type is not None and not isinstance(value_type, ValueType):
-            raise TypeError(f"the type of field {name!r} must be a bitext_hf.options.ValueType, not {value_type!r}")
+            raise TypeError(
+                f"the type of field {name!r} must be a bitext_hf.jobs.fields.ValueType, not {value_type!r}"
+            )
         nargs = metadata.get("nargs")
         if isinstance(nargs, int) and container is not None:
             length = nargs

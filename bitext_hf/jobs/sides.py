@@ -1,4 +1,4 @@
-"""The inputs of a mining job, read before any expensive work: the sentences or embeddings of each side, document
+"""The inputs of the jobs that mine or score pairs, read before any expensive work: the sentences or embeddings of each side, document
 ids and gold pairs (the sentences are encoded by :class:`bitext_hf.encoding.embedder.Embedder`).
 
 Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is ``MiningConfig.src_text``).
@@ -6,23 +6,19 @@ Messages name the options as ``bitext-hf mine`` spells them (``--src-text`` is `
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import protect_inputs
 
 __all__ = [
     "Side",
     "display",
     "is_embeddings",
     "is_npy",
-    "job_scope",
     "read_docs",
     "read_gold",
     "read_side",
@@ -48,21 +44,6 @@ def is_embeddings(path: str) -> bool:
     from bitext_hf.encoding.shards import is_shard_folder
 
     return is_npy(path) or is_shard_folder(path)
-
-
-@contextlib.contextmanager
-def job_scope(threads: int | None) -> Iterator[None]:
-    """Where a job (mining, scoring, alignment, evaluation) runs: its encoders and search on ``threads`` CPU threads
-    (:func:`bitext_hf.threads.limit_threads`; the caller's setting comes back after), and the inputs that
-    :func:`bitext_hf.io.check_inputs_and_output` protects protected until it ends (a later job, or the caller's own
-    writes, have their own)."""
-    from bitext_hf.threads import limit_threads
-
-    try:
-        with limit_threads(threads):
-            yield
-    finally:
-        protect_inputs(())
 
 
 # ----------------------------------------------------------------------------------------------------- sides

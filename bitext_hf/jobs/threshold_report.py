@@ -17,23 +17,16 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.io import atomic_output, figures
+from bitext_hf.mining.sidecar import threshold_report_paths
 
 __all__ = [
     "threshold_histogram",
-    "threshold_report_paths",
     "threshold_sample",
     "threshold_sample_markdown",
     "write_threshold_report",
 ]
 
 logger = logging.getLogger("bitext_hf")
-
-
-def threshold_report_paths(pairs_path: str | os.PathLike) -> tuple[Path, Path]:
-    """The threshold report of a pairs file (``--threshold-report``): the score figure and the sample of pairs around
-    the threshold, ``pairs.tsv.threshold.png`` and ``pairs.tsv.threshold.md``."""
-    path = Path(pairs_path)
-    return path.with_name(path.name + ".threshold.png"), path.with_name(path.name + ".threshold.md")
 
 
 def threshold_sample(

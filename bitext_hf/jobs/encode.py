@@ -18,10 +18,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions, RayOptions
 from bitext_hf.encoding.shard_manifest import DTYPES
 from bitext_hf.errors import UsageError
-from bitext_hf.options import QUIET, check_fields, option, positive_int
+from bitext_hf.jobs.fields import QUIET, check_fields, option, positive_int
+from bitext_hf.jobs.options import EncoderOptions, RayOptions
 
 __all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
 

@@ -3,7 +3,7 @@ corpus (row i of the source with row i of the target, neighbourhoods from the wh
 those above a threshold and writes them. ``bitext-hf score`` parses its options into the config and calls it;
 Python users get the same job, the same files, in one call:
 
->>> from bitext_hf.mining.scoring import ScoreConfig, run_scoring
+>>> from bitext_hf.jobs.score import ScoreConfig, run_scoring
 >>> result = run_scoring(ScoreConfig(pairs="corpus.tsv", out="scored.tsv", threshold=1.05))
 >>> len(result.pairs), result.quantiles[0.5]
 
@@ -27,19 +27,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.mining.config import (
+from bitext_hf.jobs.fields import QUIET, THREADS, check_fields, option
+from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
+    EncoderOptions,
+    FilterOptions,
     MarginOptions,
     ThresholdOptions,
     filter_settings,
     refuse_lid_options_without_lid,
 )
-from bitext_hf.mining.filters import FilterOptions, FilterSettings
+from bitext_hf.mining.filters import FilterSettings
 from bitext_hf.mining.output import FORMATS
 from bitext_hf.mining.retrieval import MinedPairs
-from bitext_hf.options import QUIET, THREADS, check_fields, option
 
 if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
@@ -90,7 +91,7 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
         k (int, defaults to 4): neighbours of the margin, as :func:`bitext_hf.mining.score_pairs`.
         margin (str, defaults to "ratio"): the margin, as :func:`bitext_hf.mining.score_pairs`.
         threshold_report (bool, defaults to False): write ``OUT.threshold.png`` and ``OUT.threshold.md`` beside
-            ``out`` (:mod:`bitext_hf.mining.threshold_report`).
+            ``out`` (:mod:`bitext_hf.jobs.threshold_report`).
         quiet (bool, defaults to False): no progress bars.
         threads (int, optional): CPU threads of the encoder and the search (:func:`bitext_hf.threads.limit_threads`,
             restored after the run).
@@ -193,7 +194,7 @@ def run_scoring(config: ScoreConfig, *, load_encoder: Callable[..., Any] | None 
             could not be written (nothing is left behind).
     """
     from bitext_hf.encoding.embedder import Embedder
-    from bitext_hf.mining.sides import job_scope
+    from bitext_hf.jobs.base import job_scope
 
     with job_scope(config.threads):
         return _score(config, Embedder.from_options(config, load_encoder))
@@ -202,13 +203,14 @@ def run_scoring(config: ScoreConfig, *, load_encoder: Callable[..., Any] | None 
 def _score(config: ScoreConfig, embedder: Embedder) -> ScoringResult:
     from bitext_hf.data.readers import read_aligned
     from bitext_hf.io import check_inputs_and_output, writes_in_place
+    from bitext_hf.jobs.sides import display
+    from bitext_hf.jobs.threshold_report import write_threshold_report
     from bitext_hf.mining import score_pairs, write_pairs  # at call time: the package imports this module
-    from bitext_hf.mining.config import used_k
     from bitext_hf.mining.filters import filter_aligned, format_counts
     from bitext_hf.mining.knn import check_k
+    from bitext_hf.mining.margin import used_k
     from bitext_hf.mining.output import check_representable, output_format
-    from bitext_hf.mining.sides import display
-    from bitext_hf.mining.threshold_report import threshold_report_paths, write_threshold_report
+    from bitext_hf.mining.sidecar import threshold_report_paths
 
     inputs = config.inputs
     check_inputs_and_output(config.out, inputs)

@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bitext_hf.encoding.embedder import EncoderOptions
 from bitext_hf.errors import UsageError
-from bitext_hf.mining.config import MarginOptions
+from bitext_hf.jobs.fields import QUIET, THREADS, check_fields, column_pair, option
+from bitext_hf.jobs.options import EncoderOptions, MarginOptions
+from bitext_hf.jobs.score import check_aligned_inputs
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES
-from bitext_hf.mining.scoring import check_aligned_inputs
-from bitext_hf.options import QUIET, THREADS, check_fields, column_pair, option
 
 if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
@@ -208,7 +207,7 @@ def run_evaluation(config: EvalConfig, *, load_encoder: Callable[..., Any] | Non
             a bad input (naming the file and line); OutputWriteError: the results could not be written.
     """
     from bitext_hf.encoding.embedder import Embedder
-    from bitext_hf.mining.sides import job_scope
+    from bitext_hf.jobs.base import job_scope
 
     with job_scope(config.threads):
         return _run(config, Embedder.from_options(config, load_encoder))
@@ -260,7 +259,7 @@ def _evaluate(
 ) -> dict:
     from bitext_hf.evaluation.metrics import functional as F
     from bitext_hf.mining import bidirectional_knn
-    from bitext_hf.mining.config import used_k
+    from bitext_hf.mining.margin import used_k
 
     results: dict[str, object] = {}
     gold_tgt = [j for _, j in gold]
@@ -311,7 +310,7 @@ def _bucc(config: EvalConfig, embedder: Embedder) -> dict:
     from bitext_hf.data import read_bucc
     from bitext_hf.evaluation.metrics import functional as F
     from bitext_hf.mining import mine
-    from bitext_hf.mining.config import used_k
+    from bitext_hf.mining.margin import used_k
 
     task = read_bucc(*config.bucc, max_chars=config.max_line_chars)
     train = read_bucc(*config.bucc_train, max_chars=config.max_line_chars) if config.bucc_train else None

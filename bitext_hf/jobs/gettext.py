@@ -21,7 +21,7 @@ from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import check_output_path, protect_inputs
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
-from bitext_hf.options import QUIET, ValueType, check_fields, option, positive_int
+from bitext_hf.jobs.fields import QUIET, ValueType, check_fields, option, positive_int
 
 __all__ = [
     "GettextConfig",
