@@ -43,12 +43,12 @@ from bitext_hf.jobs.options import (
     RayOptions,
     ThresholdOptions,
     filter_settings,
+    pairs_format,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.jobs.sides import Side, display, is_embeddings, is_npy, read_docs, read_gold, read_side
 from bitext_hf.mining.filters import FilterSettings, filter_mined, filter_sides
 from bitext_hf.mining.margin import used_k
-from bitext_hf.mining.output import FORMATS
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs
 from bitext_hf.mining.sidecar import MiningRecord
 
@@ -158,14 +158,7 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             ".pq; `-` for stdout (TSV unless --format); written atomically, never over an input"
         ),
     )
-    format: str | None = field(
-        default=None,
-        metadata=option(
-            "output format whatever the extension (default: by the extension of --out, .txt being TSV; any other "
-            "extension without --format is exit 2)",
-            choices=FORMATS,
-        ),
-    )
+    format: str | None = pairs_format()
     mode: str | None = field(
         default=DEFAULT_MODE,
         metadata=option(

@@ -22,6 +22,7 @@ from bitext_hf.errors import UsageError
 from bitext_hf.jobs.fields import finite_float, non_negative, option, positive_int, probability, ratio
 from bitext_hf.mining.filters import FilterSettings
 from bitext_hf.mining.margin import MARGINS
+from bitext_hf.mining.output import FORMATS
 
 __all__ = [
     "FILTER_LENGTHS",
@@ -32,6 +33,7 @@ __all__ = [
     "RayOptions",
     "ThresholdOptions",
     "filter_settings",
+    "pairs_format",
     "refuse_cache_dir_without_cache",
     "refuse_lid_options_without_lid",
 ]
@@ -359,3 +361,16 @@ def refuse_lid_options_without_lid(
                 f"{' and '.join(given)} {'act' if len(given) > 1 else 'acts'} only with --lid{where}, "
                 "which is not given"
             )
+
+
+def pairs_format() -> Any:
+    """The ``format`` field of a job that writes pairs (``mine``, ``score``): the output's format whatever the
+    extension of ``out``."""
+    return field(
+        default=None,
+        metadata=option(
+            "output format whatever the extension (default: by the extension of --out, .txt being TSV; any other "
+            "extension without --format is exit 2)",
+            choices=FORMATS,
+        ),
+    )

@@ -36,10 +36,10 @@ from bitext_hf.jobs.options import (
     MarginOptions,
     ThresholdOptions,
     filter_settings,
+    pairs_format,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.mining.filters import FilterSettings
-from bitext_hf.mining.output import FORMATS
 from bitext_hf.mining.retrieval import MinedPairs
 
 if TYPE_CHECKING:
@@ -121,14 +121,7 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
     )
     src: str | None = field(default=None, metadata=option("source side of Moses-style parallel files"))
     tgt: str | None = field(default=None, metadata=option("target side of Moses-style parallel files"))
-    format: str | None = field(
-        default=None,
-        metadata=option(
-            "output format whatever the extension (default: by the extension of --out, .txt being TSV; any other "
-            "extension without --format is exit 2)",
-            choices=FORMATS,
-        ),
-    )
+    format: str | None = pairs_format()
     # The general options (`-q`, `--threads`), which every command takes before its name or after it.
     quiet: bool = field(default=False, metadata=QUIET)
     threads: int | None = field(default=None, metadata=THREADS)
