@@ -225,14 +225,14 @@ def test_mine_writes_the_sidecar_that_push_puts_in_the_dataset_card(capsys, fake
 def test_one_encoder_for_both_sides_is_the_encoder_of_the_sidecar(capsys, fake_encoders, tmp_path):
     import json
 
-    from bitext_hf.encoding.cache import encoder_identity
+    from bitext_hf.encoders.spec import EncoderSpec
 
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
     out = tmp_path / "pairs.tsv"
     assert run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))[0] == EXIT_OK
     sidecar = json.loads((tmp_path / "pairs.tsv.meta.json").read_text(encoding="utf-8"))
     # The default encoder by the runtime it computes in ("torch", "torch bf16" where the CPU has it natively).
-    default = encoder_identity(None)
+    default = EncoderSpec(None).identity
     assert default.startswith("use-multilingual-v3 (torch")
     assert sidecar["encoder"] == default and "src_model" not in sidecar and "threshold" not in sidecar
     # .npy sides: the encoder is not known, and the sidecar does not pretend it is.
@@ -286,9 +286,11 @@ def test_pairs_and_sidecar_are_written_together_or_not_at_all(capsys, fake_encod
     monkeypatch.setattr(os, "replace", replace_failing_for_the_sidecar)
     code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out))
     assert code == EXIT_ERROR and "no space left on device" in err and len(err.strip().splitlines()) == 1
-    # Neither the new pairs without their description, nor the earlier description without its pairs.
-    assert not out.exists() and not sidecar.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["src.txt", "tgt.txt"]
+    # Neither the new pairs without their description, nor the earlier description without its pairs: the commit
+    # puts the earlier run's files back as they were.
+    assert out.read_text(encoding="utf-8") == "an earlier run's pairs\n"
+    assert sidecar.read_text(encoding="utf-8") == '{"margin": "distance"}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.tsv", "pairs.tsv.meta.json", "src.txt", "tgt.txt"]
 
 
 def test_a_file_name_that_is_not_utf8_is_written_escaped_into_the_sidecar(capsys, fake_encoders, tmp_path):

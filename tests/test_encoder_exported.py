@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from bitext_hf.encoders import EncoderLoadError, HFEncoder, exported, load_encoder
-from bitext_hf.encoding.cache import encoder_identity, entry_key
+from bitext_hf.encoders.spec import EncoderSpec
+from bitext_hf.encoding.cache import entry_key
 from bitext_hf.errors import UsageError
 
 SENTENCES = ["A short one.", "A considerably longer sentence with many more words in it.", "Mid length.", "x"]
@@ -101,12 +102,12 @@ def test_openvino_bf16_where_openvino_lacks_it_is_refused_before_loading(tiny_mo
     monkeypatch.setattr(AutoModel, "from_pretrained", lambda *a, **k: pytest.fail("a model was loaded"))
     for attempt in (
         lambda: HFEncoder(tiny_model_dir, backend="openvino", quantize="bf16"),
-        lambda: encoder_identity(str(tiny_model_dir), None, "bf16", "openvino"),
+        lambda: EncoderSpec(str(tiny_model_dir), None, "bf16", "openvino").identity,
     ):
         with pytest.raises(UsageError) as error:
             attempt()
         assert str(error.value) == exported.OPENVINO_WITHOUT_BF16
-    assert encoder_identity(str(tiny_model_dir), None, "auto", "openvino") == f"{tiny_model_dir} (openvino)"
+    assert EncoderSpec(str(tiny_model_dir), None, "auto", "openvino").identity == f"{tiny_model_dir} (openvino)"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="openvino is not installed")
@@ -195,9 +196,10 @@ def test_the_backend_names_the_cache_entry_and_the_encoder(tiny_model_dir, monke
     runtimes = [("torch", "none"), ("torch", "int8"), ("onnx", "none"), ("onnx", "int8"), ("openvino", "bf16")]
     keys = {entry_key(texts, str(tiny_model_dir), quantize=q, backend=b) for b, q in runtimes}
     assert len(keys) == len(runtimes)
-    assert encoder_identity(str(tiny_model_dir), None, "int8", "onnx") == f"{tiny_model_dir} (onnx int8)"
+    assert EncoderSpec(str(tiny_model_dir), None, "int8", "onnx").identity == f"{tiny_model_dir} (onnx int8)"
     assert (
-        encoder_identity(str(tiny_model_dir), "cls", "none", "openvino") == f"{tiny_model_dir} (cls pooling, openvino)"
+        EncoderSpec(str(tiny_model_dir), "cls", "none", "openvino").identity
+        == f"{tiny_model_dir} (cls pooling, openvino)"
     )
 
 

@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from bitext_hf.encoders import EncoderLoadError, HFEncoder, SentenceTransformerEncoder, load_encoder, precision
-from bitext_hf.encoding.cache import encoder_identity, entry_key
+from bitext_hf.encoders.spec import EncoderSpec
+from bitext_hf.encoding.cache import entry_key
 from bitext_hf.errors import UsageError
 
 SENTENCES = ["A short one.", "A considerably longer sentence with many more words in it.", "Mid length.", "x"]
@@ -107,7 +108,7 @@ def test_the_refusal_comes_before_any_model_is_loaded(native, tiny_model_dir, tm
             load_encoder(spec, quantize="bf16")
         # What names the vectors in caches and manifests, without loading, refuses the same.
         with pytest.raises(UsageError, match="no native bfloat16"):
-            encoder_identity(spec, None, "bf16")
+            _ = EncoderSpec(spec, None, "bf16").identity
     with pytest.raises(UsageError, match="no native bfloat16"):
         HFEncoder(tiny_model_dir, device="cpu", quantize="bf16")
     assert loaded == []
@@ -205,8 +206,8 @@ def test_the_precision_is_part_of_the_cache_key_and_the_encoder_name(native, tin
     keys = {mode: entry_key(texts, str(tiny_model_dir), quantize=mode) for mode in ("auto", "bf16", "none", "int8")}
     assert keys["auto"] == keys["bf16"]  # what is computed, not what was asked, names the vectors
     assert len({keys["bf16"], keys["none"], keys["int8"]}) == 3
-    assert encoder_identity(str(tiny_model_dir), "max", "auto") == f"{tiny_model_dir} (max pooling, bf16)"
-    assert encoder_identity(str(tiny_model_dir), None, "none") == str(tiny_model_dir)
+    assert EncoderSpec(str(tiny_model_dir), "max", "auto").identity == f"{tiny_model_dir} (max pooling, bf16)"
+    assert EncoderSpec(str(tiny_model_dir), None, "none").identity == str(tiny_model_dir)
     native(False)
     assert entry_key(texts, str(tiny_model_dir), quantize="auto") == keys["none"]
     with pytest.raises(UsageError, match="no native bfloat16"):  # never a key for vectors that will not be made

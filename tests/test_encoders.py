@@ -413,3 +413,29 @@ def test_two_encoders_for_two_sides_do_not_interfere(tiny_model_dir, tiny_bert_d
     np.testing.assert_allclose(tgt.encode(SENTENCES), alone_tgt, atol=1e-6)
     np.testing.assert_allclose(src.encode(SENTENCES), alone_src, atol=1e-6)  # still itself after the second load
     assert default.encode(SENTENCES).shape == (len(SENTENCES), 512)
+
+
+def test_one_spec_names_the_encoder_for_the_loader_the_cache_and_the_manifests(tmp_path):
+    """Whether a spec is the embedded default is answered once (it was written four times, one copy missing the
+    default's own name); a spec is named, planned and refused the same way everywhere, without loading anything."""
+    from pathlib import Path
+
+    from bitext_hf.encoders import DEFAULT_ENCODER, EncoderSpec, is_default_encoder
+    from bitext_hf.encoding.cache import entry_key
+
+    assert all(is_default_encoder(name) for name in (None, "default", "use", DEFAULT_ENCODER))
+    assert not is_default_encoder(str(tmp_path)) and not is_default_encoder("use-multilingual-v3-finetuned")
+    for name in (None, "default", "use", DEFAULT_ENCODER):
+        spec = EncoderSpec(name, quantize="none")
+        assert (spec.name, spec.identity, spec.planned()) == (
+            DEFAULT_ENCODER,
+            f"{DEFAULT_ENCODER} (torch)",
+            ("torch", "none"),
+        )
+        # the cache keys the default encoder alike, whatever name it was asked by
+        assert entry_key(["a"], name, quantize="none") == entry_key(["a"], None, quantize="none")
+    model = EncoderSpec(Path(tmp_path), pooling="cls", quantize="none", backend="onnx")
+    assert model.model == str(tmp_path) and model.identity == f"{tmp_path} (cls pooling, onnx)"
+    assert model.arithmetic == "float32 (onnx)"
+    with pytest.raises(EncoderLoadError, match="the USE encoder runs in torch"):
+        EncoderSpec(None, backend="openvino").planned()

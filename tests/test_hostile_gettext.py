@@ -6,7 +6,8 @@ tests/test_hostile.py: the documented exit code, one stderr line without a trace
 was there before byte-identical, no output but the expected ones (no temp file either), no hang, nothing executed.
 The rule for a catalog that cannot be read: under a ``--catalogs`` folder it is the user's data, exit 3 naming it;
 among this machine's catalogs it is skipped with one warning naming it. What a success writes reads back into
-``score``.
+``score``. Then several languages at once: their files planned before any catalog is read and committed together, all
+or none.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from cli_fakes import install_fake_encoders, run
 from gettext_catalogs import MO_COUNT, MO_ORIGINALS, MO_TRANSLATIONS, mo_bytes, po_text, with_field
 from hostile_support import left_as_before, refusal_line, snapshot
 
-from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE, main
+from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 from bitext_hf.data import read_tsv_pairs
 from bitext_hf.data.catalog_reader import MAX_CATALOG_BYTES, MAX_CATALOG_ENTRIES
 
@@ -249,3 +250,84 @@ def test_hostile_gettext_case(name, capsys, caplog, tmp_path, monkeypatch):
         scored = tmp_path / "scored.tsv"
         assert main(["score", "--pairs", str(tmp_path / "pairs.tsv"), "--out", str(scored), "--k", "1", "-q"]) == 0
         assert len(scored.read_text(encoding="utf-8").splitlines()) >= case.pairs
+
+
+# --- several languages: every file planned before any catalog is read, all of them committed together
+
+
+def _two_languages(tmp: Path, out: str = "pairs.{lang}.tsv") -> list[str]:
+    _locale(tmp)
+    return [*_gettext(tmp, "--out", out)[:4], "de", *_gettext(tmp, "--out", out)[4:]]
+
+
+def _earlier_files(tmp: Path) -> None:
+    for lang in ("fr", "de"):
+        (tmp / f"pairs.{lang}.tsv").write_text(f"an earlier run's {lang} pairs\n", encoding="utf-8")
+
+
+def _fail_second_rename(monkeypatch) -> None:
+    real, renamed = os.replace, []
+
+    def replace(source, target, *args, **kwargs):
+        if os.path.basename(str(target)).startswith("pairs.") and ".bitext-hf-" in os.path.basename(str(source)):
+            renamed.append(target)
+            if len(renamed) == 2:
+                raise OSError(5, "Input/output error")
+        return real(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def _socket(path: Path) -> None:
+    import socket
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("what", "code", "message"),
+    [
+        ("the second language's rename fails", EXIT_ERROR, "pairs.de.tsv: input/output error"),
+        ("a link at the second language's name", EXIT_OK, ""),
+        ("a socket at the second language's name", EXIT_USAGE, "--out pairs.de.tsv: is a socket"),
+        ("a folder at the second language's name", EXIT_USAGE, "--out pairs.de.tsv: is a directory"),
+        ("the second language's name is a catalog", EXIT_USAGE, "is a gettext catalog"),
+    ],
+)
+def test_several_languages_are_written_together_or_not_at_all(what, code, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = _two_languages(tmp_path)
+    _earlier_files(tmp_path)
+    replaced = set()
+    if "link" in what:
+        (tmp_path / "victim.tsv").write_text("someone's file\n", encoding="utf-8")
+        (tmp_path / "pairs.de.tsv").unlink()
+        os.symlink("victim.tsv", tmp_path / "pairs.de.tsv")  # the user's own link: followed, as every --out
+        replaced = {"pairs.fr.tsv", "victim.tsv"}
+    elif "socket" in what:
+        (tmp_path / "pairs.de.tsv").unlink()
+        _socket(tmp_path / "pairs.de.tsv")
+    elif "folder" in what:
+        (tmp_path / "pairs.de.tsv").unlink()
+        (tmp_path / "pairs.de.tsv").mkdir()
+    elif "catalog" in what:
+        (tmp_path / "pairs.de.tsv").write_text(po_text(GOOD), encoding="utf-8")
+    before = snapshot(tmp_path)
+    if "rename" in what:
+        _fail_second_rename(monkeypatch)
+    code_run, _, err = run(capsys, *argv)
+    monkeypatch.undo()
+    assert code_run == code, err
+    if code != EXIT_OK:
+        assert message in refusal_line(err)
+    after = snapshot(tmp_path)
+    assert {path: entry for path, entry in after.items() if path not in replaced} == {
+        path: entry for path, entry in before.items() if path not in replaced
+    }
+    for path in replaced:
+        assert after[path] != before[path] and after[path][0] == "file"
+    if replaced:
+        assert os.path.islink(tmp_path / "pairs.de.tsv")
+        assert read_tsv_pairs(tmp_path / "victim.tsv")[1] == ["Die Datei öffnen"]

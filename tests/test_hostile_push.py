@@ -2,7 +2,8 @@
 ``OUT.meta.json`` beside them, ``--meta``, the threshold report ``OUT.threshold.md`` / ``.png``) given as a FIFO,
 ``/dev/zero``, a folder, a link to a huge (sparse) file, a link to nothing or a file that goes away while push reads;
 a NaN, an infinity or an empty cell in a column the card summarizes (score, src_index, tgt_index) or in the
-sidecar's numbers; control characters in the data a dry run previews, and a stdout that cannot encode it.
+sidecar's numbers; control characters in the data a dry run previews, and a stdout that cannot encode it; options
+that describe a dataset given with ``--model``.
 
 Each row asserts the contract: the documented exit code, one stderr line (no traceback) holding the expected words,
 no call to the Hub (nothing uploaded: the rows run without ``--dry-run``, with a token, so a check that let the data
@@ -216,6 +217,18 @@ def _no_raw_controls(out: str) -> None:
     assert "note\\x1b]52;c;aGk=\\x07" in out  # the column name too
 
 
+def _model_folder(tmp: Path) -> str:
+    folder = tmp / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    (folder / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    return str(folder)
+
+
+def _push_model(*extra: str) -> Callable[[Path], list[str]]:
+    return lambda tmp: ["--model", _model_folder(tmp), "--dry-run", *extra]
+
+
 @dataclass
 class Case:
     setup: Callable[..., list[str]]  # (tmp) or (tmp, monkeypatch) -> the options after `push`
@@ -305,6 +318,10 @@ CASES: dict[str, Case] = {
     ),
     # --- what a dry run shows of the data: escaped, never raw
     "dry run of data with terminal escapes": Case(_escapes_in_data, EXIT_OK, then=_no_raw_controls),
+    # --- options that describe a dataset, given with --model: one line, exit 2, before anything is read
+    "push --model with --languages": Case(_push_model("--languages", "en", "de"), EXIT_USAGE, "--languages describes"),
+    "push --model with --license": Case(_push_model("--license", "mit"), EXIT_USAGE, "--license describes"),
+    "push --model with --meta": Case(_push_model("--meta", "x.json"), EXIT_USAGE, "--meta describes"),
 }
 
 

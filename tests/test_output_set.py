@@ -219,6 +219,12 @@ def test_a_folder_that_cannot_hold_the_outputs_is_refused(tmp_path, make, messag
         OutputSet().add_folder(make(tmp_path))
 
 
+def test_a_file_name_too_long_for_an_existing_folder_is_refused_as_such(tmp_path, earlier):
+    # lstat of such a name fails (ENAMETOOLONG): nothing can be there, and the refusal says why.
+    with pytest.raises(UsageError, match="the name is 300 bytes"):
+        OutputSet().add(earlier / ("x" * 300))
+
+
 def test_an_undeclared_or_twice_written_output_is_a_programming_error(tmp_path, earlier):
     with _plan(earlier, "a.txt") as outputs:
         with pytest.raises(ValueError, match="not declared"), outputs.open(earlier / "z.txt"):

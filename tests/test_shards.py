@@ -16,7 +16,8 @@ import pytest
 from cli_fakes import DIM, SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
-from bitext_hf.encoding.cache import EmbeddingCache, encoder_identity
+from bitext_hf.encoders.spec import EncoderSpec
+from bitext_hf.encoding.cache import EmbeddingCache
 from bitext_hf.encoding.shards import (
     MANIFEST,
     PROGRESS,
@@ -268,7 +269,7 @@ def test_cli_mine_over_shard_folders_equals_mine_over_npy_files(capsys, tmp_path
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 6  # header + 5 pairs
     meta = json.loads((tmp_path / "pairs-src.tsv.meta.json").read_text())
-    assert meta["encoder"] == encoder_identity(None)  # from the manifests: "use-multilingual-v3 (torch ...)"
+    assert meta["encoder"] == EncoderSpec(None).identity  # from the manifests: "use-multilingual-v3 (torch ...)"
 
 
 # ----------------------------------------------------------------------------------------------------- cache

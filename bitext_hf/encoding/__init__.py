@@ -12,7 +12,7 @@ of shards, in one process or in Ray tasks. The job of ``bitext-hf encode`` is :m
 
 from __future__ import annotations
 
-from bitext_hf.encoding.cache import EmbeddingCache, encoder_identity
+from bitext_hf.encoding.cache import EmbeddingCache
 from bitext_hf.encoding.embedder import Embedder
 from bitext_hf.encoding.shards import (
     DEFAULT_SHARD_SIZE,
@@ -30,7 +30,6 @@ __all__ = [
     "EmbeddingCache",
     "Manifest",
     "ShardedEmbeddings",
-    "encoder_identity",
     "is_shard_folder",
     "open_shards",
     "read_manifest",

@@ -43,7 +43,7 @@ from bitext_hf.data.hashing import text_sha256
 from bitext_hf.errors import BitextError
 from bitext_hf.io import atomic_output
 
-__all__ = ["ENV_CACHE_DIR", "EmbeddingCache", "default_cache_dir", "encoder_identity", "entry_key"]
+__all__ = ["ENV_CACHE_DIR", "EmbeddingCache", "default_cache_dir", "entry_key"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -65,26 +65,6 @@ def default_cache_dir() -> Path:
         return Path(os.environ[ENV_CACHE_DIR])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "bitext-hf" / "embeddings"
-
-
-def encoder_identity(
-    spec: str | os.PathLike | None,
-    pooling: str | None = None,
-    quantize: str | None = None,
-    backend: str | None = None,
-) -> str:
-    """How manifests and sidecars name an encoder: its spec (the default's name for None), pooling, and the
-    precision and backend it computes in when that is not torch float32 (``quantize`` and ``backend`` as
-    ``load_encoder`` takes them, resolved here: "auto" may mean bfloat16 on one machine and float32 on another)."""
-    from bitext_hf.encoders import DEFAULT_ENCODER
-    from bitext_hf.encoders.precision import runtime_label
-
-    name = DEFAULT_ENCODER if spec is None or str(spec) in ("default", "use") else os.fspath(spec)
-    details = [f"{pooling} pooling"] if pooling else []
-    runtime = runtime_label(spec, quantize, backend)
-    if runtime:
-        details.append(runtime)
-    return f"{name} ({', '.join(details)})" if details else name
 
 
 def _folder_fingerprint(path: str) -> list:
@@ -114,7 +94,9 @@ def entry_key(
     ``context`` names anything else the vectors depend on (the LASER3 teacher cache keys its curriculum stage with it);
     left out, the key is the one the CLI has always used.
     """
-    identity: dict = {"encoder": encoder_identity(spec, pooling, quantize, backend)}
+    from bitext_hf.encoders.spec import EncoderSpec
+
+    identity: dict = {"encoder": EncoderSpec(spec, pooling, quantize, backend).identity}
     if spec is not None and os.path.isdir(spec):
         identity["folder"] = os.path.realpath(spec)
         identity["files"] = _folder_fingerprint(os.fspath(spec))

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.encoders.spec import EncoderSpec
+
 __all__ = ["Embedder"]
 
 logger = logging.getLogger("bitext_hf")
@@ -107,9 +109,7 @@ class Embedder:
             loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size, **self.runtime)
             embeddings = encode_ray(texts, loader, address=self.ray_address, workers=self.workers, what=what)
             if self.load_encoder is None:
-                from bitext_hf.encoders.precision import planned_arithmetic
-
-                self.arithmetic[spec] = planned_arithmetic(spec, self.quantize, self.backend)
+                self.arithmetic[spec] = self.encoder_spec(spec).arithmetic
         else:
             logger.info("encoding %d %s sentences", len(texts), what)
             encoder = self.encoder(spec)
@@ -122,15 +122,18 @@ class Embedder:
             cache.store(key, embeddings)
         return embeddings
 
+    def encoder_spec(self, model: str | None) -> EncoderSpec:
+        """The encoder ``model`` with this run's pooling, quantize and backend, as the cache keys and manifests name
+        it (:class:`~bitext_hf.encoders.EncoderSpec`)."""
+        return EncoderSpec(model, self.pooling, self.quantize, self.backend)
+
     def _as_planned(self, spec: str | None, encoder) -> bool:
         """Whether ``encoder`` computed in what the cache key names; where it did not (a runtime that set the asked
         precision aside), its vectors are not stored under a name that is not theirs."""
         ran = getattr(encoder, "quantize", None), getattr(encoder, "backend", None)
         if not all(isinstance(value, str) for value in ran):
             return True  # an encoder that does not say (a test's fake)
-        from bitext_hf.encoders.precision import planned_runtime
-
-        if ran != planned_runtime(spec, self.quantize, self.backend)[::-1]:
+        if ran != self.encoder_spec(spec).planned()[::-1]:
             logger.warning(
                 "encoder %s computed in quantize=%r with %s, not as its cache key says: not cached", spec, *ran
             )

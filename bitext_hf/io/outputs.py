@@ -107,6 +107,10 @@ def non_regular_kind(path: StrPath) -> str | None:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return None
+    except OSError as error:
+        if error.errno == errno.ENAMETOOLONG:  # nothing can be there (the name's length is refused where it matters)
+            return None
+        raise
     if stat.S_ISREG(mode):
         return None
     return "a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a regular file"

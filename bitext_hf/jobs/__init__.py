@@ -11,8 +11,9 @@ the same job, the same checks and the same files in one call:
   :mod:`~bitext_hf.jobs.push` (``push``): no job imports another's module.
 - :mod:`~bitext_hf.jobs.options`: the options several jobs share (encoder, Ray, margin, threshold, languages,
   filters), declared once; :mod:`~bitext_hf.jobs.fields`: what makes a field an option and how every config checks
-  its fields; :mod:`~bitext_hf.jobs.base`: what every job does the same way (the thread limit and the input
-  protection of a run); :mod:`~bitext_hf.jobs.sides` and :mod:`~bitext_hf.jobs.threshold_report`: the inputs and
+  its fields; :mod:`~bitext_hf.jobs.base`: what every job does the same way, once (``job_run``: the thread limit, the
+  input protection and the outputs of a run, every one declared and checked before any work and committed together);
+  :mod:`~bitext_hf.jobs.sides` and :mod:`~bitext_hf.jobs.threshold_report`: the inputs and
   the threshold report of the jobs that mine or score pairs.
 
 The engines below (:mod:`bitext_hf.mining`, :mod:`bitext_hf.alignment`, :mod:`bitext_hf.encoding`,

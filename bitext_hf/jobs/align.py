@@ -40,12 +40,13 @@ from bitext_hf.alignment.output import (
 )
 from bitext_hf.alignment.settings import MAX_BEAD_SIZE, AlignSettings
 from bitext_hf.errors import UsageError
+from bitext_hf.jobs.base import job_run
 from bitext_hf.jobs.fields import QUIET, THREADS, ValueType, check_fields, checked, finite_float, option, positive_int
 from bitext_hf.jobs.options import EncoderOptions, LanguageOptions
 
 if TYPE_CHECKING:
     from bitext_hf.alignment.search import Alignment
-    from bitext_hf.io import OutputSet
+    from bitext_hf.jobs.base import JobOutputs
 
 __all__ = ["AlignConfig", "AlignResult", "run_alignment"]
 
@@ -251,10 +252,12 @@ def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | Non
         UsageError: options or output path that cannot work; DataValidationError: a bad input (naming the file and
             line); OutputWriteError: an output could not be written (nothing partial is left behind).
     """
-    from bitext_hf.jobs.base import job_scope
-
-    with job_scope(config.threads):
-        return _run(config, load_encoder)
+    started = time.perf_counter()
+    names, src_paths, tgt_paths = _documents(config)
+    lists = [path for path in (config.src_docs, config.tgt_docs) if path]
+    folders = [config.src, config.tgt] if config.many_documents and not config.src_docs else []
+    with job_run(config, inputs=src_paths + tgt_paths + lists, input_folders=folders) as outputs:
+        return _run(config, load_encoder, outputs, names, src_paths, tgt_paths, started)
 
 
 def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
@@ -342,28 +345,18 @@ def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str
     return names, paths[0], paths[1]
 
 
-def _plan_outputs(
-    config: AlignConfig, names: list[str], documents: list[str], lists: list[str]
-) -> tuple[list[str], OutputSet | None]:
-    """The output path of each document, and the :class:`~bitext_hf.io.OutputSet` that writes them with the sidecar
-    (None: no ``out``, or one stream written directly), every path checked before anything is read."""
-    from bitext_hf.io import OutputSet, check_inputs_and_output, writes_in_place
+def _plan_outputs(config: AlignConfig, outputs: JobOutputs, names: list[str], documents: list[str]) -> list[str]:
+    """Declare the output of each document and the sidecar (last) before anything is read: one file and
+    ``<out>.meta.json``, or a folder of files and its ``alignment.meta.json`` (one stream ``out`` gets the alignment
+    alone); returns the outputs' paths (none without ``out``)."""
     from bitext_hf.mining.sidecar import metadata_path
 
-    inputs = documents + lists
-    check_inputs_and_output(None, inputs)  # one stdin at most; the inputs protected from every write
     if config.out is None:
-        return [], None
+        return []
     if not config.many_documents:
-        if writes_in_place(config.out):  # stdout, a FIFO, a device: written directly, without a sidecar
-            check_inputs_and_output(config.out, inputs)
-            return [config.out], None
-        outputs = OutputSet(inputs=inputs)
-        outputs.add(config.out, follow_symlinks=True)
-        outputs.add(metadata_path(config.out), last=True)
-        return [config.out], outputs
-    folders = [config.src, config.tgt] if not config.src_docs else []
-    outputs = OutputSet(inputs=inputs, input_folders=folders)
+        if outputs.add_out(config.out):  # a file; a stream (stdout, a FIFO, a device) has no sidecar
+            outputs.add(metadata_path(config.out), last=True)
+        return [config.out]
     real = outputs.add_folder(config.out)
     # Listed documents may sit in any folder but the outputs' (a folder of documents and outputs mixed, which a
     # later run over that folder would take for documents).
@@ -377,7 +370,7 @@ def _plan_outputs(
     for path in paths:
         outputs.add(path)
     outputs.add(os.path.join(config.out, SIDECAR_NAME), last=True)
-    return paths, outputs
+    return paths
 
 
 def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) -> None:
@@ -394,16 +387,13 @@ def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) ->
         )
 
 
-def _run(config: AlignConfig, load_encoder) -> AlignResult:
+def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_paths, tgt_paths, started) -> AlignResult:
     from bitext_hf.data import read_lines
     from bitext_hf.encoding.embedder import Embedder
     from bitext_hf.jobs.sides import display
 
-    started = time.perf_counter()
-    names, src_paths, tgt_paths = _documents(config)
     fmt = config.output_format
-    lists = [path for path in (config.src_docs, config.tgt_docs) if path]
-    outputs, plan = _plan_outputs(config, names, src_paths + tgt_paths, lists)
+    paths = _plan_outputs(config, outputs, names, src_paths + tgt_paths)
     settings = config.settings
     # Every document is read and checked before any encoder is loaded.
     src_docs = [read_lines(path, max_chars=config.max_line_chars) for path in src_paths]
@@ -427,14 +417,14 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
     align_seconds = time.perf_counter() - align_started
 
     write_started = time.perf_counter()
-    if outputs:
-        _write(config, plan, outputs, alignments, src_docs, tgt_docs, fmt, names)
+    if paths:
+        _write(config, outputs, paths, alignments, src_docs, tgt_docs, fmt, names)
     return AlignResult(
         names=names,
         src_documents=src_docs,
         tgt_documents=tgt_docs,
         alignments=alignments,
-        outputs=outputs,
+        outputs=paths,
         encoded=embedder.encoded,
         from_cache=embedder.from_cache,
         seconds={
@@ -447,12 +437,11 @@ def _run(config: AlignConfig, load_encoder) -> AlignResult:
 
 
 def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
-    from bitext_hf.encoding.cache import encoder_identity
     from bitext_hf.mining.sidecar import printable
 
     record = {
         "task": ALIGNMENT_TASK,
-        "encoder": encoder_identity(config.model, config.pooling, config.quantize, config.backend),
+        "encoder": config.encoder_spec().identity,
         **config.settings.as_dict(),
         "format": fmt,
         "src": config.src,
@@ -469,21 +458,19 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
     )
 
 
-def _write(config, plan, outputs, alignments, src_docs, tgt_docs, fmt, names) -> None:
+def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, fmt, names) -> None:
     """Every output and the sidecar, or none of them: each written to a temporary file, all renamed together at the
-    end, the sidecar last (:class:`~bitext_hf.io.OutputSet`); a failure or a signal before that leaves the files that
-    were there before as they were."""
+    end, the sidecar last (:class:`~bitext_hf.jobs.base.JobOutputs`); a failure or a signal before that leaves the
+    files that were there before as they were. One stream the user named (stdout, a FIFO, a device) is written
+    directly, alone."""
     from bitext_hf.alignment import output
     from bitext_hf.mining.sidecar import metadata_path
 
-    if plan is None:  # one stream the user named (stdout, a FIFO, a device): written directly
-        output.write_alignment(alignments[0], config.out, src_docs[0], tgt_docs[0], fmt)
-        return
-    sidecar = os.path.join(config.out, SIDECAR_NAME) if config.many_documents else str(metadata_path(config.out))
-    with plan:
-        for path, alignment, src, tgt in zip(outputs, alignments, src_docs, tgt_docs):
-            with plan.staged(path) as temporary:
-                output.write_alignment(alignment, temporary, src, tgt, fmt)
-        with plan.open(sidecar) as handle:
+    for path, alignment, src, tgt in zip(paths, alignments, src_docs, tgt_docs):
+        with outputs.staged(path) as temporary:
+            output.write_alignment(alignment, temporary, src, tgt, fmt)
+    if not outputs.is_stream(config.out):
+        sidecar = os.path.join(config.out, SIDECAR_NAME) if config.many_documents else metadata_path(config.out)
+        with outputs.open(sidecar) as handle:
             handle.write(_sidecar_text(config, names, fmt))
-        plan.commit()
+    outputs.commit()

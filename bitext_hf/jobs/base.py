@@ -1,15 +1,39 @@
-"""What every job does the same way: where it runs (:func:`job_scope`: its thread limit, and its inputs protected from
-every file it writes until it ends). The outputs of a run are planned and committed together by
-:class:`bitext_hf.io.OutputSet`; the options every job shares are in :mod:`bitext_hf.jobs.options`."""
+"""What every job does the same way, once: :func:`job_run` is where a run happens (its thread limit, its inputs
+protected from every file it writes) and gives the :class:`JobOutputs` it writes its files through: every output
+declared and checked before any reading or encoding, written to temporary files beside their targets and committed
+together at the end (:class:`bitext_hf.io.OutputSet`), or, for the one stream a user may name as ``--out`` (``-``, a
+FIFO, a device), written directly. The options every job shares are in :mod:`bitext_hf.jobs.options`.
+
+>>> with job_run(config, inputs=config.inputs) as outputs:
+...     if outputs.add_out(config.out):  # a file: what goes beside it too
+...         outputs.add(sidecar_path, last=True)
+...     # ... read, check, encode ...
+...     with outputs.staged(config.out) as path:
+...         write_pairs(pairs, path, format=fmt)
+...     outputs.commit()
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
-from bitext_hf.io import protect_inputs
+from bitext_hf.errors import UsageError
+from bitext_hf.io import (
+    OutputSet,
+    atomic_output,
+    check_inputs_and_output,
+    check_output_path,
+    protect_inputs,
+    writes_in_place,
+)
 
-__all__ = ["job_scope"]
+__all__ = ["JobOutputs", "job_run", "job_scope"]
+
+StrPath = str | os.PathLike
 
 
 @contextlib.contextmanager
@@ -23,5 +47,90 @@ def job_scope(threads: int | None) -> Iterator[None]:
     try:
         with limit_threads(threads):
             yield
+    finally:
+        protect_inputs(())
+
+
+class JobOutputs(OutputSet):
+    """The outputs of one job run: an :class:`~bitext_hf.io.OutputSet` (declare every file before the work, write
+    each to its temporary with :meth:`open` or :meth:`staged`, :meth:`commit` them together) that also takes the one
+    output a user names that is a stream (:meth:`add_out`: ``-``, a FIFO, a device, ``/dev/stdout``). A stream is
+    written directly when the job writes it (:meth:`open` and :meth:`staged` give the stream itself), never
+    replaced, and has nothing beside it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._streams: set[str] = set()
+
+    def add_out(self, path: StrPath, *, option: str = "--out") -> bool:
+        """Declare the output the user named (``--out``): a symbolic link there is followed, as always, and
+        the path is checked as :func:`bitext_hf.io.check_output_path` does. Returns True for a file of the set
+        (its companions, a sidecar or a report, may then be declared beside it), False for a stream."""
+        text = os.fspath(path)
+        if text.strip() and writes_in_place(text):
+            if _is_socket(text):  # not a stream: opening it fails, after the work
+                raise UsageError(
+                    f"{option} {text}: is a socket, which no file is written to; name a file, - (stdout), a FIFO or "
+                    "a device"
+                )
+            check_output_path(text, inputs=self._inputs, option=option)  # `-`, a FIFO, a device: taken as it is
+            self._streams.add(text)
+            return False
+        self.add(text, follow_symlinks=True, option=option)
+        return True
+
+    def is_stream(self, path: StrPath) -> bool:
+        """Whether ``path`` was declared by :meth:`add_out` as a stream (written directly)."""
+        return os.fspath(path) in self._streams
+
+    @contextlib.contextmanager
+    def open(self, path: StrPath, mode: str = "w") -> Iterator[IO]:
+        if self.is_stream(path):
+            with atomic_output(path, mode) as handle:  # a stream: written in place
+                yield handle
+            return
+        with super().open(path, mode) as handle:
+            yield handle
+
+    @contextlib.contextmanager
+    def staged(self, path: StrPath) -> Iterator[str]:
+        if self.is_stream(path):
+            yield os.fspath(path)  # the writer writes the stream itself
+            return
+        with super().staged(path) as temporary:
+            yield temporary
+
+
+@contextlib.contextmanager
+def job_run(
+    config: Any, *, inputs: Iterable[StrPath | None] = (), input_folders: Iterable[StrPath | None] = ()
+) -> Iterator[JobOutputs]:
+    """One run of a job over ``config``: its thread limit (:func:`job_scope` with ``config.threads``; a job without
+    that field, which runs no thread pool of its own, keeps the caller's), at most one of ``inputs`` from stdin,
+    every input protected from any file written until the run ends (:func:`bitext_hf.io.protect_inputs`), and the
+    :class:`JobOutputs` the job declares its files in before any work (none of them an input or in one of the
+    ``input_folders``). Leaving the block without :meth:`~JobOutputs.commit` (an error, Ctrl-C) removes every
+    temporary file: the earlier outputs stay exactly as they were."""
+    inputs = [path for path in inputs if path is not None]
+    folders = [path for path in input_folders if path is not None]
+    scope = job_scope(config.threads) if hasattr(config, "threads") else _protected()
+    with scope:
+        check_inputs_and_output(None, inputs)  # one stdin at most; the inputs protected from every write
+        with JobOutputs(inputs=inputs, input_folders=folders) as outputs:
+            yield outputs
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _protected() -> Iterator[None]:
+    """The inputs' protection of :func:`job_scope`, without a thread limit."""
+    try:
+        yield
     finally:
         protect_inputs(())

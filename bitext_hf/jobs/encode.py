@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from bitext_hf.encoding.shard_manifest import DTYPES
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.fields import QUIET, check_fields, option, positive_int
 from bitext_hf.jobs.options import EncoderOptions, RayOptions
+
+if TYPE_CHECKING:
+    from bitext_hf.jobs.base import JobOutputs
 
 __all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
 
@@ -117,14 +120,22 @@ class EncodingResult:
 
 
 def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
-    """Run ``config``: check, read, encode (the cache first), write atomically (a folder: shard by shard, memory one
-    shard, the manifest last). ``load_encoder`` replaces ``bitext_hf.encoders.load_encoder`` (tests, custom models)."""
-    from bitext_hf.data import read_lines
-    from bitext_hf.encoding.embedder import Embedder
-    from bitext_hf.io import atomic_output, check_inputs_and_output, protect_inputs
+    """Run ``config``: check, read, encode (the cache first), write (a folder: shard by shard, memory one shard, the
+    manifest last; one ``.npy``: planned before the text is read, written to a temporary file and committed, or
+    written directly to a stream). ``load_encoder`` replaces ``bitext_hf.encoders.load_encoder`` (tests, custom
+    models)."""
+    from bitext_hf.jobs.base import job_run
 
     started = time.perf_counter()
-    protect_inputs([config.input])  # no file this run writes, a shard behind a link included, may replace it
+    # The input protected from every file the run writes, a shard behind a link included.
+    with job_run(config, inputs=[config.input]) as outputs:
+        return _run(config, load_encoder, outputs, started)
+
+
+def _run(config: EncodeConfig, load_encoder, outputs: JobOutputs, started: float) -> EncodingResult:
+    from bitext_hf.data import read_lines
+    from bitext_hf.encoding.embedder import Embedder
+
     if not config.distributed and (config.ray_address or config.workers):
         raise UsageError("--ray-address and --workers go with --distributed ray")
     if config.distributed:
@@ -142,11 +153,13 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
             f"--shard-size and --resume are for a folder --out; {config.out} is written as one .npy file "
             "(end the path with / for shards)"
         )
-    check_inputs_and_output(config.out, [config.input])
+    outputs.add_out(config.out)  # a file, committed at the end; or a stream (`-`, a FIFO), written directly
     texts = read_lines(config.input, max_chars=config.max_line_chars)
     embeddings = embedder.embed(texts, "input").astype(config.dtype)
-    with atomic_output(config.out, "wb") as handle:
-        np.save(handle, embeddings)
+    with outputs.open(config.out, "wb") as handle:
+        # numpy asks a real file for its position, which a pipe has not: a stream gets the array in chunks instead.
+        np.save(_Chunks(handle) if outputs.is_stream(config.out) else handle, embeddings)
+    outputs.commit()
     count, dimension = embeddings.shape
     seconds = time.perf_counter() - started
     return EncodingResult(
@@ -162,20 +175,24 @@ def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:
     )
 
 
+class _Chunks:
+    """A stream as numpy sees a file object that is no real file: written a chunk at a time (``write`` only)."""
+
+    def __init__(self, handle) -> None:
+        self.write = handle.write
+
+
 def _arithmetic(config: EncodeConfig, embedder, load_encoder) -> str | None:
     """What ``config``'s vectors were computed in (:attr:`EncodingResult.arithmetic`)."""
     if config.model in embedder.arithmetic:
         return embedder.arithmetic[config.model]
     if load_encoder is not None:
         return None
-    from bitext_hf.encoders.precision import planned_arithmetic
-
-    return planned_arithmetic(config.model, config.quantize, config.backend)
+    return config.encoder_spec().arithmetic
 
 
 def _encode_shards(config: EncodeConfig, embedder, started: float) -> EncodingResult:
     from bitext_hf.data import read_lines
-    from bitext_hf.encoding.cache import encoder_identity
     from bitext_hf.encoding.shards import DEFAULT_SHARD_SIZE, check_shard_folder, write_shards
 
     check_shard_folder(config.out, resume=config.resume)  # before reading: a wrong folder costs nothing
@@ -192,7 +209,7 @@ def _encode_shards(config: EncodeConfig, embedder, started: float) -> EncodingRe
         return embedder.encoder(config.model).encode(batch, batch_size=config.batch_size, show_progress=False)
 
     settings = dict(
-        encoder=encoder_identity(*runtime),
+        encoder=config.encoder_spec().identity,
         shard_size=config.shard_size or DEFAULT_SHARD_SIZE,
         dtype=config.dtype,
         resume=config.resume,

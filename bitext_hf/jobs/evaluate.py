@@ -34,6 +34,7 @@ from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES
 
 if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
+    from bitext_hf.jobs.base import JobOutputs
 
 __all__ = ["DEFAULT_K", "DEFAULT_MARGIN", "METRICS", "EvalConfig", "EvaluationResult", "run_evaluation"]
 
@@ -207,19 +208,21 @@ def run_evaluation(config: EvalConfig, *, load_encoder: Callable[..., Any] | Non
             a bad input (naming the file and line); OutputWriteError: the results could not be written.
     """
     from bitext_hf.encoding.embedder import Embedder
-    from bitext_hf.jobs.base import job_scope
+    from bitext_hf.jobs.base import job_run
 
-    with job_scope(config.threads):
-        return _run(config, Embedder.from_options(config, load_encoder))
+    with job_run(config, inputs=config.inputs) as outputs:
+        return _run(config, Embedder.from_options(config, load_encoder), outputs)
 
 
-def _run(config: EvalConfig, embedder: Embedder) -> EvaluationResult:
+def _run(config: EvalConfig, embedder: Embedder, outputs: JobOutputs) -> EvaluationResult:
     from bitext_hf.data import read_mteb
     from bitext_hf.data.readers import read_aligned
-    from bitext_hf.io import atomic_output, check_inputs_and_output
     from bitext_hf.mining.knn import check_k
 
-    check_inputs_and_output(config.out, config.inputs)
+    # `-`: the command prints the results, which are the output; any other --out is declared before any reading.
+    written = config.out is not None and config.out != "-"
+    if written:
+        outputs.add_out(config.out)
     results: dict[str, object] = {"model": config.model or "use-multilingual-v3"}
     if config.bucc or "xsim" in config.metrics:  # k and the margin are reported only where they were used
         results.update(k=config.k, margin=config.margin)
@@ -242,9 +245,10 @@ def _run(config: EvalConfig, embedder: Embedder) -> EvaluationResult:
             results.update(_average(per_subset))
             results["subsets"] = per_subset
     result = EvaluationResult(results, encoded=embedder.encoded, from_cache=embedder.from_cache)
-    if config.out and config.out != "-":  # `-`: the command prints the results, which are the output
-        with atomic_output(config.out) as handle:
+    if written:
+        with outputs.open(config.out) as handle:
             handle.write(result.to_json() + "\n")
+        outputs.commit()
         result.path = config.out
     return result
 

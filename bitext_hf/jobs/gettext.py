@@ -2,8 +2,9 @@
 their pair counts, or writes the English-xx pairs of some languages to files. ``bitext-hf data gettext`` calls it;
 Python users call the same thing.
 
-Every language is read and checked before anything is written, and every file is written atomically, never over a
-catalog (refused by name and by content, whether read or not). The pairs are those of
+Every output is planned and checked before any catalog is read (:func:`bitext_hf.jobs.base.job_run`), every language
+is read and checked before anything is written, and the files of every language are written to temporary files and
+committed together, never over a catalog (refused by name and by content, whether read or not). The pairs are those of
 :func:`bitext_hf.data.gettext_pairs` (and of the data spec ``fr=gettext``).
 """
 
@@ -19,8 +20,8 @@ from bitext_hf.data.catalog_reader import is_catalog_file
 from bitext_hf.data.gettext import GettextPairs, collect_gettext_pairs, find_catalogs, gettext_languages, locale_roots
 from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import check_output_path, protect_inputs
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
+from bitext_hf.jobs.base import job_run
 from bitext_hf.jobs.fields import QUIET, ValueType, check_fields, option, positive_int
 
 __all__ = [
@@ -201,7 +202,7 @@ class GettextResult:
 
 def run_gettext(config: GettextConfig) -> GettextResult:
     """Run ``config``: list the languages with their pair counts, or check every output, read every language, then
-    write each language's pairs atomically.
+    write each language's pairs and commit the files together (all or none).
 
     Raises:
         UsageError: an output that is a catalog or cannot be written.
@@ -276,14 +277,30 @@ def _write(config: GettextConfig, roots: list[Path]) -> GettextResult:
             "(<root>/<lang>/LC_MESSAGES/*.mo); `bitext-hf data gettext --list` shows the languages found"
         )
     every_catalog = [path for found in catalogs.values() for path in found]
-    protect_inputs(every_catalog)
-    outputs = {lang: config.out.replace("{lang}", lang) for lang in languages}
-    formats = {}
-    for lang, out in outputs.items():
-        check_output_path(out, inputs=every_catalog)
-        _refuse_catalog_output(out)
-        formats[lang] = output_format(out, config.format)
-    found = {lang: _pairs(lang, roots, config) for lang in languages}
+    with job_run(config, inputs=every_catalog) as outputs:
+        paths = {lang: config.out.replace("{lang}", lang) for lang in languages}
+        formats = {}
+        for lang, out in paths.items():
+            outputs.add_out(out)
+            _refuse_catalog_output(out)
+            formats[lang] = output_format(out, config.format)
+        found = {lang: _pairs(lang, roots, config) for lang in languages}
+        result = _read(config, languages, catalogs, found)
+        for lang in languages:
+            pairs = found[lang].pairs
+            # Cleaned messages are one line without tabs: TSV (no header, two plain columns) holds every pair.
+            columns = {"en": [en for en, _ in pairs], lang: [xx for _, xx in pairs]}
+            with outputs.staged(paths[lang]) as path:
+                write_table(path, formats[lang], columns, tsv_header=False)
+            result.written.append(WrittenPairs(lang, paths[lang], len(pairs), formats[lang]))
+        outputs.commit()  # every language's file together, or none
+    return result
+
+
+def _read(
+    config: GettextConfig, languages: list[str], catalogs: dict[str, list[Path]], found: dict[str, GettextPairs]
+) -> GettextResult:
+    """The result of reading every language (``found``); ``DataValidationError`` when one has no usable pair."""
     empty = [lang for lang, item in found.items() if not item.pairs]
     if empty:
         raise DataValidationError(
@@ -291,14 +308,7 @@ def _write(config: GettextConfig, roots: list[Path]) -> GettextResult:
             "(untranslated, without letters, or below --min-words); nothing was written"
         )
     counts = [LanguageCount(lang, len(found[lang].pairs), len(catalogs[lang])) for lang in languages]
-    result = _result(counts, list(found.values()))
-    for lang in languages:
-        pairs = found[lang].pairs
-        # Cleaned messages are one line without tabs, so TSV (without a header: two plain columns) holds every pair.
-        columns = {"en": [en for en, _ in pairs], lang: [xx for _, xx in pairs]}
-        write_table(outputs[lang], formats[lang], columns, tsv_header=False)
-        result.written.append(WrittenPairs(lang, outputs[lang], len(pairs), formats[lang]))
-    return result
+    return _result(counts, list(found.values()))
 
 
 def _refuse_catalog_output(out: str) -> None:

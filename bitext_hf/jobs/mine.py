@@ -6,14 +6,17 @@ call:
 >>> result = run_mining(MiningConfig("corpus.en", "corpus.de", out="pairs.tsv", threshold=1.05))
 >>> len(result.pairs), result.record.index
 
-The job, in order: every option checked (when the config is made); the output path and every input checked, and the
-inputs protected from every file the job writes; every input read and checked (sentences, embeddings, document ids,
-gold pairs, that the sentences fit the output format, k and the index against the corpus sizes); the single-side
-filters run (:mod:`bitext_hf.mining.filters`: length, duplicates, language); only then the encoders loaded and the
-sentences encoded (or taken from the encoding cache); the neighbours searched, the pairs retrieved and filtered, and
-the pairs written with their sidecar (:mod:`bitext_hf.mining.sidecar`), both or neither. A bad input never costs an
-encoding run and never leaves an output behind. This module imports neither torch nor FAISS at its top: ``--help``
-reads the config.
+The job, in order: every option checked (when the config is made); every output planned and checked
+(:func:`bitext_hf.jobs.base.job_run`: the pairs file, with ``threshold_report`` its figure and sample, and its sidecar;
+no link, FIFO, device or folder at a name the job gives, none of them an input) and the inputs protected from every
+file the job writes; every input read and checked (sentences, embeddings, document ids, gold pairs, that the
+sentences fit the output format, k and the index against the corpus sizes); the single-side filters run
+(:mod:`bitext_hf.mining.filters`: length, duplicates, language); only then the encoders loaded and the sentences
+encoded (or taken from the encoding cache); the neighbours searched, the pairs retrieved and filtered, and the pairs,
+the threshold report and the sidecar (:mod:`bitext_hf.mining.sidecar`) written to temporary files and committed
+together, the sidecar last: all or none. A bad input never costs an encoding run; a failure or a signal before the
+commit leaves the earlier files exactly as they were. This module imports neither torch nor FAISS at its top:
+``--help`` reads the config.
 """
 
 from __future__ import annotations
@@ -32,8 +35,7 @@ import numpy as np
 
 from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import check_inputs_and_output
-from bitext_hf.jobs.base import job_scope
+from bitext_hf.jobs.base import JobOutputs, job_run
 from bitext_hf.jobs.fields import QUIET, THREADS, check_fields, option, positive_int
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
@@ -301,10 +303,8 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             return read_manifest(os.path.join(path, MANIFEST)).encoder
         if is_npy(path):
             return None
-        from bitext_hf.encoding.cache import encoder_identity
-
         model = getattr(self, f"{side}_model") or self.model
-        return encoder_identity(model, self.pooling, self.quantize, self.backend)
+        return self.encoder_spec(model).identity
 
     def _index_description(self, src_rows: int, tgt_rows: int, dim: int) -> str:
         if self.src_docs and self.index == "auto":  # resolved per document pair, by its sizes
@@ -387,21 +387,37 @@ def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None 
         from bitext_hf.encoding.ray import check_ray
 
         check_ray(config.ray_address)
-    with job_scope(config.threads):
-        return _run(config, load_encoder)
+    # A side that is a folder of shards is an input folder: no output goes into it (its next reader would take it
+    # for a shard that does not belong).
+    folders = [path for path in (config.src, config.tgt) if os.path.isdir(path)]
+    with job_run(config, inputs=config.inputs, input_folders=folders) as outputs:
+        return _run(config, load_encoder, outputs)
 
 
-def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> MiningResult:
-    from bitext_hf.io import writes_in_place
+def _plan_outputs(config: MiningConfig, outputs: JobOutputs) -> str | None:
+    """Declare the run's outputs before anything is read: the pairs file ``out``, with ``threshold_report`` its
+    figure and sample beside it, and its sidecar ``<out>.meta.json`` (committed last, as it vouches for the rest); a
+    stream ``out`` (``-``, a FIFO, a device) gets the pairs alone. Returns the pairs' format (None without ``out``)."""
+    from bitext_hf.mining.output import output_format
+    from bitext_hf.mining.sidecar import metadata_path, threshold_report_paths
+
+    is_file = config.out is not None and outputs.add_out(config.out)  # an empty --out is refused
+    if config.threshold_report:
+        if not is_file:
+            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
+        for path in threshold_report_paths(config.out):
+            outputs.add(path)
+    if is_file:
+        outputs.add(metadata_path(config.out), last=True)
+    return output_format(config.out, config.format) if config.out else None
+
+
+def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs: JobOutputs) -> MiningResult:
     from bitext_hf.mining.documents import mine_documents
-    from bitext_hf.mining.output import check_representable, output_format
-    from bitext_hf.mining.sidecar import metadata_path
+    from bitext_hf.mining.output import check_representable
 
     started = time.perf_counter()
-    check_inputs_and_output(config.out, config.inputs)
-    if config.out and not writes_in_place(config.out):  # the sidecar is written too: it must not be an input either
-        check_inputs_and_output(str(metadata_path(config.out)), config.inputs)
-    fmt = output_format(config.out, config.format) if config.out else None
+    fmt = _plan_outputs(config, outputs)
     # Every input is read and checked before any encoder is loaded.
     src = read_side(config.src, config.src_text, "src", max_line_chars=config.max_line_chars)
     tgt = read_side(config.tgt, config.tgt_text, "tgt", max_line_chars=config.max_line_chars)
@@ -483,15 +499,18 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None) -> Minin
         record.filters = {"settings": filters.describe(), "removed": counts}
     write_started = time.perf_counter()
     if config.out:
-        _write_pairs_and_sidecar(config.out, pairs, src, tgt, fmt, record)
+        _write_pairs_and_sidecar(outputs, config.out, pairs, src, tgt, fmt, record)
     write_seconds = time.perf_counter() - write_started
     report_files = None
     if config.threshold_report:
         from bitext_hf.jobs.threshold_report import write_threshold_report
 
         report_files = write_threshold_report(
-            config.out, candidates, src.texts, tgt.texts, threshold=config.threshold, margin=config.margin
+            outputs, config.out, candidates, src.texts, tgt.texts, threshold=config.threshold, margin=config.margin
         )
+    commit_started = time.perf_counter()
+    outputs.commit()  # the pairs, the report and the sidecar (last) together, or none of them
+    write_seconds += time.perf_counter() - commit_started
     if config.check_recall and recall is None:  # document-level runs keep no global neighbours
         from bitext_hf.mining.index import check_recall
 
@@ -602,10 +621,7 @@ def _rows_to_mine(
 
 
 def _check_filter_options(config: MiningConfig, src: Side, tgt: Side) -> None:
-    """Filters need the sentences of each side, in memory; the threshold report needs a file to write beside."""
-    from bitext_hf.io import writes_in_place
-    from bitext_hf.mining.sidecar import threshold_report_paths
-
+    """Filters need the sentences of each side, in memory."""
     filters = config.filters
     if filters.active:
         for name, side in (("src", src), ("tgt", tgt)):
@@ -616,11 +632,6 @@ def _check_filter_options(config: MiningConfig, src: Side, tgt: Side) -> None:
                     f"--{name} {side.path} is a folder of shards: filter the text before `bitext-hf encode` (the "
                     "single-side filters run before encoding)"
                 )
-    if config.threshold_report:
-        if not config.out or writes_in_place(config.out):
-            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
-        for path in threshold_report_paths(config.out):
-            check_inputs_and_output(str(path), config.inputs)
 
 
 def _search_and_retrieve(
@@ -663,28 +674,19 @@ def _search_and_retrieve(
     return retrieve(knn, margin=config.margin, mode=config.mode, threshold=threshold), recall
 
 
-def _write_pairs_and_sidecar(out: str, pairs: MinedPairs, src: Side, tgt: Side, fmt: str, record: MiningRecord):
-    """The pairs file and its sidecar ``<out>.meta.json``, both or neither: the sidecar is serialized before anything
-    is written, its temp file is renamed only after the pairs file, and a failure removes whichever was written. A
-    stream or a device (``-``, ``/dev/null``) gets the pairs alone: there is no place for a sidecar beside it."""
-    from bitext_hf.io import atomic_output, writes_in_place
+def _write_pairs_and_sidecar(
+    outputs: JobOutputs, out: str, pairs: MinedPairs, src: Side, tgt: Side, fmt: str, record: MiningRecord
+) -> None:
+    """The pairs file and its sidecar ``<out>.meta.json`` (serialized before anything is written), each to its
+    temporary file, committed with the rest of the run's outputs (the sidecar last): both or neither, and a failure
+    leaves the earlier ones as they were. A stream or a device (``-``, ``/dev/null``) gets the pairs alone, directly:
+    there is no place for a sidecar beside it."""
     from bitext_hf.mining import write_pairs  # at call time: tests replace it to simulate a failed write
     from bitext_hf.mining.sidecar import metadata_path
 
-    if writes_in_place(out):
-        write_pairs(pairs, out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
-        return
-    sidecar_text = record.to_json()
-    written = False
-    try:
-        with atomic_output(metadata_path(out), follow_symlinks=False) as handle:
+    sidecar_text = None if outputs.is_stream(out) else record.to_json()
+    with outputs.staged(out) as path:
+        write_pairs(pairs, path, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
+    if sidecar_text is not None:
+        with outputs.open(metadata_path(out)) as handle:
             handle.write(sidecar_text)
-            write_pairs(pairs, out, src_texts=src.texts, tgt_texts=tgt.texts, format=fmt)
-            written = True
-    except BaseException:
-        if written:  # the pairs were renamed into place, their sidecar was not: take them back, and an earlier
-            # run's sidecar would now describe pairs that are not there
-            for path in (out, metadata_path(out)):
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-        raise

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from bitext_hf.encoders.exported import BACKENDS
 from bitext_hf.encoders.huggingface import POOLINGS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
+from bitext_hf.encoders.spec import EncoderSpec
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.fields import finite_float, non_negative, option, positive_int, probability, ratio
 from bitext_hf.mining.filters import FilterSettings
@@ -129,12 +130,15 @@ class EncoderOptions:
         # bf16 this machine would not compute natively ("auto" falls back to float32), an exported backend or int8
         # for an encoder that runs neither (the default encoder).
         if self.quantize in ("bf16", "int8") or self.backend not in (None, "torch"):
-            from bitext_hf.encoders.precision import runtime_label
+            for model in self._encoder_models():
+                self.encoder_spec(model).planned()
 
-            for spec in self._encoder_specs():
-                runtime_label(spec, self.quantize, self.backend)
+    def encoder_spec(self, model: str | None = None) -> EncoderSpec:
+        """The encoder ``model`` (default: ``model``) with this run's pooling, quantize and backend: what the loader,
+        the embedding cache, the manifests and the sidecar all name it by (:class:`~bitext_hf.encoders.EncoderSpec`)."""
+        return EncoderSpec(model if model is not None else self.model, self.pooling, self.quantize, self.backend)
 
-    def _encoder_specs(self) -> set:
+    def _encoder_models(self) -> set:
         """The encoders a run may load: ``model``, or each side's (``src_model``, ``tgt_model``) where a job has them."""
         sides = [getattr(self, name, None) for name in ("src_model", "tgt_model")]
         return {side or self.model for side in sides} if any(sides) else {self.model}

@@ -7,12 +7,13 @@ Python users get the same job, the same files, in one call:
 >>> result = run_scoring(ScoreConfig(pairs="corpus.tsv", out="scored.tsv", threshold=1.05))
 >>> len(result.pairs), result.quantiles[0.5]
 
-The job, in order: every option checked (when the config is made); the output path (and the threshold report's
-files) checked against the inputs; the pairs read, checked to fit the output format and filtered
+The job, in order: every option checked (when the config is made); the output path and the threshold report's files
+planned and checked (:func:`bitext_hf.jobs.base.job_run`: no link, FIFO, device or folder at a name the job gives,
+none of them an input) and the inputs protected; the pairs read, checked to fit the output format and filtered
 (:func:`bitext_hf.mining.filters.filter_aligned`: every filter runs before encoding); k checked against the corpus;
-only then the encoder loaded and the sentences encoded (or taken from the encoding cache); the pairs scored, written
-(atomically), and the threshold report written beside them. A bad input never costs an encoding run and never
-leaves an output behind.
+only then the encoder loaded and the sentences encoded (or taken from the encoding cache); the pairs scored, and the
+pairs and the threshold report written to temporary files and committed together. A bad input never costs an
+encoding run; a failure or a signal before the commit leaves the earlier files exactly as they were.
 
 The config's module imports no torch: the job's heavy parts are imported when it runs.
 """
@@ -44,6 +45,7 @@ from bitext_hf.mining.retrieval import MinedPairs
 
 if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
+    from bitext_hf.jobs.base import JobOutputs
 
 __all__ = [
     "QUANTILES",
@@ -187,32 +189,38 @@ def run_scoring(config: ScoreConfig, *, load_encoder: Callable[..., Any] | None 
             could not be written (nothing is left behind).
     """
     from bitext_hf.encoding.embedder import Embedder
-    from bitext_hf.jobs.base import job_scope
+    from bitext_hf.jobs.base import job_run
 
-    with job_scope(config.threads):
-        return _score(config, Embedder.from_options(config, load_encoder))
+    with job_run(config, inputs=config.inputs) as outputs:
+        return _score(config, Embedder.from_options(config, load_encoder), outputs)
 
 
-def _score(config: ScoreConfig, embedder: Embedder) -> ScoringResult:
+def _plan_outputs(config: ScoreConfig, outputs: JobOutputs) -> str:
+    """Declare the run's outputs before anything is read: the scored pairs ``out`` and, with ``threshold_report``,
+    its figure and sample beside it (a stream ``out``, ``-`` or a FIFO, gets the pairs alone). Returns their format."""
+    from bitext_hf.mining.output import output_format
+    from bitext_hf.mining.sidecar import threshold_report_paths
+
+    is_file = outputs.add_out(config.out)
+    if config.threshold_report:
+        if not is_file:
+            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
+        for path in threshold_report_paths(config.out):
+            outputs.add(path)
+    return output_format(config.out, config.format)
+
+
+def _score(config: ScoreConfig, embedder: Embedder, outputs: JobOutputs) -> ScoringResult:
     from bitext_hf.data.readers import read_aligned
-    from bitext_hf.io import check_inputs_and_output, writes_in_place
     from bitext_hf.jobs.sides import display
     from bitext_hf.jobs.threshold_report import write_threshold_report
     from bitext_hf.mining import score_pairs, write_pairs  # at call time: the package imports this module
     from bitext_hf.mining.filters import filter_aligned, format_counts
     from bitext_hf.mining.knn import check_k
     from bitext_hf.mining.margin import used_k
-    from bitext_hf.mining.output import check_representable, output_format
-    from bitext_hf.mining.sidecar import threshold_report_paths
+    from bitext_hf.mining.output import check_representable
 
-    inputs = config.inputs
-    check_inputs_and_output(config.out, inputs)
-    if config.threshold_report:
-        if writes_in_place(config.out):
-            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
-        for path in threshold_report_paths(config.out):
-            check_inputs_and_output(str(path), inputs)
-    fmt = output_format(config.out, config.format)
+    fmt = _plan_outputs(config, outputs)
     sources, targets = read_aligned(config.pairs, config.src, config.tgt, max_chars=config.max_line_chars)
     # Before encoding: a Moses line, or a CSV / JSON Lines / Parquet cell, may hold a tab that TSV output cannot.
     check_representable(sources, display(config.pairs or config.src), fmt)
@@ -231,12 +239,14 @@ def _score(config: ScoreConfig, embedder: Embedder) -> ScoringResult:
     pairs = candidates
     if config.threshold is not None:
         pairs = pairs.select(pairs.scores >= config.threshold)
-    write_pairs(pairs, config.out, src_texts=sources, tgt_texts=targets, format=fmt)
+    with outputs.staged(config.out) as path:
+        write_pairs(pairs, path, src_texts=sources, tgt_texts=targets, format=fmt)
     report_files = None
     if config.threshold_report:
         report_files = write_threshold_report(
-            config.out, candidates, sources, targets, threshold=config.threshold, margin=config.margin
+            outputs, config.out, candidates, sources, targets, threshold=config.threshold, margin=config.margin
         )
+    outputs.commit()  # the pairs and their threshold report together, or neither
     return ScoringResult(
         pairs=pairs,
         candidates=candidates,

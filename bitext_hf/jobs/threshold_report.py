@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from bitext_hf.io import atomic_output, figures
+from bitext_hf.io import OutputSet, figures
 from bitext_hf.mining.sidecar import threshold_report_paths
 
 __all__ = [
-    "threshold_histogram",
+    "threshold_figure",
     "threshold_sample",
     "threshold_sample_markdown",
     "write_threshold_report",
@@ -75,18 +75,15 @@ def threshold_sample_markdown(
     return "".join(parts)
 
 
-def threshold_histogram(
-    scores: Sequence[float] | np.ndarray,
-    path: str | os.PathLike,
-    *,
-    threshold: float | None = None,
-    margin: str = "ratio",
-) -> figures.CardFigure:
+def threshold_figure(
+    scores: Sequence[float] | np.ndarray, *, threshold: float | None = None, margin: str = "ratio"
+) -> tuple[Any, str]:
     """A histogram of every candidate pair of a run, before its threshold, the threshold marked: where it cuts the
-    distribution (a run of translations shows a mode of high scores apart from the bulk of chance pairs)."""
+    distribution (a run of translations shows a mode of high scores apart from the bulk of chance pairs). Returns the
+    matplotlib figure and its caption."""
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
-        raise ValueError("threshold_histogram needs at least one score")
+        raise ValueError("threshold_figure needs at least one score")
     bins = figures.histogram_bins(values, threshold=threshold)
     figure = figures.new_figure()
     axes = figure.add_subplot()
@@ -116,10 +113,11 @@ def threshold_histogram(
     if threshold is not None:
         share = 100 * float(np.mean(values >= threshold))
         caption += f"; the threshold {threshold:g} keeps {share:.1f}% of them"
-    return figures.save_figure(figure, path, caption + ".")
+    return figure, caption + "."
 
 
 def write_threshold_report(
+    outputs: OutputSet,
     out: str | os.PathLike,
     candidates: Any,
     src_texts: Sequence[str] | None,
@@ -130,9 +128,10 @@ def write_threshold_report(
     size: int = 10,
 ) -> tuple[Path, Path] | None:
     """Write the threshold report of the pairs file ``out`` beside it (``mine`` / ``score --threshold-report``):
-    :func:`threshold_histogram` of the ``candidates`` (``MinedPairs`` before the threshold) and a Markdown sample of
-    the pairs just above and just below the threshold (``out.threshold.png``, ``out.threshold.md``), each written
-    atomically, never through a link.
+    :func:`threshold_figure` of the ``candidates`` (``MinedPairs`` before the threshold) and a Markdown sample of
+    the pairs just above and just below the threshold (``out.threshold.png``, ``out.threshold.md``), each to its
+    temporary file in ``outputs`` (where the job declared both, before its work), committed with the job's other
+    outputs.
 
     Returns:
         The paths of the figure and of the sample; None (with a warning) when there is no candidate to draw.
@@ -141,7 +140,9 @@ def write_threshold_report(
         logger.warning("--threshold-report: no candidate pairs, nothing to draw")
         return None
     figure_path, sample_path = threshold_report_paths(out)
-    figure = threshold_histogram(candidates.scores, figure_path, threshold=threshold, margin=margin)
+    figure, caption = threshold_figure(candidates.scores, threshold=threshold, margin=margin)
+    with outputs.open(figure_path, "wb") as handle:
+        figure.savefig(handle, format="png", dpi=figures.DPI)
     sample = threshold_sample_markdown(
         candidates.scores,
         candidates.src_indices,
@@ -151,6 +152,6 @@ def write_threshold_report(
         threshold,
         size=size,
     )
-    with atomic_output(sample_path, follow_symlinks=False) as handle:
-        handle.write(f"{figure.caption}\n\n![threshold]({figure_path.name})\n\n{sample}")
-    return figure.path, sample_path
+    with outputs.open(sample_path) as handle:
+        handle.write(f"{caption}\n\n![threshold]({figure_path.name})\n\n{sample}")
+    return figure_path, sample_path
