@@ -9,11 +9,13 @@ text within a line, or for any lines when alone on one). A marker on the line be
 
 - ``<!-- docs-test: skip (REASON) -->``: not run here (an install, an upload, a GPU, a training run...); the reason
   is required;
-- ``<!-- docs-test: slow -->``: run under ``pytest -m slow`` (it loads the encoder, or takes longer);
+- ``<!-- docs-test: slow -->``: it loads the encoder, or takes longer (every block runs under ``pytest -m slow``: each
+  is a subprocess of its own, which the default set leaves to CI's slow run);
 - ``<!-- docs-test: output of: COMMAND -->`` (or ``slow output of: COMMAND``) before a ``json`` or ``text`` block: the
   block is what COMMAND prints (JSON compared as data).
 
-Unmarked blocks run in the default set, which stays cheap: no encoder is loaded there but for the demo.
+The default set checks the pages (markers, every option a block uses, the README's demo line against the page that
+runs it); the slow set runs every block.
 Blocks in other languages (``text``, ``json``...) are output shown to the reader and not run. The options each
 ``bitext-hf`` command line of a block uses must exist in that command's ``--help``.
 """
@@ -107,7 +109,9 @@ def _params(select) -> list:
     for block in BLOCKS:
         if not select(block):
             continue
-        marks = [pytest.mark.slow] if block.slow else []
+        # Every block runs in a subprocess of its own: the slow set (CI runs it) holds them all; the default set keeps
+        # the checks of the pages themselves (markers, options, the site's help) below.
+        marks = [pytest.mark.slow]
         if block.skip_reason:
             marks.append(pytest.mark.skip(reason=f"docs-test: {block.skip_reason}"))
         params.append(pytest.param(block, id=block.id, marks=marks))

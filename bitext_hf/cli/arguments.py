@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -105,8 +107,11 @@ GENERAL_FIELDS = frozenset({"quiet", "threads"})
 
 def config_from_arguments(config: type, arguments: argparse.Namespace, **values: Any) -> Any:
     """The ``config`` dataclass made from the parsed ``arguments`` (each field that declares an option, or that a
-    general option sets, from the value parsed for it) and ``values`` (the fields the command line sets otherwise,
-    such as the command as typed)."""
+    general option sets, from the value parsed for it) and ``values`` (the fields the command line sets otherwise).
+    A config with a ``command`` field records the command line as typed (``bitext-hf mine --src ...``): what its
+    sidecar and dataset card show, recorded here once for every job."""
+    if "command" in {field.name for field in dataclasses.fields(config)} and "command" not in values:
+        values["command"] = shlex.join(["bitext-hf", *getattr(arguments, "argv", sys.argv[1:])])
     given = {
         field.name: getattr(arguments, field.name)
         for field in dataclasses.fields(config)

@@ -11,7 +11,6 @@ with their speed in sentences per second, one line on stderr (not with ``-q``).
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import time
 
@@ -87,7 +86,7 @@ def cmd_mine(args) -> int:
     check_value("show", args.show, int, {"type": show_count, "flag": "--show"})  # the command line's own option
     started = time.perf_counter()
     report = _report_stream(args.out)
-    values = {"command": shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])}
+    values = {}
     if args.demo:
         if args.src or args.tgt:
             raise UsageError("--demo mines the bundled corpus; do not combine it with --src/--tgt")
@@ -170,8 +169,7 @@ def cmd_align(args) -> int:
     from bitext_hf.jobs.align import AlignConfig, run_alignment
 
     started = time.perf_counter()
-    command = shlex.join(["bitext-hf", *getattr(args, "argv", sys.argv[1:])])
-    config = config_from_arguments(AlignConfig, args, command=command)
+    config = config_from_arguments(AlignConfig, args)
     result = run_alignment(config)
     report = _report_stream(args.out)
     if not args.out:

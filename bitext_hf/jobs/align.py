@@ -41,8 +41,8 @@ from bitext_hf.alignment.output import (
 from bitext_hf.alignment.settings import MAX_BEAD_SIZE, AlignSettings
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.base import job_run
-from bitext_hf.jobs.fields import QUIET, THREADS, ValueType, check_fields, checked, finite_float, option, positive_int
-from bitext_hf.jobs.options import EncoderOptions, LanguageOptions
+from bitext_hf.jobs.fields import ValueType, check_fields, checked, finite_float, option, positive_int
+from bitext_hf.jobs.options import QUIET, THREADS, EncoderOptions, LanguageOptions
 
 if TYPE_CHECKING:
     from bitext_hf.alignment.search import Alignment

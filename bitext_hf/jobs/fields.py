@@ -27,8 +27,6 @@ from typing import Any
 from bitext_hf.errors import UsageError
 
 __all__ = [
-    "QUIET",
-    "THREADS",
     "FieldRule",
     "ValueType",
     "check_fields",
@@ -175,10 +173,6 @@ column_pair = ValueType(
     "two different column names, A,B",
     lambda names: len(names) == 2 and all(names) and names[0] != names[1],
 )
-
-# The fields that the general options set (every command takes them; the command line declares them once for all).
-THREADS = checked(type=positive_int, flag="--threads")
-QUIET = checked(flag="-q")
 
 _KINDS = {bool: "True or False", int: "an integer", float: "a finite number", str: "a string"}
 

@@ -36,9 +36,11 @@ import numpy as np
 from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.jobs.base import JobOutputs, job_run
-from bitext_hf.jobs.fields import QUIET, THREADS, check_fields, option, positive_int
+from bitext_hf.jobs.fields import check_fields, option, positive_int
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
+    QUIET,
+    THREADS,
     EncoderOptions,
     FilterOptions,
     MarginOptions,

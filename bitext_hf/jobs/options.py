@@ -20,13 +20,15 @@ from bitext_hf.encoders.huggingface import POOLINGS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.encoders.spec import EncoderSpec
 from bitext_hf.errors import UsageError
-from bitext_hf.jobs.fields import finite_float, non_negative, option, positive_int, probability, ratio
+from bitext_hf.jobs.fields import checked, finite_float, non_negative, option, positive_int, probability, ratio
 from bitext_hf.mining.filters import FilterSettings
 from bitext_hf.mining.margin import MARGINS
 from bitext_hf.mining.output import FORMATS
 
 __all__ = [
     "FILTER_LENGTHS",
+    "QUIET",
+    "THREADS",
     "EncoderOptions",
     "FilterOptions",
     "LanguageOptions",
@@ -39,6 +41,11 @@ __all__ = [
     "refuse_lid_options_without_lid",
 ]
 
+
+# The general options every job takes (``-q``, ``--threads``): the command line declares them once for every command
+# (bitext_hf.cli.parser), the configs check them with this metadata.
+THREADS = checked(type=positive_int, flag="--threads")
+QUIET = checked(flag="-q")
 
 _ENCODER = "encoder"
 

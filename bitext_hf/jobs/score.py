@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.jobs.fields import QUIET, THREADS, check_fields, option
+from bitext_hf.jobs.fields import check_fields, option
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
+    QUIET,
+    THREADS,
     EncoderOptions,
     FilterOptions,
     MarginOptions,
