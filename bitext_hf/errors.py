@@ -6,7 +6,9 @@ Each carries ``exit_code``: the CLI prints the message as one line and exits wit
 
 from __future__ import annotations
 
+import codecs
 import os
+import sys
 
 __all__ = [
     "EXIT_DATA",
@@ -72,12 +74,37 @@ def error_notes(error: BaseException) -> str:
 def describe_error(error: BaseException, *, debug_hint: str = "run with --debug for the traceback") -> tuple[int, str]:
     """Exit code and one-line message of an error, the one classification of the command line and the recipes.
 
-    A :class:`BitextError` carries its code; ``ValueError`` (library checks that predate the error classes: NaN
+    A :class:`BitextError` carries its code; text an output's encoding cannot represent is a failed write (1), with
+    how to fix it where the output is stdout; ``ValueError`` (library checks that predate the error classes: NaN
     embeddings, mismatched rows), a vanished input and undecodable text are bad data (3); anything else is 1 and
     its message ends with ``debug_hint``. Notes added to the error (``add_note``) end the line."""
     message = " ".join(f"{error} {error_notes(error)}".split()) or type(error).__name__
     if isinstance(error, BitextError):
         return error.exit_code, message
+    if isinstance(error, UnicodeEncodeError):  # a ValueError, but of an output: the write failed, not the data
+        return _unencodable(error)
     if isinstance(error, ValueError | FileNotFoundError | IsADirectoryError | UnicodeDecodeError):
         return EXIT_DATA, message
     return EXIT_ERROR, f"{type(error).__name__}: {message} ({debug_hint})"
+
+
+def _same_codec(first: str | None, second: str | None) -> bool:
+    try:
+        return codecs.lookup(first or "").name == codecs.lookup(second or "").name
+    except LookupError:
+        return False
+
+
+def _unencodable(error: UnicodeEncodeError) -> tuple[int, str]:
+    """Exit 1 and the line for text that an output's encoding cannot represent; for stdout (``PYTHONIOENCODING=ascii``,
+    a non-UTF-8 locale), how to fix it."""
+    character = error.object[error.start : error.start + 1] if isinstance(error.object, str) else ""
+    shown = f"{character!r} (U+{ord(character):04X})" if character else "a character"
+    stdout = sys.__stdout__ if sys.stdout is None else sys.stdout
+    if _same_codec(error.encoding, getattr(stdout, "encoding", None)):
+        return EXIT_ERROR, (
+            f"writing to stdout failed: its encoding ({error.encoding}) cannot represent the text ({shown}); what "
+            "came before it was written, nothing after. Set PYTHONIOENCODING=utf-8 (or a UTF-8 locale, e.g. "
+            "LANG=C.UTF-8), or write the output to a file"
+        )
+    return EXIT_ERROR, f"writing an output failed: {error.encoding} cannot represent {shown} ({error.reason})"

@@ -352,3 +352,12 @@ def test_voting_runs_retrieve_by_intersection_as_the_paper_does(monkeypatch):
         ["a", "b"], ["a", "b"], encode, src_translated=["a", "b"], tgt_translated=["a", "b"], k=1, mode="max"
     )
     assert modes == ["max"] * 3
+
+
+def test_a_threshold_beyond_float32_keeps_nothing_without_a_warning(recwarn):
+    """Scores are float32; a threshold of 1e308 is compared in float64 instead of overflowing into a warning."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20, 8)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    assert len(mine(x, x, threshold=1e308)) == 0 and len(mine(x, x, threshold=-1e308)) > 0
+    assert not [warning for warning in recwarn if issubclass(warning.category, RuntimeWarning)]

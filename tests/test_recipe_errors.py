@@ -199,3 +199,12 @@ def test_every_recipe_refuses_an_output_dir_that_holds_its_data(recipes, name, i
     assert len(lines) == 1 and "Traceback" not in lines[0], lines
     assert f"--output_dir {output_dir} {'holds' if inside else 'is'} {data}, an input" in lines[0]
     assert data.read_text(encoding="utf-8") == "Hello.\tBonjour.\n" and os.listdir(data.parent) == ["fr.tsv"]
+
+
+def test_text_an_output_cannot_encode_is_a_failed_write_for_recipes_too():
+    """The recipes and experiments report errors through the same classification as the command line: a
+    UnicodeEncodeError (a ValueError) is an output that failed (exit 1), not bad input data (exit 3)."""
+    from bitext_hf.errors import EXIT_ERROR, describe_error
+
+    code, message = describe_error(UnicodeEncodeError("ascii", "Grüße", 2, 3, "ordinal not in range(128)"))
+    assert code == EXIT_ERROR and "cannot represent" in message and "'ü' (U+00FC)" in message

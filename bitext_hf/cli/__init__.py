@@ -11,7 +11,6 @@ The libraries' own logs and progress bars (faiss, transformers, datasets) are sh
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import logging
 import os
@@ -53,28 +52,6 @@ def _thread_limit(args):
     return limit_threads(args.threads or command_threads())
 
 
-def _same_codec(first: str | None, second: str | None) -> bool:
-    try:
-        return codecs.lookup(first or "").name == codecs.lookup(second or "").name
-    except LookupError:
-        return False
-
-
-def _unencodable(error: UnicodeEncodeError) -> tuple[int, str]:
-    """Exit 1 and the line for text that an output's encoding cannot represent; for stdout (``PYTHONIOENCODING=ascii``,
-    a non-UTF-8 locale), how to fix it."""
-    character = error.object[error.start : error.start + 1] if isinstance(error.object, str) else ""
-    shown = f"{character!r} (U+{ord(character):04X})" if character else "a character"
-    stdout = sys.__stdout__ if sys.stdout is None else sys.stdout
-    if _same_codec(error.encoding, getattr(stdout, "encoding", None)):
-        return EXIT_ERROR, (
-            f"writing to stdout failed: its encoding ({error.encoding}) cannot represent the text ({shown}); what "
-            "came before it was written, nothing after. Set PYTHONIOENCODING=utf-8 (or a UTF-8 locale, e.g. "
-            "LANG=C.UTF-8), or write the output to a file"
-        )
-    return EXIT_ERROR, f"writing an output failed: {error.encoding} cannot represent {shown} ({error.reason})"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -106,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         # Text that cannot be encoded is an output that cannot be written (1), never bad input (3): an input that
         # is not UTF-8 is a UnicodeDecodeError, which its reader reports naming the file and line.
-        code, message = _unencodable(error) if isinstance(error, UnicodeEncodeError) else describe_error(error)
+        code, message = describe_error(error)
         # One line, and nothing for the terminal to act on: a message may quote data or a file name.
         print(f"bitext-hf {args.command}: error: {escape_controls(message)}", file=sys.stderr)
         return code

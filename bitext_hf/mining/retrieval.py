@@ -160,7 +160,8 @@ def retrieve(knn: BidirectionalKNN, *, margin: str = "ratio", mode: str = "max",
         pairs = _greedy_one_to_one(MinedPairs.concatenate([forward, backward]), n, m)
 
     if threshold is not None:
-        pairs = pairs.select(pairs.scores >= threshold)
+        # In float64: a threshold beyond float32's range (1e308) must compare, not overflow into a warning.
+        pairs = pairs.select(pairs.scores.astype(np.float64) >= float(threshold))
     return pairs.sorted()
 
 
