@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import shlex
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -109,9 +108,11 @@ def config_from_arguments(config: type, arguments: argparse.Namespace, **values:
     """The ``config`` dataclass made from the parsed ``arguments`` (each field that declares an option, or that a
     general option sets, from the value parsed for it) and ``values`` (the fields the command line sets otherwise).
     A config with a ``command`` field records the command line as typed (``bitext-hf mine --src ...``): what its
-    sidecar and dataset card show, recorded here once for every job."""
-    if "command" in {field.name for field in dataclasses.fields(config)} and "command" not in values:
-        values["command"] = shlex.join(["bitext-hf", *getattr(arguments, "argv", sys.argv[1:])])
+    sidecar and dataset card show, recorded here once for every job. Only ``main`` knows what was typed (it sets
+    ``arguments.argv``); arguments parsed elsewhere record nothing rather than the calling process's own argv."""
+    fields = {field.name for field in dataclasses.fields(config)}
+    if "command" in fields and "command" not in values and hasattr(arguments, "argv"):
+        values["command"] = shlex.join(["bitext-hf", *arguments.argv])
     given = {
         field.name: getattr(arguments, field.name)
         for field in dataclasses.fields(config)
