@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from bitext_hf.encoders import EncoderLoadError, HFEncoder, SentenceTransformerEncoder, load_encoder, precision
+from bitext_hf.encoders import spec as encoder_spec
 from bitext_hf.encoders.spec import EncoderSpec
 from bitext_hf.encoding.cache import entry_key
 from bitext_hf.errors import UsageError
@@ -133,10 +134,10 @@ def test_bf16_on_cuda_is_not_the_cpus_business(native, tiny_model_dir, monkeypat
     has; the USE encoder runs on the CPU and is refused."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     native(False)
-    assert precision.runtime_label(str(tiny_model_dir), "bf16") == "bf16"
-    assert precision.planned_arithmetic(str(tiny_model_dir), "bf16") == "bfloat16 (torch, cuda)"
+    assert encoder_spec.runtime_label(str(tiny_model_dir), "bf16") == "bf16"
+    assert encoder_spec.planned_arithmetic(str(tiny_model_dir), "bf16") == "bfloat16 (torch, cuda)"
     with pytest.raises(UsageError, match="no native bfloat16"):
-        precision.runtime_label(None, "bf16")
+        encoder_spec.runtime_label(None, "bf16")
 
 
 @pytest.mark.parametrize("mode", ["bf16", "int8"])
@@ -236,7 +237,7 @@ def test_int8_asked_without_a_device_runs_on_the_cpu_where_cuda_is(tiny_model_di
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     encoder = HFEncoder(tiny_model_dir, quantize="int8")
     assert encoder.device.type == "cpu" and encoder.quantize == "int8"
-    assert precision.effective_quantize(str(tiny_model_dir), "int8") == "int8"
+    assert encoder_spec.effective_quantize(str(tiny_model_dir), "int8") == "int8"
     with pytest.raises(UsageError, match="quantize='int8' is a CPU option; on cuda"):
         precision.resolve_quantize("int8", device_type="cuda", owned=True)
 
@@ -270,11 +271,11 @@ def test_an_avx2_only_cpu_is_detected_and_refused_for_real():
     """No pretending: oneDNN, told the CPU is AVX2-only (as many laptops are), makes torch report no bfloat16
     kernels, and bf16 is refused; "auto" is float32 there."""
     script = (
-        "from bitext_hf.encoders import precision\n"
+        "from bitext_hf.encoders import precision, spec\n"
         "from bitext_hf.errors import UsageError\n"
-        "print(precision.native_bf16(), repr(precision.runtime_label('some-model', 'auto')))\n"
+        "print(precision.native_bf16(), repr(spec.runtime_label('some-model', 'auto')))\n"
         "try:\n"
-        "    precision.runtime_label(None, 'bf16')\n"
+        "    spec.runtime_label(None, 'bf16')\n"
         "except UsageError as error:\n"
         "    print(error)\n"
     )

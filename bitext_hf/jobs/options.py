@@ -15,10 +15,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bitext_hf.encoders.exported import BACKENDS
 from bitext_hf.encoders.huggingface import POOLINGS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
-from bitext_hf.encoders.spec import EncoderSpec
+from bitext_hf.encoders.spec import BACKENDS, EncoderSpec
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.fields import checked, finite_float, non_negative, option, positive_int, probability, ratio
 from bitext_hf.mining.filters import FilterSettings
