@@ -11,10 +11,10 @@ import pytest
 from cli_fakes import SOURCES, TARGETS, install_fake_encoders, run, write_lines
 
 from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
+from bitext_hf.data.pair_files import TSV_HEADER, check_representable, write_pairs
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io.tables import output_format
 from bitext_hf.mining import MinedPairs
-from bitext_hf.mining.output import TSV_HEADER, check_representable, write_pairs
 
 # Sentences that CSV must quote, and non-ASCII text that JSON Lines must keep as is.
 SOURCES_Q = ['cat|en, "the" cat', *SOURCES[1:]]

@@ -16,10 +16,10 @@ from cli_fakes import GOLD, SOURCES, TARGETS, FakeEncoders, fake_embedding, inst
 
 import bitext_hf.cli
 from bitext_hf.cli import EXIT_OK
+from bitext_hf.data.pair_files import MiningRecord
 from bitext_hf.errors import UsageError
 from bitext_hf.hub.dataset_card import METADATA_KEYS, metadata_path, mining_metadata_json, read_mining_metadata
 from bitext_hf.jobs import MiningConfig, run_mining
-from bitext_hf.mining.sidecar import MiningRecord
 
 
 @pytest.fixture

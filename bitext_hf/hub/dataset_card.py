@@ -29,14 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bitext_hf.errors import DataValidationError
-from bitext_hf.hub.alignment_card import alignment_metadata, is_alignment, render_alignment_card
-from bitext_hf.io import MAX_INPUT_BYTES_ENV, atomic_output, max_input_bytes
-from bitext_hf.io.small_files import SmallFileError, read_regular_file, regular_file_status
-from bitext_hf.io.terminal import escape_controls
-
-# The sidecar's format lives with the mining job that writes it (mining is below hub); hub reads it from there.
-from bitext_hf.mining.sidecar import (
+# The pair files' formats (pairs table, sidecar, threshold report) live in the data layer, which the jobs write with.
+from bitext_hf.data.pair_files import (
     MAX_SIDECAR_BYTES,
     METADATA_KEYS,
     metadata_path,
@@ -45,6 +39,11 @@ from bitext_hf.mining.sidecar import (
     read_mining_metadata,
     threshold_report_paths,
 )
+from bitext_hf.errors import DataValidationError
+from bitext_hf.hub.alignment_card import alignment_metadata, is_alignment, render_alignment_card
+from bitext_hf.io import MAX_INPUT_BYTES_ENV, atomic_output, max_input_bytes
+from bitext_hf.io.small_files import SmallFileError, read_regular_file, regular_file_status
+from bitext_hf.io.terminal import escape_controls
 
 __all__ = [
     "METADATA_KEYS",
@@ -202,7 +201,7 @@ def _non_finite(value: Any, key: str) -> str | None:
 
 def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
     """The sidecar beside a pairs file, its known keys: a mining run's (the keys of
-    :func:`~bitext_hf.mining.sidecar.read_mining_metadata`) or an alignment's (``bitext-hf align``: its ``task``
+    :func:`~bitext_hf.data.pair_files.read_mining_metadata`) or an alignment's (``bitext-hf align``: its ``task``
     says so). Read once, bounded (:data:`MAX_SIDECAR_BYTES`, measured before it is read; a FIFO or a device is
     refused unopened).
 

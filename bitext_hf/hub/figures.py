@@ -4,8 +4,8 @@ Each function draws one figure with matplotlib's object API on the Agg canvas (:
 pyplot, no global backend switch, no display needed), writes it atomically to ``path`` and returns a :class:`CardFigure`: the file and a
 caption that states what the figure shows and its key numbers. Pass the figures to
 ``render_model_card(..., figures=...)`` (the card shows them) and ``save_for_hub(..., figures=...)`` (the files
-travel with the checkpoint); a ``CardFigure`` is path-like. The threshold report of a mining run is written by the
-job itself (:mod:`bitext_hf.jobs.threshold_report`).
+travel with the checkpoint); a ``CardFigure`` is path-like. The threshold report of a mining run is written beside its
+pairs (:mod:`bitext_hf.data.pair_files`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """PNG figures with a caption, drawn with matplotlib's object API on the Agg canvas (no pyplot, no global backend
 switch, no display needed) and written atomically: what the card figures (:mod:`bitext_hf.hub.figures`) and the
-mining job's threshold report (:mod:`bitext_hf.jobs.threshold_report`) draw on.
+pair jobs' threshold report (:mod:`bitext_hf.data.pair_files`) draw on.
 
 matplotlib is imported when the first figure is made, not with this module.
 """

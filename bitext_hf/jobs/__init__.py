@@ -13,8 +13,8 @@ the same job, the same checks and the same files in one call:
   filters), declared once; :mod:`~bitext_hf.jobs.fields`: what makes a field an option and how every config checks
   its fields; :mod:`~bitext_hf.jobs.base`: what every job does the same way, once (``job_run``: the thread limit, the
   input protection and the outputs of a run, every one declared and checked before any work and committed together);
-  :mod:`~bitext_hf.jobs.sides` and :mod:`~bitext_hf.jobs.threshold_report`: the inputs and
-  the threshold report of the jobs that mine or score pairs.
+  :mod:`~bitext_hf.jobs.sides`: the inputs of the jobs that mine or score pairs (their outputs' formats, the pairs
+  table, the sidecar and the threshold report, are :mod:`bitext_hf.data.pair_files`, which the hub reads too).
 
 The engines below (:mod:`bitext_hf.mining`, :mod:`bitext_hf.alignment`, :mod:`bitext_hf.encoding`,
 :mod:`bitext_hf.evaluation`, :mod:`bitext_hf.hub`) take arrays and objects; they import nothing from here.

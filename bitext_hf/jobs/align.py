@@ -349,7 +349,7 @@ def _plan_outputs(config: AlignConfig, outputs: JobOutputs, names: list[str], do
     """Declare the output of each document and the sidecar (last) before anything is read: one file and
     ``<out>.meta.json``, or a folder of files and its ``alignment.meta.json`` (one stream ``out`` gets the alignment
     alone); returns the outputs' paths (none without ``out``)."""
-    from bitext_hf.mining.sidecar import metadata_path
+    from bitext_hf.data.pair_files import metadata_path
 
     if config.out is None:
         return []
@@ -437,7 +437,7 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
 
 
 def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
-    from bitext_hf.mining.sidecar import printable
+    from bitext_hf.data.pair_files import printable
 
     record = {
         "task": ALIGNMENT_TASK,
@@ -464,7 +464,7 @@ def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, f
     files that were there before as they were. One stream the user named (stdout, a FIFO, a device) is written
     directly, alone."""
     from bitext_hf.alignment import output
-    from bitext_hf.mining.sidecar import metadata_path
+    from bitext_hf.data.pair_files import metadata_path
 
     for path, alignment, src, tgt in zip(paths, alignments, src_docs, tgt_docs):
         with outputs.staged(path) as temporary:

@@ -13,7 +13,7 @@ file the job writes; every input read and checked (sentences, embeddings, docume
 sentences fit the output format, k and the index against the corpus sizes); the single-side filters run
 (:mod:`bitext_hf.mining.filters`: length, duplicates, language); only then the encoders loaded and the sentences
 encoded (or taken from the encoding cache); the neighbours searched, the pairs retrieved and filtered, and the pairs,
-the threshold report and the sidecar (:mod:`bitext_hf.mining.sidecar`) written to temporary files and committed
+the threshold report and the sidecar (:mod:`bitext_hf.data.pair_files`) written to temporary files and committed
 together, the sidecar last: all or none. A bad input never costs an encoding run; a failure or a signal before the
 commit leaves the earlier files exactly as they were. This module imports neither torch nor FAISS at its top:
 ``--help`` reads the config.
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from bitext_hf.data.embeddings import check_embeddings
+from bitext_hf.data.pair_files import MiningRecord
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.jobs.base import JobOutputs, job_run
 from bitext_hf.jobs.fields import check_fields, option, positive_int
@@ -54,7 +55,6 @@ from bitext_hf.jobs.sides import Side, display, is_embeddings, is_npy, read_docs
 from bitext_hf.mining.filters import FilterSettings, filter_mined, filter_sides
 from bitext_hf.mining.margin import used_k
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs
-from bitext_hf.mining.sidecar import MiningRecord
 
 if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
@@ -128,7 +128,7 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             and the language ``lid`` checks.
         tgt_lang (str, optional): the target side's language code, as ``src_lang``.
         threshold_report (bool, defaults to False): keep every candidate pair (before the threshold) in the result
-            and write the threshold report beside ``out`` (:mod:`bitext_hf.jobs.threshold_report`).
+            and write the threshold report beside ``out`` (:mod:`bitext_hf.data.pair_files`).
         command (str, optional): the command that reproduces the run, recorded in the sidecar.
     """
 
@@ -400,8 +400,7 @@ def _plan_outputs(config: MiningConfig, outputs: JobOutputs) -> str | None:
     """Declare the run's outputs before anything is read: the pairs file ``out``, with ``threshold_report`` its
     figure and sample beside it, and its sidecar ``<out>.meta.json`` (committed last, as it vouches for the rest); a
     stream ``out`` (``-``, a FIFO, a device) gets the pairs alone. Returns the pairs' format (None without ``out``)."""
-    from bitext_hf.mining.output import output_format
-    from bitext_hf.mining.sidecar import metadata_path, threshold_report_paths
+    from bitext_hf.data.pair_files import metadata_path, output_format, threshold_report_paths
 
     is_file = config.out is not None and outputs.add_out(config.out)  # an empty --out is refused
     if config.threshold_report:
@@ -415,8 +414,8 @@ def _plan_outputs(config: MiningConfig, outputs: JobOutputs) -> str | None:
 
 
 def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs: JobOutputs) -> MiningResult:
+    from bitext_hf.data.pair_files import check_representable
     from bitext_hf.mining.documents import mine_documents
-    from bitext_hf.mining.output import check_representable
 
     started = time.perf_counter()
     fmt = _plan_outputs(config, outputs)
@@ -505,7 +504,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
     write_seconds = time.perf_counter() - write_started
     report_files = None
     if config.threshold_report:
-        from bitext_hf.jobs.threshold_report import write_threshold_report
+        from bitext_hf.data.pair_files import write_threshold_report
 
         report_files = write_threshold_report(
             outputs, config.out, candidates, src.texts, tgt.texts, threshold=config.threshold, margin=config.margin
@@ -683,8 +682,8 @@ def _write_pairs_and_sidecar(
     temporary file, committed with the rest of the run's outputs (the sidecar last): both or neither, and a failure
     leaves the earlier ones as they were. A stream or a device (``-``, ``/dev/null``) gets the pairs alone, directly:
     there is no place for a sidecar beside it."""
+    from bitext_hf.data.pair_files import metadata_path
     from bitext_hf.mining import write_pairs  # at call time: tests replace it to simulate a failed write
-    from bitext_hf.mining.sidecar import metadata_path
 
     sidecar_text = None if outputs.is_stream(out) else record.to_json()
     with outputs.staged(out) as path:

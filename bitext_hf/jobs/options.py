@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from bitext_hf.data.pair_files import FORMATS
 from bitext_hf.encoders.huggingface import POOLINGS
 from bitext_hf.encoders.precision import QUANTIZE_CHOICES
 from bitext_hf.encoders.spec import BACKENDS, EncoderSpec
@@ -22,7 +23,6 @@ from bitext_hf.errors import UsageError
 from bitext_hf.jobs.fields import checked, finite_float, non_negative, option, positive_int, probability, ratio
 from bitext_hf.mining.filters import FilterSettings
 from bitext_hf.mining.margin import MARGINS
-from bitext_hf.mining.output import FORMATS
 
 __all__ = [
     "FILTER_LENGTHS",

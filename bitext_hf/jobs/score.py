@@ -95,7 +95,7 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
         k (int, defaults to 4): neighbours of the margin, as :func:`bitext_hf.mining.score_pairs`.
         margin (str, defaults to "ratio"): the margin, as :func:`bitext_hf.mining.score_pairs`.
         threshold_report (bool, defaults to False): write ``OUT.threshold.png`` and ``OUT.threshold.md`` beside
-            ``out`` (:mod:`bitext_hf.jobs.threshold_report`).
+            ``out`` (:mod:`bitext_hf.data.pair_files`).
         quiet (bool, defaults to False): no progress bars.
         threads (int, optional): CPU threads of the encoder and the search (:func:`bitext_hf.threads.limit_threads`,
             restored after the run).
@@ -200,8 +200,7 @@ def run_scoring(config: ScoreConfig, *, load_encoder: Callable[..., Any] | None 
 def _plan_outputs(config: ScoreConfig, outputs: JobOutputs) -> str:
     """Declare the run's outputs before anything is read: the scored pairs ``out`` and, with ``threshold_report``,
     its figure and sample beside it (a stream ``out``, ``-`` or a FIFO, gets the pairs alone). Returns their format."""
-    from bitext_hf.mining.output import output_format
-    from bitext_hf.mining.sidecar import threshold_report_paths
+    from bitext_hf.data.pair_files import output_format, threshold_report_paths
 
     is_file = outputs.add_out(config.out)
     if config.threshold_report:
@@ -213,14 +212,13 @@ def _plan_outputs(config: ScoreConfig, outputs: JobOutputs) -> str:
 
 
 def _score(config: ScoreConfig, embedder: Embedder, outputs: JobOutputs) -> ScoringResult:
+    from bitext_hf.data.pair_files import check_representable, write_threshold_report
     from bitext_hf.data.readers import read_aligned
     from bitext_hf.jobs.sides import display
-    from bitext_hf.jobs.threshold_report import write_threshold_report
     from bitext_hf.mining import score_pairs, write_pairs  # at call time: the package imports this module
     from bitext_hf.mining.filters import filter_aligned, format_counts
     from bitext_hf.mining.knn import check_k
     from bitext_hf.mining.margin import used_k
-    from bitext_hf.mining.output import check_representable
 
     fmt = _plan_outputs(config, outputs)
     sources, targets = read_aligned(config.pairs, config.src, config.tgt, max_chars=config.max_line_chars)

@@ -43,7 +43,7 @@ _SUBMODULE_OF = {
     "search_neighbours": "index",
     "search_neighbours_unchecked": "index",
     "vote": "voting",
-    "write_pairs": "output",
+    "write_pairs": "bitext_hf.data.pair_files",
 }
 
 __all__ = sorted(_SUBMODULE_OF)

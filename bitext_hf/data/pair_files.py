@@ -1,0 +1,382 @@
+"""The files a pair job writes (``bitext-hf mine``, ``score``; ``push`` reads them back): the pairs table, its
+sidecar, and the threshold report beside it. They are formats, not engines: the mining engine returns arrays
+(:class:`bitext_hf.mining.MinedPairs`), the jobs write them through these functions, and the dataset card reads them
+through the same names, so writer and reader cannot disagree.
+
+- **The pairs table**, TSV, CSV, JSON Lines or Parquet, always atomically (``-`` is stdout). Columns, in every
+  format: ``score src_index tgt_index src tgt`` (0-based line numbers), then ``doc_id`` for document-level mining.
+  The file appears complete or not at all (:func:`bitext_hf.io.atomic_output`). TSV is the plain ``cut``-able
+  format: a sentence holding a tab or a line break cannot be written in it, and :func:`check_representable` says so
+  (naming the file and line) before any encoding. CSV (RFC 4180 quoting, through the ``csv`` module), JSON Lines
+  and Parquet hold any text.
+- **The sidecar**, ``<pairs file>.meta.json``: the run's parameters, inputs, counts and command, which
+  ``bitext-hf push --pairs`` shows in the dataset card. Its format is one dataclass, :class:`MiningRecord`: its
+  fields are the sidecar's keys, in the order they are written (:data:`METADATA_KEYS`). The file is a JSON object of
+  the fields that are not None, indented by 2, UTF-8, ending with a newline.
+- **The threshold report** (``--threshold-report``): a histogram of every candidate pair's score with the threshold
+  marked (``OUT.threshold.png``) and a Markdown sample of the pairs just above and just below it
+  (``OUT.threshold.md``), so that a threshold can be picked by looking. matplotlib is imported when the figure is
+  drawn, not with this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from bitext_hf.errors import DataValidationError
+from bitext_hf.io import OutputSet, figures
+from bitext_hf.io.small_files import read_small_json
+from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
+
+__all__ = [
+    "FORMATS",
+    "MAX_SIDECAR_BYTES",
+    "METADATA_KEYS",
+    "TSV_HEADER",
+    "MiningRecord",
+    "ScoredPairs",
+    "check_representable",
+    "metadata_path",
+    "mining_metadata_json",
+    "output_format",
+    "printable",
+    "read_mining_metadata",
+    "threshold_figure",
+    "threshold_report_paths",
+    "threshold_sample",
+    "threshold_sample_markdown",
+    "write_pairs",
+    "write_threshold_report",
+]
+
+logger = logging.getLogger("bitext_hf")
+
+
+class ScoredPairs(Protocol):
+    """What a pairs table is written from: :class:`bitext_hf.mining.MinedPairs` is one (the format knows no engine)."""
+
+    scores: np.ndarray
+    src_indices: np.ndarray
+    tgt_indices: np.ndarray
+    doc_ids: np.ndarray | None
+
+
+# ------------------------------------------------------------------------------------------------ the pairs table
+
+
+TSV_HEADER = ("score", "src_index", "tgt_index", "src", "tgt")
+FORMATS = TABLE_FORMATS
+# Characters that end a TSV cell or row for the usual readers (cut, pandas, the csv module's excel-tab dialect).
+_TSV_BREAKERS = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
+
+
+def check_representable(texts: Sequence[str] | None, path_of_texts: str | os.PathLike, format: str) -> None:
+    """Refuse sentences the output format cannot hold, naming ``path_of_texts`` and the 1-based line.
+
+    Only TSV has such sentences (a tab, a line break or a carriage return would shift or split the row).
+
+    Raises:
+        DataValidationError: the first such sentence.
+    """
+    if format != "tsv" or texts is None:
+        return
+    for number, text in enumerate(texts, start=1):
+        for char, name in _TSV_BREAKERS.items():
+            if char in text:
+                raise DataValidationError(
+                    f"{path_of_texts}:{number}: the sentence contains {name}, which TSV output cannot hold; "
+                    "write .csv, .jsonl or .parquet instead (or --format csv|jsonl|parquet)"
+                )
+
+
+def _text_column(texts: Sequence[str] | None, indices: list[int]) -> list[str]:
+    return [""] * len(indices) if texts is None else [texts[i] for i in indices]
+
+
+def _doc_column(doc_ids: np.ndarray | None) -> list | None:
+    if doc_ids is None:
+        return None
+    values = np.asarray(doc_ids).tolist()
+    # Document ids read from a file are strings; ids given from Python may be ints (kept in JSON / Parquet).
+    return values if all(isinstance(v, int | str) for v in values) else [str(v) for v in values]
+
+
+def write_pairs(
+    pairs: ScoredPairs,
+    path: str | os.PathLike,
+    *,
+    src_texts: Sequence[str] | None = None,
+    tgt_texts: Sequence[str] | None = None,
+    format: str | None = None,
+) -> Path:
+    """Write ``pairs`` with their sentences (empty when texts are not given) to ``path`` (``-``: stdout).
+
+    Args:
+        format (str, optional): "tsv", "csv", "jsonl" or "parquet"; by default taken from the extension
+            (.tsv/.txt, .csv, .jsonl, .parquet/.pq).
+
+    Raises:
+        UsageError: the format cannot be told (see :func:`output_format`).
+        DataValidationError: in TSV, a sentence holding a tab or a line break (see :func:`check_representable`).
+    """
+    fmt = output_format(path, format)
+    if fmt == "tsv":
+        check_representable(src_texts, "source texts", fmt)
+        check_representable(tgt_texts, "target texts", fmt)
+    src_indices, tgt_indices = pairs.src_indices.tolist(), pairs.tgt_indices.tolist()
+    columns = {
+        "score": pairs.scores.tolist(),
+        "src_index": src_indices,
+        "tgt_index": tgt_indices,
+        "src": _text_column(src_texts, src_indices),
+        "tgt": _text_column(tgt_texts, tgt_indices),
+    }
+    doc_column = _doc_column(pairs.doc_ids)
+    if doc_column is not None:
+        columns["doc_id"] = doc_column
+    # Each format's own score cells, made only for that format: millions of pairs make the formatting a cost.
+    scores = [f"{score:.6f}" for score in columns["score"]] if fmt != "parquet" else None
+    write_table(
+        path,
+        fmt,
+        columns,
+        cells={"score": scores} if fmt in ("tsv", "csv") else None,
+        records={"score": [float(score) for score in scores]} if fmt == "jsonl" else None,  # TSV's rounded value
+        types={"score": "float32", "src_index": "int64", "tgt_index": "int64", "src": "string", "tgt": "string"},
+    )
+    return Path(path)
+
+
+# ---------------------------------------------------------------------------------------------------- the sidecar
+
+
+@dataclasses.dataclass
+class MiningRecord:
+    """What the sidecar says about one mining run (every field optional; None is left out of the file).
+
+    Args:
+        encoder (str, optional): the encoder of both sides; when the sides differ, ``src_model`` and ``tgt_model``.
+        margin, mode, k, threshold: the scoring and retrieval settings.
+        index (str, optional): the neighbour search ("exact", or the factory string and nprobe an index used).
+        src, tgt (str, optional): the input files as messages name them.
+        src_lang, tgt_lang (str, optional): language codes, for the dataset card.
+        src_sentences, tgt_sentences (int, optional): rows searched on each side.
+        command (str, optional): the command that reproduces the run (the card quotes it).
+        filters (dict, optional): the filters that ran, ``{"settings": {...}, "removed": {name: count}}``
+            (:mod:`bitext_hf.mining.filters`).
+    """
+
+    encoder: str | None = None
+    src_model: str | None = None
+    tgt_model: str | None = None
+    margin: str | None = None
+    mode: str | None = None
+    k: int | None = None
+    threshold: float | None = None
+    index: str | None = None
+    src: str | None = None
+    tgt: str | None = None
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    src_sentences: int | None = None
+    tgt_sentences: int | None = None
+    command: str | None = None
+    filters: dict[str, Any] | None = None
+
+    def to_json(self) -> str:
+        """The sidecar's text, ready to write (serializing first lets a run write pairs and sidecar together)."""
+        record = {key: printable(value) for key, value in dataclasses.asdict(self).items() if value is not None}
+        return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_mapping(cls, metadata: Mapping[str, Any]) -> MiningRecord:
+        """The record of ``metadata``'s keys; a key that is not a field is a ``ValueError`` naming the known ones."""
+        unknown = sorted(set(metadata) - set(METADATA_KEYS))
+        if unknown:
+            raise ValueError(f"unknown mining metadata keys {unknown}; known: {', '.join(METADATA_KEYS)}")
+        return cls(**metadata)
+
+
+METADATA_KEYS = tuple(field.name for field in dataclasses.fields(MiningRecord))
+# A sidecar is a few settings, counts and the command line, which Linux caps at 2 MiB (ARG_MAX); anything larger
+# is not one that mine wrote.
+MAX_SIDECAR_BYTES = 4 << 20
+
+
+def metadata_path(pairs_path: str | os.PathLike) -> Path:
+    """The sidecar of a pairs file: ``pairs.parquet`` -> ``pairs.parquet.meta.json``."""
+    path = Path(pairs_path)
+    return path.with_name(path.name + ".meta.json")
+
+
+def threshold_report_paths(pairs_path: str | os.PathLike) -> tuple[Path, Path]:
+    """The threshold report of a pairs file (``--threshold-report``): the score figure and the sample of pairs around
+    the threshold, ``pairs.tsv.threshold.png`` and ``pairs.tsv.threshold.md``."""
+    path = Path(pairs_path)
+    return path.with_name(path.name + ".threshold.png"), path.with_name(path.name + ".threshold.md")
+
+
+def printable(value: Any) -> Any:
+    """``value`` with every string valid UTF-8: a file name that is not (``os.fsdecode`` keeps its bytes as lone
+    surrogates) is written with its bytes escaped, ``en\\xff.txt``, instead of failing the write."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
+
+
+def mining_metadata_json(metadata: Mapping[str, Any] | MiningRecord) -> str:
+    """The sidecar's text for ``metadata`` (a :class:`MiningRecord`, or a mapping of its keys; None values are left
+    out), ready to write."""
+    record = metadata if isinstance(metadata, MiningRecord) else MiningRecord.from_mapping(metadata)
+    return record.to_json()
+
+
+def read_mining_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """The sidecar at ``path`` (its known keys); a data error naming the file when it is not a JSON object or holds
+    more than :data:`MAX_SIDECAR_BYTES` (refused before it is read)."""
+    try:
+        record = read_small_json(path, MAX_SIDECAR_BYTES)
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
+        raise DataValidationError(f"{path}: not a readable mining metadata file ({error})") from None
+    if not isinstance(record, dict):
+        raise DataValidationError(f"{path}: mining metadata must be a JSON object, got {type(record).__name__}")
+    return {key: record[key] for key in METADATA_KEYS if key in record}
+
+
+# -------------------------------------------------------------------------------------------- the threshold report
+
+
+def threshold_sample(
+    scores: np.ndarray, threshold: float | None, *, size: int = 10
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The positions of the ``size`` scores just at or above the threshold and of the ``size`` just below it (each in
+    decreasing score order), and the threshold used: the median score when none was given."""
+    scores = np.asarray(scores, dtype=np.float64)
+    pivot = float(np.median(scores)) if threshold is None and scores.size else float(threshold or 0.0)
+    order = np.argsort(-scores, kind="stable")
+    above = order[scores[order] >= pivot]
+    below = order[scores[order] < pivot]
+    return above[-size:], below[:size], pivot
+
+
+def _cell(text: str, width: int = 80) -> str:
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def threshold_sample_markdown(
+    scores: np.ndarray,
+    src_indices: np.ndarray,
+    tgt_indices: np.ndarray,
+    src_texts: Sequence[str] | None,
+    tgt_texts: Sequence[str] | None,
+    threshold: float | None,
+    *,
+    size: int = 10,
+) -> str:
+    """Markdown tables of the pairs just above and just below the threshold (the median without one): what a
+    threshold keeps and drops at its edge. Line numbers are the inputs' (0-based)."""
+    above, below, pivot = threshold_sample(scores, threshold, size=size)
+    what = f"the threshold {pivot:g}" if threshold is not None else f"the median score {pivot:.4f} (no threshold)"
+    parts = [f"Pairs just above and just below {what}, out of {len(scores)} candidates.\n"]
+    titles = ("Just above (kept)", "Just below (dropped)") if threshold is not None else ("Just above", "Just below")
+    for title, positions in zip(titles, (above, below)):
+        parts.append(f"\n#### {title}\n\n| score | src | tgt | source | target |\n|---|---|---|---|---|\n")
+        for position in positions.tolist():
+            src, tgt = int(src_indices[position]), int(tgt_indices[position])
+            source = _cell(src_texts[src]) if src_texts is not None else ""
+            target = _cell(tgt_texts[tgt]) if tgt_texts is not None else ""
+            parts.append(f"| {scores[position]:.4f} | {src} | {tgt} | {source} | {target} |\n")
+        if not len(positions):
+            parts.append("| | | | (none) | |\n")
+    return "".join(parts)
+
+
+def threshold_figure(
+    scores: Sequence[float] | np.ndarray, *, threshold: float | None = None, margin: str = "ratio"
+) -> tuple[Any, str]:
+    """A histogram of every candidate pair of a run, before its threshold, the threshold marked: where it cuts the
+    distribution (a run of translations shows a mode of high scores apart from the bulk of chance pairs). Returns the
+    matplotlib figure and its caption."""
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError("threshold_figure needs at least one score")
+    bins = figures.histogram_bins(values, threshold=threshold)
+    figure = figures.new_figure()
+    axes = figure.add_subplot()
+    if threshold is None:
+        axes.hist(values, bins=bins, color=figures.PRIMARY_COLOUR, alpha=0.8, label=f"candidates (n={values.size})")
+    else:
+        kept = values >= threshold
+        axes.hist(
+            values[kept], bins=bins, color=figures.PRIMARY_COLOUR, alpha=0.8, label=f"kept (n={int(kept.sum())})"
+        )
+        axes.hist(
+            values[~kept],
+            bins=bins,
+            color=figures.SECONDARY_COLOUR,
+            alpha=0.8,
+            label=f"below (n={int((~kept).sum())})",
+        )
+    figures.mark_threshold(axes, threshold)
+    axes.set_xlabel(f"margin score ({margin} margin)")
+    axes.set_ylabel("candidate pairs (count)")
+    from matplotlib.ticker import MaxNLocator
+
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_title("Scores of the candidate pairs, before the threshold")
+    axes.legend()
+    caption = f"Scores of the {values.size} candidate pairs of the run ({margin} margin), before the threshold"
+    if threshold is not None:
+        share = 100 * float(np.mean(values >= threshold))
+        caption += f"; the threshold {threshold:g} keeps {share:.1f}% of them"
+    return figure, caption + "."
+
+
+def write_threshold_report(
+    outputs: OutputSet,
+    out: str | os.PathLike,
+    candidates: ScoredPairs,
+    src_texts: Sequence[str] | None,
+    tgt_texts: Sequence[str] | None,
+    *,
+    threshold: float | None = None,
+    margin: str = "ratio",
+    size: int = 10,
+) -> tuple[Path, Path] | None:
+    """Write the threshold report of the pairs file ``out`` beside it (``mine`` / ``score --threshold-report``):
+    :func:`threshold_figure` of the ``candidates`` (``MinedPairs`` before the threshold) and a Markdown sample of
+    the pairs just above and just below the threshold (``out.threshold.png``, ``out.threshold.md``), each to its
+    temporary file in ``outputs`` (where the job declared both, before its work), committed with the job's other
+    outputs.
+
+    Returns:
+        The paths of the figure and of the sample; None (with a warning) when there is no candidate to draw.
+    """
+    if not len(candidates.scores):
+        logger.warning("--threshold-report: no candidate pairs, nothing to draw")
+        return None
+    figure_path, sample_path = threshold_report_paths(out)
+    figure, caption = threshold_figure(candidates.scores, threshold=threshold, margin=margin)
+    with outputs.open(figure_path, "wb") as handle:
+        figure.savefig(handle, format="png", dpi=figures.DPI)
+    sample = threshold_sample_markdown(
+        candidates.scores,
+        candidates.src_indices,
+        candidates.tgt_indices,
+        src_texts,
+        tgt_texts,
+        threshold,
+        size=size,
+    )
+    with outputs.open(sample_path) as handle:
+        handle.write(f"{caption}\n\n![threshold]({figure_path.name})\n\n{sample}")
+    return figure_path, sample_path
