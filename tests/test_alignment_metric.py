@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from vecalign_score import score_multiple
 
-from bitext_hf.alignment.output import read_beads
+from bitext_hf.data.alignment_files import read_beads
 from bitext_hf.errors import DataValidationError
 from bitext_hf.evaluation.metrics import alignment_f1, load
 

@@ -4,6 +4,7 @@ exit code, no traceback, atomic outputs, never over an input)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 
@@ -11,8 +12,9 @@ import numpy as np
 import pytest
 from cli_fakes import run, write_lines
 
-from bitext_hf.alignment.output import read_beads
+from bitext_hf.alignment.settings import AlignSettings
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from bitext_hf.data.alignment_files import SIDECAR_KEYS, read_beads
 from bitext_hf.errors import OutputWriteError
 
 # A sentence is words with a language tag, "cat|en"; a run of sentences embeds as the sum of its words' meanings, so
@@ -172,7 +174,7 @@ def test_a_failed_write_leaves_no_output_behind(capsys, encoder, monkeypatch, tm
         (tmp_path / side).mkdir()
         for name in ("one", "two"):
             write_lines(tmp_path / side / name, sentences)
-    from bitext_hf.alignment import output
+    from bitext_hf.data import alignment_files as output
 
     real, calls = output.write_alignment, []
 
@@ -249,3 +251,10 @@ def test_the_same_document_name_twice_in_a_list_is_refused(capsys, encoder, tmp_
 def test_files_and_lists_together_are_a_usage_error(capsys, encoder, documents, tmp_path):
     code, _, err = run(capsys, "align", "--src", documents[0], "--src-docs", documents[0], "--tgt-docs", documents[1])
     assert code == EXIT_USAGE and "either --src and --tgt, or --src-docs" in err
+
+
+def test_the_sidecar_keeps_every_setting_of_the_search():
+    """The sidecar's format (data layer) names the search's settings itself; a setting added to the engine and not to
+    the format would be dropped from every dataset card."""
+    settings = [field.name for field in dataclasses.fields(AlignSettings)]
+    assert [key for key in SIDECAR_KEYS if key in settings] == settings

@@ -155,7 +155,7 @@ def _bad_document_next_time(tmp: Path) -> list[str]:
 
 
 def _failing_second_write(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bitext_hf.alignment import output
+    from bitext_hf.data import alignment_files as output
 
     real, calls = output.write_alignment, []
 
@@ -338,7 +338,7 @@ sys.path.insert(0, sys.argv.pop(1))
 wait_at = sys.argv.pop(1)
 import numpy as np
 import bitext_hf.encoders
-from bitext_hf.alignment import output
+from bitext_hf.data import alignment_files as output
 from cli_fakes import fake_embedding
 from bitext_hf.cli import main
 
@@ -459,7 +459,7 @@ def test_a_write_error_is_one_line(tmp_path, monkeypatch, capsys, fakes):
     """An OutputWriteError from a writer that takes a path names the output, not its temporary file."""
     monkeypatch.chdir(tmp_path)
     _corpus(tmp_path)
-    from bitext_hf.alignment import output
+    from bitext_hf.data import alignment_files as output
 
     def failing(alignment, path, *args):
         raise OutputWriteError(f"{path}: no space left on device; nothing was written")

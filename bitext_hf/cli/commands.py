@@ -165,7 +165,7 @@ def cmd_align(args) -> int:
     """Parse the options into an :class:`~bitext_hf.jobs.align.AlignConfig`, run the job, print the report;
     without ``--out`` the beads are printed in vecalign format (each document's after a ``# name`` line, for
     many documents)."""
-    from bitext_hf.alignment.output import SIDECAR_NAME
+    from bitext_hf.data.alignment_files import SIDECAR_NAME
     from bitext_hf.jobs.align import AlignConfig, run_alignment
 
     started = time.perf_counter()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bitext_hf.alignment.output import ALIGNMENT_TASK, SIDECAR_KEYS
+from bitext_hf.data.alignment_files import ALIGNMENT_TASK, SIDECAR_KEYS
 
 __all__ = ["alignment_metadata", "is_alignment", "render_alignment_card"]
 

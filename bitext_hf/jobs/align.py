@@ -30,7 +30,9 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bitext_hf.alignment.output import (
+from bitext_hf.alignment.settings import MAX_BEAD_SIZE, AlignSettings
+from bitext_hf.data import alignment_files
+from bitext_hf.data.alignment_files import (
     ALIGN_FORMATS,
     ALIGNMENT_TASK,
     EXTENSIONS,
@@ -38,7 +40,6 @@ from bitext_hf.alignment.output import (
     alignment_format,
     check_tsv_sentences,
 )
-from bitext_hf.alignment.settings import MAX_BEAD_SIZE, AlignSettings
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.base import job_run
 from bitext_hf.jobs.fields import ValueType, check_fields, checked, finite_float, option, positive_int
@@ -463,12 +464,11 @@ def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, f
     end, the sidecar last (:class:`~bitext_hf.jobs.base.JobOutputs`); a failure or a signal before that leaves the
     files that were there before as they were. One stream the user named (stdout, a FIFO, a device) is written
     directly, alone."""
-    from bitext_hf.alignment import output
     from bitext_hf.data.pair_files import metadata_path
 
     for path, alignment, src, tgt in zip(paths, alignments, src_docs, tgt_docs):
         with outputs.staged(path) as temporary:
-            output.write_alignment(alignment, temporary, src, tgt, fmt)
+            alignment_files.write_alignment(alignment, temporary, src, tgt, fmt)
     if not outputs.is_stream(config.out):
         sidecar = os.path.join(config.out, SIDECAR_NAME) if config.many_documents else metadata_path(config.out)
         with outputs.open(sidecar) as handle:

@@ -1,4 +1,5 @@
-"""Writing and reading alignments.
+"""The files of a sentence alignment (``bitext-hf align``), written by the align job and read by the dataset card and
+the alignment metric: a format, not the engine (:mod:`bitext_hf.alignment` returns beads and scores).
 
 ``vecalign`` (the format vecalign's and Bertalign's scorers read): one bead a line, ``[0, 1]:[2]:0.734215``, the
 0-based source and target sentences then the score; every sentence of both documents appears once, in order. ``tsv``,
@@ -9,20 +10,17 @@ written atomically (:func:`bitext_hf.io.atomic_output`).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from ast import literal_eval
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from bitext_hf.alignment.settings import AlignSettings
+import numpy as np
+
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.io.tables import write_table
-
-if TYPE_CHECKING:  # annotations only: the search module compiles with numba, which the options' checks do not need
-    from bitext_hf.alignment.search import Alignment
 
 __all__ = [
     "ALIGNMENT_TASK",
@@ -30,6 +28,7 @@ __all__ = [
     "EXTENSIONS",
     "SIDECAR_KEYS",
     "SIDECAR_NAME",
+    "Beads",
     "alignment_format",
     "read_beads",
     "write_alignment",
@@ -42,7 +41,14 @@ ALIGNMENT_TASK = "sentence alignment"
 SIDECAR_KEYS = (
     "task",
     "encoder",
-    *(field.name for field in dataclasses.fields(AlignSettings)),
+    # The search's settings (bitext_hf.alignment.AlignSettings, whose fields a test holds these to).
+    "max_align",
+    "top_k",
+    "window",
+    "anchor_window",
+    "skip",
+    "margin",
+    "length_prior",
     "format",
     "src",
     "tgt",
@@ -60,6 +66,13 @@ HEADER = ("score", "src_lines", "tgt_lines", "src", "tgt")
 _TSV_BREAKERS = ("\t", "\n", "\r")
 # The joined text of a bead: the sentences as the encoder read them, one space between.
 _JOINER = " "
+
+
+class Beads(Protocol):
+    """What an alignment file is written from: :class:`bitext_hf.alignment.Alignment` is one."""
+
+    beads: Sequence[tuple[list[int], list[int]]]
+    scores: np.ndarray
 
 
 def alignment_format(path: str | os.PathLike | None, format: str | None = None) -> str:
@@ -81,13 +94,13 @@ def check_tsv_sentences(sentences: Sequence[str], name: str) -> None:
             )
 
 
-def _rows(alignment: Alignment, src: Sequence[str], tgt: Sequence[str]):
+def _rows(alignment: Beads, src: Sequence[str], tgt: Sequence[str]):
     for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
         yield score, xs, ys, _JOINER.join(src[x] for x in xs), _JOINER.join(tgt[y] for y in ys)
 
 
 def write_alignment(
-    alignment: Alignment, path: str | os.PathLike, src: Sequence[str], tgt: Sequence[str], format: str
+    alignment: Beads, path: str | os.PathLike, src: Sequence[str], tgt: Sequence[str], format: str
 ) -> None:
     """Write ``alignment`` of the sentences ``src`` and ``tgt`` to ``path`` (``-``: stdout) in ``format``."""
     if format == "vecalign":
