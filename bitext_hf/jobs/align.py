@@ -41,7 +41,7 @@ from bitext_hf.data.alignment_files import (
     check_tsv_sentences,
 )
 from bitext_hf.errors import UsageError
-from bitext_hf.jobs.base import job_run
+from bitext_hf.jobs.base import ReportLine, job_run, shown_path
 from bitext_hf.jobs.fields import ValueType, check_fields, checked, finite_float, option, positive_int
 from bitext_hf.jobs.options import QUIET, THREADS, EncoderOptions, LanguageOptions
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from bitext_hf.alignment.search import Alignment
     from bitext_hf.jobs.base import JobOutputs
 
-__all__ = ["AlignConfig", "AlignResult", "run_alignment"]
+__all__ = ["AlignConfig", "AlignResult", "alignment_report", "run_alignment"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -241,6 +241,39 @@ class AlignResult:
             f"{'...' if len(self.outputs) > 3 else ''}, encoded={self.encoded}, from_cache={self.from_cache}, "
             f"seconds={ {stage: round(value, 3) for stage, value in self.seconds.items()} })"
         )
+
+
+def alignment_report(config: AlignConfig, result: AlignResult, seconds: float) -> list[ReportLine]:
+    """What ``bitext-hf align`` prints when it ends: without ``out`` the beads themselves on stdout, in vecalign format
+    (each document's after a ``# name`` line, for many documents); the summary (on stderr when the beads went to
+    stdout), naming what this run wrote (a folder may hold other files); then the time of each stage over the whole
+    command's ``seconds``."""
+    lines = []
+    if not config.out:
+        for name, alignment in zip(result.names, result.alignments):
+            if config.many_documents:  # which document the beads that follow are of
+                lines.append(ReportLine(f"# {name}", "stdout"))
+            lines += [
+                ReportLine(f"{xs}:{ys}:{score:.6f}", "stdout")
+                for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist())
+            ]
+    beads = sum(len(alignment) for alignment in result.alignments)
+    links = sum(bool(xs and ys) for alignment in result.alignments for xs, ys in alignment.beads)
+    sentences = sum(map(len, result.src_documents)), sum(map(len, result.tgt_documents))
+    where = f"; wrote {shown_path(config.out)}" if config.out else ""
+    if config.out and config.many_documents:
+        where = f"; wrote {len(result.outputs)} file(s) and {SIDECAR_NAME} in {config.out}"
+    summary = (
+        f"aligned {len(result.names)} document pair(s), {sentences[0]} source x {sentences[1]} target sentences: "
+        f"{beads} beads, {links} of them links (max-align {config.max_align}){where}"
+    )
+    lines.append(ReportLine(summary, "report" if config.out else "stderr"))
+    parts = ", ".join(f"{name} {value:.1f} s" for name, value in result.seconds.items())
+    cached = f", {result.from_cache} from the cache" if result.from_cache else ""
+    lines.append(
+        ReportLine(f"align: {result.encoded} overlaps encoded{cached} in {seconds:.1f} s ({parts})", "timing")
+    )
+    return lines
 
 
 def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | None = None) -> AlignResult:

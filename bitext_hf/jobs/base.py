@@ -16,6 +16,7 @@ FIFO, a device), written directly. The options every job shares are in :mod:`bit
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -31,9 +32,51 @@ from bitext_hf.io import (
     writes_in_place,
 )
 
-__all__ = ["JobOutputs", "job_run", "job_scope"]
+__all__ = [
+    "REPORT_PLACES",
+    "JobOutputs",
+    "ReportLine",
+    "job_run",
+    "job_scope",
+    "per_second",
+    "results_on_stdout",
+    "shown_path",
+]
 
 StrPath = str | os.PathLike
+
+# Where a report line goes: "report" is the summary (stdout, or stderr when the job's results themselves go to stdout,
+# ``--out -``); "stdout" and "stderr" as named; "timing" is stderr, left out under ``-q``.
+REPORT_PLACES = ("report", "stdout", "stderr", "timing")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportLine:
+    """One line a job reports when it ends (its module says which, in ``*_report``): ``text`` and where it goes
+    (:data:`REPORT_PLACES`). The command line prints them; a Python caller has the result itself."""
+
+    text: str
+    place: str = "report"
+
+    def __post_init__(self) -> None:
+        if self.place not in REPORT_PLACES:
+            raise ValueError(f"place={self.place!r}: choose one of {', '.join(REPORT_PLACES)}")
+
+
+def results_on_stdout(out: str | None) -> bool:
+    """Whether a job's results themselves go to stdout (``--out -``): its "report" lines then go to stderr."""
+    return out in ("-", "/dev/stdout")
+
+
+def shown_path(out: str) -> str:
+    """How a report names an output: ``stdout`` for ``-``, else the path as given."""
+    return "stdout" if out == "-" else out
+
+
+def per_second(count: int, seconds: float) -> str:
+    """``count / seconds`` as a report shows a rate: whole above 10 (``1,234``), two significant digits below."""
+    rate = count / max(seconds, 1e-9)
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"
 
 
 @contextlib.contextmanager

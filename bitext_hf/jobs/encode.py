@@ -20,13 +20,14 @@ import numpy as np
 
 from bitext_hf.encoding.shard_manifest import DTYPES
 from bitext_hf.errors import UsageError
+from bitext_hf.jobs.base import ReportLine, per_second, shown_path
 from bitext_hf.jobs.fields import check_fields, option, positive_int
 from bitext_hf.jobs.options import QUIET, EncoderOptions, RayOptions
 
 if TYPE_CHECKING:
     from bitext_hf.jobs.base import JobOutputs
 
-__all__ = ["EncodeConfig", "EncodingResult", "run_encoding"]
+__all__ = ["EncodeConfig", "EncodingResult", "encoding_report", "run_encoding"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -117,6 +118,30 @@ class EncodingResult:
     from_cache: int
     seconds: float
     arithmetic: str | None = None
+
+
+def encoding_report(result: EncodingResult, seconds: float) -> list[ReportLine]:
+    """What ``bitext-hf encode`` prints when it ends: what it wrote, and what the encoder really computed in
+    (bfloat16 or float32, and which runtime: a CPU without native bfloat16 never runs it, and a converted graph may
+    set a request aside); then the rate over the whole command's ``seconds`` (a resumed run's over what it encoded
+    itself)."""
+    computed = f"; computed in {result.arithmetic}" if result.arithmetic else ""
+    if result.shards is None:
+        wrote = f"wrote {result.count} x {result.dimension} {result.dtype} embeddings to {shown_path(result.path)}"
+        return [ReportLine(wrote + computed), ReportLine(_rate_line(result.count, seconds), "timing")]
+    lines = [
+        ReportLine(
+            f"wrote {result.count} x {result.dimension} {result.dtype} embeddings in {result.shards} shard(s) and "
+            f"{os.path.join(result.path, 'manifest.json')} ({result.encoded} sentences encoded by this run){computed}"
+        )
+    ]
+    if result.encoded:
+        lines.append(ReportLine(_rate_line(result.encoded, seconds, " encoded"), "timing"))
+    return lines
+
+
+def _rate_line(sentences: int, seconds: float, detail: str = "") -> str:
+    return f"encode: {sentences} sentences{detail} in {seconds:.1f} s, {per_second(sentences, seconds)} sentences/s"
 
 
 def run_encoding(config: EncodeConfig, *, load_encoder=None) -> EncodingResult:

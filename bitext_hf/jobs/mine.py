@@ -36,7 +36,7 @@ import numpy as np
 from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.data.pair_files import MiningRecord
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.jobs.base import JobOutputs, job_run
+from bitext_hf.jobs.base import JobOutputs, ReportLine, job_run, per_second, results_on_stdout, shown_path
 from bitext_hf.jobs.fields import check_fields, option, positive_int
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from bitext_hf.encoding.embedder import Embedder
     from bitext_hf.mining.index import RecallReport
 
-__all__ = ["DEMO_DIR", "GoldScores", "MiningConfig", "MiningResult", "demo_inputs", "run_mining"]
+__all__ = ["DEMO_DIR", "GoldScores", "MiningConfig", "MiningResult", "demo_inputs", "mining_report", "run_mining"]
 
 logger = logging.getLogger("bitext_hf")
 
@@ -371,6 +371,62 @@ class MiningResult:
     encoded: int = 0
     from_cache: int = 0
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+def mining_report(config: MiningConfig, result: MiningResult, seconds: float, *, show: int = 0) -> list[ReportLine]:
+    """What ``bitext-hf mine`` prints when it ends: where the pairs went, the first ``show`` of them (-1: all; not
+    when the pairs themselves go to stdout), what was mined with which settings, the filters' counts, the gold and
+    recall lines, the threshold report's files; then where the sentences came from, the time of each part and the
+    encoding rate over what was encoded only (a run served by the cache encodes nothing), over the whole command's
+    ``seconds``."""
+    from bitext_hf.mining.filters import format_counts
+
+    pairs = result.pairs
+    lines = [ReportLine(f"wrote {len(pairs)} pairs to {shown_path(config.out)}")] if config.out else []
+    if not results_on_stdout(config.out):
+        lines += [ReportLine(text, "stdout") for text in _pairs_preview(result, show)]
+    lines.append(
+        ReportLine(
+            f"mined {len(pairs)} pairs from {result.src_sentences} source x {result.tgt_sentences} target sentences "
+            f"(k={result.record.k}, margin={config.margin}, mode={config.mode}, threshold={config.threshold})"
+        )
+    )
+    if result.filter_counts is not None:
+        lines.append(ReportLine(format_counts(result.filter_counts)))
+    lines += [ReportLine(str(line)) for line in (result.gold, result.recall) if line is not None]
+    if result.threshold_report_files is not None:
+        figure, sample = result.threshold_report_files
+        lines.append(ReportLine(f"wrote the threshold report {figure} and {sample}"))
+    sources = [f"{result.src_sentences} source + {result.tgt_sentences} target"]
+    if result.encoded:
+        sources.append(f"{result.encoded} encoded")
+    if result.from_cache:
+        sources.append(f"{result.from_cache} from the cache")
+    parts = ", ".join(f"{name} {value:.1f} s" for name, value in result.seconds.items())
+    speed = (
+        f"encoded {per_second(result.encoded, result.seconds['encode'])} sentences/s"
+        if result.encoded
+        else "nothing encoded"
+    )
+    total = result.src_sentences + result.tgt_sentences
+    timing = f"mine: {total} sentences ({'; '.join(sources)}) in {seconds:.1f} s ({parts}); {speed}"
+    return [*lines, ReportLine(timing, "timing")]
+
+
+def _pairs_preview(result: MiningResult, show: int) -> list[str]:
+    """The first ``show`` pairs (-1: all) as a table of score, line numbers and sentences."""
+    pairs, src_texts, tgt_texts = result.pairs, result.src_texts, result.tgt_texts
+    shown = len(pairs) if show < 0 else min(show, len(pairs))
+    if not shown:
+        return []
+    lines = [f"{'score':>7}  {'src':>6}  {'tgt':>6}  sentences"]
+    for src, tgt, score in pairs.select(slice(shown)):
+        src_text = src_texts[src] if src_texts else ""
+        tgt_text = tgt_texts[tgt] if tgt_texts else ""
+        lines.append(f"{score:7.4f}  {src:6d}  {tgt:6d}  {src_text}  |||  {tgt_text}")
+    if shown < len(pairs):
+        lines.append(f"... {len(pairs) - shown} more (--show -1 prints all, --out FILE writes them)")
+    return lines
 
 
 def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None = None) -> MiningResult:

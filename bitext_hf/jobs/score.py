@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.jobs.base import ReportLine, shown_path
 from bitext_hf.jobs.fields import check_fields, option
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
@@ -55,6 +56,7 @@ __all__ = [
     "ScoringResult",
     "check_aligned_inputs",
     "run_scoring",
+    "scoring_report",
 ]
 
 # The quantiles of the scores that the report gives.
@@ -176,6 +178,27 @@ class ScoringResult:
     threshold_report_files: tuple[Path, Path] | None = None
     encoded: int = 0
     from_cache: int = 0
+
+
+def scoring_report(config: ScoreConfig, result: ScoringResult) -> list[ReportLine]:
+    """What ``bitext-hf score`` prints when it ends: the pairs scored and written, the filters' counts, the threshold
+    report's files and the quantiles of the scores (on stderr when the pairs themselves went to stdout)."""
+    from bitext_hf.mining.filters import format_counts
+
+    threshold = f" (threshold {config.threshold})" if config.threshold is not None else ""
+    lines = [
+        ReportLine(
+            f"scored {len(result.candidates)} pairs (k={result.k}, margin={config.margin}); wrote "
+            f"{len(result.pairs)} to {shown_path(config.out)}{threshold}"
+        )
+    ]
+    if result.filter_counts is not None:
+        lines.append(ReportLine(format_counts(result.filter_counts)))
+    if result.threshold_report_files is not None:
+        figure, sample = result.threshold_report_files
+        lines.append(ReportLine(f"wrote the threshold report {figure} and {sample}"))
+    quantiles = "  ".join(f"{q:.0%} {v:.4f}" for q, v in result.quantiles.items())
+    return [*lines, ReportLine(f"score quantiles: {quantiles}")]
 
 
 def run_scoring(config: ScoreConfig, *, load_encoder: Callable[..., Any] | None = None) -> ScoringResult:
