@@ -3,19 +3,15 @@
 ``--lang fr --out pairs.tsv`` writes what ``bitext_hf.data.gettext_pairs("fr")`` returns (and what the data spec
 ``fr=gettext`` loads): English<TAB>French lines, each English message and each translation once, the format that
 ``fr=pairs.tsv`` specs read. ``--list`` prints the languages found with their pair counts. The job is
-:func:`bitext_hf.jobs.gettext.run_gettext`; this module declares the options and prints the report.
+:func:`bitext_hf.jobs.gettext.run_gettext`; this module declares the options and prints the lines
+its :func:`~bitext_hf.jobs.gettext.gettext_report` gives.
 """
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING
-
 from bitext_hf.cli.arguments import config_from_arguments
+from bitext_hf.cli.commands import print_report
 from bitext_hf.errors import EXIT_OK
-
-if TYPE_CHECKING:
-    from bitext_hf.jobs.gettext import GettextConfig, GettextResult
 
 __all__ = ["EPILOG_GETTEXT", "cmd_data_gettext"]
 
@@ -46,46 +42,8 @@ the format follows the extension, or --format; `-` is stdout (TSV unless --forma
 
 def cmd_data_gettext(args) -> int:
     """Parse the options into a :class:`~bitext_hf.jobs.gettext.GettextConfig`, run the job, print the report."""
-    from bitext_hf.jobs.gettext import GettextConfig, run_gettext
+    from bitext_hf.jobs.gettext import GettextConfig, gettext_report, run_gettext
 
     config = config_from_arguments(GettextConfig, args)
-    result = run_gettext(config)
-    if config.list:
-        _print_list(result)
-    else:
-        _print_written(result, config)
+    print_report(gettext_report(config, run_gettext(config)), config.out)
     return EXIT_OK
-
-
-def _left_out(result: GettextResult) -> str:
-    return f"; left out: {', '.join(result.left_out)}" if result.left_out else ""
-
-
-def _print_list(result: GettextResult) -> None:
-    width = max((len(row.lang) for row in result.listed), default=0)
-    for row in result.listed:
-        print(f"{row.lang:<{width}}  {row.pairs:>7} pairs  {row.catalogs:>5} catalogs")
-    with_pairs = [row for row in result.languages if row.pairs]
-    empty = len(result.languages) - len(with_pairs)
-    print(
-        f"{len(with_pairs)} language(s) with pairs, {sum(row.pairs for row in result.languages)} pairs in all, "
-        f"from {sum(row.catalogs for row in result.languages)} catalogs"
-        + (f"; {empty} language(s) without a usable pair" if empty else "")
-        + _left_out(result)
-    )
-
-
-def _print_written(result: GettextResult, config: GettextConfig) -> None:
-    report = sys.stderr if config.out in ("-", "/dev/stdout") else sys.stdout
-    if len(result.written) > 1:
-        for written in result.written:
-            print(f"wrote {written.pairs} English-{written.lang} pairs to {written.path}", file=report)
-    where = "stdout" if config.out == "-" else (result.written[0].path if len(result.written) == 1 else config.out)
-    print(
-        f"wrote {sum(written.pairs for written in result.written)} English-"
-        f"{'/'.join(written.lang for written in result.written)} pairs from "
-        f"{sum(row.catalogs for row in result.languages)} catalogs to {where}"
-        + (f" (at most {config.max_pairs} per language)" if config.max_pairs else "")
-        + _left_out(result),
-        file=report,
-    )

@@ -6,20 +6,14 @@ token (exit 4 when there is none). A model folder publishes the exported model o
 (:mod:`bitext_hf.hub.model_files`); ``--dry-run`` prints what would go up and what stays local, and why. The upload
 is one commit (all files or none); a refusal of the Hub (401/403, 404, no network) is exit 4 and its message says
 that nothing was uploaded. The job is :func:`bitext_hf.jobs.push.run_push`; this module declares the options and
-prints the report.
+prints the lines its :func:`~bitext_hf.jobs.push.push_report` gives.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from bitext_hf.cli.arguments import config_from_arguments
+from bitext_hf.cli.commands import print_report
 from bitext_hf.errors import EXIT_OK
-from bitext_hf.io.terminal import escape_controls
-
-if TYPE_CHECKING:
-    from bitext_hf.hub.model_files import LeftOut
 
 __all__ = ["EPILOG_PUSH", "cmd_push"]
 
@@ -77,49 +71,8 @@ Errors are one line on stderr; --debug or BITEXT_HF_DEBUG=1 shows the traceback 
 
 def cmd_push(args) -> int:
     """Parse the options into a :class:`~bitext_hf.jobs.push.PushConfig`, run the job, print the report."""
-    from bitext_hf.jobs.push import PushConfig, run_push
+    from bitext_hf.jobs.push import PushConfig, push_report, run_push
 
     config = config_from_arguments(PushConfig, args)
-    result = run_push(config)
-    if result.url is None:
-        if result.preview is not None:
-            print(result.preview)
-        _print_commit(result.files, f"{result.repo_type} repository {result.repo_id}")
-        if config.model is not None:
-            _print_left_out(result.left_out)
-        print("dry run: nothing was uploaded")
-    elif config.model is not None:
-        print(
-            f"uploaded {escape_controls(config.model)} to {result.repo_id} ({len(result.files)} files): {result.url}"
-        )
-    else:
-        print(f"uploaded {escape_controls(str(Path(config.pairs)))} as a dataset to {result.repo_id}: {result.url}")
+    print_report(push_report(config, run_push(config)), None)
     return EXIT_OK
-
-
-def _bytes(count: int) -> str:
-    """``count`` bytes, exactly and, from a kilobyte on, in the unit a reader takes in at a glance."""
-    from tqdm import tqdm
-
-    return f"{count:,} bytes" + (f" ({tqdm.format_sizeof(count, 'B', 1000)})" if count >= 1000 else "")
-
-
-def _print_commit(files: list[tuple[str, int]], target: str) -> None:
-    """``files``: (name, size) pairs, by name; one line each, then the total. Names are shown with their control
-    characters escaped (a file name may hold a terminal escape sequence or a line break)."""
-    print(f"would commit to the {target}:")
-    for name, size in files:
-        print(f"{size:>15,}  {escape_controls(name)}")
-    total = sum(size for _, size in files)
-    print(f"total: {len(files)} files, {_bytes(total)}")
-
-
-def _print_left_out(left_out: list[LeftOut]) -> None:
-    if not left_out:
-        print("left out: nothing")
-        return
-    total = sum(item.size for item in left_out)
-    print(f"left out, stays local ({_bytes(total)}; --include PATTERN adds files):")
-    for item in left_out:
-        count = f" ({item.files} file{'s' if item.files != 1 else ''})" if item.files else ""
-        print(f"{item.size:>15,}  {escape_controls(item.name)}{count}: {escape_controls(item.reason)}")

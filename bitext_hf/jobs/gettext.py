@@ -21,7 +21,7 @@ from bitext_hf.data.gettext import GettextPairs, collect_gettext_pairs, find_cat
 from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
-from bitext_hf.jobs.base import job_run
+from bitext_hf.jobs.base import ReportLine, job_run
 from bitext_hf.jobs.fields import ValueType, check_fields, option, positive_int
 from bitext_hf.jobs.options import QUIET
 
@@ -31,6 +31,7 @@ __all__ = [
     "LanguageCount",
     "WrittenPairs",
     "check_language_folder",
+    "gettext_report",
     "run_gettext",
 ]
 
@@ -199,6 +200,40 @@ class GettextResult:
             (self.too_long, f"pair(s) longer than {DEFAULT_MAX_LINE_CHARS} characters"),
         )
         return [f"{count} {what}" for count, what in counts if count]
+
+
+def gettext_report(config: GettextConfig, result: GettextResult) -> list[ReportLine]:
+    """What ``bitext-hf data gettext`` prints when it ends: with ``list``, a line per language (most pairs first)
+    and the totals; else each file written (for several languages) and the totals, with what was left out."""
+    left_out = f"; left out: {', '.join(result.left_out)}" if result.left_out else ""
+    catalogs = sum(row.catalogs for row in result.languages)
+    if config.list:
+        width = max((len(row.lang) for row in result.listed), default=0)
+        lines = [
+            ReportLine(f"{row.lang:<{width}}  {row.pairs:>7} pairs  {row.catalogs:>5} catalogs", "stdout")
+            for row in result.listed
+        ]
+        with_pairs = [row for row in result.languages if row.pairs]
+        empty = len(result.languages) - len(with_pairs)
+        totals = (
+            f"{len(with_pairs)} language(s) with pairs, {sum(row.pairs for row in result.languages)} pairs in all, "
+            f"from {catalogs} catalogs" + (f"; {empty} language(s) without a usable pair" if empty else "") + left_out
+        )
+        return [*lines, ReportLine(totals, "stdout")]
+    lines = []
+    if len(result.written) > 1:
+        lines = [
+            ReportLine(f"wrote {written.pairs} English-{written.lang} pairs to {written.path}")
+            for written in result.written
+        ]
+    where = "stdout" if config.out == "-" else (result.written[0].path if len(result.written) == 1 else config.out)
+    totals = (
+        f"wrote {sum(written.pairs for written in result.written)} English-"
+        f"{'/'.join(written.lang for written in result.written)} pairs from {catalogs} catalogs to {where}"
+        + (f" (at most {config.max_pairs} per language)" if config.max_pairs else "")
+        + left_out
+    )
+    return [*lines, ReportLine(totals)]
 
 
 def run_gettext(config: GettextConfig) -> GettextResult:

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, ClassVar
 from bitext_hf.errors import UsageError
 from bitext_hf.hub.upload import check_repo_id, resolve_token, upload
 from bitext_hf.io.terminal import escape_controls
+from bitext_hf.jobs.base import ReportLine
 from bitext_hf.jobs.fields import check_fields, option
 
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import LeftOut
 
-__all__ = ["PushConfig", "PushResult", "run_push"]
+__all__ = ["PushConfig", "PushResult", "push_report", "run_push"]
 
 logger = logging.getLogger(__name__)
 
@@ -289,3 +290,40 @@ def _push_pairs(config: PushConfig) -> PushResult:
             commit_message=config.message or "Upload bitext mined with bitext-hf",
         )
     return result
+
+
+def push_report(config: PushConfig, result: PushResult) -> list[ReportLine]:
+    """What ``bitext-hf push`` prints when it ends: for a dry run, the card's preview (pairs), each file of the commit
+    with its size and the total, what stays local and why (a model folder); else where the upload went. Names are
+    shown with their control characters escaped (a file name may hold a terminal escape sequence or a line break)."""
+    if result.url is not None:
+        if config.model is not None:
+            shown = f"{escape_controls(config.model)} to {result.repo_id} ({len(result.files)} files)"
+        else:
+            shown = f"{escape_controls(str(Path(config.pairs)))} as a dataset to {result.repo_id}"
+        return [ReportLine(f"uploaded {shown}: {result.url}")]
+    lines = [result.preview] if result.preview is not None else []
+    lines.append(f"would commit to the {result.repo_type} repository {result.repo_id}:")
+    lines += [f"{size:>15,}  {escape_controls(name)}" for name, size in result.files]
+    lines.append(f"total: {len(result.files)} files, {_bytes(sum(size for _, size in result.files))}")
+    if config.model is not None:
+        lines += _left_out_lines(result.left_out)
+    lines.append("dry run: nothing was uploaded")
+    return [ReportLine(line) for line in lines]
+
+
+def _bytes(count: int) -> str:
+    """``count`` bytes, exactly and, from a kilobyte on, in the unit a reader takes in at a glance."""
+    from tqdm import tqdm
+
+    return f"{count:,} bytes" + (f" ({tqdm.format_sizeof(count, 'B', 1000)})" if count >= 1000 else "")
+
+
+def _left_out_lines(left_out: list[LeftOut]) -> list[str]:
+    if not left_out:
+        return ["left out: nothing"]
+    lines = [f"left out, stays local ({_bytes(sum(item.size for item in left_out))}; --include PATTERN adds files):"]
+    for item in left_out:
+        count = f" ({item.files} file{'s' if item.files != 1 else ''})" if item.files else ""
+        lines.append(f"{item.size:>15,}  {escape_controls(item.name)}{count}: {escape_controls(item.reason)}")
+    return lines
