@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 from bitext_hf.errors import UsageError
 from bitext_hf.hub.upload import check_repo_id, resolve_token, upload
 from bitext_hf.io.terminal import escape_controls
-from bitext_hf.jobs.base import ReportLine
+from bitext_hf.jobs.base import ReportLine, job_run
 from bitext_hf.jobs.fields import check_fields, option
 
 if TYPE_CHECKING:
@@ -190,9 +190,12 @@ def run_push(config: PushConfig) -> PushResult:
         HubAccessError: no token, no write permission, repository or revision not found, no network (nothing was
             uploaded).
     """
-    if config.model is not None:
-        return _push_model(config)
-    return _push_pairs(config)
+    # Through the same door as every job (its outputs are the upload's own temporary folder, not declared here):
+    # the pairs and the metadata are protected from every file the run writes.
+    with job_run(config, inputs=[config.pairs, config.meta]):
+        if config.model is not None:
+            return _push_model(config)
+        return _push_pairs(config)
 
 
 def _push_model(config: PushConfig) -> PushResult:
