@@ -536,7 +536,8 @@ class OutputSet:
     that the run does not declare are left as they are. A SIGKILL leaves temporaries, which the next write of the
     same target removes (as :func:`atomic_output`'s); one during the commit itself (a few renames) can leave some
     targets new and the others as they were. A single output that is a stream (``-``, a FIFO or device the
-    user named) is not a set's: write it with :func:`atomic_output` (see :func:`writes_in_place`).
+    user named) is not a set's: write it with :func:`atomic_output` (see :func:`writes_in_place`); a job's
+    :class:`bitext_hf.jobs.base.JobOutputs` does so for the one ``--out`` a user names.
 
     >>> outputs = OutputSet(inputs=documents, input_folders=["de/"])
     >>> outputs.add_folder("aligned/")
