@@ -428,6 +428,21 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _check_writable_folder(folder: str, prefix: str, shown: str) -> None:
+    """``folder`` (real; ``shown`` as the user wrote it) exists, is a folder and is writable; else a ``UsageError``
+    after ``prefix`` (the option and the output)."""
+    try:
+        mode = os.stat(folder).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"{prefix}: folder {shown} does not exist") from None
+    except NotADirectoryError:
+        raise UsageError(f"{prefix}: {shown} is not a folder") from None
+    if not stat.S_ISDIR(mode):
+        raise UsageError(f"{prefix}: {shown} is not a folder")
+    if not _probe_writable(folder):
+        raise UsageError(f"{prefix}: folder {shown} is not writable")
+
+
 def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] = (), option: str = "--out") -> None:
     """Refuse an output path that cannot work, before any work is done (``UsageError``, exit 2).
 
@@ -445,17 +460,7 @@ def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] 
     if _is_direct(text):
         return
     folder = os.path.dirname(os.path.realpath(text))
-    shown = os.path.dirname(text) or "."
-    try:
-        folder_mode = os.stat(folder).st_mode
-    except FileNotFoundError:
-        raise UsageError(f"{option} {text}: folder {shown} does not exist") from None
-    except NotADirectoryError:
-        raise UsageError(f"{option} {text}: {shown} is not a folder") from None
-    if not stat.S_ISDIR(folder_mode):
-        raise UsageError(f"{option} {text}: {shown} is not a folder")
-    if not _probe_writable(folder):
-        raise UsageError(f"{option} {text}: folder {shown} is not writable")
+    _check_writable_folder(folder, f"{option} {text}", os.path.dirname(text) or ".")
     name_bytes = len(os.fsencode(os.path.basename(text)))
     try:
         limit = os.pathconf(folder, "PC_NAME_MAX")
@@ -618,17 +623,7 @@ class OutputSet:
         """``folder`` (real) exists, is a folder and is writable."""
         if folder in self._checked_folders or folder in self._folders:
             return
-        prefix = f"{option} {shown}" if option else shown
-        try:
-            mode = os.stat(folder).st_mode
-        except FileNotFoundError:
-            raise UsageError(f"{prefix}: folder {os.path.dirname(shown) or '.'} does not exist") from None
-        except NotADirectoryError:
-            raise UsageError(f"{prefix}: {os.path.dirname(shown) or '.'} is not a folder") from None
-        if not stat.S_ISDIR(mode):
-            raise UsageError(f"{prefix}: {os.path.dirname(shown) or '.'} is not a folder")
-        if not _probe_writable(folder):
-            raise UsageError(f"{prefix}: folder {os.path.dirname(shown) or '.'} is not writable")
+        _check_writable_folder(folder, f"{option} {shown}" if option else shown, os.path.dirname(shown) or ".")
         self._checked_folders.add(folder)
 
     def add_folder(self, path: StrPath, *, option: str | None = None) -> str:
