@@ -1,5 +1,6 @@
 """The jobs: one module per command, each holding its config (the command's options, checked when made), its
-``run_*`` and its result. The command line only builds a config, runs it and prints the result; a Python caller gets
+``run_*``, its result and the lines it reports (``*_report``). The command line only builds a config, runs it and
+prints those lines; a Python caller gets
 the same job, the same checks and the same files in one call:
 
 >>> from bitext_hf.jobs import MiningConfig, run_mining
@@ -9,10 +10,11 @@ the same job, the same checks and the same files in one call:
   :mod:`~bitext_hf.jobs.score` (``score``), :mod:`~bitext_hf.jobs.align` (``align``),
   :mod:`~bitext_hf.jobs.evaluate` (``eval``), :mod:`~bitext_hf.jobs.gettext` (``data gettext``),
   :mod:`~bitext_hf.jobs.push` (``push``): no job imports another's module.
-- :mod:`~bitext_hf.jobs.options`: the options several jobs share (encoder, Ray, margin, threshold, languages,
-  filters), declared once; :mod:`~bitext_hf.jobs.fields`: what makes a field an option and how every config checks
-  its fields; :mod:`~bitext_hf.jobs.base`: what every job does the same way, once (``job_run``: the thread limit, the
-  input protection and the outputs of a run, every one declared and checked before any work and committed together);
+- :mod:`~bitext_hf.jobs.options`: what makes a field an option and how every config checks its fields, and the
+  options several jobs share (encoder, Ray, margin, threshold, languages, filters), declared once;
+  :mod:`~bitext_hf.jobs.base`: what every job does the same way, once (``job_run``: the thread limit, the input
+  protection and the outputs of a run, every one declared and checked before any work and committed together; the
+  ``ReportLine`` a job reports in);
   :mod:`~bitext_hf.jobs.sides`: the inputs of the jobs that mine or score pairs (their outputs' formats, the pairs
   table, the sidecar and the threshold report, are :mod:`bitext_hf.data.pair_files`, which the hub reads too).
 
