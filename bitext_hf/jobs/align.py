@@ -364,8 +364,8 @@ def _left_out_words(folder: str, nested: int, special: int) -> str:
 def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str], list[str]]:
     """The documents of two lists, paired line by line; a document's name (its output's) is its source file's."""
     from bitext_hf.data import read_lines
+    from bitext_hf.data.readers import display_name as display
     from bitext_hf.errors import DataValidationError
-    from bitext_hf.jobs.sides import display
 
     paths = []
     for listing in (src_list, tgt_list):
@@ -433,8 +433,8 @@ def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) ->
 
 def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_paths, tgt_paths, started) -> AlignResult:
     from bitext_hf.data import read_lines
+    from bitext_hf.data.readers import display_name as display
     from bitext_hf.encoding.embedder import Embedder
-    from bitext_hf.jobs.sides import display
 
     fmt = config.output_format
     paths = _plan_outputs(config, outputs, names, src_paths + tgt_paths)

@@ -236,10 +236,10 @@ def _plan_outputs(config: ScoreConfig, outputs: JobOutputs) -> str:
 
 
 def _score(config: ScoreConfig, embedder: Embedder, outputs: JobOutputs) -> ScoringResult:
-    from bitext_hf.data.pair_files import check_representable, write_threshold_report
+    from bitext_hf.data.pair_files import check_representable, write_pairs, write_threshold_report
+    from bitext_hf.data.readers import display_name as display
     from bitext_hf.data.readers import read_aligned
-    from bitext_hf.jobs.sides import display
-    from bitext_hf.mining import score_pairs, write_pairs  # at call time: the package imports this module
+    from bitext_hf.mining import score_pairs  # at call time: the package imports this module
     from bitext_hf.mining.filters import filter_aligned, format_counts
     from bitext_hf.mining.knn import check_k
     from bitext_hf.mining.margin import used_k
