@@ -245,7 +245,7 @@ def test_one_encoder_for_both_sides_is_the_encoder_of_the_sidecar(capsys, fake_e
 def test_no_sidecar_for_streams_or_when_the_pairs_are_not_written(
     capsys, caplog, fake_encoders, tmp_path, monkeypatch
 ):
-    import bitext_hf.mining
+    import bitext_hf.data.pair_files
     from bitext_hf.errors import OutputWriteError
 
     monkeypatch.chdir(tmp_path)
@@ -263,7 +263,7 @@ def test_no_sidecar_for_streams_or_when_the_pairs_are_not_written(
     def failing_write(*args, **kwargs):
         raise OutputWriteError("pairs.tsv: no space left on device")
 
-    monkeypatch.setattr(bitext_hf.mining, "write_pairs", failing_write)
+    monkeypatch.setattr(bitext_hf.data.pair_files, "write_pairs", failing_write)
     code, _, err = run(capsys, "mine", "--src", src, "--tgt", tgt, "--out", "pairs.tsv")
     assert code != EXIT_OK and "no space left" in err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["src.txt", "tgt.txt", "wide.npy"]

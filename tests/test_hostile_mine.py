@@ -489,4 +489,4 @@ def _earlier_run_outputs(work: Path) -> None:
 def test_a_signal_while_writing_leaves_the_earlier_outputs(tmp_path, signum, fresh):
     argv = ["mine", "--src", "src.txt", "--tgt", "tgt.txt", "--out", OUT, "--threshold-report"]
     setup = corpus if fresh else _earlier_run_outputs
-    signal_while_writing(tmp_path, "bitext_hf.mining:write_pairs", argv, signum, setup)
+    signal_while_writing(tmp_path, "bitext_hf.data.pair_files:write_pairs", argv, signum, setup)

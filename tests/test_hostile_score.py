@@ -328,4 +328,4 @@ def _earlier_run_outputs(work: Path) -> None:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_writing_leaves_the_earlier_outputs(tmp_path, signum):
     argv = ["score", "--src", "src.txt", "--tgt", "tgt.txt", "--out", OUT, "--threshold-report"]
-    signal_while_writing(tmp_path, "bitext_hf.mining:write_pairs", argv, signum, _earlier_run_outputs)
+    signal_while_writing(tmp_path, "bitext_hf.data.pair_files:write_pairs", argv, signum, _earlier_run_outputs)

@@ -740,8 +740,8 @@ def _write_pairs_and_sidecar(
     temporary file, committed with the rest of the run's outputs (the sidecar last): both or neither, and a failure
     leaves the earlier ones as they were. A stream or a device (``-``, ``/dev/null``) gets the pairs alone, directly:
     there is no place for a sidecar beside it."""
-    from bitext_hf.data.pair_files import metadata_path
-    from bitext_hf.mining import write_pairs  # at call time: tests replace it to simulate a failed write
+    # At call time, write_pairs included: tests replace it to simulate a failed write.
+    from bitext_hf.data.pair_files import metadata_path, write_pairs
 
     sidecar_text = None if outputs.is_stream(out) else record.to_json()
     with outputs.staged(out) as path:
