@@ -2,7 +2,9 @@
 protected from every file it writes) and gives the :class:`JobOutputs` it writes its files through: every output
 declared and checked before any reading or encoding, written to temporary files beside their targets and committed
 together at the end (:class:`bitext_hf.io.OutputSet`), or, for the one stream a user may name as ``--out`` (``-``, a
-FIFO, a device), written directly. The options every job shares are in :mod:`bitext_hf.jobs.options`.
+FIFO, a device), written directly. What a job reports when it ends is a list of :class:`ReportLine` (each job's
+``*_report``), which the command line prints where each belongs. The options every job shares are in
+:mod:`bitext_hf.jobs.options`.
 
 >>> with job_run(config, inputs=config.inputs) as outputs:
 ...     if outputs.add_out(config.out):  # a file: what goes beside it too
