@@ -462,6 +462,7 @@ if trainer.is_world_process_zero():
     print("RESULT", json.dumps({"processes": args.world_size, "step": trainer.state.global_step,
                                 "params": parameters, "parts": parts}))
 if torch.distributed.is_initialized():  # as the recipes end (bitext_hf.training.distributed.end_distributed_job)
+    torch.distributed.barrier()
     torch.distributed.destroy_process_group()
 """
 

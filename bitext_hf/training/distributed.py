@@ -127,12 +127,19 @@ def check_parallel_mode(training_args: Any) -> None:
 def end_distributed_job() -> Iterator[None]:
     """Destroy this process's process group when the block ends, however it ends. A process that exits with its
     gloo group alive may abort in the group's destructor ("terminate called without an active exception",
-    SIGABRT) after its work is done, which turns a finished job into a failed launch."""
+    SIGABRT) after its work is done, which turns a finished job into a failed launch. A job that ends normally first
+    waits at a barrier, which also waits for this process's own collectives still in flight: a process that tears its
+    group down while a peer's last operation still runs aborted the same way (once in a slow DDP test). After an
+    error there is no barrier: the other processes may never reach it."""
     try:
         yield
-    finally:
+    except BaseException:
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
+        raise
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 def world_size() -> int:
