@@ -1,5 +1,6 @@
 """File input and output shared by every part of the package: outputs that appear complete or not at all and
-never replace an input, alone or as a set committed together (:mod:`bitext_hf.io.outputs`), inputs read once as
+never replace an input, alone (:mod:`bitext_hf.io.outputs`) or as a set committed together
+(:mod:`bitext_hf.io.output_set`; their temporaries and the signals: :mod:`bitext_hf.io.temporary_files`), inputs read once as
 streams, decompressed and bounded (:mod:`bitext_hf.io.inputs`)."""
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from bitext_hf.io.inputs import (
     parse_byte_count,
     read_input_bytes,
 )
+from bitext_hf.io.output_set import OutputSet
 from bitext_hf.io.outputs import (
-    OutputSet,
     atomic_output,
     check_inputs_and_output,
     check_output_path,
