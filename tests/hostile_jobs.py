@@ -1,7 +1,9 @@
 """What the hostile table of each job (tests/test_hostile_<job>.py: mine, score, encode, eval) shares: the row
 (:class:`Case`), the run of one row and its checks (:func:`check_case`), what a row puts at an output's name
-(:func:`special`), the failures a row simulates (a rename of the commit that fails, a full disk) and the run in a
-subprocess that a signal interrupts while the job writes (:func:`signal_while_writing`).
+(:func:`special`), the setups every table builds from its command (:func:`at_output`, :func:`over_earlier`,
+:func:`hardlink`, :func:`text_file`, :func:`earlier_run`), the failures a row simulates (a rename of the commit that
+fails, a full disk) and the run in a subprocess that a signal interrupts while the job writes
+(:func:`signal_while_writing`).
 
 Every row runs in a fresh folder (the working directory), with the fake encoder of tests/cli_fakes.py, and asserts the
 contract of every job: the documented exit code; on failure one stderr line without a traceback naming the problem;
@@ -36,6 +38,11 @@ from bitext_hf.errors import EXIT_INTERRUPTED, EXIT_OK, describe_error
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 VICTIM = "victim.txt"  # a file outside every output: what a link at an output's name points to
+TIMEOUT = pytest.mark.timeout(300)  # each table's ``pytestmark``: a FIFO opened by mistake blocks; fail, never hang
+
+# A table's command: ``command(tmp, *arguments)`` builds the case's inputs in ``tmp`` (the working directory) and
+# returns the command line after ``bitext-hf`` with ``arguments`` (``--out NAME`` and options) added.
+Command = Callable[..., list[str]]
 
 
 @dataclass
@@ -108,6 +115,58 @@ def earlier(tmp: Path, *names: str) -> tuple[str, ...]:
     for name in names:
         (tmp / name).write_bytes(f"an earlier run's {name}\n".encode())
     return names
+
+
+def at_output(
+    command: Command, out: str, kind: str, *extra: str, at: str | None = None
+) -> Callable[[Path], list[str]]:
+    """A setup: ``command(tmp, "--out", out, *extra)`` with ``kind`` (see :func:`special`) at the name ``at`` the job
+    writes (``out`` itself unless given: the sidecar, a threshold report beside it)."""
+
+    def setup(tmp: Path) -> list[str]:
+        argv = command(tmp, "--out", out, *extra)
+        special(kind, tmp / (at or out))
+        return argv
+
+    return setup
+
+
+def over_earlier(
+    command: Command, out: str, *extra: str, names: tuple[str, ...] | None = None
+) -> Callable[[Path], list[str]]:
+    """A setup: an earlier run's outputs at ``names`` (``out`` alone unless given; see :func:`earlier`), and the run
+    ``command(tmp, "--out", out, *extra)`` again over them."""
+
+    def setup(tmp: Path) -> list[str]:
+        argv = command(tmp, "--out", out, *extra)
+        earlier(tmp, *(names or (out,)))
+        return argv
+
+    return setup
+
+
+def earlier_run(*names: str) -> Callable[[Path], None]:
+    """The setup of :func:`signal_while_writing` over an earlier run: the corpus and that run's outputs at
+    ``names``."""
+
+    def setup(work: Path) -> None:
+        corpus(work)
+        earlier(work, *names)
+
+    return setup
+
+
+def hardlink(tmp: Path, name: str, target: str | Path) -> Path:
+    """A hard link ``tmp/name`` of ``target`` (an input, relative to the working directory or absolute); returns the
+    link's path."""
+    os.link(target, tmp / name)
+    return tmp / name
+
+
+def text_file(tmp: Path, name: str, text: str) -> str:
+    """``tmp/name`` holding ``text`` (UTF-8; a pairs file, an MTEB file); returns its path."""
+    (tmp / name).write_text(text, encoding="utf-8")
+    return str(tmp / name)
 
 
 def _in_case_folder(path) -> bool:

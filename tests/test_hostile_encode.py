@@ -19,13 +19,17 @@ import numpy as np
 import pytest
 from cli_fakes import SOURCES, write_lines
 from hostile_jobs import (
+    TIMEOUT,
     VICTIM,
     Case,
+    at_output,
     check_case,
     corpus,
-    earlier,
+    earlier_run,
     fail_rename,
     full_disk_at,
+    hardlink,
+    over_earlier,
     params,
     signal_while_writing,
     special,
@@ -33,7 +37,7 @@ from hostile_jobs import (
 
 from bitext_hf.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 
-pytestmark = pytest.mark.timeout(300)  # a FIFO opened by mistake blocks: fail instead of hanging the suite
+pytestmark = TIMEOUT
 
 OUT = "x.npy"
 
@@ -41,21 +45,6 @@ OUT = "x.npy"
 def _encode(tmp: Path, *extra: str) -> list[str]:
     corpus(tmp)
     return ["encode", "--input", "src.txt", *extra]
-
-
-def _at(kind: str, *extra: str):
-    def setup(tmp: Path) -> list[str]:
-        argv = _encode(tmp, "--out", OUT, *extra)
-        special(kind, tmp / OUT)
-        return argv
-
-    return setup
-
-
-def _over_earlier(tmp: Path) -> list[str]:
-    argv = _encode(tmp, "--out", OUT)
-    earlier(tmp, OUT)
-    return argv
 
 
 def _holds_the_embeddings(name: str):
@@ -78,7 +67,7 @@ def _out_link_to_input(tmp: Path) -> list[str]:
 
 def _out_hard_link_of_input(tmp: Path) -> list[str]:
     argv = _encode(tmp, "--out", OUT)
-    os.link(tmp / "src.txt", tmp / OUT)
+    hardlink(tmp, OUT, "src.txt")
     return argv
 
 
@@ -99,7 +88,7 @@ def _manifest_linked_to_input(tmp: Path) -> list[str]:
 def _shard_hardlinked_to_input(tmp: Path) -> list[str]:
     src = write_lines(tmp / "corpus.txt", SOURCES)
     (tmp / "emb").mkdir()
-    os.link(src, tmp / "emb" / "shard-00000.npy")
+    hardlink(tmp, "emb/shard-00000.npy", src)
     return ["encode", "--input", src, "--out", str(tmp / "emb") + "/", "--resume"]
 
 
@@ -143,12 +132,14 @@ def _python(**options):
 CASES: dict[str, Case] = {
     # --- the one .npy: the user's own link followed, a stream written directly, anything else refused first
     "--out a link to a file elsewhere": Case(
-        _at("link"), EXIT_OK, replaces=(VICTIM,), then=_victim_holds_the_embeddings
+        at_output(_encode, OUT, "link"), EXIT_OK, replaces=(VICTIM,), then=_victim_holds_the_embeddings
     ),
-    "--out a FIFO: the .npy written directly": Case(_at("FIFO"), EXIT_OK, fifo=OUT, fifo_gets=b"\x93NUMPY"),
-    "--out a device: written directly": Case(_at("device"), EXIT_OK),
+    "--out a FIFO: the .npy written directly": Case(
+        at_output(_encode, OUT, "FIFO"), EXIT_OK, fifo=OUT, fifo_gets=b"\x93NUMPY"
+    ),
+    "--out a device: written directly": Case(at_output(_encode, OUT, "device"), EXIT_OK),
     "--out /dev/null": Case(lambda t: _encode(t, "--out", os.devnull), EXIT_OK),
-    "--out a socket": Case(_at("socket"), EXIT_USAGE, f"--out {OUT}: is a socket"),
+    "--out a socket": Case(at_output(_encode, OUT, "socket"), EXIT_USAGE, f"--out {OUT}: is a socket"),
     "--out a folder named x.npy holding a file": Case(
         _foreign_file_in(OUT), EXIT_USAGE, f"--out {OUT}: holds 'notes.txt', which is not a shard"
     ),
@@ -159,12 +150,18 @@ CASES: dict[str, Case] = {
     "--out a hard link of the input": Case(_out_hard_link_of_input, EXIT_USAGE, "is the input"),
     "--out in a missing folder": Case(lambda t: _encode(t, "--out", "no/x.npy"), EXIT_USAGE, "does not exist"),
     # --- over an earlier .npy: the new one or the earlier one, whole
-    "a second run replaces the .npy": Case(_over_earlier, EXIT_OK, replaces=(OUT,), then=_holds_the_embeddings(OUT)),
+    "a second run replaces the .npy": Case(
+        over_earlier(_encode, OUT), EXIT_OK, replaces=(OUT,), then=_holds_the_embeddings(OUT)
+    ),
     "the commit's rename fails": Case(
-        _over_earlier, EXIT_ERROR, f"{OUT}: input/output error", patch=fail_rename(1), encodes=True
+        over_earlier(_encode, OUT), EXIT_ERROR, f"{OUT}: input/output error", patch=fail_rename(1), encodes=True
     ),
     "a full disk as the .npy is written": Case(
-        _over_earlier, EXIT_ERROR, f"{OUT}: no space left on device", patch=full_disk_at(1), encodes=True
+        over_earlier(_encode, OUT),
+        EXIT_ERROR,
+        f"{OUT}: no space left on device",
+        patch=full_disk_at(1),
+        encodes=True,
     ),
     # --- shard folders: their own protocol, every file checked before the text is read
     "a shard named link to the input": Case(_shard_linked_to_input, EXIT_USAGE, "symbolic link"),
@@ -222,13 +219,8 @@ def test_hostile_encode(name, tmp_path, monkeypatch, capsys):
     check_case(CASES[name], tmp_path, monkeypatch, capsys)
 
 
-def _earlier_npy(work: Path) -> None:
-    corpus(work)
-    earlier(work, OUT)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_writing_leaves_the_earlier_npy(tmp_path, signum):
     argv = ["encode", "--input", "src.txt", "--out", OUT, "--no-cache"]
-    signal_while_writing(tmp_path, "numpy:save", argv, signum, _earlier_npy)
+    signal_while_writing(tmp_path, "numpy:save", argv, signum, earlier_run(OUT))

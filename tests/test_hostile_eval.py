@@ -17,21 +17,25 @@ from pathlib import Path
 import pytest
 from cli_fakes import SOURCES, TARGETS
 from hostile_jobs import (
+    TIMEOUT,
     VICTIM,
     Case,
+    at_output,
     check_case,
     corpus,
-    earlier,
+    earlier_run,
     fail_rename,
     full_disk_at,
+    hardlink,
+    over_earlier,
     params,
     signal_while_writing,
-    special,
+    text_file,
 )
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE
 
-pytestmark = pytest.mark.timeout(300)  # a FIFO opened by mistake blocks: fail instead of hanging the suite
+pytestmark = TIMEOUT
 
 OUT = "results.json"
 
@@ -39,21 +43,6 @@ OUT = "results.json"
 def _eval(tmp: Path, *extra: str) -> list[str]:
     corpus(tmp)
     return ["eval", "--src", "src.txt", "--tgt", "tgt.txt", *extra]
-
-
-def _at(kind: str, *extra: str):
-    def setup(tmp: Path) -> list[str]:
-        argv = _eval(tmp, "--out", OUT, *extra)
-        special(kind, tmp / OUT)
-        return argv
-
-    return setup
-
-
-def _over_earlier(tmp: Path) -> list[str]:
-    argv = _eval(tmp, "--out", OUT)
-    earlier(tmp, OUT)
-    return argv
 
 
 def _reports_k(k: int, name: str = OUT):
@@ -80,18 +69,13 @@ def _out_link_to(target: str):
 
 def _out_hard_link_of_tgt(tmp: Path) -> list[str]:
     argv = _eval(tmp, "--out", OUT)
-    os.link(tmp / "tgt.txt", tmp / OUT)
+    hardlink(tmp, OUT, "tgt.txt")
     return argv
-
-
-def _pairs_file(tmp: Path, name: str, text: str) -> str:
-    (tmp / name).write_text(text, encoding="utf-8")
-    return str(tmp / name)
 
 
 def _mteb_file(tmp: Path) -> str:
     rows = [{"sentence1": s, "sentence2": t} for s, t in zip(SOURCES, TARGETS)]
-    return _pairs_file(tmp, "x.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    return text_file(tmp, "x.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
 
 
 def _mteb_deeply_nested(tmp: Path) -> list[str]:
@@ -119,14 +103,14 @@ def _python(**options):
 CASES: dict[str, Case] = {
     # --- the results file: the user's own link followed, a stream written directly, anything else refused first
     "--out a link to a file elsewhere": Case(
-        _at("link"), EXIT_OK, replaces=(VICTIM,), then=_victim_holds_the_results
+        at_output(_eval, OUT, "link"), EXIT_OK, replaces=(VICTIM,), then=_victim_holds_the_results
     ),
-    "--out a FIFO: written directly": Case(_at("FIFO"), EXIT_OK, fifo=OUT, fifo_gets=b"{"),
-    "--out a device: written directly": Case(_at("device"), EXIT_OK),
+    "--out a FIFO: written directly": Case(at_output(_eval, OUT, "FIFO"), EXIT_OK, fifo=OUT, fifo_gets=b"{"),
+    "--out a device: written directly": Case(at_output(_eval, OUT, "device"), EXIT_OK),
     "--out /dev/null": Case(lambda t: _eval(t, "--out", os.devnull), EXIT_OK),
     "--out - prints the results only": Case(lambda t: _eval(t, "--out", "-"), EXIT_OK),
-    "--out a socket": Case(_at("socket"), EXIT_USAGE, f"--out {OUT}: is a socket"),
-    "--out a folder": Case(_at("folder"), EXIT_USAGE, f"--out {OUT}: is a directory"),
+    "--out a socket": Case(at_output(_eval, OUT, "socket"), EXIT_USAGE, f"--out {OUT}: is a socket"),
+    "--out a folder": Case(at_output(_eval, OUT, "folder"), EXIT_USAGE, f"--out {OUT}: is a directory"),
     "--out in a missing folder": Case(lambda t: _eval(t, "--out", "no/r.json"), EXIT_USAGE, "does not exist"),
     "--out is --src": Case(lambda t: _eval(t, "--out", "src.txt"), EXIT_USAGE, "--out src.txt: is the input"),
     "--out a link to --src": Case(_out_link_to("src.txt"), EXIT_USAGE, "--out alias.json: is the input src.txt"),
@@ -135,18 +119,24 @@ CASES: dict[str, Case] = {
         lambda t: ["eval", "--mteb", _mteb_file(t), "--out", "x.jsonl"], EXIT_USAGE, "--out x.jsonl: is the input"
     ),
     # --- over an earlier results file: the new one or the earlier one, whole
-    "a second run replaces the results": Case(_over_earlier, EXIT_OK, replaces=(OUT,), then=_reports_k(4)),
+    "a second run replaces the results": Case(
+        over_earlier(_eval, OUT), EXIT_OK, replaces=(OUT,), then=_reports_k(4)
+    ),
     "the commit's rename fails": Case(
-        _over_earlier, EXIT_ERROR, f"{OUT}: input/output error", patch=fail_rename(1), encodes=True
+        over_earlier(_eval, OUT), EXIT_ERROR, f"{OUT}: input/output error", patch=fail_rename(1), encodes=True
     ),
     "a full disk as the results are written": Case(
-        _over_earlier, EXIT_ERROR, f"{OUT}: no space left on device", patch=full_disk_at(1), encodes=True
+        over_earlier(_eval, OUT),
+        EXIT_ERROR,
+        f"{OUT}: no space left on device",
+        patch=full_disk_at(1),
+        encodes=True,
     ),
     # --- inputs only eval reads, and results reported as used
     "MTEB rows that are not objects": Case(_mteb_not_objects, EXIT_DATA, "mteb.jsonl:2"),
     "MTEB JSON nested 200,000 deep": Case(_mteb_deeply_nested, EXIT_DATA, "mteb.jsonl:3"),
     "eval --pairs tsv, a third column": Case(
-        lambda t: ["eval", "--pairs", _pairs_file(t, "p.tsv", "cat|en\tcat|de\tcat again|de\ndog|en\tdog|de\n"),
+        lambda t: ["eval", "--pairs", text_file(t, "p.tsv", "cat|en\tcat|de\tcat again|de\ndog|en\tdog|de\n"),
                    "--k", "1"],
         EXIT_DATA,
         "p.tsv:1: 3 tab-separated columns, expected 2",
@@ -184,13 +174,8 @@ def test_hostile_eval(name, tmp_path, monkeypatch, capsys):
     check_case(CASES[name], tmp_path, monkeypatch, capsys)
 
 
-def _earlier_results(work: Path) -> None:
-    corpus(work)
-    earlier(work, OUT)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_writing_leaves_the_earlier_results(tmp_path, signum):
     argv = ["eval", "--src", "src.txt", "--tgt", "tgt.txt", "--out", OUT]
-    signal_while_writing(tmp_path, "bitext_hf.jobs.evaluate:EvaluationResult.to_json", argv, signum, _earlier_results)
+    signal_while_writing(tmp_path, "bitext_hf.jobs.evaluate:EvaluationResult.to_json", argv, signum, earlier_run(OUT))

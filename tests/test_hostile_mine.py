@@ -24,22 +24,25 @@ import pytest
 from cli_fakes import SOURCES, TARGETS, fake_embedding, write_lines
 from hostile_jobs import (
     KINDS,
+    TIMEOUT,
     VICTIM,
     Case,
+    at_output,
     check_case,
     corpus,
-    earlier,
+    earlier_run,
     fail_rename,
     full_disk_at,
+    hardlink,
+    over_earlier,
     params,
     signal_while_writing,
-    special,
 )
 from hostile_support import MakesMarker
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 
-pytestmark = pytest.mark.timeout(300)  # a FIFO opened by mistake blocks: fail instead of hanging the suite
+pytestmark = TIMEOUT
 
 OUT, SIDECAR = "p.tsv", "p.tsv.meta.json"
 FIGURE, SAMPLE = "p.tsv.threshold.png", "p.tsv.threshold.md"
@@ -50,33 +53,6 @@ REPORT = (OUT, SIDECAR, FIGURE, SAMPLE)
 def _mine(tmp: Path, *extra: str) -> list[str]:
     src, tgt = corpus(tmp)
     return ["mine", "--src", src, "--tgt", tgt, *extra]
-
-
-def _at(kind: str, name: str, *extra: str):
-    """A setup: ``kind`` (see hostile_jobs.special) at the output name ``name`` of ``mine --out p.tsv EXTRA``."""
-
-    def setup(tmp: Path) -> list[str]:
-        argv = _mine(tmp, "--out", OUT, *extra)
-        special(kind, tmp / name)
-        return argv
-
-    return setup
-
-
-def _over_earlier(*extra: str, names: tuple[str, ...] = PAIRS):
-    """A setup: an earlier run's outputs at ``names``, and the same run again."""
-
-    def setup(tmp: Path) -> list[str]:
-        argv = _mine(tmp, "--out", OUT, *extra)
-        earlier(tmp, *names)
-        return argv
-
-    return setup
-
-
-def _hardlink(tmp: Path, name: str, target: str) -> Path:
-    os.link(target, tmp / name)
-    return tmp / name
 
 
 def _npy(path: Path, array: np.ndarray, **kwargs) -> str:
@@ -102,24 +78,9 @@ def _npy_sides(tmp: Path) -> list[str]:
 # --- the user's own --out: a link followed, a stream written directly (no sidecar), as always
 
 
-def _out_links_to_victim(tmp: Path) -> list[str]:
-    argv = _mine(tmp, "--out", OUT)
-    special("link", tmp / OUT)
-    return argv
-
-
 def _victim_holds_the_pairs(tmp: Path) -> None:
     assert os.path.islink(tmp / OUT) and (tmp / VICTIM).read_text().startswith("score\tsrc_index")
     assert json.loads((tmp / SIDECAR).read_text())["k"] == 4
-
-
-def _out_fifo(*extra: str):
-    def setup(tmp: Path) -> list[str]:
-        argv = _mine(tmp, "--out", "pipe", "--format", "tsv", *extra)
-        os.mkfifo(tmp / "pipe")
-        return argv
-
-    return setup
 
 
 # --- outputs that are inputs (moved from tests/test_hostile.py)
@@ -134,7 +95,7 @@ def _sidecar_is_input(tmp: Path) -> list[str]:
 
 def _sidecar_hardlinked_to_input(tmp: Path) -> list[str]:
     argv = _mine(tmp, "--out", str(tmp / "pairs.tsv"))
-    _hardlink(tmp, "pairs.tsv.meta.json", str(tmp / "tgt.txt"))
+    hardlink(tmp, "pairs.tsv.meta.json", str(tmp / "tgt.txt"))
     return argv
 
 
@@ -148,7 +109,7 @@ def _out_through_linked_folder(tmp: Path) -> list[str]:
 def _report_is_input(tmp: Path) -> list[str]:
     # The threshold sample of p.tsv is a hard link of the target side.
     argv = _mine(tmp, "--out", OUT, "--threshold-report")
-    _hardlink(tmp, SAMPLE, str(tmp / "tgt.txt"))
+    hardlink(tmp, SAMPLE, str(tmp / "tgt.txt"))
     return argv
 
 
@@ -256,41 +217,49 @@ def _python(**options):
 CASES: dict[str, Case] = {
     # --- at every name the job writes, what is not a regular file: refused before any work, nothing opened
     **{
-        f"a {kind} at the sidecar name": Case(_at(kind, SIDECAR), EXIT_USAGE, f"{SIDECAR}: {words}")
+        f"a {kind} at the sidecar name": Case(
+            at_output(_mine, OUT, kind, at=SIDECAR), EXIT_USAGE, f"{SIDECAR}: {words}"
+        )
         for kind, words in KINDS.items()
     },
     **{
         f"a {kind} at the threshold figure's name": Case(
-            _at(kind, FIGURE, "--threshold-report"), EXIT_USAGE, f"{FIGURE}: {words}"
+            at_output(_mine, OUT, kind, "--threshold-report", at=FIGURE), EXIT_USAGE, f"{FIGURE}: {words}"
         )
         for kind, words in KINDS.items()
     },
     **{
         f"a {kind} at the threshold sample's name": Case(
-            _at(kind, SAMPLE, "--threshold-report"), EXIT_USAGE, f"{SAMPLE}: {words}"
+            at_output(_mine, OUT, kind, "--threshold-report", at=SAMPLE), EXIT_USAGE, f"{SAMPLE}: {words}"
         )
         for kind, words in KINDS.items()
         if kind != "socket"
     },
     # --- the user's own --out: a link followed (its target written, the sidecar beside the link), a stream direct
     "--out a link to a file elsewhere": Case(
-        _out_links_to_victim, EXIT_OK, creates=(SIDECAR,), replaces=(VICTIM,), then=_victim_holds_the_pairs
+        at_output(_mine, OUT, "link"), EXIT_OK, creates=(SIDECAR,), replaces=(VICTIM,), then=_victim_holds_the_pairs
     ),
-    "--out a FIFO: the pairs alone, written directly": Case(_out_fifo(), EXIT_OK, fifo="pipe", fifo_gets=b"score\t"),
+    "--out a FIFO: the pairs alone, written directly": Case(
+        at_output(_mine, "pipe", "FIFO", "--format", "tsv"), EXIT_OK, fifo="pipe", fifo_gets=b"score\t"
+    ),
     "--out a FIFO with --threshold-report": Case(
-        _out_fifo("--threshold-report"), EXIT_USAGE, "give a file --out", fifo="pipe", fifo_gets=b""
+        at_output(_mine, "pipe", "FIFO", "--format", "tsv", "--threshold-report"),
+        EXIT_USAGE,
+        "give a file --out",
+        fifo="pipe",
+        fifo_gets=b"",
     ),
     "--out /dev/null with --threshold-report": Case(
         lambda t: _mine(t, "--out", os.devnull, "--threshold-report"), EXIT_USAGE, "give a file --out"
     ),
-    "--out a socket": Case(_at("socket", OUT), EXIT_USAGE, f"--out {OUT}: is a socket"),
+    "--out a socket": Case(at_output(_mine, OUT, "socket"), EXIT_USAGE, f"--out {OUT}: is a socket"),
     "out is /dev/null": Case(lambda t: [*_mine(t), "--out", os.devnull], EXIT_OK),
     # --- paths that lead to an input: refused before any work
     "out is a symlink to an input": Case(
         lambda t: [*_mine(t), "--out", str(os.symlink(t / "src.txt", t / OUT) or t / OUT)], EXIT_USAGE, "input"
     ),
     "out is a hard link of an input": Case(
-        lambda t: [*_mine(t), "--out", str(_hardlink(t, OUT, corpus(t)[1]))], EXIT_USAGE, "input"
+        lambda t: [*_mine(t), "--out", str(hardlink(t, OUT, corpus(t)[1]))], EXIT_USAGE, "input"
     ),
     "out reaches an input through ..": Case(
         lambda t: [*_mine(t), "--out", str(t / "sub" / ".." / "tgt.txt")] if (t / "sub").mkdir() is None else [],
@@ -326,30 +295,38 @@ CASES: dict[str, Case] = {
     ),
     # --- a run over an earlier one's outputs: all new or all as they were
     "a second run replaces every output": Case(
-        _over_earlier("--threshold-report", names=REPORT), EXIT_OK, replaces=REPORT
+        over_earlier(_mine, OUT, "--threshold-report", names=REPORT), EXIT_OK, replaces=REPORT
     ),
     "the commit's rename of the sidecar fails": Case(
-        _over_earlier(), EXIT_ERROR, f"{SIDECAR}: input/output error", patch=fail_rename(2), encodes=True
+        over_earlier(_mine, OUT, names=PAIRS),
+        EXIT_ERROR,
+        f"{SIDECAR}: input/output error",
+        patch=fail_rename(2),
+        encodes=True,
     ),
     "the commit's rename of the threshold figure fails": Case(
-        _over_earlier("--threshold-report", names=REPORT),
+        over_earlier(_mine, OUT, "--threshold-report", names=REPORT),
         EXIT_ERROR,
         f"{FIGURE}: input/output error",
         patch=fail_rename(2),
         encodes=True,
     ),
     "the commit's last rename fails": Case(
-        _over_earlier("--threshold-report", names=REPORT),
+        over_earlier(_mine, OUT, "--threshold-report", names=REPORT),
         EXIT_ERROR,
         f"{SIDECAR}: input/output error",
         patch=fail_rename(4),
         encodes=True,
     ),
     "a full disk as the pairs are written": Case(
-        _over_earlier(names=REPORT), EXIT_ERROR, f"{OUT}: no space left on device", patch=full_disk_at(1), encodes=True
+        over_earlier(_mine, OUT, names=REPORT),
+        EXIT_ERROR,
+        f"{OUT}: no space left on device",
+        patch=full_disk_at(1),
+        encodes=True,
     ),
     "a full disk as the threshold sample is written": Case(
-        _over_earlier("--threshold-report", names=REPORT),
+        over_earlier(_mine, OUT, "--threshold-report", names=REPORT),
         EXIT_ERROR,
         f"{SAMPLE}: no space left on device",
         patch=full_disk_at(4),
@@ -478,15 +455,10 @@ def test_hostile_mine(name, tmp_path, monkeypatch, capsys):
     check_case(CASES[name], tmp_path, monkeypatch, capsys)
 
 
-def _earlier_run_outputs(work: Path) -> None:
-    corpus(work)
-    earlier(work, *REPORT)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("fresh", [True, False], ids=["new outputs", "over an earlier run"])
 def test_a_signal_while_writing_leaves_the_earlier_outputs(tmp_path, signum, fresh):
     argv = ["mine", "--src", "src.txt", "--tgt", "tgt.txt", "--out", OUT, "--threshold-report"]
-    setup = corpus if fresh else _earlier_run_outputs
+    setup = corpus if fresh else earlier_run(*REPORT)
     signal_while_writing(tmp_path, "bitext_hf.data.pair_files:write_pairs", argv, signum, setup)

@@ -21,21 +21,25 @@ import pytest
 from cli_fakes import TARGETS, write_lines
 from hostile_jobs import (
     KINDS,
+    TIMEOUT,
     VICTIM,
     Case,
+    at_output,
     check_case,
     corpus,
-    earlier,
+    earlier_run,
     fail_rename,
     full_disk_at,
+    hardlink,
+    over_earlier,
     params,
     signal_while_writing,
-    special,
+    text_file,
 )
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 
-pytestmark = pytest.mark.timeout(300)  # a FIFO opened by mistake blocks: fail instead of hanging the suite
+pytestmark = TIMEOUT
 
 OUT, FIGURE, SAMPLE = "s.tsv", "s.tsv.threshold.png", "s.tsv.threshold.md"
 REPORT = (OUT, FIGURE, SAMPLE)
@@ -52,46 +56,8 @@ def _parallel(tmp: Path, *extra: str) -> list[str]:
     return ["score", "--src", "src.txt", "--tgt", "tgt.txt", *extra]
 
 
-def _at(kind: str, name: str, *extra: str):
-    def setup(tmp: Path) -> list[str]:
-        argv = _parallel(tmp, "--out", OUT, *extra)
-        special(kind, tmp / name)
-        return argv
-
-    return setup
-
-
-def _over_earlier(*extra: str, names: tuple[str, ...] = REPORT):
-    def setup(tmp: Path) -> list[str]:
-        argv = _parallel(tmp, "--out", OUT, *extra)
-        earlier(tmp, *names)
-        return argv
-
-    return setup
-
-
-def _hardlink(tmp: Path, name: str, target: str) -> Path:
-    os.link(target, tmp / name)
-    return tmp / name
-
-
-def _out_links_to_victim(tmp: Path) -> list[str]:
-    argv = _parallel(tmp, "--out", OUT)
-    special("link", tmp / OUT)
-    return argv
-
-
 def _victim_holds_the_pairs(tmp: Path) -> None:
     assert os.path.islink(tmp / OUT) and (tmp / VICTIM).read_text().startswith("score\tsrc_index")
-
-
-def _out_fifo(*extra: str):
-    def setup(tmp: Path) -> list[str]:
-        argv = _parallel(tmp, "--out", "pipe", "--format", "tsv", *extra)
-        os.mkfifo(tmp / "pipe")
-        return argv
-
-    return setup
 
 
 def _out_link_to_src(tmp: Path) -> list[str]:
@@ -102,13 +68,8 @@ def _out_link_to_src(tmp: Path) -> list[str]:
 
 def _sample_is_src(tmp: Path) -> list[str]:
     argv = _parallel(tmp, "--out", OUT, "--threshold-report")
-    _hardlink(tmp, SAMPLE, "src.txt")
+    hardlink(tmp, SAMPLE, "src.txt")
     return argv
-
-
-def _pairs_file(tmp: Path, name: str, text: str) -> str:
-    (tmp / name).write_text(text, encoding="utf-8")
-    return str(tmp / name)
 
 
 def _score_of_score(tmp: Path) -> list[str]:
@@ -127,13 +88,13 @@ def _first_jsonl_pairs_scored(tmp: Path) -> None:
 
 
 def _score_unknown_columns(tmp: Path) -> list[str]:
-    pairs = _pairs_file(tmp, "p.csv", "id,left,right\n1,cat|en,cat|de\n2,dog|en,dog|de\n")
+    pairs = text_file(tmp, "p.csv", "id,left,right\n1,cat|en,cat|de\n2,dog|en,dog|de\n")
     return ["score", "--pairs", pairs, "--out", str(tmp / "scored.tsv")]
 
 
 def _score_tab_in_jsonl_to_tsv(tmp: Path) -> list[str]:
     rows = [{"src": "cat|en", "tgt": "cat|de"}, {"src": "a\ttab|en", "tgt": "tab|de"}]
-    pairs = _pairs_file(tmp, "p.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    pairs = text_file(tmp, "p.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
     return ["score", "--pairs", pairs, "--out", str(tmp / "scored.tsv"), "--k", "1"]
 
 
@@ -141,7 +102,7 @@ def _extra_columns(name: str, text: str):
     """``score --pairs`` of a pairs file holding ``text``: no text of a line may be dropped without a word."""
 
     def setup(tmp: Path) -> list[str]:
-        pairs = _pairs_file(tmp, name, text)
+        pairs = text_file(tmp, name, text)
         return ["score", "--pairs", pairs, "--out", str(tmp / "scored.tsv"), "--k", "1"]
 
     return setup
@@ -153,7 +114,7 @@ def _latin1_pairs(tmp: Path) -> list[str]:
 
 
 def _score_to_stdout(tmp: Path) -> list[str]:
-    pairs = _pairs_file(tmp, "p.tsv", "cat|en\tcat|dé\ndog|en\tdog|dé\n")
+    pairs = text_file(tmp, "p.tsv", "cat|en\tcat|dé\ndog|en\tdog|dé\n")
     return ["score", "--pairs", pairs, "--out", "-", "--k", "1"]
 
 
@@ -171,26 +132,32 @@ CASES: dict[str, Case] = {
     # --- at every name the job writes beside --out, what is not a regular file: refused before any work
     **{
         f"a {kind} at the threshold figure's name": Case(
-            _at(kind, FIGURE, "--threshold-report"), EXIT_USAGE, f"{FIGURE}: {words}"
+            at_output(_parallel, OUT, kind, "--threshold-report", at=FIGURE), EXIT_USAGE, f"{FIGURE}: {words}"
         )
         for kind, words in KINDS.items()
     },
     **{
         f"a {kind} at the threshold sample's name": Case(
-            _at(kind, SAMPLE, "--threshold-report"), EXIT_USAGE, f"{SAMPLE}: {words}"
+            at_output(_parallel, OUT, kind, "--threshold-report", at=SAMPLE), EXIT_USAGE, f"{SAMPLE}: {words}"
         )
         for kind, words in KINDS.items()
     },
     # --- the user's own --out: a link followed, a stream written directly
     "--out a link to a file elsewhere": Case(
-        _out_links_to_victim, EXIT_OK, replaces=(VICTIM,), then=_victim_holds_the_pairs
+        at_output(_parallel, OUT, "link"), EXIT_OK, replaces=(VICTIM,), then=_victim_holds_the_pairs
     ),
-    "--out a FIFO: written directly": Case(_out_fifo(), EXIT_OK, fifo="pipe", fifo_gets=b"score\t"),
+    "--out a FIFO: written directly": Case(
+        at_output(_parallel, "pipe", "FIFO", "--format", "tsv"), EXIT_OK, fifo="pipe", fifo_gets=b"score\t"
+    ),
     "--out a FIFO with --threshold-report": Case(
-        _out_fifo("--threshold-report"), EXIT_USAGE, "give a file --out", fifo="pipe", fifo_gets=b""
+        at_output(_parallel, "pipe", "FIFO", "--format", "tsv", "--threshold-report"),
+        EXIT_USAGE,
+        "give a file --out",
+        fifo="pipe",
+        fifo_gets=b"",
     ),
     "--out /dev/null": Case(lambda t: _parallel(t, "--out", os.devnull), EXIT_OK),
-    "--out a socket": Case(_at("socket", OUT), EXIT_USAGE, f"--out {OUT}: is a socket"),
+    "--out a socket": Case(at_output(_parallel, OUT, "socket"), EXIT_USAGE, f"--out {OUT}: is a socket"),
     "--out a folder": Case(lambda t: _parallel(t, "--out", str(t)), EXIT_USAGE, "is a directory"),
     # --- outputs that are inputs
     "score --out is a hard link of --tgt": Case(
@@ -201,44 +168,48 @@ CASES: dict[str, Case] = {
             "--tgt",
             str(t / "tgt.txt"),
             "--out",
-            str(_hardlink(t, "o.tsv", str(t / "tgt.txt"))),
+            str(hardlink(t, "o.tsv", str(t / "tgt.txt"))),
         ],
         EXIT_USAGE,
         "input",
     ),
     "--out is --pairs": Case(
-        lambda t: ["score", "--pairs", _pairs_file(t, "p.tsv", "cat|en\tcat|de\n"), "--out", "p.tsv"],
+        lambda t: ["score", "--pairs", text_file(t, "p.tsv", "cat|en\tcat|de\n"), "--out", "p.tsv"],
         EXIT_USAGE,
         "--out p.tsv: is the input",
     ),
     "--out a link to --src": Case(_out_link_to_src, EXIT_USAGE, "--out alias.tsv: is the input src.txt"),
     "the threshold sample is a hard link of --src": Case(_sample_is_src, EXIT_USAGE, f"{SAMPLE}: is the input"),
     # --- a run over an earlier one's outputs: all new or all as they were
-    "a second run replaces every output": Case(_over_earlier("--threshold-report"), EXIT_OK, replaces=REPORT),
-    "a run without the report leaves the earlier report": Case(_over_earlier(), EXIT_OK, replaces=(OUT,)),
+    "a second run replaces every output": Case(
+        over_earlier(_parallel, OUT, "--threshold-report", names=REPORT), EXIT_OK, replaces=REPORT
+    ),
+    "a run without the report leaves the earlier report": Case(
+        over_earlier(_parallel, OUT, names=REPORT), EXIT_OK, replaces=(OUT,)
+    ),
     "the commit's rename of the threshold figure fails": Case(
-        _over_earlier("--threshold-report"),
+        over_earlier(_parallel, OUT, "--threshold-report", names=REPORT),
         EXIT_ERROR,
         f"{FIGURE}: input/output error",
         patch=fail_rename(2),
         encodes=True,
     ),
     "the commit's last rename fails": Case(
-        _over_earlier("--threshold-report"),
+        over_earlier(_parallel, OUT, "--threshold-report", names=REPORT),
         EXIT_ERROR,
         f"{SAMPLE}: input/output error",
         patch=fail_rename(3),
         encodes=True,
     ),
     "a full disk as the pairs are written": Case(
-        _over_earlier("--threshold-report"),
+        over_earlier(_parallel, OUT, "--threshold-report", names=REPORT),
         EXIT_ERROR,
         f"{OUT}: no space left on device",
         patch=full_disk_at(1),
         encodes=True,
     ),
     "a full disk as the threshold sample is written": Case(
-        _over_earlier("--threshold-report"),
+        over_earlier(_parallel, OUT, "--threshold-report", names=REPORT),
         EXIT_ERROR,
         f"{SAMPLE}: no space left on device",
         patch=full_disk_at(3),
@@ -319,13 +290,8 @@ def test_hostile_score(name, tmp_path, monkeypatch, capsys):
     check_case(CASES[name], tmp_path, monkeypatch, capsys)
 
 
-def _earlier_run_outputs(work: Path) -> None:
-    corpus(work)
-    earlier(work, *REPORT)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_writing_leaves_the_earlier_outputs(tmp_path, signum):
     argv = ["score", "--src", "src.txt", "--tgt", "tgt.txt", "--out", OUT, "--threshold-report"]
-    signal_while_writing(tmp_path, "bitext_hf.data.pair_files:write_pairs", argv, signum, _earlier_run_outputs)
+    signal_while_writing(tmp_path, "bitext_hf.data.pair_files:write_pairs", argv, signum, earlier_run(*REPORT))
