@@ -39,6 +39,9 @@ TINY = {
     "max_position_embeddings": 32,
 }
 
+# What save_pretrained ships as remote code: the two files auto_map names and the functional file the model imports.
+SHIPPED = ["configuration_contrastive_align.py", "functional_contrastive_align.py", "modeling_contrastive_align.py"]
+
 
 def contrastive_model(objective: str, **kwargs: object) -> ContrastiveAlignedEncoder:
     torch.manual_seed(0)
@@ -208,6 +211,7 @@ def test_save_and_reload_through_automodel(objective: str, tmp_path: Path) -> No
     model.eval()
     model.save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").is_file()
+    assert sorted(path.name for path in tmp_path.glob("*.py")) == SHIPPED  # the remote code, every file it imports
     reloaded = AutoModel.from_pretrained(tmp_path).eval()
     assert type(reloaded) is ContrastiveAlignedEncoder
     for (name, value), (_, loaded) in zip(model.state_dict().items(), reloaded.state_dict().items()):
@@ -257,6 +261,7 @@ def test_remote_code_loads_without_bitext_hf(transformers_4: bool, tmp_path: Pat
     tf4 = transformers_4_dir() if transformers_4 else None
     model = contrastive_model("strong").eval()
     model.save_pretrained(tmp_path / "ckpt")
+    assert sorted(path.name for path in (tmp_path / "ckpt").glob("*.py")) == SHIPPED
     ids = _batch()["input_ids"]
     with torch.no_grad():
         expected = model(ids).last_hidden_state[0, 0, :4].tolist()

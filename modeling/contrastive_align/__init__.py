@@ -1,8 +1,9 @@
 """ContrastiveAlignedEncoder: explicit word-level alignment objectives over an mBERT / XLM-R-like encoder.
 
-``configuration_contrastive_align`` and ``modeling_contrastive_align`` are self-contained (they ship as remote code):
-they import only torch, transformers and each other. Word alignments, the training loss wrapper and the exports
-live in :mod:`bitext_hf.families.contrastive_align`.
+``configuration_contrastive_align``, ``modeling_contrastive_align`` and ``functional_contrastive_align`` (the training
+objectives as pure tensor functions) are self-contained (they ship as remote code): they import only torch,
+transformers and each other. Word alignments, the training loss wrapper and the exports live in
+:mod:`bitext_hf.families.contrastive_align`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from bitext_hf.modeling.contrastive_align.configuration_contrastive_align import
     ContrastiveAlignConfig,
     ContrastiveAlignConfigError,
 )
-from bitext_hf.modeling.contrastive_align.modeling_contrastive_align import (
-    ContrastiveAlignedEncoder,
+from bitext_hf.modeling.contrastive_align.functional_contrastive_align import (
     ContrastiveAlignInputError,
-    ContrastiveAlignOutput,
-    ContrastiveAlignPreTrainedModel,
     l2_alignment_loss,
     linear_mapping_loss,
+    mean_pool,
     orthogonalize_,
     parameter_regularization,
     strong_contrastive_loss,
     weak_contrastive_loss,
+)
+from bitext_hf.modeling.contrastive_align.modeling_contrastive_align import (
+    ContrastiveAlignedEncoder,
+    ContrastiveAlignOutput,
+    ContrastiveAlignPreTrainedModel,
 )
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "ContrastiveAlignedEncoder",
     "l2_alignment_loss",
     "linear_mapping_loss",
+    "mean_pool",
     "orthogonalize_",
     "parameter_regularization",
     "strong_contrastive_loss",

@@ -32,8 +32,12 @@ not in the model's weights, and a run that resumes from a checkpoint must set it
 ``reset_reference(saved)`` (``regularization_reference()`` gives it to save), or the regularizer would start again at
 zero from the checkpoint's weights; the align_contrastive recipe saves it in each checkpoint folder.
 
-This file imports only its configuration, torch and transformers, so that ``save_pretrained`` ships it as hub
-remote code (``AutoModel.from_pretrained(path)`` with ``trust_remote_code`` enabled works without bitext_hf installed).
+This file holds the model (its output, its classes, loading and saving); the objectives' equations themselves (the
+losses, Eq. 2's step, the regularizer, mean pooling) are pure tensor functions in ``functional_contrastive_align``,
+re-exported here. This file imports only torch, transformers and, relatively, its two siblings
+(``configuration_contrastive_align`` and ``functional_contrastive_align``), so that ``save_pretrained`` ships all three
+as hub remote code (``AutoModel.from_pretrained(path)`` with ``trust_remote_code`` enabled works without bitext_hf
+installed).
 """
 
 from __future__ import annotations
@@ -54,6 +58,18 @@ from transformers.utils import ModelOutput
 
 from .configuration_contrastive_align import ContrastiveAlignConfig, ContrastiveAlignConfigError
 
+# Relative, so that transformers' remote-code saving (which follows relative imports) ships the file with this one.
+from .functional_contrastive_align import (
+    ContrastiveAlignInputError,
+    l2_alignment_loss,
+    linear_mapping_loss,
+    mean_pool,
+    orthogonalize_,
+    parameter_regularization,
+    strong_contrastive_loss,
+    weak_contrastive_loss,
+)
+
 __all__ = [
     "ContrastiveAlignInputError",
     "ContrastiveAlignOutput",
@@ -61,16 +77,12 @@ __all__ = [
     "ContrastiveAlignedEncoder",
     "l2_alignment_loss",
     "linear_mapping_loss",
+    "mean_pool",
     "orthogonalize_",
     "parameter_regularization",
     "strong_contrastive_loss",
     "weak_contrastive_loss",
 ]
-
-
-# Copied from modeling.onealigner.functional_onealigner.OneAlignerInputError with OneAligner->ContrastiveAlign
-class ContrastiveAlignInputError(ValueError):
-    """Inputs that the ContrastiveAlign model cannot use: bad tensors or arguments, no tokenizer to read text with."""
 
 
 @dataclass
@@ -99,63 +111,6 @@ class ContrastiveAlignOutput(ModelOutput):
     target_last_hidden_state: torch.FloatTensor | None = None
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
     attentions: tuple[torch.FloatTensor, ...] | None = None
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Pure tensor functions: the paper's equations, checked by the tests against hand computations.
-# ----------------------------------------------------------------------------------------------------------------
-
-
-@torch.no_grad()
-def orthogonalize_(weight: torch.Tensor, beta: float = 0.01) -> torch.Tensor:
-    """Eq. 2 in place on a square matrix or a stack of them: W <- (1 + beta) W - beta (W W^T) W."""
-    update = (1.0 + beta) * weight - beta * (weight @ weight.transpose(-1, -2)) @ weight
-    return weight.copy_(update)
-
-
-def l2_alignment_loss(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Eq. 3: mean_i ||s_i - t_i||^2 over aligned rows `(n, d)`."""
-    return (source - target).pow(2).sum(-1).mean()
-
-
-def linear_mapping_loss(source: torch.Tensor, target: torch.Tensor, maps: torch.Tensor) -> torch.Tensor:
-    """Eq. 1 per hidden state: `source`, `target` `(layers, n, d)`, `maps` `(layers, d, d)`; the mean over hidden
-    states of mean_i ||s_i - t_i W||^2."""
-    return (source - target @ maps).pow(2).sum(-1).mean()
-
-
-def weak_contrastive_loss(source: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Eq. 7 (negated, to minimize): projected aligned rows `(n, p)`; cosine / T; each s_i against every t_j and
-    each t_i against every s_j, averaged over the 2n terms."""
-    logits = F.normalize(source.float(), dim=-1) @ F.normalize(target.float(), dim=-1).transpose(0, 1) / temperature
-    labels = torch.arange(logits.shape[0], device=logits.device)
-    return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.transpose(0, 1), labels)) / 2
-
-
-def strong_contrastive_loss(source: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Eq. 8 (negated): H = [s_1..s_n, t_1..t_n]; each h against every h' != h of both languages, its aligned
-    partner the positive; averaged over the 2n rows."""
-    states = F.normalize(torch.cat([source, target]).float(), dim=-1)
-    n = source.shape[0]
-    logits = (states @ states.transpose(0, 1) / temperature).fill_diagonal_(float("-inf"))
-    labels = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(logits.device)
-    return F.cross_entropy(logits, labels)
-
-
-def parameter_regularization(parameters: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Eq. 5: ||theta - theta_0||^2, the sum of squared differences over every named parameter."""
-    total = None
-    for name, parameter in parameters.items():
-        term = (parameter - reference[name]).pow(2).sum()
-        total = term if total is None else total + term
-    if total is None:
-        raise ContrastiveAlignInputError("the parameter regularizer has no trainable parameter to regularize.")
-    return total
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Model
-# ----------------------------------------------------------------------------------------------------------------
 
 
 class ContrastiveAlignPreTrainedModel(PreTrainedModel):
@@ -670,13 +625,6 @@ class ContrastiveAlignedEncoder(ContrastiveAlignPreTrainedModel):
         return mapped
 
 
-# Copied from modeling.onealigner.functional_onealigner.mean_pool
-def mean_pool(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Attention-mask mean of token vectors: what sentence-transformers' mean Pooling computes."""
-    mask = attention_mask.to(states.dtype).unsqueeze(-1)
-    return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-
-
 # Copied from modeling.onealigner.modeling_onealigner._encoder_config with OneAligner->ContrastiveAlign
 def _encoder_config(name_or_path_or_config: str | PretrainedConfig | PreTrainedModel) -> PretrainedConfig:
     """The config of the encoder `from_encoder` wraps: a model's, a config as given, or read from a local folder or
@@ -746,6 +694,6 @@ def _portable_tokenizer_class(folder: Path) -> None:
             path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-# Saving a model ships both files as remote code (auto_map in config.json).
+# Saving a model ships the three files as remote code (auto_map in config.json; the relative imports follow).
 ContrastiveAlignConfig.register_for_auto_class()
 ContrastiveAlignedEncoder.register_for_auto_class("AutoModel")
