@@ -1,4 +1,4 @@
-"""Every job's config checks its fields when it is made (``bitext_hf.jobs.options.check_fields``): a wrong type or an
+"""Every job's config checks its fields when it is made (``bitext_hf.jobs.option_fields.check_fields``): a wrong type or an
 absurd value from Python is one ``UsageError`` naming the field and its option, before any file is read, and the
 command line gives the same value the same refusal (exit 2, one line), since it makes the same config."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bitext_hf.jobs.options
+import bitext_hf.jobs.option_fields
 from bitext_hf.cli import EXIT_USAGE, main
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.align import AlignConfig
@@ -20,7 +20,7 @@ from bitext_hf.jobs.encode import EncodeConfig
 from bitext_hf.jobs.evaluate import EvalConfig
 from bitext_hf.jobs.gettext import GettextConfig
 from bitext_hf.jobs.mine import MiningConfig
-from bitext_hf.jobs.options import check_fields, field_rules, option
+from bitext_hf.jobs.option_fields import check_fields, field_rules, option
 from bitext_hf.jobs.push import PushConfig
 from bitext_hf.jobs.score import ScoreConfig
 
@@ -289,13 +289,13 @@ def test_a_config_checks_each_field_once(monkeypatch, config):
     """Each config checks its fields once when made, whatever its bases (a config may make its filters' settings,
     another object, checked on its own)."""
     checked: list[type] = []
-    rules = bitext_hf.jobs.options.field_rules
+    rules = bitext_hf.jobs.option_fields.field_rules
 
     def counting(cls):
         checked.append(cls)
         return rules(cls)
 
-    monkeypatch.setattr(bitext_hf.jobs.options, "field_rules", counting)
+    monkeypatch.setattr(bitext_hf.jobs.option_fields, "field_rules", counting)
     _make(config)
     assert checked.count(config) == 1
 
@@ -318,7 +318,7 @@ def test_a_field_the_checker_does_not_understand_is_a_programming_error():
         def __post_init__(self) -> None:
             check_fields(self)
 
-    with pytest.raises(TypeError, match=r"must be a bitext_hf\.jobs\.options\.ValueType"):
+    with pytest.raises(TypeError, match=r"must be a bitext_hf\.jobs\.option_fields\.ValueType"):
         Parsed()
 
 

@@ -32,7 +32,8 @@ from bitext_hf.errors import (
 from bitext_hf.io.logs import library_logs
 from bitext_hf.io.outputs import checked_stdout
 from bitext_hf.io.terminal import escape_controls
-from bitext_hf.jobs.options import THREADS, check_value
+from bitext_hf.jobs.option_fields import check_value
+from bitext_hf.jobs.options import THREADS
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 

@@ -1,10 +1,10 @@
 """The command line's options, generated from the jobs' config dataclasses: every field whose ``metadata`` holds an
-option's help (:func:`bitext_hf.jobs.options.option`) becomes that option, so an option is declared once, beside the field
-it sets, and the parsed values build the config by field name (:func:`config_from_arguments`).
+option's help (:func:`bitext_hf.jobs.option_fields.option`) becomes that option, so an option is declared once,
+beside the field it sets, and the parsed values build the config by field name (:func:`config_from_arguments`).
 
 The parser only converts the text (``--k abc`` is argparse's usage error); the values' ranges and choices are
-checked when the config is made (:func:`bitext_hf.jobs.options.check_fields`), so the command line and a Python caller
-get the same refusal, one line, exit 2.
+checked when the config is made (:func:`bitext_hf.jobs.option_fields.check_fields`), so the command line and a
+Python caller get the same refusal, one line, exit 2.
 
 Hand-written rather than transformers' ``HfArgumentParser``: that one adds a dataclass's fields to a parser of its
 own, without sub-commands, groups or argparse types whose messages name the option; and importing it imports
@@ -86,7 +86,7 @@ def _argument(field: dataclasses.Field) -> dict[str, Any]:
             argument[key] = metadata[key]
     if "choices" in metadata and "metavar" not in metadata:
         # Shown as argparse shows choices, but not checked here: the config refuses a value outside them, with the
-        # same message for the command line and Python (bitext_hf.jobs.options.check_fields).
+        # same message for the command line and Python (bitext_hf.jobs.option_fields.check_fields).
         argument["metavar"] = "{" + ",".join(metadata["choices"]) + "}"
     if "parser_default" in metadata:
         argument["default"] = metadata["parser_default"]

@@ -17,7 +17,7 @@ import time
 from bitext_hf.cli.arguments import config_from_arguments
 from bitext_hf.errors import EXIT_OK, UsageError
 from bitext_hf.jobs.base import ReportLine, results_on_stdout
-from bitext_hf.jobs.options import check_value, show_count
+from bitext_hf.jobs.option_fields import check_value, show_count
 
 __all__ = ["cmd_align", "cmd_encode", "cmd_mine", "cmd_score", "print_report"]
 

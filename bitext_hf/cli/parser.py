@@ -30,7 +30,7 @@ from bitext_hf.jobs.encode import EncodeConfig
 from bitext_hf.jobs.evaluate import EvalConfig
 from bitext_hf.jobs.gettext import GettextConfig
 from bitext_hf.jobs.mine import MiningConfig
-from bitext_hf.jobs.options import positive_int, show_count
+from bitext_hf.jobs.option_fields import positive_int, show_count
 from bitext_hf.jobs.push import PushConfig
 from bitext_hf.jobs.score import ScoreConfig
 from bitext_hf.threads import usable_cpus

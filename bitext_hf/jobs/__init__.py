@@ -10,8 +10,9 @@ the same job, the same checks and the same files in one call:
   :mod:`~bitext_hf.jobs.score` (``score``), :mod:`~bitext_hf.jobs.align` (``align``),
   :mod:`~bitext_hf.jobs.evaluate` (``eval``), :mod:`~bitext_hf.jobs.gettext` (``data gettext``),
   :mod:`~bitext_hf.jobs.push` (``push``): no job imports another's module.
-- :mod:`~bitext_hf.jobs.options`: what makes a field an option and how every config checks its fields, and the
-  options several jobs share (encoder, Ray, margin, threshold, languages, filters), declared once;
+- :mod:`~bitext_hf.jobs.option_fields`: what makes a field an option and how every config checks its fields;
+  :mod:`~bitext_hf.jobs.options`: the options several jobs share (encoder, Ray, margin, threshold, languages,
+  filters), declared once;
   :mod:`~bitext_hf.jobs.base`: what every job does the same way, once (``job_run``: the thread limit, the input
   protection and the outputs of a run, every one declared and checked before any work and committed together; the
   ``ReportLine`` a job reports in);

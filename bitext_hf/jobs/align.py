@@ -42,18 +42,8 @@ from bitext_hf.data.alignment_files import (
 )
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.base import ReportLine, job_run, shown_path
-from bitext_hf.jobs.options import (
-    QUIET,
-    THREADS,
-    EncoderOptions,
-    LanguageOptions,
-    ValueType,
-    check_fields,
-    checked,
-    finite_float,
-    option,
-    positive_int,
-)
+from bitext_hf.jobs.option_fields import ValueType, check_fields, checked, finite_float, option, positive_int
+from bitext_hf.jobs.options import QUIET, THREADS, EncoderOptions, LanguageOptions
 
 if TYPE_CHECKING:
     from bitext_hf.alignment.search import Alignment

@@ -21,7 +21,8 @@ import numpy as np
 from bitext_hf.encoding.shard_manifest import DTYPES
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.base import ReportLine, per_second, shown_path
-from bitext_hf.jobs.options import QUIET, EncoderOptions, RayOptions, check_fields, option, positive_int
+from bitext_hf.jobs.option_fields import check_fields, option, positive_int
+from bitext_hf.jobs.options import QUIET, EncoderOptions, RayOptions
 
 if TYPE_CHECKING:
     from bitext_hf.jobs.base import JobOutputs

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bitext_hf.errors import UsageError
-from bitext_hf.jobs.options import QUIET, THREADS, EncoderOptions, MarginOptions, check_fields, column_pair, option
+from bitext_hf.jobs.option_fields import check_fields, column_pair, option
+from bitext_hf.jobs.options import QUIET, THREADS, EncoderOptions, MarginOptions
 from bitext_hf.jobs.score import check_aligned_inputs
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES
 

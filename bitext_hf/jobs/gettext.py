@@ -22,7 +22,8 @@ from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
 from bitext_hf.jobs.base import ReportLine, job_run
-from bitext_hf.jobs.options import QUIET, ValueType, check_fields, option, positive_int
+from bitext_hf.jobs.option_fields import ValueType, check_fields, option, positive_int
+from bitext_hf.jobs.options import QUIET
 
 __all__ = [
     "GettextConfig",

@@ -37,6 +37,7 @@ from bitext_hf.data.embeddings import check_embeddings
 from bitext_hf.data.pair_files import MiningRecord
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.jobs.base import JobOutputs, ReportLine, job_run, per_second, results_on_stdout, shown_path
+from bitext_hf.jobs.option_fields import check_fields, option, positive_int
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
     QUIET,
@@ -46,11 +47,8 @@ from bitext_hf.jobs.options import (
     MarginOptions,
     RayOptions,
     ThresholdOptions,
-    check_fields,
     filter_settings,
-    option,
     pairs_format,
-    positive_int,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.jobs.sides import Side, display, is_embeddings, is_npy, read_docs, read_gold, read_side

@@ -26,7 +26,7 @@ from bitext_hf.errors import UsageError
 from bitext_hf.hub.upload import check_repo_id, resolve_token, upload
 from bitext_hf.io.terminal import escape_controls
 from bitext_hf.jobs.base import ReportLine, job_run
-from bitext_hf.jobs.options import check_fields, option
+from bitext_hf.jobs.option_fields import check_fields, option
 
 if TYPE_CHECKING:
     from bitext_hf.hub.model_files import LeftOut

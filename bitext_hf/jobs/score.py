@@ -30,6 +30,7 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.jobs.base import ReportLine, shown_path
+from bitext_hf.jobs.option_fields import check_fields, option
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
     QUIET,
@@ -38,9 +39,7 @@ from bitext_hf.jobs.options import (
     FilterOptions,
     MarginOptions,
     ThresholdOptions,
-    check_fields,
     filter_settings,
-    option,
     pairs_format,
     refuse_lid_options_without_lid,
 )
