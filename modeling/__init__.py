@@ -1,4 +1,5 @@
-"""The model families. Each lives in its own self-contained folder (configuration + modeling).
+"""The model families. Each lives in its own self-contained folder (configuration, modeling and, for some, the pure
+tensor functions: losses and pooling).
 
 A folder imports only its own files, torch and transformers, so that ``save_pretrained`` can ship it as
 hub remote code. This module is the one place that knows all of them: importing it registers every family with
