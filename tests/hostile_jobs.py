@@ -1,6 +1,7 @@
-"""What the hostile table of each job (tests/test_hostile_<job>.py: mine, score, encode, eval) shares: the row
-(:class:`Case`), the run of one row and its checks (:func:`check_case`), what a row puts at an output's name
-(:func:`special`), the setups every table builds from its command (:func:`at_output`, :func:`over_earlier`,
+"""What the hostile table of each job (tests/test_hostile_<job>.py: mine, score, encode, eval; the Python calls of
+align, gettext, push, run_over_seeds and the MuSR recipe's run_stage too) shares: the row (:class:`Case`), the run of
+one row and its checks (:func:`check_case`), a row's Python call (:func:`python_call`), what a row puts at an output's
+name (:func:`special`), the setups every table builds from its command (:func:`at_output`, :func:`over_earlier`,
 :func:`hardlink`, :func:`text_file`, :func:`earlier_run`), the failures a row simulates (a rename of the commit that
 fails, a full disk) and the run in a subprocess that a signal interrupts while the job writes
 (:func:`signal_while_writing`).
@@ -34,7 +35,7 @@ import pytest
 from cli_fakes import SOURCES, TARGETS, install_fake_encoders, run, write_lines
 from hostile_support import MARKER, refusal_line, snapshot
 
-from bitext_hf.errors import EXIT_INTERRUPTED, EXIT_OK, describe_error
+from bitext_hf.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, BitextError, describe_error
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 VICTIM = "victim.txt"  # a file outside every output: what a link at an output's name points to
@@ -248,6 +249,21 @@ def _fifo_reader(path: Path | None) -> Iterator[list[bytes]]:
         reader.join(timeout=30)
 
 
+def python_call(action: Callable[[], object]) -> tuple[int, str]:
+    """Run a row's Python call: ``(EXIT_OK, "")`` when it returns; else the exit code the command line gives its
+    exception and the line it would print, ``python: error: MESSAGE``. An exception that is not one of the package's
+    own (bitext_hf.errors: a TypeError from deep inside, an AttributeError) is exit 1 and says so, whatever
+    ``describe_error`` makes of it: a row that expects a refusal fails on it."""
+    try:
+        action()
+    except Exception as error:
+        code, message = describe_error(error)
+        if not isinstance(error, BitextError):
+            code, message = EXIT_ERROR, f"{type(error).__name__} is not one of the package's errors: {message}"
+        return code, f"python: error: {message}\n"
+    return EXIT_OK, ""
+
+
 def check_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """Run one row (see the module docstring)."""
     fakes = install_fake_encoders(monkeypatch)
@@ -268,12 +284,7 @@ def check_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
             if case.patch is not None:
                 case.patch(patched)  # os.replace, os.fsync...: back as they were before the checks
             if callable(action):
-                try:
-                    action()
-                    code, err = EXIT_OK, ""
-                except Exception as error:
-                    code, message = describe_error(error)
-                    err = f"python: error: {message}\n"
+                code, err = python_call(action)
             else:
                 try:
                     code, _, err = run(capsys, *action)

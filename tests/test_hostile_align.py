@@ -1,7 +1,10 @@
 """Hostile and careless uses of ``bitext-hf align``, one table: folders and lists of documents with links, FIFOs,
 sockets, devices and folders at output names, an ``--out`` that is an input folder or no folder, a second run that
 fails over the first one's outputs, documents in subfolders, options the search cannot honour; then signals during the
-encoding and the writes (subprocesses), a FIFO that must not block, and a full disk.
+encoding and the writes (subprocesses), a FIFO that must not block, and a full disk. The job from Python too
+(``run_alignment``): paths of another type, values of the wrong type or absurd, a config that is none, a field changed
+after the config was made, a ``load_encoder`` that cannot be called: refused as the command line's options are, with
+the package's own errors, before anything is read.
 
 Each case builds its files in a fresh folder (two input folders ``de/`` and ``fr/`` of two documents each, their
 lists, and a file outside everything, ``victim.txt``), runs the command with the fake encoder of tests/cli_fakes.py,
@@ -27,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from cli_fakes import SOURCES, TARGETS, install_fake_encoders, run, write_lines
+from hostile_jobs import python_call
 from hostile_support import MARKER, refusal_line, snapshot
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -83,7 +87,9 @@ def _earlier_run(tmp: Path, capsys) -> None:
 
 @dataclass
 class Case:
-    setup: Callable[[Path], list[str]]  # builds the case in the folder (the working directory); returns the options
+    # builds the case in the folder (the working directory); returns the options, or a Python call (its exception
+    # the refusal)
+    setup: Callable[[Path], list[str] | Callable[[], object]]
     code: int
     message: str = ""  # in the one stderr line of a refusal, or in the one warning of a run that succeeds
     creates: tuple[str, ...] = ()  # what may appear (paths relative to the folder)
@@ -189,7 +195,31 @@ def _read_only_folder(tmp: Path) -> list[str]:
     return [*FOLDERS, "--out", "aligned"]
 
 
+def _python(load_encoder=None, *, change: dict | None = None, config=None, **fields):
+    """A setup: ``run_alignment`` from Python, on the config of ``fields`` (de/one.txt and fr/one.txt unless given; no
+    cache), with ``change`` set on it after it was made; or on ``config`` itself, whatever it is."""
+
+    def setup(tmp: Path):
+        from bitext_hf.jobs import AlignConfig, run_alignment
+
+        def call():
+            made = AlignConfig(**{"src": "de/one.txt", "tgt": "fr/one.txt", "no_cache": True, **fields})
+            for name, value in (change or {}).items():
+                setattr(made, name, value)
+            return run_alignment(made if config is None else config(), load_encoder=load_encoder)
+
+        return call
+
+    return setup
+
+
+def _linked_document(tmp: Path):
+    os.symlink("de/one.txt", tmp / "link.txt")
+    return _python(src="link.txt", out="book.align")(tmp)
+
+
 NEW = tuple(f"aligned/{name}" for name in OUTPUTS)
+BOOK = ("book.align", "book.align.meta.json")
 
 CASES = {
     # Links, FIFOs, sockets, devices and folders where an output goes: refused before any reading, nothing opened.
@@ -268,6 +298,45 @@ CASES = {
     "--window far wider than the documents": Case(lambda t: [*FOLDERS, "--window", str(10**30), "--out", "aligned"],
                                                   EXIT_OK, creates=("aligned", *NEW)),
     "--max-align past the bead types": Case(lambda t: [*FOLDERS, "--max-align", "65"], EXIT_USAGE, "max_align"),
+    # The job from Python: paths of another type work; a value of the wrong type, absurd, or set after the config was
+    # made, a config that is none, a load_encoder that cannot be called: the package's own error, nothing read.
+    "from Python: documents as pathlib.Path": Case(_python(src=Path("de/one.txt"), tgt=Path("fr/one.txt"),
+                                                           out=Path("book.align")), EXIT_OK, creates=BOOK),
+    "from Python: folders as pathlib.Path": Case(_python(src=Path("de"), tgt=Path("fr"), out=Path("aligned")),
+                                                 EXIT_OK, creates=("aligned", *NEW)),
+    "from Python: a link to a document": Case(_linked_document, EXIT_OK, creates=BOOK),
+    "from Python: out as bytes": Case(_python(out=b"book.align"), EXIT_USAGE,
+                                      "out=b'book.align' (--out): must be a string"),
+    "from Python: src as a number": Case(_python(src=3), EXIT_USAGE, "src=3 (--src): must be a string"),
+    "from Python: src None": Case(_python(src=None), EXIT_USAGE, "give --src and --tgt"),
+    "from Python: src empty": Case(_python(src=""), EXIT_USAGE, "give --src and --tgt"),
+    "from Python: a folder and a file": Case(_python(src="de"), EXIT_USAGE,
+                                             "--src and --tgt must both be files or both be folders"),
+    "from Python: src missing": Case(_python(src="nope.txt"), EXIT_DATA, "nope.txt: no such file"),
+    "from Python: src the device /dev/null": Case(_python(src=os.devnull), EXIT_DATA, "/dev/null: file is empty"),
+    "from Python: max_align as a string": Case(_python(max_align="5"), EXIT_USAGE,
+                                               "max_align='5' (--max-align): must be an integer from 2 to 64"),
+    "from Python: max_align True": Case(_python(max_align=True), EXIT_USAGE, "max_align=True (--max-align)"),
+    "from Python: top_k negative": Case(_python(top_k=-1), EXIT_USAGE, "top_k=-1 (--top-k): must be an integer >= 1"),
+    "from Python: skip NaN": Case(_python(skip=float("nan")), EXIT_USAGE,
+                                  "skip=nan (--skip): must be a finite number"),
+    "from Python: window infinite": Case(_python(window=float("inf")), EXIT_USAGE,
+                                         "window=inf (--window): must be an integer >= 1"),
+    "from Python: batch_size 10**30 as a float": Case(_python(batch_size=1e30), EXIT_USAGE,
+                                                      "batch_size=1e+30 (--batch-size): must be an integer"),
+    "from Python: threads 0": Case(_python(threads=0), EXIT_USAGE, "threads=0 (--threads): must be an integer >= 1"),
+    "from Python: quiet a string": Case(_python(quiet="yes"), EXIT_USAGE, "quiet='yes' (-q): must be True or False"),
+    "from Python: a dict for the config": Case(_python(config=lambda: {"src": "de/one.txt"}), EXIT_USAGE,
+                                               "run_alignment takes an AlignConfig, not dict"),
+    "from Python: None for the config": Case(_python(config=lambda: None), EXIT_USAGE,
+                                             "run_alignment takes an AlignConfig, not NoneType"),
+    "from Python: load_encoder not callable": Case(_python(load_encoder=5, out="book.align"), EXIT_USAGE,
+                                                   "load_encoder=5: must be a callable"),
+    "from Python: top_k set to a string after": Case(_python(change={"top_k": "3"}), EXIT_USAGE,
+                                                     "top_k='3' (--top-k): must be an integer >= 1"),
+    "from Python: out set to a number after": Case(_python(out="book.align", change={"out": 5}), EXIT_USAGE,
+                                                   "out=5 (--out): must be a string"),
+    "from Python: src set to None after": Case(_python(change={"src": None}), EXIT_USAGE, "give --src and --tgt"),
 }  # fmt: skip
 
 
@@ -288,7 +357,10 @@ def test_hostile_align(case, tmp_path, monkeypatch, capsys, caplog, fakes):
     if case.patch:
         case.patch(monkeypatch)
     with caplog.at_level("WARNING", logger="bitext_hf"):
-        code, _, err = run(capsys, "align", "--no-cache", *argv)
+        if callable(argv):
+            code, err = python_call(argv)
+        else:
+            code, _, err = run(capsys, "align", "--no-cache", *argv)
     assert code == case.code, err
     warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
     if case.code != EXIT_OK:

@@ -25,6 +25,7 @@ import dataclasses
 import json
 import logging
 import os
+import reprlib
 import time
 from collections.abc import Callable
 from dataclasses import field
@@ -283,15 +284,31 @@ def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | Non
         load_encoder (callable, optional): as :func:`bitext_hf.jobs.mine.run_mining`'s.
 
     Raises:
-        UsageError: options or output path that cannot work; DataValidationError: a bad input (naming the file and
-            line); OutputWriteError: an output could not be written (nothing partial is left behind).
+        UsageError: options or output path that cannot work (a ``config`` that is no :class:`AlignConfig`, a field
+            set since it was made to a value it refuses, a ``load_encoder`` that is not callable: before anything is
+            read); DataValidationError: a bad input (naming the file and line); OutputWriteError: an output could not
+            be written (nothing partial is left behind).
     """
+    _check_call(config, load_encoder)
     started = time.perf_counter()
     names, src_paths, tgt_paths = _documents(config)
     lists = [path for path in (config.src_docs, config.tgt_docs) if path]
     folders = [config.src, config.tgt] if config.many_documents and not config.src_docs else []
     with job_run(config, inputs=src_paths + tgt_paths + lists, input_folders=folders) as outputs:
         return _run(config, load_encoder, outputs, names, src_paths, tgt_paths, started)
+
+
+def _check_call(config: Any, load_encoder: Any) -> None:
+    """What :func:`run_alignment` is given, checked first: an :class:`AlignConfig`, checked again as when it was made
+    (a field set since, ``config.top_k = "3"``, is refused as the command line's value would be), and a callable
+    ``load_encoder`` or None (called only after every document is read)."""
+    if not isinstance(config, AlignConfig):
+        raise UsageError(f"run_alignment takes an AlignConfig, not {type(config).__name__} ({reprlib.repr(config)})")
+    config.__post_init__()
+    if load_encoder is not None and not callable(load_encoder):
+        raise UsageError(
+            f"load_encoder={reprlib.repr(load_encoder)}: must be a callable (spec, pooling=...) -> encoder, or None"
+        )
 
 
 def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
