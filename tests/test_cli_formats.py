@@ -179,3 +179,25 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
     assert result.stdout.startswith("score\t")
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+
+
+def test_a_new_file_under_dev_shm_is_written_in_the_format_of_its_extension(capsys, fake_encoders, sides):
+    """/dev/shm is a file system like any other: a new file there is no stream, and gets the format its name says
+    (it once got TSV, as every /dev path did, while the writer wrote it as the regular file it is)."""
+    import os
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    if not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK):
+        pytest.skip("no writable /dev/shm here")
+    folder = tempfile.mkdtemp(dir="/dev/shm", prefix="bitext-hf-test-")
+    try:
+        out = os.path.join(folder, "pairs.parquet")
+        assert output_format(out) == "parquet"
+        assert _mine(capsys, sides, out)[0] == EXIT_OK
+        table = pq.read_table(out)  # a TSV under this name would not read as Parquet
+        assert table.num_rows > 0 and "score" in table.column_names
+    finally:
+        shutil.rmtree(folder)

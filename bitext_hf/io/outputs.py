@@ -124,8 +124,11 @@ def _refuse_non_regular(path: str) -> None:
 
 def writes_in_place(path: StrPath) -> bool:
     """Whether :func:`atomic_output` writes ``path`` in place, so that no regular file appears: stdout, an existing
-    non-regular file (FIFO, device), or a /dev or /proc path (/dev/stdout may resolve to the regular file stdout is
-    redirected to; replacing that file would detach it from the shell)."""
+    non-regular file (FIFO, device), or an existing path that names a standard stream or a descriptor
+    (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``: it may resolve to the regular file the stream is
+    redirected to, and replacing that file would detach it from the shell). Any other path under /dev or /proc
+    (a new file in ``/dev/shm``) is a regular file to be. The one rule of what is a stream: the writers and
+    :func:`bitext_hf.io.tables.output_format` follow it."""
     path = os.fspath(path)
     if path == "-":
         return True

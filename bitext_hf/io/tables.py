@@ -12,13 +12,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bitext_hf.errors import UsageError
-from bitext_hf.io.outputs import atomic_output
+from bitext_hf.io.outputs import atomic_output, writes_in_place
 
 __all__ = ["TABLE_FORMATS", "output_format", "write_table"]
 
@@ -28,7 +27,9 @@ _EXTENSIONS = {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl", "
 
 def output_format(path: str | os.PathLike, format: str | None = None) -> str:
     """The format to write: ``format`` when given, else from the extension; TSV for a stream (``-`` for stdout, an
-    existing FIFO or device such as ``/dev/stdout``), whose name says nothing about a format.
+    existing FIFO or device such as ``/dev/stdout``), whose name says nothing about a format. A stream is what
+    :func:`bitext_hf.io.writes_in_place` says is written in place, the one rule the writer follows too: a new file
+    under ``/dev/shm`` is a regular file, written in the format its extension names.
 
     Raises:
         UsageError: an unknown ``format``, or an extension that names no format and no ``format`` given.
@@ -37,7 +38,7 @@ def output_format(path: str | os.PathLike, format: str | None = None) -> str:
         if format not in TABLE_FORMATS:
             raise UsageError(f"unknown output format {format!r}; choose one of {', '.join(TABLE_FORMATS)}")
         return format
-    if _is_stream(path):
+    if writes_in_place(path):
         return "tsv"
     suffix = Path(path).suffix.lower()
     if suffix not in _EXTENSIONS:
@@ -46,16 +47,6 @@ def output_format(path: str | os.PathLike, format: str | None = None) -> str:
             f"{', '.join('.' + f for f in TABLE_FORMATS)}, or say --format {'|'.join(TABLE_FORMATS)}"
         )
     return _EXTENSIONS[suffix]
-
-
-def _is_stream(path: str | os.PathLike) -> bool:
-    # /dev/stdout may resolve to the regular file stdout is redirected to: still a stream, named as one.
-    if str(path) == "-" or os.path.abspath(path).startswith(("/dev/", "/proc/")):
-        return True
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:  # not there yet: a regular file to be
-        return False
 
 
 def write_table(
