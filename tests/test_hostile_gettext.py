@@ -6,8 +6,10 @@ tests/test_hostile.py: the documented exit code, one stderr line without a trace
 was there before byte-identical, no output but the expected ones (no temp file either), no hang, nothing executed.
 The rule for a catalog that cannot be read: under a ``--catalogs`` folder it is the user's data, exit 3 naming it;
 among this machine's catalogs it is skipped with one warning naming it. What a success writes reads back into
-``score``. Then several languages at once: their files planned before any catalog is read and committed together, all
-or none.
+``score``. The job from Python too (``run_gettext``): paths of another type, values of the wrong type or absurd,
+``--catalogs`` folders that are files, FIFOs or devices, a config that is none, a field changed after the config was
+made: refused with the package's own errors before any catalog is read. Then several languages at once: their files
+planned before any catalog is read and committed together, all or none.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 from cli_fakes import install_fake_encoders, run
 from gettext_catalogs import MO_COUNT, MO_ORIGINALS, MO_TRANSLATIONS, mo_bytes, po_text, with_field
+from hostile_jobs import python_call
 from hostile_support import left_as_before, refusal_line, snapshot
 
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
@@ -135,11 +138,37 @@ def _sparse_huge_mo(path: Path) -> None:
         handle.truncate(MAX_CATALOG_BYTES + 1)  # sparse: no disk space, but a size no catalog may have
 
 
+def _python(*, change: dict | None = None, config: Callable[[], object] | None = None, **fields):
+    """A setup: the good catalogs, and ``run_gettext`` from Python on the config of ``fields`` (French from
+    ``--catalogs locale`` alone into pairs.tsv unless given), with ``change`` set on it after it was made; or on
+    ``config()`` itself, whatever it is."""
+
+    def setup(tmp: Path):
+        from bitext_hf.jobs.gettext import GettextConfig, run_gettext
+
+        _locale(tmp)
+        (tmp / "notes.txt").write_text("not a folder of catalogs\n", encoding="utf-8")
+        os.mkfifo(tmp / "fifo")
+        os.symlink("locale", tmp / "alias")
+
+        def call():
+            values = {"lang": ["fr"], "out": str(tmp / "pairs.tsv"), "catalogs": [str(tmp / "locale")]}
+            made = GettextConfig(**{**values, "no_system_catalogs": True, "quiet": True, **fields})
+            for name, value in (change or {}).items():
+                setattr(made, name, value)
+            return run_gettext(made if config is None else config())
+
+        return call
+
+    return setup
+
+
 @dataclass
 class Case:
-    """One hostile situation: ``setup`` builds it in a folder and returns the command line."""
+    """One hostile situation: ``setup`` builds it in a folder and returns the command line, or a Python call (its
+    exception the refusal)."""
 
-    setup: Callable[[Path], list[str]]
+    setup: Callable[[Path], list[str] | Callable[[], object]]
     code: int
     message: str = ""  # part of the one stderr line (failures), or of the one warning (successes)
     pairs: int | None = None  # a success's pairs in pairs.tsv, which must read back into `score`
@@ -220,6 +249,54 @@ CASES: dict[str, Case] = {
     "system: unterminated .po": Case(
         _catalog("bad.po", UNTERMINATED_PO, system=True), 0, "bad.po:5", pairs=2, system=True
     ),
+    # The job from Python: paths of another type work; a value of the wrong type, absurd, or set after the config was
+    # made, a config that is none: the package's own error, no catalog read, nothing written.
+    "from Python: paths as pathlib.Path": Case(_python(out=Path("pairs.tsv"), catalogs=[Path("locale")]), 0, pairs=2),
+    "from Python: --catalogs a link to the folder": Case(_python(catalogs=["alias"]), 0, pairs=2),
+    "from Python: max_pairs 10**30": Case(_python(max_pairs=10**30), 0, pairs=2),
+    "from Python: lang one string": Case(
+        _python(lang="fr"), EXIT_USAGE, "lang='fr' (--lang): give a list, lang=['fr'], not one string"
+    ),
+    "from Python: lang a path": Case(_python(lang=["../fr"]), EXIT_USAGE, "each must be a language folder name"),
+    "from Python: lang an empty list": Case(_python(lang=[]), EXIT_USAGE, "lang=[] (--lang): give at least one"),
+    "from Python: catalogs one string": Case(_python(catalogs="locale"), EXIT_USAGE, "(--catalogs): give a list"),
+    "from Python: catalogs None": Case(
+        _python(catalogs=None), EXIT_USAGE, "catalogs=None (--catalogs): must be a list of strings"
+    ),
+    "from Python: catalogs missing": Case(_python(catalogs=["nope"]), EXIT_DATA, "--catalogs nope: no such folder"),
+    "from Python: catalogs a file": Case(
+        _python(catalogs=["notes.txt"]), EXIT_DATA, "--catalogs notes.txt: not a folder (a regular file)"
+    ),
+    "from Python: catalogs a FIFO": Case(
+        _python(catalogs=["fifo"]), EXIT_DATA, "--catalogs fifo: not a folder (a FIFO)"
+    ),
+    "from Python: catalogs /dev/null": Case(
+        _python(catalogs=[os.devnull]), EXIT_DATA, "--catalogs /dev/null: not a folder (a character device)"
+    ),
+    "from Python: max_pairs 0": Case(
+        _python(max_pairs=0), EXIT_USAGE, "max_pairs=0 (--max-pairs): must be an integer"
+    ),
+    "from Python: max_pairs NaN": Case(_python(max_pairs=float("nan")), EXIT_USAGE, "max_pairs=nan (--max-pairs)"),
+    "from Python: min_words a string": Case(_python(min_words="1"), EXIT_USAGE, "min_words='1' (--min-words)"),
+    "from Python: out a number": Case(_python(out=7), EXIT_USAGE, "out=7 (--out): must be a string"),
+    "from Python: out a folder": Case(_python(out="locale"), EXIT_USAGE, "--out locale: is a directory"),
+    "from Python: list a string": Case(_python(list="yes"), EXIT_USAGE, "list='yes' (--list): must be True or False"),
+    "from Python: format xls": Case(_python(format="xls"), EXIT_USAGE, "format='xls' (--format): must be one of"),
+    "from Python: None for the config": Case(
+        _python(config=lambda: None), EXIT_USAGE, "run_gettext takes a GettextConfig, not NoneType"
+    ),
+    "from Python: a dict for the config": Case(
+        _python(config=lambda: {"lang": ["fr"]}), EXIT_USAGE, "run_gettext takes a GettextConfig, not dict"
+    ),
+    "from Python: lang set to a string after": Case(
+        _python(change={"lang": "fr"}), EXIT_USAGE, "lang='fr' (--lang): give a list"
+    ),
+    "from Python: max_pairs set to -1 after": Case(
+        _python(change={"max_pairs": -1}), EXIT_USAGE, "max_pairs=-1 (--max-pairs): must be an integer >= 1"
+    ),
+    "from Python: out set to None after": Case(
+        _python(change={"out": None}), EXIT_USAGE, "give --lang LANG and --out FILE"
+    ),
 }
 
 
@@ -232,7 +309,11 @@ def test_hostile_gettext_case(name, capsys, caplog, tmp_path, monkeypatch):
     argv = case.setup(tmp_path)
     capsys.readouterr()
     before = snapshot(tmp_path)
-    code, _, err = run(capsys, *argv)
+    if callable(argv):
+        monkeypatch.chdir(tmp_path)  # the relative paths of a Python call
+        code, err = python_call(argv)
+    else:
+        code, _, err = run(capsys, *argv)
 
     assert code == case.code, err
     assert "Traceback" not in err

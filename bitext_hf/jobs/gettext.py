@@ -11,7 +11,9 @@ committed together, never over a catalog (refused by name and by content, whethe
 from __future__ import annotations
 
 import builtins
+import os
 import re
+import reprlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +22,9 @@ from bitext_hf.data.catalog_reader import is_catalog_file
 from bitext_hf.data.gettext import GettextPairs, collect_gettext_pairs, find_catalogs, gettext_languages, locale_roots
 from bitext_hf.data.readers import DEFAULT_MAX_LINE_CHARS
 from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.io.small_files import file_kind
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
+from bitext_hf.io.terminal import escape_controls
 from bitext_hf.jobs.base import ReportLine, job_run
 from bitext_hf.jobs.option_fields import ValueType, check_fields, option, positive_int
 from bitext_hf.jobs.options import QUIET
@@ -241,10 +245,14 @@ def run_gettext(config: GettextConfig) -> GettextResult:
     write each language's pairs and commit the files together (all or none).
 
     Raises:
-        UsageError: an output that is a catalog or cannot be written.
-        DataValidationError: a ``--catalogs`` folder that does not exist, a language without catalogs or usable
-            pairs, a catalog under a ``--catalogs`` folder that cannot be read.
+        UsageError: an output that is a catalog or cannot be written; a ``config`` that is no
+            :class:`GettextConfig`, or a field set since it was made to a value it refuses (checked again first).
+        DataValidationError: a ``--catalogs`` folder that does not exist or is no folder, a language without
+            catalogs or usable pairs, a catalog under a ``--catalogs`` folder that cannot be read.
     """
+    if not isinstance(config, GettextConfig):
+        raise UsageError(f"run_gettext takes a GettextConfig, not {type(config).__name__} ({reprlib.repr(config)})")
+    config.__post_init__()  # again: a field set since the config was made (lang="fr") is refused as when made
     roots = _roots(config)
     return _list(config, roots) if config.list else _write(config, roots)
 
@@ -252,7 +260,11 @@ def run_gettext(config: GettextConfig) -> GettextResult:
 def _roots(config: GettextConfig) -> list[Path]:
     for folder in config.catalogs:
         if not Path(folder).is_dir():
-            raise DataValidationError(f"--catalogs {folder}: no such folder")
+            try:
+                what = f"not a folder ({file_kind(os.stat(folder).st_mode)})"  # a link followed, as it would be
+            except OSError:
+                what = "no such folder"
+            raise DataValidationError(f"--catalogs {escape_controls(folder)}: {what}")
     return locale_roots(config.catalogs, system=not config.no_system_catalogs)
 
 
