@@ -3,7 +3,9 @@
 ``/dev/zero``, a folder, a link to a huge (sparse) file, a link to nothing or a file that goes away while push reads;
 a NaN, an infinity or an empty cell in a column the card summarizes (score, src_index, tgt_index) or in the
 sidecar's numbers; control characters in the data a dry run previews, and a stdout that cannot encode it; options
-that describe a dataset given with ``--model``.
+that describe a dataset given with ``--model``; the job from Python (``run_push``): paths of another type, values of
+the wrong type or empty, a FIFO, a device or a file where a folder goes, a config that is none, a field changed after
+the config was made (a repository id that would have been uploaded to).
 
 Each row asserts the contract: the documented exit code, one stderr line (no traceback) holding the expected words,
 no call to the Hub (nothing uploaded: the rows run without ``--dry-run``, with a token, so a check that let the data
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hostile_jobs import python_call
 from hostile_support import left_as_before, refusal_line, snapshot
 
 from bitext_hf.cli import main
@@ -229,9 +232,36 @@ def _push_model(*extra: str) -> Callable[[Path], list[str]]:
     return lambda tmp: ["--model", _model_folder(tmp), "--dry-run", *extra]
 
 
+def _python(*, change: dict | None = None, config: Callable[[], object] | None = None, **fields):
+    """A setup: pairs.tsv, a model folder, a link to it, a FIFO, a folder and a plain file; ``run_push`` from Python
+    on the config of ``fields`` (a dry run of pairs.tsv to me/mined unless given), with ``change`` set on it after it
+    was made; or on ``config()`` itself, whatever it is."""
+
+    def setup(tmp: Path):
+        from bitext_hf.jobs.push import PushConfig, run_push
+
+        _tsv(tmp)
+        _model_folder(tmp)
+        _fifo(tmp)
+        _folder(tmp)
+        (tmp / "notes.txt").write_text("not a model\n", encoding="utf-8")
+        os.symlink("model", tmp / "alias")
+
+        def call():
+            made = PushConfig(**{"pairs": "pairs.tsv", "repo": "me/mined", "dry_run": True, **fields})
+            for name, value in (change or {}).items():
+                setattr(made, name, value)
+            return run_push(made if config is None else config())
+
+        return call
+
+    return setup
+
+
 @dataclass
 class Case:
-    setup: Callable[..., list[str]]  # (tmp) or (tmp, monkeypatch) -> the options after `push`
+    # (tmp) or (tmp, monkeypatch) -> the options after `push`, or a Python call (its exception the refusal)
+    setup: Callable[..., list[str] | Callable[[], object]]
     code: int
     message: str = ""  # in the one stderr line (failures)
     env: dict[str, str] = field(default_factory=dict)
@@ -322,6 +352,64 @@ CASES: dict[str, Case] = {
     "push --model with --languages": Case(_push_model("--languages", "en", "de"), EXIT_USAGE, "--languages describes"),
     "push --model with --license": Case(_push_model("--license", "mit"), EXIT_USAGE, "--license describes"),
     "push --model with --meta": Case(_push_model("--meta", "x.json"), EXIT_USAGE, "--meta describes"),
+    # --- the job from Python: paths of another type work (dry runs); a value of the wrong type or empty, something
+    # else where a file or a folder goes, a config that is none, a field set after the config was made: the
+    # package's own error, before anything is read or uploaded
+    "from Python: pairs as a pathlib.Path": Case(_python(pairs=Path("pairs.tsv")), EXIT_OK),
+    "from Python: model as a pathlib.Path": Case(_python(pairs=None, model=Path("model")), EXIT_OK),
+    "from Python: model a link to the folder": Case(_python(pairs=None, model="alias"), EXIT_OK),
+    "from Python: pairs as bytes": Case(_python(pairs=b"pairs.tsv"), EXIT_USAGE, "pairs=b'pairs.tsv' (--pairs)"),
+    "from Python: pairs empty": Case(_python(pairs=""), EXIT_USAGE, "--pairs '': an empty path"),
+    "from Python: pairs a FIFO": Case(_python(pairs="fifo"), EXIT_USAGE, "--pairs fifo: not a regular file (a FIFO)"),
+    "from Python: pairs /dev/zero": Case(
+        _python(pairs="/dev/zero"), EXIT_USAGE, "--pairs /dev/zero: not a regular file (a character device)"
+    ),
+    "from Python: pairs a folder": Case(_python(pairs="folder"), EXIT_USAGE, "not a regular file (a folder)"),
+    "from Python: pairs missing": Case(_python(pairs="nope.tsv"), EXIT_DATA, "nope.tsv: no such file"),
+    "from Python: neither pairs nor model": Case(
+        _python(pairs=None), EXIT_USAGE, "give one of --model FOLDER and --pairs FILE"
+    ),
+    "from Python: model empty": Case(_python(pairs=None, model=" "), EXIT_USAGE, "--model ' ': an empty path"),
+    "from Python: model a file": Case(_python(pairs=None, model="notes.txt"), EXIT_USAGE, "--model notes.txt: not a"),
+    "from Python: model a FIFO": Case(_python(pairs=None, model="fifo"), EXIT_USAGE, "--model fifo: not a folder"),
+    "from Python: meta a number": Case(_python(meta=3), EXIT_USAGE, "meta=3 (--meta): must be a string"),
+    "from Python: repo None": Case(_python(repo=None), EXIT_USAGE, "repo=None (--repo): must be a string"),
+    "from Python: repo a path": Case(_python(repo="../../etc"), EXIT_USAGE, "--repo must look like 'owner/name'"),
+    "from Python: dry_run a string": Case(
+        _python(dry_run="no"), EXIT_USAGE, "dry_run='no' (--dry-run): must be True or False"
+    ),
+    "from Python: dry_run 0": Case(_python(dry_run=0), EXIT_USAGE, "dry_run=0 (--dry-run): must be True or False"),
+    "from Python: token a number": Case(_python(token=123), EXIT_USAGE, "token=123 (--token): must be a string"),
+    "from Python: languages one code": Case(
+        _python(languages=["en"]), EXIT_USAGE, "languages=['en'] (--languages): must be a list of 2 strings"
+    ),
+    "from Python: languages one string": Case(
+        _python(languages="en de"), EXIT_USAGE, "give a list of 2 strings, not one string"
+    ),
+    "from Python: include one string": Case(
+        _python(pairs=None, model="model", include="*.bin"), EXIT_USAGE, "include='*.bin' (--include): give a list"
+    ),
+    "from Python: None for the config": Case(
+        _python(config=lambda: None), EXIT_USAGE, "run_push takes a PushConfig, not NoneType"
+    ),
+    "from Python: the pairs' path for the config": Case(
+        _python(config=lambda: "pairs.tsv"), EXIT_USAGE, "run_push takes a PushConfig, not str"
+    ),
+    "from Python: repo set to a bad id after, an upload": Case(
+        _python(dry_run=False, change={"repo": "bad id!"}), EXIT_USAGE, "--repo must look like 'owner/name'"
+    ),
+    "from Python: dry_run set to a string after": Case(
+        _python(change={"dry_run": "false"}), EXIT_USAGE, "dry_run='false' (--dry-run): must be True or False"
+    ),
+    "from Python: pairs set to None after": Case(
+        _python(change={"pairs": None}), EXIT_USAGE, "give one of --model FOLDER and --pairs FILE"
+    ),
+    "from Python: languages set to one string after": Case(
+        _python(change={"languages": "en"}), EXIT_USAGE, "languages='en' (--languages): give a list of 2 strings"
+    ),
+    "from Python: include set on a pairs push after": Case(
+        _python(change={"include": ["*"]}), EXIT_USAGE, "--include and --exclude choose files of a --model folder"
+    ),
 }
 
 
@@ -363,14 +451,19 @@ def test_hostile_push(name, hub, tmp_path, capsys, monkeypatch):
     for name_gone in case.gone:
         before.pop(name_gone)
     capsys.readouterr()
-    code = main(["push", *argv, "--repo", "me/mined", "--quiet"])
-    out, err = capsys.readouterr()
+    if callable(argv):
+        monkeypatch.chdir(folder)  # the relative paths of a Python call
+        code, err = python_call(argv)
+        out, _ = capsys.readouterr()
+    else:
+        code = main(["push", *argv, "--repo", "me/mined", "--quiet"])
+        out, err = capsys.readouterr()
 
     assert code == case.code, err
     assert "Traceback" not in err
     if case.code != EXIT_OK:
         line = refusal_line(err)
-        assert line.startswith("bitext-hf push: error: ") and case.message in line, line
+        assert line.startswith(("bitext-hf push: error: ", "python: error: ")) and case.message in line, line
         assert out == ""
     if case.then is not None:
         case.then(out)

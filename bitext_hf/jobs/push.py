@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import reprlib
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -133,6 +134,9 @@ class PushConfig:
         # Each field's type first: include/exclude lists of patterns (one string would be read as its characters),
         # languages two codes, the flags bools.
         check_fields(self)
+        for flag, value in (("--model", self.model), ("--pairs", self.pairs), ("--meta", self.meta)):
+            if value is not None and not value.strip():
+                raise UsageError(f"{flag} {value!r}: an empty path; give a path")
         if (self.model is None) == (self.pairs is None):
             raise UsageError("give one of --model FOLDER and --pairs FILE")
         check_repo_id(self.repo)
@@ -181,15 +185,19 @@ def run_push(config: PushConfig) -> PushResult:
     """Run ``config``: check the folder or the pairs, then (unless ``dry_run``) the token, and upload in one commit.
 
     Raises:
-        UsageError: a folder that is not a saved model, a link out of it, nothing left to upload, a file that
-            changed while it was checked; a ``pairs`` or ``meta`` that is not a regular file (a FIFO, a device, a
-            folder).
+        UsageError: a ``config`` that is no :class:`PushConfig`, or a field set since it was made to a value it
+            refuses (``config.repo = "not a repo"``; the config is checked again first); a folder that is not a saved
+            model, a link out of it, nothing left to upload, a file that changed while it was checked; a ``pairs`` or
+            ``meta`` that is not a regular file (a FIFO, a device, a folder).
         DataValidationError: a pairs, metadata or threshold report file that is missing, larger than its bound
             (the pairs: the input bound, ``BITEXT_HF_MAX_INPUT_BYTES``; the sidecar 4 MiB), unreadable, or holds an
             empty, NaN or infinite number that the card would summarize (the file and line named).
         HubAccessError: no token, no write permission, repository or revision not found, no network (nothing was
             uploaded).
     """
+    if not isinstance(config, PushConfig):
+        raise UsageError(f"run_push takes a PushConfig, not {type(config).__name__} ({reprlib.repr(config)})")
+    config.__post_init__()
     # Through the same door as every job (its outputs are the upload's own temporary folder, not declared here):
     # the pairs and the metadata are protected from every file the run writes.
     with job_run(config, inputs=[config.pairs, config.meta]):
