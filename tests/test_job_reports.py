@@ -4,8 +4,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
-from cli_fakes import SOURCES, TARGETS, FakeEncoders, write_lines
+from cli_fakes import GOLD, SOURCES, TARGETS, FakeEncoders, write_lines
 
 from bitext_hf.cli.commands import print_report
 from bitext_hf.jobs import MiningConfig, ScoreConfig, run_mining, run_scoring
@@ -27,6 +31,8 @@ def test_a_report_line_names_a_place_that_exists():
         ("pairs.tsv", True, "summary\nresults\n", ""),
         ("-", False, "results\n", "summary\ntiming\n"),
         ("/dev/stdout", True, "results\n", "summary\n"),
+        ("/dev/fd/1", False, "results\n", "summary\ntiming\n"),
+        ("/proc/self/fd/1", True, "results\n", "summary\n"),
     ],
 )
 def test_print_report_puts_each_line_in_its_place(capsys, out, quiet, stdout, stderr):
@@ -64,3 +70,38 @@ def test_the_scoring_report_gives_the_quantiles_last(tmp_path, monkeypatch):
     assert lines[0].text.startswith(f"scored {len(SOURCES)} pairs (k=") and "wrote" in lines[0].text
     assert lines[-1].text.startswith("score quantiles: 5% ")
     assert {line.place for line in lines} == {"report"}
+
+
+# The CLI in a fresh interpreter with the fake encoder: its stdout a pipe, as in `bitext-hf mine ... | sort`.
+_CLI = """
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+import bitext_hf.encoders
+from cli_fakes import FakeEncoders
+bitext_hf.encoders.load_encoder = FakeEncoders()
+from bitext_hf.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("out", ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_pairs_written_to_stdout_by_any_name_are_all_that_stdout_holds(tmp_path, out):
+    """Every name of stdout that the writer writes to descriptor 1 puts the report on stderr: no summary line, no
+    preview of the pairs appended to the TSV a pipe reads."""
+    src, tgt = write_lines(tmp_path / "s.txt", SOURCES), write_lines(tmp_path / "t.txt", TARGETS)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    result = subprocess.run(
+        [sys.executable, "-c", _CLI, tests, "mine", "--src", src, "--tgt", tgt, "--out", out, "--show", "3"],
+        cwd=tmp_path,
+        env={**os.environ, "BITEXT_HF_EMBEDDING_CACHE": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    header, *rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert header[0] == "score" and "src" in header and "tgt" in header, result.stdout
+    assert all(len(row) == len(header) for row in rows), result.stdout
+    pairs = {(row[header.index("src")], row[header.index("tgt")]) for row in rows}
+    assert pairs == {(SOURCES[i], TARGETS[j]) for i, j in GOLD}, result.stdout
+    assert "wrote 5 pairs to stdout" in result.stderr and "mined 5 pairs" in result.stderr

@@ -32,6 +32,7 @@ __all__ = [
     "folder_is_writable",
     "non_regular_kind",
     "open_arguments",
+    "own_descriptor",
     "protect_inputs",
     "refuse_input",
     "storage_error",
@@ -158,7 +159,7 @@ def storage_error(path: StrPath, error: OSError, *, replaced: bool) -> OutputWri
     if isinstance(error, OutputWriteError):
         return None  # already one line (a nested output's, or stdout's): passed on as it is
     code = error.errno
-    to_stdout = str(path) == "-" or _own_descriptor(os.fspath(path)) == 1
+    to_stdout = str(path) == "-" or own_descriptor(os.fspath(path)) == 1
     if code is None and _SHORT_WRITE.fullmatch(str(error)):
         code = _errno_of_short_write(os.path.dirname(os.path.abspath(os.fspath(path))))
     reason = _WRITE_ERRNOS.get(code or -1)
@@ -218,8 +219,11 @@ def checked_stdout() -> Iterator[None]:
             sys.stdout = original
 
 
-def _own_descriptor(path: str) -> int | None:
-    """The descriptor number that ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names."""
+def own_descriptor(path: StrPath) -> int | None:
+    """The descriptor of this process that ``path`` names (``/dev/stdout``: 1, ``/dev/stderr``: 2, ``/dev/fd/N``,
+    ``/proc/self/fd/N`` or ``/proc/<this pid>/fd/N``: N), else None (``-`` included). What :func:`atomic_output`
+    writes through that descriptor, so ``own_descriptor(path) == 1`` is an output that goes to stdout."""
+    path = os.fspath(path)
     match = _STD_STREAM.fullmatch(os.path.abspath(path))
     if match is None:
         return None
@@ -237,7 +241,7 @@ def open_arguments(mode: str) -> dict:
 @contextlib.contextmanager
 def _direct_output(path: str, mode: str) -> Iterator[IO]:
     """Write straight to stdout, a FIFO or a device: streaming, never replaced."""
-    descriptor = _own_descriptor(path)
+    descriptor = own_descriptor(path)
     try:
         if path == "-" or descriptor == 1:
             if sys.stdout is None:  # started with descriptor 1 closed (`>&-`)

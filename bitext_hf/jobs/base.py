@@ -33,6 +33,7 @@ from bitext_hf.io import (
     protect_inputs,
     writes_in_place,
 )
+from bitext_hf.io.outputs import own_descriptor
 
 __all__ = [
     "REPORT_PLACES",
@@ -66,13 +67,16 @@ class ReportLine:
 
 
 def results_on_stdout(out: str | None) -> bool:
-    """Whether a job's results themselves go to stdout (``--out -``): its "report" lines then go to stderr."""
-    return out in ("-", "/dev/stdout")
+    """Whether a job's results themselves go to stdout (``--out -``, ``/dev/stdout``, ``/dev/fd/1``,
+    ``/proc/self/fd/1``: every path the writer writes to descriptor 1, :func:`bitext_hf.io.outputs.own_descriptor`):
+    its "report" lines then go to stderr."""
+    return out is not None and (out == "-" or own_descriptor(out) == 1)
 
 
 def shown_path(out: str) -> str:
-    """How a report names an output: ``stdout`` for ``-``, else the path as given."""
-    return "stdout" if out == "-" else out
+    """How a report names an output: ``stdout`` for ``-`` and the other names of this process's stdout, else the
+    path as given."""
+    return "stdout" if results_on_stdout(out) else out
 
 
 def per_second(count: int, seconds: float) -> str:
