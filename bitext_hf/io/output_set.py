@@ -24,6 +24,7 @@ from bitext_hf.io.outputs import (
     storage_error,
     writes_in_place,
 )
+from bitext_hf.io.small_files import file_kind
 from bitext_hf.io.temporary_files import (
     hold_signals,
     register_folder,
@@ -41,26 +42,6 @@ __all__ = ["OutputSet"]
 def _inside(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or under it (both real, absolute paths)."""
     return path == folder or os.path.commonpath([path, folder]) == folder
-
-
-def _kind_word(path: str) -> str:
-    """What is at ``path`` itself, in words, for a refusal: "a FIFO", "a socket", "a device", "a symbolic link"..."""
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return "not there"
-    for test, word in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"),
-        (stat.S_ISREG, "a file"),
-    ):
-        if test(mode):
-            return word
-    return "not a regular file"
 
 
 class OutputSet:
@@ -171,10 +152,14 @@ class OutputSet:
         prefix = f"{option} {text}" if option else text
         real = os.path.realpath(text)
         self._refuse_in_input_folder(real, text, option)
-        if os.path.lexists(text):
-            if not os.path.isdir(text):
+        try:
+            mode: int | None = os.lstat(text).st_mode
+        except OSError:
+            mode = None  # nothing there
+        if mode is not None:
+            if not os.path.isdir(text):  # a link to a folder is followed
                 raise UsageError(
-                    f"{prefix}: is {'a link to no folder' if os.path.islink(text) else _kind_word(text)}; "
+                    f"{prefix}: is {'a link to no folder' if stat.S_ISLNK(mode) else file_kind(mode, brief=True)}; "
                     "a folder is needed here (one file for each document): name a folder"
                 )
             if not folder_is_writable(real):
@@ -204,11 +189,9 @@ class OutputSet:
         else:
             if not text.strip():
                 raise UsageError(f"{option}: empty output path")
-            kind = non_regular_kind(text)
+            kind = non_regular_kind(text, named=True)
             if kind is not None:
-                raise UsageError(
-                    f"{text}: is {_kind_word(text)}; bitext-hf writes only regular files there (remove it first)"
-                )
+                raise UsageError(f"{text}: is {kind}; bitext-hf writes only regular files there (remove it first)")
             real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(text))), os.path.basename(text))
             folder = os.path.dirname(real)
             self._check_folder(folder, text, None)
@@ -322,10 +305,10 @@ class OutputSet:
         try:
             for key in keys:
                 shown, temp = self._targets[key][0], self._temps[key]
-                kind = non_regular_kind(key)
+                kind = non_regular_kind(key, named=True)
                 if kind is not None:  # put there after the plan was checked
                     raise UsageError(
-                        f"{shown}: is {_kind_word(key)}; bitext-hf writes only regular files there (remove it first)"
+                        f"{shown}: is {kind}; bitext-hf writes only regular files there (remove it first)"
                     )
                 backup = None
                 if os.path.lexists(key):

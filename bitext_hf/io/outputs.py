@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from bitext_hf.errors import OutputWriteError, UsageError
+from bitext_hf.io.small_files import file_kind
 from bitext_hf.io.temporary_files import TEMP_MARK, register_temp, remove_leftovers, temp_path, unregister_temp
 
 __all__ = [
@@ -99,9 +100,11 @@ def refuse_input(path: StrPath, shown: str, option: str | None = None) -> None:
         raise UsageError(f"{prefix}: is the input {source}; writing it would destroy the input")
 
 
-def non_regular_kind(path: StrPath) -> str | None:
+def non_regular_kind(path: StrPath, *, named: bool = False) -> str | None:
     """What is at ``path`` itself when it is not a regular file ("a symbolic link", "a folder", "not a regular
-    file": a FIFO, a device, a socket), else None (a regular file, or nothing). Never follows a link or opens."""
+    file": a FIFO, a device, a socket; with ``named``, those too by name, as :func:`file_kind` briefly says: "a
+    FIFO", "a device", "a socket"), else None (a regular file, or nothing). One ``lstat``: never follows a link or
+    opens."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -112,7 +115,9 @@ def non_regular_kind(path: StrPath) -> str | None:
         raise
     if stat.S_ISREG(mode):
         return None
-    return "a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+    if named or stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
+        return file_kind(mode, brief=True)
+    return "not a regular file"
 
 
 def _refuse_non_regular(path: str) -> None:

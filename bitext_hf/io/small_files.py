@@ -77,20 +77,25 @@ def read_small_json(path: str | os.PathLike, max_bytes: int) -> object:
     return json.loads(read_small_file(path, max_bytes))
 
 
-def file_kind(mode: int) -> str:
+# Each kind of file in words; the second word is the brief one a refusal of an output uses ("is a device").
+_KINDS = (
+    (stat.S_ISREG, "a regular file", "a file"),
+    (stat.S_ISDIR, "a folder", "a folder"),
+    (stat.S_ISFIFO, "a FIFO", "a FIFO"),
+    (stat.S_ISSOCK, "a socket", "a socket"),
+    (stat.S_ISCHR, "a character device", "a device"),
+    (stat.S_ISBLK, "a block device", "a device"),
+    (stat.S_ISLNK, "a symbolic link", "a symbolic link"),
+)
+
+
+def file_kind(mode: int, *, brief: bool = False) -> str:
     """What a file of ``mode`` (``st_mode``) is, in words: "a regular file", "a folder", "a FIFO", "a socket", "a
-    character device", "a block device", "a symbolic link"."""
-    for test, kind in (
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ):
+    character device", "a block device", "a symbolic link"; ``brief``: "a file" and "a device" for the regular file
+    and both devices. The one table of these words (:func:`bitext_hf.io.outputs.non_regular_kind` uses it too)."""
+    for test, kind, brief_kind in _KINDS:
         if test(mode):
-            return kind
+            return brief_kind if brief else kind
     return "not a file"
 
 
