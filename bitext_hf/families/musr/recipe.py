@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import numbers
+import os
 import random
+import reprlib
+import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from transformers import AutoTokenizer, TrainingArguments
@@ -29,9 +34,11 @@ from bitext_hf.families.musr.data import (
 from bitext_hf.families.musr.evaluation import MuSREvaluator
 from bitext_hf.families.musr.losses import CrossConSTLoss
 from bitext_hf.families.musr.plateau import PlateauCallback
+from bitext_hf.io.small_files import file_kind
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
 from bitext_hf.training import BitextTrainer
 from bitext_hf.training.tokenizer import train_or_reuse_tokenizer
+from bitext_hf.training.trainer import check_resumable_checkpoint
 
 __all__ = [
     "ArchitectureArguments",
@@ -39,6 +46,7 @@ __all__ = [
     "StageInputs",
     "build_tokenizer",
     "check_arguments",
+    "check_stage_arguments",
     "evaluate",
     "is_resuming",
     "model_config",
@@ -211,7 +219,19 @@ def run_stage(
     callbacks: list[Any] | None = None,
 ) -> tuple[Any, list[dict[str, float]]]:
     """One Trainer run (its own optimizer and scheduler) in ``output_dir/stage<N>``, the final model saved there;
-    returns the trained model and the Trainer's log history. ``callbacks``: the Trainer's, added to its own."""
+    returns the trained model and the Trainer's log history. ``callbacks``: the Trainer's, added to its own.
+
+    Every argument is checked first, before the Trainer is made (nothing written, no step run): see
+    :func:`check_stage_arguments`.
+
+    Raises:
+        UsageError: an argument of the wrong type or out of range, a ``stage<N>`` folder that cannot be written,
+            a ``resume`` that is no Trainer checkpoint.
+        DataValidationError: a ``resume`` checkpoint that is damaged (naming the file).
+    """
+    output_dir = check_stage_arguments(
+        stage, model, tokenizer, examples, loss, steps, training_args, evaluator, output_dir, resume, callbacks
+    )
     args = dataclasses.replace(
         training_args,
         output_dir=str(output_dir / f"stage{stage}"),
@@ -233,6 +253,105 @@ def run_stage(
     # Stage 2 of every rank starts from the folder rank 0 writes: none may read it before it is whole.
     trainer.accelerator.wait_for_everyone()
     return trainer.model, trainer.state.log_history
+
+
+def _refuse(name: str, value: Any, what: str) -> NoReturn:
+    raise UsageError(f"run_stage: {name}={reprlib.repr(value)}: {what}")
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_stage_folder(output_dir: Any, stage: int) -> Path:
+    """``output_dir`` as a Path, with what the stage writes in it: ``output_dir`` absent or a folder (a link to one
+    followed, as the user named it), ``output_dir/stage<N>`` absent or a folder, never a link (a name the run
+    makes, like a sidecar's)."""
+    if not isinstance(output_dir, str | os.PathLike) or not isinstance(os.fspath(output_dir), str):
+        _refuse("output_dir", output_dir, "must be a path (str or pathlib.Path)")
+    if not os.fspath(output_dir).strip():
+        _refuse("output_dir", output_dir, "an empty path")
+    output_dir = Path(output_dir)
+    folder = output_dir / f"stage{stage}"
+    for path, follow in ((output_dir, True), (folder, False)):
+        try:
+            mode = os.stat(path, follow_symlinks=follow).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise UsageError(f"run_stage: {path}: cannot be used ({error.strerror})") from None
+        if stat.S_ISLNK(mode):
+            raise UsageError(f"run_stage: {path}: is a symbolic link; the stage writes its own folder there")
+        if not stat.S_ISDIR(mode):
+            raise UsageError(f"run_stage: {path}: is {file_kind(mode)}, not a folder; the stage writes a folder there")
+    return output_dir
+
+
+def check_stage_arguments(
+    stage: Any,
+    model: Any,
+    tokenizer: Any,
+    examples: Any,
+    loss: Any,
+    steps: Any,
+    training_args: Any,
+    evaluator: Any,
+    output_dir: Any,
+    resume: Any,
+    callbacks: Any,
+) -> Path:
+    """What :func:`run_stage` is given, checked cheaply before the Trainer is made: ``stage`` 1 or 2; ``model`` a
+    :class:`MuSREncoderDecoder` whose config has a pad token; ``tokenizer`` None or one that can be saved;
+    ``examples`` a non-empty list of mappings that hold ``src_input_ids`` and ``tgt_input_ids``; ``loss`` and
+    ``evaluator`` (or None) callables; ``training_args`` a ``TrainingArguments``; ``steps`` an integer >= 0 (0: the
+    arguments' ``max_steps``), the stage run for at least one step; ``output_dir`` a path whose ``stage<N>`` can be a
+    folder (:func:`_check_stage_folder`); ``resume`` None or a Trainer checkpoint folder, checked
+    (:func:`~bitext_hf.training.trainer.check_resumable_checkpoint`); ``callbacks`` None or a list. Returns
+    ``output_dir`` as a Path.
+
+    Raises:
+        UsageError: the first argument refused, as ``run_stage: name=value: what``; DataValidationError: a damaged
+            checkpoint.
+    """
+    if not _is_integer(stage) or stage not in (1, 2):
+        _refuse("stage", stage, "must be 1 or 2")
+    if not isinstance(model, MuSREncoderDecoder) or model.config.pad_token_id is None:
+        _refuse("model", model, "must be a MuSREncoderDecoder whose config has a pad_token_id")
+    if tokenizer is not None and not callable(getattr(tokenizer, "save_pretrained", None)):
+        _refuse("tokenizer", tokenizer, "must be a tokenizer (saved with every checkpoint) or None")
+    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence) or not examples:
+        _refuse("examples", examples, "must be a non-empty list of tokenized pairs")
+    for number, example in enumerate(examples):
+        if not isinstance(example, Mapping) or "src_input_ids" not in example or "tgt_input_ids" not in example:
+            raise UsageError(
+                f"run_stage: examples[{number}]={reprlib.repr(example)}: must be a mapping with src_input_ids and "
+                "tgt_input_ids (token ids)"
+            )
+    if not callable(loss):
+        _refuse("loss", loss, "must be a callable loss_fn(model, batch), a CrossConSTLoss")
+    if not isinstance(training_args, TrainingArguments):
+        _refuse("training_args", training_args, "must be a transformers.TrainingArguments")
+    if not _is_integer(steps) or steps < 0:
+        _refuse("steps", steps, "must be an integer >= 0 (0: training_args.max_steps)")
+    if (steps or training_args.max_steps) < 1:
+        raise UsageError(
+            f"run_stage: steps=0 and training_args.max_steps={training_args.max_steps}: a stage is counted in steps; "
+            "give steps >= 1 or max_steps >= 1"
+        )
+    if evaluator is not None and not callable(evaluator):
+        _refuse("evaluator", evaluator, "must be a callable evaluator(model) -> metrics, or None")
+    if callbacks is not None and not isinstance(callbacks, list | tuple):
+        _refuse("callbacks", callbacks, "must be a list of Trainer callbacks, or None")
+    folder = _check_stage_folder(output_dir, stage)
+    if resume is not None:
+        if not isinstance(resume, str | os.PathLike) or not isinstance(os.fspath(resume), str):
+            _refuse("resume", resume, "must be a checkpoint folder (str or pathlib.Path), or None")
+        if not (Path(resume) / "trainer_state.json").is_file():
+            raise UsageError(
+                f"run_stage: resume={os.fspath(resume)}: not a Trainer checkpoint folder (no trainer_state.json)"
+            )
+        check_resumable_checkpoint(resume)
+    return folder
 
 
 def evaluate(model: Any, evaluator: Any) -> dict[str, float]:
