@@ -19,6 +19,7 @@ MODEL_FAMILIES: list[tuple[str, str, str]] = [
     ("onealigner", "OneAlignerConfig", "OneAlignerModel"),
     ("musr", "MuSRConfig", "MuSREncoderDecoder"),
     ("contrastive_align", "ContrastiveAlignConfig", "ContrastiveAlignedEncoder"),
+    ("pair_quality", "PairQualityConfig", "PairQualityClassifier"),
 ]
 
 _registered: set[str] = set()

@@ -22,6 +22,7 @@ LOSSES = {
     "laser3": "DistillationLoss",
     "musr": "CrossConSTLoss",
     "onealigner": "OneAlignerLoss",
+    "pair_quality": "PairQualityLoss",
 }
 # The recipe of each family, under the name its model card and docs give (recipes/<name>.py).
 RECIPES = {
@@ -29,6 +30,7 @@ RECIPES = {
     "laser3": "distill_wolof",
     "musr": "train_musr",
     "onealigner": "train_onealigner",
+    "pair_quality": "train_pair_quality",
 }
 # Each role, one name in every family: (module, name, the parameters it starts with; None: any).
 ROLES = (

@@ -266,8 +266,13 @@ def test_invalid_exports_fail_before_writing(tiny_model, tiny_tokenizer, tmp_pat
 def test_save_for_hub_rejects_missing_card_or_tokenizer(tiny_model, tiny_tokenizer, tmp_path):
     with pytest.raises(HubExportError, match="model_card"):
         save_for_hub(tiny_model, tiny_tokenizer, tmp_path / "a", model_card="  ")
+    with pytest.raises(HubExportError, match="sentence-transformers export needs the tokenizer"):
+        save_for_hub(tiny_model, None, tmp_path / "b", model_card="# x", sentence_transformers={})
     with pytest.raises(HubExportError, match="tokenizer"):
-        save_for_hub(tiny_model, None, tmp_path / "b", model_card="# x")
+        save_for_hub(tiny_model, object(), tmp_path / "b", model_card="# x")
+    # A model that reads no text (the light pair classifier) ships without one.
+    save_for_hub(tiny_model, None, tmp_path / "d", model_card="# x")
+    assert (tmp_path / "d" / "config.json").is_file() and not (tmp_path / "d" / "tokenizer_config.json").exists()
     with pytest.raises(HubExportError, match="PreTrainedModel"):
         save_for_hub(torch.nn.Linear(2, 2), tiny_tokenizer, tmp_path / "c", model_card="# x")
 

@@ -458,7 +458,8 @@ def save_for_hub(
 
     Args:
         model: the trained model; saved with ``save_pretrained`` (safetensors).
-        tokenizer: saved with ``save_pretrained`` next to it.
+        tokenizer: saved with ``save_pretrained`` next to it; None for a model that reads no text (the light pair
+            classifier), which then cannot have a sentence-transformers export.
         output_dir: the folder; created if missing. Files of an earlier export are replaced, and the
             sentence-transformers files and module folders (``1_Pooling/``...) that its modules.json lists and this
             export does not write are removed; everything else (training checkpoints, a ``1_Data/`` folder, a
@@ -493,8 +494,12 @@ def save_for_hub(
         raise HubExportError("model_card must be the non-empty README.md text (see bitext_hf.hub.render_model_card)")
     if not hasattr(model, "save_pretrained") or not hasattr(model, "config"):
         raise HubExportError(f"save_for_hub needs a transformers PreTrainedModel, got {type(model).__name__}")
-    if tokenizer is None or not hasattr(tokenizer, "save_pretrained"):
-        raise HubExportError("save_for_hub needs the tokenizer (anything with save_pretrained)")
+    # A model that reads no text (the light pair classifier reads features) has no tokenizer; one that reads text
+    # ships its tokenizer beside it, and a sentence-transformers export needs it.
+    if tokenizer is None and sentence_transformers is not None:
+        raise HubExportError("save_for_hub: a sentence-transformers export needs the tokenizer")
+    if tokenizer is not None and not hasattr(tokenizer, "save_pretrained"):
+        raise HubExportError("save_for_hub needs the tokenizer (anything with save_pretrained), or None")
     missing = [str(figure) for figure in figures if not Path(figure).is_file()]
     if missing:
         raise HubExportError(f"figure file(s) not found: {', '.join(missing)}")
@@ -513,8 +518,9 @@ def save_for_hub(
     try:
         shipped_code = remote_code and _register_remote_code(model)
         model.save_pretrained(str(staging), safe_serialization=True)
-        tokenizer.save_pretrained(str(staging))
-        _portable_tokenizer_class(staging)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(staging))
+            _portable_tokenizer_class(staging)
         (staging / "README.md").write_text(model_card if model_card.endswith("\n") else model_card + "\n", "utf-8")
         if options is not None:
             model_limit = getattr(model, "max_tokens", None)

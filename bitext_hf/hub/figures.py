@@ -34,6 +34,8 @@ __all__ = [
     "card_figures",
     "load_log_history",
     "margin_distribution",
+    "rejected_by_kind",
+    "reliability_diagram",
     "score_histogram",
     "training_curve",
     "xsim_by_series",
@@ -138,6 +140,63 @@ def margin_distribution(
             f"; at the threshold {threshold:g}, {kept:.1f}% of gold pairs and {leaked:.1f}% of random pairs pass"
         )
     caption += ". The less the two histograms overlap, the better the encoder tells translations from random pairs"
+    return save_figure(figure, path, caption + ".")
+
+
+def reliability_diagram(
+    predictions: Mapping[str, tuple[Sequence[float], Sequence[float]]], path: str | os.PathLike, *, bins: int = 10
+) -> CardFigure:
+    """A classifier's calibration: for each set (name -> (probabilities, labels)), the share of positives against the
+    mean predicted probability in equal-width bins; the diagonal is perfect calibration."""
+    if not predictions:
+        raise ValueError("reliability_diagram needs at least one set of predictions")
+    figure = new_figure()
+    axes = figure.add_subplot()
+    axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
+    worst = 0.0
+    for name, (probabilities, labels) in predictions.items():
+        probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+        which = np.minimum((probabilities * bins).astype(np.int64), bins - 1)
+        points = [
+            (probabilities[which == b].mean(), labels[which == b].mean()) for b in range(bins) if (which == b).any()
+        ]
+        worst = max([worst, *(abs(x - y) for x, y in points)])
+        axes.plot(*zip(*points), marker="o", label=f"{name} (n={probabilities.size})")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("predicted probability of a translation")
+    axes.set_ylabel("share of translations")
+    axes.set_title("Reliability of the predicted probabilities")
+    axes.legend(fontsize=7)
+    caption = (
+        f"Predicted probability against the share of translations in bins of {1 / bins:g}, per held-out set; the "
+        f"largest gap of a bin to the diagonal is {worst:.2f}"
+    )
+    return save_figure(figure, path, caption + ".")
+
+
+def rejected_by_kind(results: Mapping[str, Mapping[str, float]], path: str | os.PathLike) -> CardFigure:
+    """The share of each kind of wrong pair a classifier rejects, per set (name -> {"rejected/<kind>": share})."""
+    kinds = sorted(
+        {key.split("/", 1)[1] for values in results.values() for key in values if key.startswith("rejected/")}
+    )
+    if not kinds:
+        raise ValueError("rejected_by_kind needs rejected/<kind> shares")
+    figure = new_figure(width=8, height=4)
+    axes = figure.add_subplot()
+    width = 0.8 / len(results)
+    for index, (name, values) in enumerate(results.items()):
+        shares = [values.get(f"rejected/{kind}", np.nan) for kind in kinds]
+        axes.bar(np.arange(len(kinds)) + index * width, shares, width, label=name)
+    axes.set_xticks(np.arange(len(kinds)) + 0.4 - width / 2, kinds, rotation=30, ha="right")
+    axes.set_ylim(0, 1)
+    axes.set_ylabel("share rejected (probability < 0.5)")
+    axes.set_title("Wrong pairs rejected, by kind")
+    axes.legend(fontsize=7)
+    weakest = min(
+        kinds, key=lambda kind: np.nanmean([values.get(f"rejected/{kind}", np.nan) for values in results.values()])
+    )
+    caption = f"Share of each kind of wrong pair rejected, per set; the hardest kind is {weakest}"
     return save_figure(figure, path, caption + ".")
 
 

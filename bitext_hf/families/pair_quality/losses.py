@@ -1,0 +1,34 @@
+"""The pair classifier's training loss, in the shape every family's loss has here: an ``nn.Module`` whose
+``forward(model, batch)`` returns ``(loss, logged parts)`` (``BitextTrainer(loss_fn=...)``), with the ``citation``
+of the work it follows (bicleaner-ai: a classifier of translation pairs trained on synthetic negatives).
+
+The binary cross-entropy is the shipped model's own (``PairQualityClassifier.forward`` computes it when given labels),
+so training and the checkpoint's loss are one function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["PairQualityLoss"]
+
+
+class PairQualityLoss(nn.Module):
+    """``(model, batch) -> (binary cross-entropy, {"loss_bce": it})`` over ``batch["features"]`` and
+    ``batch["labels"]`` (1: a translation)."""
+
+    citation = """@inproceedings{zaragoza-bernabeu-etal-2022-bicleaner,
+  title = "Bicleaner {AI}: Bicleaner Goes Neural",
+  author = "Zaragoza-Bernabeu, Jaume and Ram{\\'\\i}rez-S{\\'a}nchez, Gema and Ba{\\~n}{\\'o}n, Marta and Ortiz Rojas, Sergio",
+  booktitle = "Proceedings of the Thirteenth Language Resources and Evaluation Conference",
+  year = "2022",
+  pages = "824--831",
+}"""
+
+    def forward(self, model: nn.Module, batch: Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        loss = model(features=batch["features"], labels=batch["labels"]).loss
+        return loss, {"loss_bce": loss.detach()}

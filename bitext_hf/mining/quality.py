@@ -1,0 +1,151 @@
+"""Pair quality: the probability that each pair is a translation (the light classifier of
+``bitext_hf.modeling.pair_quality``, the default one shipped in this package), and what it says of a set of pairs
+without gold: the estimated precision of the pairs above a threshold (the mean probability of those pairs) and the
+expected number of correct ones (its sum), and the threshold whose pairs reach a wanted precision.
+
+Why the mean probability estimates precision: a calibrated probability is, among the pairs given it, the share that
+are translations, so the expected number of correct pairs in a set is the sum of their probabilities. The estimate is
+as good as the calibration on the data at hand: benchmarks/README.md ("Pair quality") measures the gap to the true
+precision on sets with gold pairs, and the README says where it cannot be trusted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bitext_hf.errors import EncoderLoadError, UsageError
+
+__all__ = [
+    "DEFAULT_CLASSIFIER",
+    "DEFAULT_CLASSIFIER_PATH",
+    "check_classifier_encoder",
+    "load_classifier",
+    "pair_quality",
+    "precision_at_thresholds",
+    "report_precision",
+    "report_thresholds",
+    "threshold_for_precision",
+]
+
+DEFAULT_CLASSIFIER = "default"
+# Trained by recipes/train_pair_quality.py with recipes/configs/pair_quality.yaml (the embedded USE encoder).
+DEFAULT_CLASSIFIER_PATH = Path(__file__).parent / "default_pair_quality"
+
+
+def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
+    """The pair classifier ``name``: ``"default"`` (shipped in this package), a folder written by
+    ``recipes/train_pair_quality.py``, or a Hub id. Loaded with the package's own code (no remote code is run).
+
+    Raises:
+        EncoderLoadError: nothing loadable there, or not a pair classifier (exit 4).
+    """
+    from transformers import AutoConfig, AutoModel
+
+    import bitext_hf.modeling.pair_quality  # noqa: F401  (registers the family with AutoModel)
+    from bitext_hf.modeling.pair_quality import PairQualityClassifier
+
+    path = DEFAULT_CLASSIFIER_PATH if str(name) == DEFAULT_CLASSIFIER else name
+    try:
+        config = AutoConfig.from_pretrained(str(path))
+    except (OSError, ValueError) as error:
+        first = " ".join(str(error).split())[:300]
+        raise EncoderLoadError(f"--classifier {name}: cannot load a pair classifier there ({first})") from None
+    if config.model_type != "bitext_pair_quality":
+        raise EncoderLoadError(
+            f"--classifier {name}: a {config.model_type!r} model, not a pair classifier (train one with "
+            "recipes/train_pair_quality.py)"
+        )
+    from transformers.utils import logging as transformers_logging
+
+    # A classifier of a few thousand weights loads at once: transformers' weight-loading bar would only be noise.
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        model = AutoModel.from_pretrained(str(path), config=config)
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
+    if not isinstance(model, PairQualityClassifier):
+        raise EncoderLoadError(f"--classifier {name}: loaded a {type(model).__name__}, not a PairQualityClassifier")
+    return model.eval()
+
+
+def check_classifier_encoder(classifier: Any, encoder_identity: str, name: str | os.PathLike) -> None:
+    """A classifier reads one encoder's cosine and margin: refuse another encoder (``UsageError``, exit 2)."""
+    trained = getattr(classifier.config, "encoder", None)
+    if trained and trained != encoder_identity:
+        raise UsageError(
+            f"--classifier {name} was trained on the cosines of the encoder {trained!r}, not {encoder_identity!r}: "
+            "its probabilities would mean nothing here; use that encoder, or train a classifier for this one "
+            "(recipes/train_pair_quality.py --encoder ...)"
+        )
+
+
+def pair_quality(
+    classifier: Any,
+    sources: Sequence[str],
+    targets: Sequence[str],
+    cosines: np.ndarray,
+    margins: np.ndarray,
+) -> np.ndarray:
+    """The calibrated probability that each pair is a translation (float32, one per pair)."""
+    return classifier.score(list(sources), list(targets), np.asarray(cosines), np.asarray(margins)).numpy()
+
+
+def precision_at_thresholds(
+    scores: np.ndarray, quality: np.ndarray, thresholds: Sequence[float]
+) -> list[tuple[float, int, float, float]]:
+    """For each threshold: (threshold, pairs at or above it, their estimated precision (mean quality; NaN for none),
+    the expected number of correct pairs among them (sum of quality))."""
+    scores, quality = np.asarray(scores, dtype=np.float64), np.asarray(quality, dtype=np.float64)
+    rows = []
+    for threshold in thresholds:
+        kept = quality[scores >= threshold]
+        rows.append(
+            (float(threshold), int(kept.size), float(kept.mean()) if kept.size else float("nan"), float(kept.sum()))
+        )
+    return rows
+
+
+def report_thresholds(scores: np.ndarray, threshold: float | None, count: int = 9) -> list[float]:
+    """Where a threshold report tells the estimated precision: the deciles of the candidates' scores, and the run's
+    ``threshold``."""
+    points = np.quantile(np.asarray(scores, dtype=np.float64), np.linspace(0.1, 0.9, count)).round(4).tolist()
+    return sorted({*points, *([threshold] if threshold is not None else [])})
+
+
+def report_precision(candidates: Any, threshold: float | None) -> list[tuple[float, int, float, float]] | None:
+    """The rows of a threshold report's precision table for ``candidates`` (``MinedPairs``; None without quality)."""
+    if candidates is None or getattr(candidates, "quality", None) is None or not len(candidates.scores):
+        return None
+    return precision_at_thresholds(
+        candidates.scores, candidates.quality, report_thresholds(candidates.scores, threshold)
+    )
+
+
+def threshold_for_precision(
+    scores: np.ndarray, quality: np.ndarray, precision: float
+) -> tuple[float, float, int] | None:
+    """The lowest threshold on ``scores`` whose pairs (score >= threshold) have an estimated precision (mean quality)
+    of at least ``precision``: (threshold, estimated precision, pairs kept), or None when no threshold reaches it.
+
+    Pairs with the same score fall on the same side of any threshold, so the cuts considered are between distinct
+    scores; of those reaching the precision, the one keeping the most pairs wins."""
+    scores, quality = np.asarray(scores, dtype=np.float64), np.asarray(quality, dtype=np.float64)
+    if scores.size == 0:
+        return None
+    order = np.argsort(-scores, kind="stable")
+    ranked, cumulative = scores[order], np.cumsum(quality[order])
+    # The last position of each run of equal scores: the cuts a threshold can make.
+    ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))
+    means = cumulative[ends] / (ends + 1)
+    reaching = np.flatnonzero(means >= precision)
+    if reaching.size == 0:
+        return None
+    best = ends[reaching[-1]]
+    return float(ranked[best]), float(means[reaching[-1]]), int(best + 1)
