@@ -371,7 +371,7 @@ def test_score_filters_pairs_before_encoding(capsys, catalog_encoder, tmp_path):
     assert "scored 30 pairs" in stdout and "filters removed: language_tgt 35, same_text 0" in stdout
     assert len(catalog_encoder.encoded) == 2 * 30
     rows = [line.split("\t") for line in Path(out).read_text(encoding="utf-8").splitlines()[1:]]
-    assert all(pairs[int(src_index)][2] == target for _, src_index, _, _, target in rows)
+    assert all(pairs[int(row[1])][2] == row[4] for row in rows)  # score, src_index, tgt_index, src, tgt, ...
 
 
 @pytest.mark.parametrize(

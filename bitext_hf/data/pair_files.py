@@ -67,6 +67,7 @@ class ScoredPairs(Protocol):
     src_indices: np.ndarray
     tgt_indices: np.ndarray
     doc_ids: np.ndarray | None
+    quality: np.ndarray | None  # the pair classifier's probability, written as the `quality` column when present
 
 
 # ------------------------------------------------------------------------------------------------ the pairs table
@@ -132,6 +133,7 @@ def write_pairs(
         check_representable(src_texts, "source texts", fmt)
         check_representable(tgt_texts, "target texts", fmt)
     src_indices, tgt_indices = pairs.src_indices.tolist(), pairs.tgt_indices.tolist()
+    quality = getattr(pairs, "quality", None)
     columns = {
         "score": pairs.scores.tolist(),
         "src_index": src_indices,
@@ -142,15 +144,28 @@ def write_pairs(
     doc_column = _doc_column(pairs.doc_ids)
     if doc_column is not None:
         columns["doc_id"] = doc_column
+    if quality is not None:  # last: the columns of earlier releases keep their places (`cut -f4,5` still works)
+        columns["quality"] = quality.tolist()
     # Each format's own score cells, made only for that format: millions of pairs make the formatting a cost.
-    scores = [f"{score:.6f}" for score in columns["score"]] if fmt != "parquet" else None
+    rounded = {name: [f"{value:.6f}" for value in columns[name]] for name in ("score", "quality") if name in columns}
+    rounded = rounded if fmt != "parquet" else {}
     write_table(
         path,
         fmt,
         columns,
-        cells={"score": scores} if fmt in ("tsv", "csv") else None,
-        records={"score": [float(score) for score in scores]} if fmt == "jsonl" else None,  # TSV's rounded value
-        types={"score": "float32", "src_index": "int64", "tgt_index": "int64", "src": "string", "tgt": "string"},
+        cells=rounded if fmt in ("tsv", "csv") else None,
+        # TSV's rounded values
+        records={name: [float(value) for value in cells] for name, cells in rounded.items()}
+        if fmt == "jsonl"
+        else None,
+        types={
+            "score": "float32",
+            "quality": "float32",
+            "src_index": "int64",
+            "tgt_index": "int64",
+            "src": "string",
+            "tgt": "string",
+        },
     )
     return Path(path)
 
@@ -172,6 +187,10 @@ class MiningRecord:
         command (str, optional): the command that reproduces the run (the card quotes it).
         filters (dict, optional): the filters that ran, ``{"settings": {...}, "removed": {name: count}}``
             (:mod:`bitext_hf.mining.filters`).
+        classifier (str, optional): the pair classifier of the ``quality`` column.
+        min_precision (float, optional): the estimated precision asked for (``--min-precision``): ``threshold`` is
+            the one chosen for it.
+        estimated_precision (float, optional): the mean quality of the pairs written (their estimated precision).
     """
 
     encoder: str | None = None
@@ -190,6 +209,9 @@ class MiningRecord:
     tgt_sentences: int | None = None
     command: str | None = None
     filters: dict[str, Any] | None = None
+    classifier: str | None = None
+    min_precision: float | None = None
+    estimated_precision: float | None = None
 
     def to_json(self) -> str:
         """The sidecar's text, ready to write (serializing first lets a run write pairs and sidecar together)."""
@@ -301,10 +323,15 @@ def threshold_sample_markdown(
 
 
 def threshold_figure(
-    scores: Sequence[float] | np.ndarray, *, threshold: float | None = None, margin: str = "ratio"
+    scores: Sequence[float] | np.ndarray,
+    *,
+    threshold: float | None = None,
+    margin: str = "ratio",
+    quality: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[Any, str]:
     """A histogram of every candidate pair of a run, before its threshold, the threshold marked: where it cuts the
-    distribution (a run of translations shows a mode of high scores apart from the bulk of chance pairs). Returns the
+    distribution (a run of translations shows a mode of high scores apart from the bulk of chance pairs); with the
+    pairs' ``quality``, the estimated precision of the pairs at or above each score on a second axis. Returns the
     matplotlib figure and its caption."""
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
@@ -333,12 +360,36 @@ def threshold_figure(
 
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_title("Scores of the candidate pairs, before the threshold")
-    axes.legend()
+    handles, labels = axes.get_legend_handles_labels()
     caption = f"Scores of the {values.size} candidate pairs of the run ({margin} margin), before the threshold"
+    if quality is not None:
+        order = np.argsort(-values, kind="stable")
+        precision = np.cumsum(np.asarray(quality, dtype=np.float64)[order]) / np.arange(1, values.size + 1)
+        right = axes.twinx()
+        (line,) = right.plot(values[order], precision, color="black", linewidth=1.5)
+        right.set_ylim(0, 1.02)
+        right.set_ylabel("estimated precision of the pairs >= score")
+        handles.append(line)
+        labels.append("estimated precision (mean quality)")
+        caption += "; the line is the estimated precision (mean quality) of the pairs at or above each score"
+    axes.legend(handles, labels, loc="upper left")
     if threshold is not None:
         share = 100 * float(np.mean(values >= threshold))
         caption += f"; the threshold {threshold:g} keeps {share:.1f}% of them"
     return figure, caption + "."
+
+
+def precision_table(rows: Sequence[tuple[float, int, float, float]], threshold: float | None) -> str:
+    """The Markdown table of ``rows`` (threshold, pairs at or above it, estimated precision, expected correct pairs:
+    :func:`bitext_hf.mining.quality.precision_at_thresholds`), the run's ``threshold`` marked."""
+    lines = [
+        "| threshold | pairs at or above | estimated precision | expected correct pairs |",
+        "|---|---|---|---|",
+    ]
+    for value, kept, precision, expected in rows:
+        mark = " (the run's)" if threshold is not None and value == threshold else ""
+        lines.append(f"| {value:.4f}{mark} | {kept} | {precision:.3f} | {expected:.0f} |")
+    return "\n".join(lines)
 
 
 def write_threshold_report(
@@ -351,12 +402,14 @@ def write_threshold_report(
     threshold: float | None = None,
     margin: str = "ratio",
     size: int = 10,
+    precision_rows: Sequence[tuple[float, int, float, float]] | None = None,
 ) -> tuple[Path, Path] | None:
     """Write the threshold report of the pairs file ``out`` beside it (``mine`` / ``score --threshold-report``):
     :func:`threshold_figure` of the ``candidates`` (``MinedPairs`` before the threshold) and a Markdown sample of
     the pairs just above and just below the threshold (``out.threshold.png``, ``out.threshold.md``), each to its
     temporary file in ``outputs`` (where the job declared both, before its work), committed with the job's other
-    outputs.
+    outputs. With the candidates' ``quality``, the figure draws the estimated precision against the score, and
+    ``precision_rows`` (:func:`bitext_hf.mining.quality.precision_at_thresholds`) become a table of the sample.
 
     Returns:
         The paths of the figure and of the sample; None (with a warning) when there is no candidate to draw.
@@ -365,7 +418,8 @@ def write_threshold_report(
         logger.warning("--threshold-report: no candidate pairs, nothing to draw")
         return None
     figure_path, sample_path = threshold_report_paths(out)
-    figure, caption = threshold_figure(candidates.scores, threshold=threshold, margin=margin)
+    quality = getattr(candidates, "quality", None)
+    figure, caption = threshold_figure(candidates.scores, threshold=threshold, margin=margin, quality=quality)
     with outputs.open(figure_path, "wb") as handle:
         figure.savefig(handle, format="png", dpi=figures.DPI)
     sample = threshold_sample_markdown(
@@ -377,6 +431,12 @@ def write_threshold_report(
         threshold,
         size=size,
     )
+    if precision_rows:
+        table = precision_table(precision_rows, threshold)
+        sample = (
+            "Estimated precision (the mean quality of the pairs at or above the threshold) and expected number of "
+            f"correct pairs (the sum of their quality):\n\n{table}\n\n{sample}"
+        )
     with outputs.open(sample_path) as handle:
         handle.write(f"{caption}\n\n![threshold]({figure_path.name})\n\n{sample}")
     return figure_path, sample_path

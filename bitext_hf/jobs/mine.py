@@ -42,7 +42,7 @@ from bitext_hf.jobs.mine_search import (
     rows_to_mine,
     search_and_retrieve,
 )
-from bitext_hf.jobs.option_fields import check_fields, option, positive_int
+from bitext_hf.jobs.option_fields import check_fields, option, positive_int, probability
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
     QUIET,
@@ -145,6 +145,11 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         ),
         "sides": ("one encoder per side", None),
         "index": ("approximate search (FAISS; benchmarks/README.md has recall and time by size)", None),
+        "quality": (
+            "pair quality (the probability that a pair is a translation, and precision estimated without gold)",
+            "The estimate holds as far as the classifier is calibrated on this data: benchmarks/README.md, "
+            '"Pair quality", measures it.',
+        ),
     }
 
     src: str | None = field(
@@ -223,6 +228,26 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             group="index",
         ),
     )
+    classifier: str | None = field(
+        default=None,
+        metadata=option(
+            "add a `quality` column, the probability that a pair is a translation by this pair classifier: `default` "
+            "(shipped in the package, for the default encoder), a folder written by recipes/train_pair_quality.py "
+            "or a hub id (the classifier's encoder must be the run's; it reads the ratio margin with k=4)",
+            metavar="MODEL",
+            group="quality",
+        ),
+    )
+    min_precision: float | None = field(
+        default=None,
+        metadata=option(
+            "choose the threshold: the lowest whose written pairs have an estimated precision (mean quality) of at "
+            "least this; recorded in OUT.meta.json with the precision reached (the `default` classifier unless "
+            "--classifier)",
+            type=probability,
+            group="quality",
+        ),
+    )
     quiet: bool = field(default=False, metadata=QUIET)
     threads: int | None = field(default=None, metadata=THREADS)
     command: str | None = None
@@ -249,6 +274,20 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             raise UsageError("--dedup drops duplicate lines and --keep-duplicates mines them: choose one")
         self._refuse_options_that_cannot_act()
         _ = self.filters  # checked when the config is made, as every other option
+        self._check_quality_options()
+
+    def _check_quality_options(self) -> None:
+        """The classifier reads the texts and the ratio margin with the k it was trained with (4, the default)."""
+        if self.min_precision is not None:
+            if self.threshold is not None:
+                raise UsageError("--min-precision chooses the threshold: leave --threshold out")
+            self.classifier = self.classifier or "default"
+        if self.classifier is None:
+            return
+        if not self.classifier.strip():
+            raise UsageError("--classifier: empty; give `default`, a folder or a hub id")
+        if self.margin != "ratio":
+            raise UsageError(f"--classifier reads the ratio margin: --margin {self.margin} gives it another score")
 
     def _refuse_options_that_cannot_act(self) -> None:
         """An option given where it can do nothing is a usage error, not silently ignored: the user meant it to act."""
@@ -392,9 +431,18 @@ def mining_report(config: MiningConfig, result: MiningResult, seconds: float, *,
     lines.append(
         ReportLine(
             f"mined {len(pairs)} pairs from {result.src_sentences} source x {result.tgt_sentences} target sentences "
-            f"(k={result.record.k}, margin={config.margin}, mode={config.mode}, threshold={config.threshold})"
+            f"(k={result.record.k}, margin={config.margin}, mode={config.mode}, threshold={_shown(result.record.threshold)})"
         )
     )
+    if result.record.estimated_precision is not None or result.record.classifier is not None:
+        chosen = f" (the threshold chosen for --min-precision {config.min_precision})" if config.min_precision else ""
+        estimate = result.record.estimated_precision
+        lines.append(
+            ReportLine(
+                f"estimated precision of the written pairs {'-' if estimate is None else f'{estimate:.3f}'}, expected "
+                f"correct {float(pairs.quality.sum()) if pairs.quality is not None else 0:.0f}{chosen}"
+            )
+        )
     if result.filter_counts is not None:
         lines.append(ReportLine(format_counts(result.filter_counts)))
     lines += [ReportLine(str(line)) for line in (result.gold, result.recall) if line is not None]
@@ -415,6 +463,10 @@ def mining_report(config: MiningConfig, result: MiningResult, seconds: float, *,
     total = result.src_sentences + result.tgt_sentences
     timing = f"mine: {total} sentences ({'; '.join(sources)}) in {seconds:.1f} s ({parts}); {speed}"
     return [*lines, ReportLine(timing, "timing")]
+
+
+def _shown(threshold: float | None) -> str:
+    return "None" if threshold is None else f"{threshold:g}"
 
 
 def _pairs_preview(result: MiningResult, show: int) -> list[str]:
@@ -476,6 +528,7 @@ def _plan_outputs(config: MiningConfig, outputs: JobOutputs) -> str | None:
 def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs: JobOutputs) -> MiningResult:
     from bitext_hf.data.pair_files import check_representable
     from bitext_hf.mining.documents import mine_documents
+    from bitext_hf.mining.quality import pair_quality
 
     started = time.perf_counter()
     fmt = _plan_outputs(config, outputs)
@@ -504,6 +557,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
     if docs is not None and kept[0] is not None:
         docs = (docs[0][kept[0]], docs[1][kept[1]])
 
+    classifier = _classifier(config, src, tgt)  # loaded and checked before any encoding
     read_seconds = time.perf_counter() - started
     embedder = Embedder.from_options(config, load_encoder)
     with distributed_session(config):  # started after every input was read and checked
@@ -524,7 +578,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
         recall = None
         # With the threshold report, every candidate is kept and the threshold applied after: the same pairs (the
         # threshold only ever drops pairs, in every mode: see bitext_hf.mining.retrieval).
-        threshold = None if config.threshold_report else config.threshold
+        threshold = None if config.threshold_report or config.min_precision is not None else config.threshold
         if docs is not None:
             settings = dict(k=config.k, margin=config.margin, mode=config.mode, threshold=threshold)
             pairs = mine_documents(
@@ -546,6 +600,14 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
         )
 
     search_seconds = time.perf_counter() - search_started
+    if classifier is not None:
+        pairs.quality = pair_quality(
+            classifier,
+            [src.texts[row] for row in pairs.src_indices.tolist()],
+            [tgt.texts[row] for row in pairs.tgt_indices.tolist()],
+            pairs.cosines,
+            pairs.scores,
+        )
     candidates = None
     if config.threshold_report:
         candidates = pairs
@@ -558,6 +620,11 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
     record = config.record(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
     if filters.active:
         record.filters = {"settings": filters.describe(), "removed": counts}
+    if config.min_precision is not None:  # over the pairs the filters kept: the precision of what is written
+        pairs, record.threshold = _pairs_at_precision(pairs, config.min_precision)
+    if classifier is not None:
+        record.classifier, record.min_precision = config.classifier, config.min_precision
+        record.estimated_precision = float(pairs.quality.mean()) if len(pairs) else None
     write_started = time.perf_counter()
     if config.out:
         _write_pairs_and_sidecar(outputs, config.out, pairs, src, tgt, fmt, record)
@@ -565,9 +632,17 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
     report_files = None
     if config.threshold_report:
         from bitext_hf.data.pair_files import write_threshold_report
+        from bitext_hf.mining.quality import report_precision
 
         report_files = write_threshold_report(
-            outputs, config.out, candidates, src.texts, tgt.texts, threshold=config.threshold, margin=config.margin
+            outputs,
+            config.out,
+            candidates,
+            src.texts,
+            tgt.texts,
+            threshold=record.threshold,
+            margin=config.margin,
+            precision_rows=report_precision(candidates, record.threshold),
         )
     commit_started = time.perf_counter()
     outputs.commit()  # the pairs, the report and the sidecar (last) together, or none of them
@@ -604,6 +679,43 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
             "write": write_seconds,
         },
     )
+
+
+def _classifier(config: MiningConfig, src: Side, tgt: Side) -> Any:
+    """The run's pair classifier (None without ``classifier``), checked against what it reads: both sides' texts,
+    encoded by its encoder (a .npy side's encoder is not known: the user vouches for it)."""
+    if config.classifier is None:
+        return None
+    from bitext_hf.encoders.spec import EncoderSpec
+    from bitext_hf.mining.quality import check_classifier_encoder, load_classifier
+
+    for name, side in (("src", src), ("tgt", tgt)):
+        if side.texts is None:
+            raise UsageError(f"--classifier reads the sentences: give --{name}-text with the embeddings {side.path}")
+    if config.k != 4:
+        raise UsageError(f"--classifier reads the ratio margin with k=4 (how it was trained): --k {config.k}")
+    classifier = load_classifier(config.classifier)
+    for side, model in (("src", config.src_model), ("tgt", config.tgt_model)):
+        if not is_embeddings(getattr(config, side)):
+            check_classifier_encoder(classifier, EncoderSpec(model or config.model).name, config.classifier)
+    return classifier
+
+
+def _pairs_at_precision(pairs: MinedPairs, precision: float) -> tuple[MinedPairs, float]:
+    """The pairs at or above the lowest threshold whose pairs reach an estimated ``precision``, and that threshold."""
+    from bitext_hf.mining.quality import threshold_for_precision
+
+    chosen = threshold_for_precision(pairs.scores, pairs.quality, precision)
+    if chosen is None:
+        order = np.argsort(-pairs.scores, kind="stable")
+        best = np.cumsum(pairs.quality[order]) / np.arange(1, len(pairs) + 1) if len(pairs) else np.zeros(0)
+        reached = f"{float(best.max()):.3f}" if len(best) else "nothing (no pair was mined)"
+        raise DataValidationError(
+            f"--min-precision {precision}: no threshold reaches it; the most any threshold reaches is {reached} "
+            "(lower it, or mine corpora that hold more translations)"
+        )
+    threshold = chosen[0]
+    return pairs.select(pairs.scores >= threshold), threshold
 
 
 def _check_dimensions(config: MiningConfig, src_emb, tgt_emb) -> None:

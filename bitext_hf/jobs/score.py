@@ -30,7 +30,7 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.jobs.base import ReportLine, shown_path
-from bitext_hf.jobs.option_fields import check_fields, option
+from bitext_hf.jobs.option_fields import check_fields, option, probability
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
     QUIET,
@@ -128,6 +128,21 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
     src: str | None = field(default=None, metadata=option("source side of Moses-style parallel files"))
     tgt: str | None = field(default=None, metadata=option("target side of Moses-style parallel files"))
     format: str | None = pairs_format()
+    classifier: str = field(
+        default="default",
+        metadata=option(
+            "the pair classifier whose probability that a pair is a translation becomes the `quality` column: "
+            "`default` (shipped in the package, for the default encoder), a folder written by "
+            "recipes/train_pair_quality.py or a hub id; `none`: no quality column",
+            metavar="MODEL",
+        ),
+    )
+    min_quality: float | None = field(
+        default=None,
+        metadata=option(
+            "keep only the pairs whose quality (the classifier's probability) is at least this", type=probability
+        ),
+    )
     # The general options (`-q`, `--threads`), which every command takes before its name or after it.
     quiet: bool = field(default=False, metadata=QUIET)
     threads: int | None = field(default=None, metadata=THREADS)
@@ -140,6 +155,15 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
         refuse_lid_options_without_lid(self.lid, self.lid_min_prob, self.src_lang, self.tgt_lang)
         _ = self.filters  # checked when the config is made, as every other option
         check_aligned_inputs(self.pairs, self.src, self.tgt)
+        if not self.classifier.strip():
+            raise UsageError("--classifier: empty; give `default`, a folder, a hub id or `none`")
+        if self.min_quality is not None and self.classifier == "none":
+            raise UsageError("--min-quality keeps pairs by the classifier's quality: --classifier none has none")
+
+    @property
+    def wants_quality(self) -> bool:
+        """Whether the run computes the `quality` column."""
+        return self.classifier != "none"
 
     @property
     def filters(self) -> FilterSettings:
@@ -166,6 +190,7 @@ class ScoringResult:
         quantiles (dict): the score at each of :data:`QUANTILES` (over the candidates).
         threshold_report_files (tuple of Path, optional): the figure and the sample written beside ``out``.
         encoded, from_cache (int): sentences encoded, and sentences whose embeddings came from the encoding cache.
+        quality_note (str, optional): why the pairs have no ``quality`` although the run asked for it.
     """
 
     pairs: MinedPairs
@@ -178,6 +203,7 @@ class ScoringResult:
     threshold_report_files: tuple[Path, Path] | None = None
     encoded: int = 0
     from_cache: int = 0
+    quality_note: str | None = None
 
 
 def scoring_report(config: ScoreConfig, result: ScoringResult) -> list[ReportLine]:
@@ -197,6 +223,18 @@ def scoring_report(config: ScoreConfig, result: ScoringResult) -> list[ReportLin
     if result.threshold_report_files is not None:
         figure, sample = result.threshold_report_files
         lines.append(ReportLine(f"wrote the threshold report {figure} and {sample}"))
+    if result.candidates.quality is not None:
+        written = result.pairs.quality
+        estimate = f"{float(written.mean()):.3f}" if len(written) else "-"
+        lines.append(
+            ReportLine(
+                f"quality: {int((result.candidates.quality >= 0.5).sum())} of {len(result.candidates)} pairs at or "
+                f"above 0.5; estimated precision of the {len(written)} written {estimate} (expected correct "
+                f"{float(written.sum()):.0f})"
+            )
+        )
+    if result.quality_note:
+        lines.append(ReportLine(result.quality_note))
     quantiles = "  ".join(f"{q:.0%} {v:.4f}" for q, v in result.quantiles.items())
     return [*lines, ReportLine(f"score quantiles: {quantiles}")]
 
@@ -256,18 +294,32 @@ def _score(config: ScoreConfig, embedder: Embedder, outputs: JobOutputs) -> Scor
             raise DataValidationError(f"the filters removed every pair ({format_counts(counts)})")
     kept_sources, kept_targets = [sources[row] for row in rows], [targets[row] for row in rows]
     check_k(config.k, len(kept_sources), len(kept_targets))
+    classifier, quality_note = _classifier(config)  # loaded and checked before any encoding
     src_emb, tgt_emb = embedder.embed(kept_sources, "source"), embedder.embed(kept_targets, "target")
     scores = score_pairs(src_emb, tgt_emb, k=config.k, margin=config.margin)
     candidates = MinedPairs(rows, rows, scores, np.einsum("ij,ij->i", src_emb, tgt_emb))
+    if classifier is not None:
+        candidates.quality = _quality(classifier, config, kept_sources, kept_targets, candidates, src_emb, tgt_emb)
     pairs = candidates
     if config.threshold is not None:
         pairs = pairs.select(pairs.scores >= config.threshold)
+    if config.min_quality is not None:
+        pairs = pairs.select(pairs.quality >= config.min_quality)
     with outputs.staged(config.out) as path:
         write_pairs(pairs, path, src_texts=sources, tgt_texts=targets, format=fmt)
     report_files = None
     if config.threshold_report:
+        from bitext_hf.mining.quality import report_precision
+
         report_files = write_threshold_report(
-            outputs, config.out, candidates, sources, targets, threshold=config.threshold, margin=config.margin
+            outputs,
+            config.out,
+            candidates,
+            sources,
+            targets,
+            threshold=config.threshold,
+            margin=config.margin,
+            precision_rows=report_precision(candidates, config.threshold),
         )
     outputs.commit()  # the pairs and their threshold report together, or neither
     return ScoringResult(
@@ -281,4 +333,37 @@ def _score(config: ScoreConfig, embedder: Embedder, outputs: JobOutputs) -> Scor
         threshold_report_files=report_files,
         encoded=embedder.encoded,
         from_cache=embedder.from_cache,
+        quality_note=quality_note,
     )
+
+
+def _classifier(config: ScoreConfig) -> tuple[Any, str | None]:
+    """The pair classifier of the run, or None with why: ``--classifier none``, or the default classifier with
+    another encoder than its own (its probabilities would mean nothing; an explicit ``--classifier`` trained on
+    another encoder is refused instead)."""
+    from bitext_hf.mining.quality import DEFAULT_CLASSIFIER, check_classifier_encoder, load_classifier
+
+    if not config.wants_quality:
+        return None, None
+    classifier = load_classifier(config.classifier)
+    encoder = config.encoder_spec().name
+    if config.classifier == DEFAULT_CLASSIFIER and classifier.config.encoder not in (None, encoder):
+        return None, (
+            f"no quality column: the default classifier reads the cosines of {classifier.config.encoder}, not of "
+            f"{encoder} (give --classifier one trained on this encoder, or --classifier none to silence this)"
+        )
+    check_classifier_encoder(classifier, encoder, config.classifier)
+    return classifier, None
+
+
+def _quality(classifier, config, sources, targets, candidates, src_emb, tgt_emb) -> np.ndarray:
+    """The classifier's probability of every candidate; its margin feature is the ratio margin with its own k,
+    computed again when the run's margin is another."""
+    from bitext_hf.mining import score_pairs
+    from bitext_hf.mining.quality import pair_quality
+
+    k = min(classifier.config.margin_k, len(sources))
+    margins = candidates.scores
+    if config.margin != classifier.config.margin or config.k != classifier.config.margin_k:
+        margins = score_pairs(src_emb, tgt_emb, k=k, margin=classifier.config.margin)
+    return pair_quality(classifier, sources, targets, candidates.cosines, margins)

@@ -40,6 +40,8 @@ class MinedPairs:
         scores (np.ndarray of float32): margin scores.
         cosines (np.ndarray of float32): plain cosine similarities of the pairs.
         doc_ids (np.ndarray, optional): the document of each pair (document-level mining), else None.
+        quality (np.ndarray of float32, optional): the pair classifier's probability that each pair is a
+            translation (:mod:`bitext_hf.mining.quality`), when it was asked for.
     """
 
     src_indices: np.ndarray
@@ -47,6 +49,7 @@ class MinedPairs:
     scores: np.ndarray
     cosines: np.ndarray
     doc_ids: np.ndarray | None = None
+    quality: np.ndarray | None = None
 
     @classmethod
     def empty(cls) -> MinedPairs:
@@ -69,6 +72,7 @@ class MinedPairs:
             self.scores[mask_or_order],
             self.cosines[mask_or_order],
             None if self.doc_ids is None else self.doc_ids[mask_or_order],
+            None if self.quality is None else self.quality[mask_or_order],
         )
 
     def sorted(self) -> MinedPairs:
@@ -79,18 +83,26 @@ class MinedPairs:
     def offset(self, src_offset: np.ndarray, tgt_offset: np.ndarray) -> MinedPairs:
         """Map local indices to global ones through index arrays (document-level mining)."""
         return MinedPairs(
-            src_offset[self.src_indices], tgt_offset[self.tgt_indices], self.scores, self.cosines, self.doc_ids
+            src_offset[self.src_indices],
+            tgt_offset[self.tgt_indices],
+            self.scores,
+            self.cosines,
+            self.doc_ids,
+            self.quality,
         )
 
     @classmethod
     def concatenate(cls, parts: list[MinedPairs]) -> MinedPairs:
-        """All pairs of ``parts``; ``doc_ids`` is kept when every part has it (an error when only some do)."""
+        """All pairs of ``parts``; ``doc_ids`` and ``quality`` are kept when every part has them (an error when only
+        some do)."""
         if not parts:
             return cls.empty()
-        with_docs = sum(p.doc_ids is not None for p in parts)
-        if with_docs not in (0, len(parts)):
-            raise ValueError("cannot concatenate pairs with document ids and pairs without")
-        fields = ("src_indices", "tgt_indices", "scores", "cosines") + (("doc_ids",) if with_docs else ())
+        fields: tuple[str, ...] = ("src_indices", "tgt_indices", "scores", "cosines")
+        for optional, named in (("doc_ids", "document ids"), ("quality", "quality")):
+            having = sum(getattr(p, optional) is not None for p in parts)
+            if having not in (0, len(parts)):
+                raise ValueError(f"cannot concatenate pairs with {named} and pairs without")
+            fields += (optional,) if having else ()
         return cls(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in fields})
 
 
