@@ -298,6 +298,7 @@ def test_load_classifier_refuses_what_is_no_classifier(tmp_path: Path):
         load_classifier(tmp_path / "missing")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    (tmp_path / "other" / "model.safetensors").write_bytes(b"")
     with pytest.raises(EncoderLoadError, match="not a pair classifier"):
         load_classifier(tmp_path / "other")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -84,13 +85,24 @@ def test_the_default_classifier_leaves_another_encoder_alone(capsys, fakes, pair
         (["--min-quality", "1.5"], EXIT_USAGE, "--min-quality"),
         (["--min-quality", "nan"], EXIT_USAGE, "--min-quality"),
         (["--classifier", " "], EXIT_USAGE, "--classifier: empty"),
+        (["--classifier", "{fifo}"], EXIT_ENCODER, "config.json is not a regular file (a FIFO)"),
+        (["--classifier", "{pickle}"], EXIT_ENCODER, "no model.safetensors in the folder"),
+        (["--classifier", "{pairs}"], EXIT_ENCODER, "not a folder"),
+        (["--classifier", "{link}"], EXIT_ENCODER, "config.json is a symbolic link to nothing"),
     ],
 )
 def test_score_refuses_a_classifier_that_cannot_work_before_encoding(
     capsys, fakes, pairs, tmp_path, options, code, message
 ):
     other = _classifier(tmp_path / "other", encoder="other-encoder")
-    argv = [option.format(tmp=tmp_path, other=other) for option in options]
+    for name in ("fifo", "pickle", "link"):
+        (tmp_path / name).mkdir()
+    os.mkfifo(tmp_path / "fifo" / "config.json")  # never opened: the loader would wait for a writer
+    (tmp_path / "pickle" / "config.json").write_text(json.dumps({"model_type": "bitext_pair_quality"}))
+    (tmp_path / "pickle" / "pytorch_model.bin").write_bytes(b"a pickle is never loaded")
+    (tmp_path / "link" / "config.json").symlink_to(tmp_path / "nowhere")
+    names = {name: tmp_path / name for name in ("fifo", "pickle", "link")}
+    argv = [option.format(tmp=tmp_path, other=other, pairs=pairs, **names) for option in options]
     got, _, err = run(capsys, "score", "--pairs", pairs, "--out", str(tmp_path / "o.tsv"), *argv)
     assert got == code and message in err and err.count("\n") == 1, err
     assert fakes.n_encoded == 0 and not (tmp_path / "o.tsv").exists()

@@ -35,6 +35,10 @@ __all__ = [
 DEFAULT_CLASSIFIER = "default"
 # Trained by recipes/train_pair_quality.py with recipes/configs/pair_quality.yaml (the embedded USE encoder).
 DEFAULT_CLASSIFIER_PATH = Path(__file__).parent / "default_pair_quality"
+# A light classifier's config (its feature statistics) is a few KiB and its weights a few hundred: far above, no file
+# of a classifier.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_WEIGHTS_BYTES = 64 << 20
 
 
 def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
@@ -50,6 +54,8 @@ def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
     from bitext_hf.modeling.pair_quality import PairQualityClassifier
 
     path = DEFAULT_CLASSIFIER_PATH if str(name) == DEFAULT_CLASSIFIER else name
+    if os.path.lexists(path):
+        _check_local_classifier(Path(path), name)
     try:
         config = AutoConfig.from_pretrained(str(path))
     except (OSError, ValueError) as error:
@@ -66,13 +72,33 @@ def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
     shown = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
     try:
-        model = AutoModel.from_pretrained(str(path), config=config)
+        model = AutoModel.from_pretrained(str(path), config=config, use_safetensors=True)  # never a pickle
     finally:
         if shown:
             transformers_logging.enable_progress_bar()
     if not isinstance(model, PairQualityClassifier):
         raise EncoderLoadError(f"--classifier {name}: loaded a {type(model).__name__}, not a PairQualityClassifier")
     return model.eval()
+
+
+def _check_local_classifier(folder: Path, name: str | os.PathLike) -> None:
+    """A local classifier is a folder whose config.json and model.safetensors are regular files of sane sizes: a
+    FIFO there would block the loader, a device feed it forever, a pickled checkpoint run code."""
+    from bitext_hf.io.small_files import SmallFileError, regular_file_status
+
+    if not folder.is_dir():
+        raise EncoderLoadError(f"--classifier {name}: not a folder (a pair classifier is the folder its recipe wrote)")
+    for file, bound in (("config.json", MAX_CONFIG_BYTES), ("model.safetensors", MAX_WEIGHTS_BYTES)):
+        try:
+            size = regular_file_status(folder / file).st_size
+        except FileNotFoundError:
+            raise EncoderLoadError(f"--classifier {name}: no {file} in the folder") from None
+        except (SmallFileError, OSError) as error:
+            raise EncoderLoadError(f"--classifier {name}: {file} is {error}") from None
+        if size > bound:
+            raise EncoderLoadError(
+                f"--classifier {name}: {file} is {size} bytes, more than a pair classifier's {bound}"
+            )
 
 
 def check_classifier_encoder(classifier: Any, encoder_identity: str, name: str | os.PathLike) -> None:
