@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 from modeling_copies import ROOT, check, find_copies, fix, main, shared_definitions
 
-ALL_FAMILIES = {"onealigner", "laser3", "musr", "contrastive_align"}
+ALL_FAMILIES = {"onealigner", "laser3", "musr", "contrastive_align"}  # the families that read text (a tokenizer)
+# The light pair classifier reads features, not text: of what the others carry it shares only the input error.
+EVERY_FAMILY = ALL_FAMILIES | {"pair_quality"}
 WRAPPERS = {"onealigner", "contrastive_align"}  # the families that wrap a transformers encoder
 FROM_SCRATCH = {"laser3", "musr"}  # the families whose Transformer is written here
 
@@ -69,7 +71,7 @@ COPIED_EVERYWHERE = {
     "{Model}._resolve_tokenizer": ALL_FAMILIES,
     "{Model}.save_pretrained": ALL_FAMILIES,
     "{Model}._encode_texts": ALL_FAMILIES,
-    "{Family}InputError": ALL_FAMILIES,
+    "{Family}InputError": EVERY_FAMILY,
     "_position_capacity": WRAPPERS,
     "_encoder_config": WRAPPERS,
     "{Model}._encode": WRAPPERS,

@@ -27,8 +27,9 @@ from .features_pair_quality import FEATURE_NAMES, pair_features
 __all__ = ["PairQualityClassifier", "PairQualityInputError", "PairQualityOutput", "PairQualityPreTrainedModel"]
 
 
+# Copied from modeling.onealigner.functional_onealigner.OneAlignerInputError with OneAligner->PairQuality
 class PairQualityInputError(ValueError):
-    """Inputs the classifier cannot take (wrong shape, other features than it was trained on)."""
+    """Inputs that the PairQuality model cannot use: bad tensors or arguments, no tokenizer to read text with."""
 
 
 @dataclass
