@@ -347,3 +347,30 @@ def test_a_signal_before_the_commit_leaves_the_earlier_state(tmp_path, earlier, 
         process.kill()
     assert process.returncode == status, err
     assert snapshot(tmp_path) == before  # no temporary file, no folder made, the earlier files as they were
+
+
+def test_the_output_a_user_names_is_checked_once(tmp_path, monkeypatch):
+    """``--out`` and the files beside it: one look at whether it is a stream, one probe of the folder they share
+    (the set's folder cache serves the --out too), and one identity check against the inputs for each, naming the
+    option for --out (a hard link of an input given under another name is that input)."""
+    import bitext_hf.io.outputs as outputs_module
+    import bitext_hf.jobs.base as base
+
+    source = tmp_path / "doc.txt"
+    source.write_text("input")
+    probes, streams = [], []
+    real_probe, real_stream = outputs_module.folder_is_writable, base.writes_in_place
+    monkeypatch.setattr(
+        outputs_module, "folder_is_writable", lambda folder: probes.append(folder) or real_probe(folder)
+    )
+    monkeypatch.setattr(base, "writes_in_place", lambda path: streams.append(path) or real_stream(path))
+    outputs = base.JobOutputs(inputs=[str(source)])
+    assert outputs.add_out(str(tmp_path / "pairs.tsv")) is True
+    outputs.add(tmp_path / "pairs.tsv.meta.json", last=True)
+    assert probes == [str(tmp_path)] and streams == [str(tmp_path / "pairs.tsv")]
+    os.link(source, tmp_path / "hard.tsv")
+    with pytest.raises(UsageError, match=r"^--out .*hard\.tsv: is the input .*doc\.txt; writing it would destroy"):
+        outputs.add_out(str(tmp_path / "hard.tsv"))
+    with pytest.raises(UsageError, match=r"^\S*hard\.tsv: is the input .*doc\.txt; writing it would destroy"):
+        outputs.add(tmp_path / "hard.tsv")
+    assert probes == [str(tmp_path)]

@@ -15,9 +15,10 @@ from bitext_hf.errors import OutputWriteError, UsageError
 from bitext_hf.io.outputs import (
     StrPath,
     check_name_length,
-    check_output_path,
+    check_named_output,
     check_writable_folder,
     folder_is_writable,
+    input_ids,
     non_regular_kind,
     open_arguments,
     refuse_input,
@@ -91,14 +92,8 @@ class OutputSet:
         input_folders: Iterable[StrPath | None] = (),
         option: str = "--out",
     ) -> None:
-        self._inputs = [os.fspath(path) for path in inputs if path is not None and os.fspath(path) not in ("", "-")]
         # Each input by device and inode (hard links, links, `..`) and by real path: one look-up per output.
-        self._input_ids: dict[tuple[int, int] | str, str] = {}
-        for source in self._inputs:
-            with contextlib.suppress(OSError):
-                info = os.stat(source)
-                self._input_ids[(info.st_dev, info.st_ino)] = source
-            self._input_ids[os.path.realpath(source)] = source
+        self._input_ids = input_ids(inputs)
         self._input_folders = {
             os.path.realpath(path): os.fspath(path) for path in input_folders if path is not None and os.fspath(path)
         }
@@ -180,33 +175,35 @@ class OutputSet:
         path."""
         option = self._option if option is None else option
         text = os.fspath(path)
-        prefix = f"{option} {text}" if option else text
         if follow_symlinks:
-            check_output_path(text, inputs=self._inputs, option=option or "output")
+            check_named_output(text, option or "output")
             if writes_in_place(text):
+                prefix = f"{option} {text}" if option else text
                 raise UsageError(f"{prefix}: is a stream (stdout, a FIFO or a device), which no set of files holds")
+        return self._add_file(text, last=last, option=option, follow_symlinks=follow_symlinks)
+
+    def _add_file(self, text: str, *, last: bool, option: str | None, follow_symlinks: bool) -> str:
+        """:meth:`add` once ``text`` is known to be no stream (:class:`bitext_hf.jobs.base.JobOutputs` tells so itself
+        for the ``--out`` a user names, which it may write as a stream): every check of an output file, the identity
+        against the inputs among them (one :func:`refuse_input`), and the declaration."""
+        if follow_symlinks:  # the output the user named: a link is followed, and the refusals name the option
+            named: str | None = option or "output"
             real = os.path.realpath(text)
         else:
+            named = None
             if not text.strip():
                 raise UsageError(f"{option}: empty output path")
             kind = non_regular_kind(text, named=True)
             if kind is not None:
                 raise UsageError(f"{text}: is {kind}; bitext-hf writes only regular files there (remove it first)")
             real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(text))), os.path.basename(text))
-            folder = os.path.dirname(real)
-            self._check_folder(folder, text, None)
-            # A folder still to make is on its parent's file system.
-            check_name_length(real, text, os.path.dirname(folder) if folder in self._folders else folder)
-            try:
-                info = os.stat(real)
-                source = self._input_ids.get((info.st_dev, info.st_ino))
-            except OSError:
-                source = None
-            source = source or self._input_ids.get(real)
-            if source is not None:
-                raise UsageError(f"{text}: is the input {source}; writing it would destroy the input")
-            refuse_input(real, text)
-        self._refuse_in_input_folder(real, text, None if not follow_symlinks else option)
+        folder = os.path.dirname(real)
+        self._check_folder(folder, text, named)
+        # A folder still to make is on its parent's file system.
+        shown = f"{named} {text}" if named else text
+        check_name_length(real, shown, os.path.dirname(folder) if folder in self._folders else folder)
+        refuse_input(real, text, named, inputs=self._input_ids)
+        self._refuse_in_input_folder(real, text, option if follow_symlinks else None)
         if real in self._targets:
             raise UsageError(f"{text}: two outputs of this run have this name ({self._targets[real][0]}, {text})")
         self._targets[real] = (text, last)

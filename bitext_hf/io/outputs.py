@@ -27,10 +27,12 @@ __all__ = [
     "atomic_output",
     "check_inputs_and_output",
     "check_name_length",
+    "check_named_output",
     "check_output_path",
     "check_writable_folder",
     "checked_stdout",
     "folder_is_writable",
+    "input_ids",
     "non_regular_kind",
     "open_arguments",
     "own_descriptor",
@@ -87,14 +89,37 @@ def protect_inputs(paths: Iterable[StrPath | None]) -> None:
             _PROTECTED[(info.st_dev, info.st_ino)] = text
 
 
-def refuse_input(path: StrPath, shown: str, option: str | None = None) -> None:
-    """``UsageError`` when ``path`` (followed) is one of the inputs :func:`protect_inputs` recorded: for files a
-    command will write into a folder, checked before any work."""
+InputIds = dict[tuple[int, int] | str, str]
+
+
+def input_ids(paths: Iterable[StrPath | None]) -> InputIds:
+    """Each of the inputs ``paths`` by device and inode (links, ``..`` and hard links lead to the same) and by real
+    path (an input not there yet), mapped to the name it was given as: what :func:`refuse_input` looks an output up
+    in. ``-``, empty names and None are left out."""
+    ids: InputIds = {}
+    for path in paths:
+        text = "" if path is None else os.fspath(path)
+        if text in ("", "-"):
+            continue
+        with contextlib.suppress(OSError):
+            info = os.stat(text)
+            ids.setdefault((info.st_dev, info.st_ino), text)
+        ids.setdefault(os.path.realpath(text), text)
+    return ids
+
+
+def refuse_input(path: StrPath, shown: str, option: str | None = None, *, inputs: InputIds | None = None) -> None:
+    """``UsageError`` when ``path`` (followed) is one of ``inputs`` (:func:`input_ids`) or of the inputs
+    :func:`protect_inputs` recorded: the one identity check of an output, one ``stat``, done before any work.
+    ``shown`` names the output in the message, after ``option`` when given."""
+    inputs = inputs or {}
     try:
         info = os.stat(path)
-    except OSError:
-        return
-    source = _PROTECTED.get((info.st_dev, info.st_ino))
+    except OSError:  # nothing there yet: only a name can be an input's
+        source = inputs.get(os.path.realpath(path))
+    else:
+        key = (info.st_dev, info.st_ino)
+        source = inputs.get(key) or _PROTECTED.get(key)
     if source is not None:
         prefix = f"{option} {shown}" if option else shown
         raise UsageError(f"{prefix}: is the input {source}; writing it would destroy the input")
@@ -336,13 +361,6 @@ def folder_is_writable(folder: str) -> bool:
     return True
 
 
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)  # also catches hard links
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
 def check_writable_folder(folder: str, prefix: str, shown: str) -> None:
     """``folder`` (real; ``shown`` as the user wrote it) exists, is a folder and is writable; else a ``UsageError``
     after ``prefix`` (the option and the output)."""
@@ -370,31 +388,32 @@ def check_name_length(path: str, shown: str, folder: str) -> None:
         raise UsageError(f"{shown}: the name is {name_bytes} bytes, longer than the {limit} the folder allows")
 
 
+def check_named_output(path: StrPath | None, option: str = "--out") -> str:
+    """The first checks of an output a user names, before it is told to be a stream or a file: not empty, not an
+    existing folder (``UsageError``). Returns the path as text."""
+    text = "" if path is None else os.fspath(path)
+    if not text.strip():
+        raise UsageError(f"{option}: empty output path")
+    if text != "-" and os.path.isdir(text):
+        raise UsageError(f"{option} {text}: is a directory; give a file path")
+    return text
+
+
 def check_output_path(path: StrPath | None, *, inputs: Iterable[StrPath | None] = (), option: str = "--out") -> None:
     """Refuse an output path that cannot work, before any work is done (``UsageError``, exit 2).
 
     Refused: an empty path, an existing directory, a parent folder that is missing, not a folder or not writable,
-    and a path that is (through symlinks, ``..`` or a hard link) one of ``inputs``. ``-`` (stdout) and existing
-    non-regular files (``/dev/null``, a FIFO) are accepted.
+    and a path that is (through symlinks, ``..`` or a hard link) one of ``inputs`` or of the inputs
+    :func:`protect_inputs` recorded. ``-`` (stdout) and existing non-regular files (``/dev/null``, a FIFO) are
+    accepted.
     """
-    text = "" if path is None else os.fspath(path)
-    if not text.strip():
-        raise UsageError(f"{option}: empty output path")
-    if text == "-":
-        return
-    if os.path.isdir(text):
-        raise UsageError(f"{option} {text}: is a directory; give a file path")
+    text = check_named_output(path, option)
     if writes_in_place(text):
         return
     folder = os.path.dirname(os.path.realpath(text))
     check_writable_folder(folder, f"{option} {text}", os.path.dirname(text) or ".")
     check_name_length(text, f"{option} {text}", folder)
-    for source in inputs:
-        if source is None or os.fspath(source) in ("", "-"):
-            continue
-        if _same_file(text, os.fspath(source)):
-            raise UsageError(f"{option} {text}: is the input {os.fspath(source)}; writing it would destroy the input")
-    refuse_input(text, text, option)
+    refuse_input(text, text, option, inputs=input_ids(inputs))
 
 
 def check_inputs_and_output(out: StrPath | None, inputs: Iterable[StrPath | None]) -> None:

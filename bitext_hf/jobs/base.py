@@ -29,11 +29,10 @@ from bitext_hf.io import (
     OutputSet,
     atomic_output,
     check_inputs_and_output,
-    check_output_path,
     protect_inputs,
     writes_in_place,
 )
-from bitext_hf.io.outputs import own_descriptor
+from bitext_hf.io.outputs import check_named_output, own_descriptor
 
 __all__ = [
     "REPORT_PLACES",
@@ -113,19 +112,18 @@ class JobOutputs(OutputSet):
 
     def add_out(self, path: StrPath, *, option: str = "--out") -> bool:
         """Declare the output the user named (``--out``): a symbolic link there is followed, as always, and
-        the path is checked as :func:`bitext_hf.io.check_output_path` does. Returns True for a file of the set
+        the path is checked as :meth:`add` checks it (``follow_symlinks=True``). Returns True for a file of the set
         (its companions, a sidecar or a report, may then be declared beside it), False for a stream."""
-        text = os.fspath(path)
-        if text.strip() and writes_in_place(text):
+        text = check_named_output(path, option)  # not empty, no folder
+        if writes_in_place(text):  # `-`, a FIFO, a device: taken as it is
             if _is_socket(text):  # not a stream: opening it fails, after the work
                 raise UsageError(
                     f"{option} {text}: is a socket, which no file is written to; name a file, - (stdout), a FIFO or "
                     "a device"
                 )
-            check_output_path(text, inputs=self._inputs, option=option)  # `-`, a FIFO, a device: taken as it is
             self._streams.add(text)
             return False
-        self.add(text, follow_symlinks=True, option=option)
+        self._add_file(text, last=False, option=option, follow_symlinks=True)  # known to be no stream
         return True
 
     def is_stream(self, path: StrPath) -> bool:
