@@ -200,7 +200,7 @@ def test_a_folder_that_is_not_a_checkpoint_is_exit_2(hub, checkpoint, capsys, re
     assert hub.calls == []
 
 
-@pytest.mark.parametrize("repo", ["a/b/c", "me/", "me/-bad", "me/a b"])
+@pytest.mark.parametrize("repo", ["a/b/c", "me/", "me/-bad", "me/a b", "me/foo--bar", "me/x.git", "me/a..b", ""])
 def test_bad_repo_ids_are_usage_errors(hub, checkpoint, capsys, repo):
     code, _, err = run(capsys, "--model", str(checkpoint), "--repo", repo)
     assert code == 2 and "--repo must look like" in err and hub.calls == []

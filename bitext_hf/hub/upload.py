@@ -30,9 +30,7 @@ logger = logging.getLogger(__name__)
 
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 _ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
-# The Hub's rule for names: letters, digits, '-', '_', '.', at most 96 characters, not starting/ending with - or .
 IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
-_REPO_PART = re.compile(r"^(?![-.])[A-Za-z0-9_.-]{1,96}(?<![-.])$")
 
 
 class HubAccessError(BitextError, RuntimeError):
@@ -43,10 +41,17 @@ class HubAccessError(BitextError, RuntimeError):
 
 
 def check_repo_id(repo_id: str) -> str:
-    """``repo_id`` if it is ``owner/name`` (or ``name``) as the Hub allows, else a usage error."""
-    parts = repo_id.split("/") if repo_id else []
-    if not 1 <= len(parts) <= 2 or not all(_REPO_PART.match(part) for part in parts) or ".." in repo_id:
-        raise UsageError(f"--repo must look like 'owner/name' (letters, digits, '-', '_', '.'), got {repo_id!r}")
+    """``repo_id`` if it is ``owner/name`` (or ``name``) as the Hub allows (``huggingface_hub``'s own
+    ``validate_repo_id``: letters, digits, '-', '_', '.', at most 96 characters a part, not starting or ending with
+    '-' or '.', no '--' or '..', not ending in '.git'), else a usage error."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError:
+        raise UsageError(
+            f"--repo must look like 'owner/name' (letters, digits, '-', '_', '.'), got {repo_id!r}"
+        ) from None
     return repo_id
 
 
