@@ -3,13 +3,15 @@ evaluators' base (:class:`RetrievalEvaluator`), a multi-seed runner (mean +- std
 metric), margins of held-out gold pairs against random pairs, zero-shot cross-lingual transfer with a linear head,
 word-level and sentence-level retrieval of aligned encoders.
 
-Each name is imported from its module at its first use (PEP 562), so that importing the package costs no torch.
+Each name is imported from its module at its first use (PEP 562, :func:`bitext_hf.lazy_imports.lazy_exports`), so
+that importing the package costs no torch.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bitext_hf.lazy_imports import lazy_exports
 
 if TYPE_CHECKING:
     from bitext_hf.evaluation.evaluator import RetrievalEvaluator
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from bitext_hf.evaluation.zero_shot import ZeroShotTransfer, zero_shot_transfer
 
 # Each public name -> the module that defines it.
-_MODULES = {
+_SUBMODULE_OF = {
     "RetrievalEvaluator": "evaluator",
     "gold_and_random_margins": "margins",
     "held_out_margins": "margins",
@@ -48,13 +50,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
-    globals()[name] = value  # the next lookup finds it without this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _SUBMODULE_OF, globals())
