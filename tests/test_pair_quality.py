@@ -309,3 +309,32 @@ def test_a_classifier_refuses_another_encoders_cosines():
     with pytest.raises(UsageError, match="trained on the cosines of the encoder"):
         check_classifier_encoder(model, "my-model", "default")
     check_classifier_encoder(_model(), "anything", "mine")  # no encoder recorded: not checked
+
+
+# ------------------------------------------------------------------------------------------------------ the recipe
+
+
+@pytest.mark.slow
+def test_the_recipe_trains_calibrates_and_exports_the_same_model_for_the_same_seed(tmp_path: Path):
+    """The smoke configuration end to end, twice: a loadable classifier with its calibration, card, figures and
+    held-out metrics, and the same weights from the same seed."""
+    root = Path(__file__).resolve().parents[1]
+    outputs = []
+    for run in ("a", "b"):
+        done = subprocess.run(
+            [sys.executable, str(root / "recipes" / "train_pair_quality.py"), "--config",
+             str(root / "recipes" / "configs" / "pair_quality-smoke.yaml"), "--output_dir", str(tmp_path / run)],
+            capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.append(tmp_path / run)
+    first, second = outputs
+    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+    results = json.loads((first / "quality_results.json").read_text())
+    assert set(results["en-ko:gettext"]) >= {"auc", "mcc", "ece", "kept", "cosine/auc", "margin/auc"}
+    assert results["calibration_fit"]["scale"] != 1.0  # the Platt scaling was fitted and stored
+    classifier = load_classifier(first)
+    assert classifier.config.calibration_scale == pytest.approx(results["calibration_fit"]["scale"])
+    assert classifier.config.encoder == "use-multilingual-v3"
+    card = (first / "README.md").read_text()
+    assert "| en-ko:gettext |" in card and "reliability.png" in card and (first / "rejected_by_kind.png").is_file()
