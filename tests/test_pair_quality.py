@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from remote_code_tf4 import transformers_4_dir
 
 from bitext_hf.data import PairSet
 from bitext_hf.errors import EncoderLoadError, UsageError
@@ -137,19 +138,25 @@ def test_save_and_reload_through_automodel(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_remote_code_loads_without_bitext_hf(tmp_path: Path):
+@pytest.mark.parametrize("transformers_4", [False, True])
+def test_remote_code_loads_without_bitext_hf(transformers_4: bool, tmp_path: Path):
+    tf4 = transformers_4_dir() if transformers_4 else None
     model = _model()
     model.save_pretrained(tmp_path / "ckpt")
     expected = model.score(["Delete 3 files?"], ["3 Dateien löschen?"], [0.8], [1.2]).tolist()
-    paths = list(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
+    paths = ([str(tf4)] if transformers_4 else []) + list(
+        dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    )
     code = textwrap.dedent(
         f"""
         import sys, json, importlib.util
         sys.path[:0] = {paths!r}
         assert importlib.util.find_spec("bitext_hf") is None
+        import transformers
         from transformers import AutoModel
         model = AutoModel.from_pretrained({str(tmp_path / "ckpt")!r}, trust_remote_code=True).eval()
-        print(json.dumps(model.score(["Delete 3 files?"], ["3 Dateien löschen?"], [0.8], [1.2]).tolist()))
+        scores = model.score(["Delete 3 files?"], ["3 Dateien löschen?"], [0.8], [1.2]).tolist()
+        print(json.dumps([transformers.__version__, type(model).__name__, scores]))
         """
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
@@ -157,7 +164,9 @@ def test_remote_code_loads_without_bitext_hf(tmp_path: Path):
         [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == pytest.approx(expected, abs=1e-6)
+    version, name, scores = json.loads(result.stdout.strip().splitlines()[-1])
+    assert version.startswith("4.57") if transformers_4 else int(version.split(".")[0]) >= 5
+    assert name == "PairQualityClassifier" and scores == pytest.approx(expected, abs=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------ the wrong pairs

@@ -30,6 +30,7 @@ from bitext_hf.modeling.contrastive_align import ContrastiveAlignConfig, Contras
 from bitext_hf.modeling.laser3 import Laser3Student, Laser3StudentConfig
 from bitext_hf.modeling.musr import MuSRConfig, MuSREncoderDecoder
 from bitext_hf.modeling.onealigner import OneAlignerConfig, OneAlignerModel
+from bitext_hf.modeling.pair_quality import FEATURE_NAMES, PairQualityClassifier, PairQualityConfig
 
 _FOLDER = installed_folder(transformers.__version__)
 if _FOLDER is None:
@@ -130,6 +131,16 @@ class MuSRModelTester(_Tester):
         )
 
 
+class PairQualityModelTester(_Tester):
+    """The light classifier reads a pair's features (the encoder's cosine and margin, text checks), not tokens."""
+
+    def get_config(self) -> PairQualityConfig:
+        return PairQualityConfig(hidden_size=HIDDEN_SIZE)
+
+    def prepare_config_and_inputs_for_common(self) -> tuple[object, dict[str, torch.Tensor]]:
+        return self.get_config(), {"features": torch.randn(BATCH_SIZE, len(FEATURE_NAMES))}
+
+
 class _FamilyTests(ModelTesterMixin):
     """The mixin's setUp, label hook and config test, shared by the four TestCases below (not collected itself)."""
 
@@ -203,3 +214,32 @@ class MuSRModelTest(_FamilyTests, unittest.TestCase):
 
     def loss_inputs(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {"labels": inputs["input_ids"].flip(0)}  # the English translation the decoder learns to produce
+
+
+# The light pair classifier is an MLP over 13 numbers per pair: no tokens, so no embeddings to get, set or resize, no
+# attention, and no per-token hidden states of shape (seq_length, hidden_size) for the hidden-state tests to read.
+_NO_TOKENS = "an MLP over a pair's features: no token embeddings, attentions or per-token hidden states"
+
+
+class PairQualityModelTest(_FamilyTests, unittest.TestCase):
+    all_model_classes = (PairQualityClassifier,)
+    has_attentions = False  # see above
+    test_resize_embeddings = False  # see above
+    model_tester_class = PairQualityModelTester
+    config_tester_kwargs = {
+        "config_class": PairQualityConfig,
+        "has_text_modality": False,
+        "common_properties": ["hidden_size"],
+    }  # noqa: RUF012
+
+    def test_model_get_set_embeddings(self) -> None:
+        self.skipTest(_NO_TOKENS)
+
+    def test_hidden_states_output(self) -> None:
+        self.skipTest(_NO_TOKENS)
+
+    def test_retain_grad_hidden_states_attentions(self) -> None:
+        self.skipTest(_NO_TOKENS)
+
+    def loss_inputs(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {"labels": torch.tensor([1.0, 0.0, 1.0])}  # translation or not

@@ -62,10 +62,6 @@ class PairQualityClassifier(PairQualityPreTrainedModel):
     def __init__(self, config: PairQualityConfig) -> None:
         super().__init__(config)
         width = len(config.features)
-        self.register_buffer("feature_mean", torch.tensor(config.feature_mean, dtype=torch.float32), persistent=False)
-        self.register_buffer(
-            "feature_scale", torch.tensor(config.feature_scale, dtype=torch.float32), persistent=False
-        )
         self.layers = nn.Sequential(
             nn.Linear(width, config.hidden_size),
             nn.Tanh(),
