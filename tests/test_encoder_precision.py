@@ -283,3 +283,13 @@ def test_an_avx2_only_cpu_is_detected_and_refused_for_real():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines() == ["False ''", precision.EMULATED_BF16]
+
+
+def test_an_identity_plans_the_runtime_once(native, tiny_model_dir, monkeypatch):
+    """Planning may import and probe a backend: the identity asks once for what it names."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    native(True)
+    calls, real = [], encoder_spec.planned_runtime
+    monkeypatch.setattr(encoder_spec, "planned_runtime", lambda *args: calls.append(args) or real(*args))
+    assert EncoderSpec(str(tiny_model_dir), "max", "auto").identity == f"{tiny_model_dir} (max pooling, bf16)"
+    assert len(calls) == 1

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
 
 from bitext_hf.encoders.precision import (
     arithmetic,
@@ -108,7 +107,7 @@ def effective_quantize(spec, quantize: str | None) -> str:
     it: the embedding cache and the manifests name it, so that vectors of one precision are never served for
     another. What loading refuses, this refuses too (the same ``UsageError``)."""
     quantize = check_quantize(quantize)
-    if _is_use(spec):
+    if is_default_encoder(spec):
         # int8 is refused when the USE encoder loads, with its own message; named here as it was asked.
         return quantize if quantize == "int8" else use_runtime("torch", quantize)[1]
     if quantize == "none":
@@ -123,7 +122,7 @@ def planned_runtime(spec, quantize: str | None, backend: str | None = None) -> t
     from bitext_hf.encoders.sources import DEFAULT_ENCODER
 
     backend = check_backend(backend)
-    if _is_use(spec):
+    if is_default_encoder(spec):
         check_use_request(str(spec or DEFAULT_ENCODER), check_quantize(quantize), backend)
     elif backend != "torch":
         return backend, exported_quantize(backend, quantize)
@@ -134,7 +133,7 @@ def planned_arithmetic(spec, quantize: str | None, backend: str | None = None) -
     """:func:`arithmetic` of what ``load_encoder(spec, quantize=..., backend=...)`` will compute in, without loading
     it (where the encoder is loaded elsewhere, in Ray tasks)."""
     runtime, precision = planned_runtime(spec, quantize, backend)
-    on_default_device = runtime == "torch" and not _is_use(spec)
+    on_default_device = runtime == "torch" and not is_default_encoder(spec)
     return arithmetic(precision, runtime, default_device(quantize) if on_default_device else "cpu")
 
 
@@ -146,15 +145,11 @@ def runtime_label(spec, quantize: str | None, backend: str | None = None) -> str
     equal (benchmarks/README.md, "Default encoder throughput"). What loading refuses (bfloat16 where this CPU, or
     OpenVINO on it, would not compute it natively) is refused here too, before anything is read."""
     runtime, precision = planned_runtime(spec, quantize, backend)
-    if _is_use(spec):
+    if is_default_encoder(spec):
         return "torch" if precision == "none" else f"torch {precision}"
     if runtime != "torch":
         return runtime if precision == "none" else f"{runtime} {precision}"
     return "" if precision == "none" else precision
-
-
-def _is_use(spec) -> bool:
-    return is_default_encoder(spec)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,18 +201,13 @@ class EncoderSpec:
         """How manifests, sidecars and the embedding cache name this encoder: its name, its pooling, and what it
         computes in when that is not torch float32 ("auto" resolved: it may be bfloat16 on one machine and float32
         on another)."""
+        label = self.runtime_label  # planned once: it may import and probe the backend
         details = [f"{self.pooling} pooling"] if self.pooling else []
-        if self.runtime_label:
-            details.append(self.runtime_label)
+        if label:
+            details.append(label)
         return f"{self.name} ({', '.join(details)})" if details else self.name
 
     @property
     def arithmetic(self) -> str:
         """What it computes in, for people: "float32 (torch)", "bfloat16 (openvino)" (planned, not loaded)."""
         return planned_arithmetic(self.model, self.quantize, self.backend)
-
-    def load(self, **kwargs: Any) -> Any:
-        """The encoder (:func:`bitext_hf.encoders.load_encoder` with this spec's options and ``kwargs``)."""
-        from bitext_hf.encoders import load_encoder
-
-        return load_encoder(self.model, pooling=self.pooling, quantize=self.quantize, backend=self.backend, **kwargs)

@@ -15,7 +15,6 @@ import threading
 __all__ = [
     "TEMP_MARK",
     "hold_signals",
-    "pid_alive",
     "register_folder",
     "register_temp",
     "release_signals",
@@ -44,7 +43,7 @@ def temp_path(folder: str, name: str) -> str:
     return os.path.join(folder, f"{_temp_prefix(name)}{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
-def pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -64,7 +63,7 @@ def remove_leftovers(folder: str, names: set[str] | str) -> None:
         return
     for entry in entries:
         match = _LEFTOVER.fullmatch(entry)
-        if match is None or int(match.group(2)) == os.getpid() or pid_alive(int(match.group(2))):
+        if match is None or int(match.group(2)) == os.getpid() or _pid_alive(int(match.group(2))):
             continue
         start = match.group(1)
         if start in prefixes or any(start.startswith("." + prefix) for prefix in prefixes):
