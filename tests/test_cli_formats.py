@@ -110,8 +110,33 @@ def test_check_representable_names_the_file_and_line():
     check_representable(["a\tb"], "x.txt", "csv")
     with pytest.raises(DataValidationError, match=r"x\.txt:2: .*tab"):
         check_representable(["fine", "a\tb"], "x.txt", "tsv")
-    with pytest.raises(DataValidationError, match="source texts:1"):
+    with pytest.raises(DataValidationError, match="source texts:1: the sentence contains a carriage return"):
         write_pairs(_pairs(), "unused.tsv", src_texts=["a\rb", "c"], tgt_texts=["x", "y"])
+
+
+def test_write_pairs_checks_only_the_sentences_it_writes(tmp_path):
+    # The jobs refuse every input line before encoding; the writer checks the rows of its table, named by input line.
+    one_pair = MinedPairs(np.array([1]), np.array([2]), np.array([1.5], np.float32), np.zeros(1, np.float32))
+    out = write_pairs(one_pair, tmp_path / "p.tsv", src_texts=["not\twritten", "a"], tgt_texts=["x\n", "y", "z"])
+    assert out.read_text("utf-8").splitlines()[1] == "1.500000\t1\t2\ta\tz"
+    with pytest.raises(DataValidationError, match="target texts:3: the sentence contains a line break"):
+        write_pairs(one_pair, tmp_path / "q.tsv", src_texts=["x", "a"], tgt_texts=["x", "y", "z\nz"])
+    assert not (tmp_path / "q.tsv").exists()
+
+
+@pytest.mark.parametrize(
+    "sentence, held", [("a\tb", "a tab"), ("a\nb", "a line break"), ("a\rb", "a carriage return")]
+)
+def test_the_alignment_tsv_check_names_what_the_sentence_holds(sentence, held):
+    from bitext_hf.data.alignment_files import check_tsv_sentences
+
+    check_tsv_sentences(["fine", "also fine"], "doc.en")
+    with pytest.raises(DataValidationError) as caught:
+        check_tsv_sentences(["fine", sentence], "doc.en")
+    assert str(caught.value) == (
+        f"doc.en:2: the sentence contains {held}, which TSV output cannot hold; write .jsonl or .parquet instead "
+        "(or --format vecalign|jsonl|parquet)"
+    )
 
 
 def test_output_format_from_extension_or_option():

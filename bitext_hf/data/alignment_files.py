@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from bitext_hf.data.pair_files import check_tsv_cells
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 from bitext_hf.io.tables import write_table
@@ -63,7 +64,6 @@ ALIGN_FORMATS = ("vecalign", "tsv", "jsonl", "parquet")
 EXTENSIONS = {"vecalign": ".align", "tsv": ".tsv", "jsonl": ".jsonl", "parquet": ".parquet"}
 _BY_EXTENSION = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 HEADER = ("score", "src_lines", "tgt_lines", "src", "tgt")
-_TSV_BREAKERS = ("\t", "\n", "\r")
 # The joined text of a bead: the sentences as the encoder read them, one space between.
 _JOINER = " "
 
@@ -85,13 +85,9 @@ def alignment_format(path: str | os.PathLike | None, format: str | None = None) 
 
 
 def check_tsv_sentences(sentences: Sequence[str], name: str) -> None:
-    """TSV cannot hold a sentence with a tab: refused naming the file and line, before any encoding."""
-    for number, sentence in enumerate(sentences, start=1):
-        if any(char in sentence for char in _TSV_BREAKERS):
-            raise DataValidationError(
-                f"{name}:{number}: the sentence contains a tab, which TSV output cannot hold; write .jsonl or "
-                ".parquet instead (or --format vecalign|jsonl|parquet)"
-            )
+    """TSV cannot hold a sentence with a tab, a line break or a carriage return: refused naming the file, the line and
+    what it holds, before any encoding (:func:`bitext_hf.data.pair_files.check_tsv_cells`, the pairs table's check)."""
+    check_tsv_cells(sentences, name, instead="write .jsonl or .parquet instead (or --format vecalign|jsonl|parquet)")
 
 
 def _rows(alignment: Beads, src: Sequence[str], tgt: Sequence[str]):

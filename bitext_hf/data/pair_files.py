@@ -22,10 +22,11 @@ through the same names, so writer and reader cannot disagree.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,10 +41,12 @@ __all__ = [
     "FORMATS",
     "MAX_SIDECAR_BYTES",
     "METADATA_KEYS",
+    "TSV_BREAKERS",
     "TSV_HEADER",
     "MiningRecord",
     "ScoredPairs",
     "check_representable",
+    "check_tsv_cells",
     "metadata_path",
     "mining_metadata_json",
     "output_format",
@@ -75,27 +78,46 @@ class ScoredPairs(Protocol):
 
 TSV_HEADER = ("score", "src_index", "tgt_index", "src", "tgt")
 FORMATS = TABLE_FORMATS
-# Characters that end a TSV cell or row for the usual readers (cut, pandas, the csv module's excel-tab dialect).
-_TSV_BREAKERS = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
+# Characters that end a TSV cell or row for the usual readers (cut, pandas, the csv module's excel-tab dialect), and
+# how a message names each.
+TSV_BREAKERS = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
+# What a pairs table refused in TSV can be written as instead.
+_PAIRS_INSTEAD = "write .csv, .jsonl or .parquet instead (or --format csv|jsonl|parquet)"
+
+
+def check_tsv_cells(
+    texts: Iterable[str], name: str | os.PathLike, *, instead: str = _PAIRS_INSTEAD, lines: Iterable[int] | None = None
+) -> None:
+    """Refuse the first of ``texts`` that a TSV cell cannot hold (a tab, a line break or a carriage return would
+    shift or split the row), naming ``name``, the 1-based line and what the sentence holds, then ``instead`` (the
+    formats that hold it). The one check of every TSV the package writes: the pairs table
+    (:func:`check_representable`) and the alignment files (:mod:`bitext_hf.data.alignment_files`).
+
+    Args:
+        lines (iterable of int, optional): the 1-based line number of each text (default 1, 2, 3...): the input lines
+            of rows taken out of order.
+
+    Raises:
+        DataValidationError: the first such sentence.
+    """
+    for number, text in zip(itertools.count(1) if lines is None else lines, texts):
+        if "\t" in text or "\n" in text or "\r" in text:
+            held = next(what for char, what in TSV_BREAKERS.items() if char in text)
+            raise DataValidationError(
+                f"{name}:{number}: the sentence contains {held}, which TSV output cannot hold; {instead}"
+            )
 
 
 def check_representable(texts: Sequence[str] | None, path_of_texts: str | os.PathLike, format: str) -> None:
     """Refuse sentences the output format cannot hold, naming ``path_of_texts`` and the 1-based line.
 
-    Only TSV has such sentences (a tab, a line break or a carriage return would shift or split the row).
+    Only TSV has such sentences (:func:`check_tsv_cells`).
 
     Raises:
         DataValidationError: the first such sentence.
     """
-    if format != "tsv" or texts is None:
-        return
-    for number, text in enumerate(texts, start=1):
-        for char, name in _TSV_BREAKERS.items():
-            if char in text:
-                raise DataValidationError(
-                    f"{path_of_texts}:{number}: the sentence contains {name}, which TSV output cannot hold; "
-                    "write .csv, .jsonl or .parquet instead (or --format csv|jsonl|parquet)"
-                )
+    if format == "tsv" and texts is not None:
+        check_tsv_cells(texts, path_of_texts)
 
 
 def _text_column(texts: Sequence[str] | None, indices: list[int]) -> list[str]:
@@ -126,12 +148,10 @@ def write_pairs(
 
     Raises:
         UsageError: the format cannot be told (see :func:`output_format`).
-        DataValidationError: in TSV, a sentence holding a tab or a line break (see :func:`check_representable`).
+        DataValidationError: in TSV, a sentence written that holds a tab or a line break, naming its input line
+            (:func:`check_tsv_cells`; only the rows written are checked).
     """
     fmt = output_format(path, format)
-    if fmt == "tsv":
-        check_representable(src_texts, "source texts", fmt)
-        check_representable(tgt_texts, "target texts", fmt)
     src_indices, tgt_indices = pairs.src_indices.tolist(), pairs.tgt_indices.tolist()
     quality = getattr(pairs, "quality", None)
     columns = {
@@ -141,6 +161,9 @@ def write_pairs(
         "src": _text_column(src_texts, src_indices),
         "tgt": _text_column(tgt_texts, tgt_indices),
     }
+    if fmt == "tsv":  # the sentences written, not every input line (the jobs refuse those before encoding)
+        for name, side, indices in (("source texts", "src", src_indices), ("target texts", "tgt", tgt_indices)):
+            check_tsv_cells(columns[side], name, lines=(index + 1 for index in indices))
     doc_column = _doc_column(pairs.doc_ids)
     if doc_column is not None:
         columns["doc_id"] = doc_column
