@@ -18,7 +18,7 @@ import bitext_hf.cli
 from bitext_hf.cli import EXIT_OK
 from bitext_hf.data.pair_files import MiningRecord
 from bitext_hf.errors import UsageError
-from bitext_hf.hub.dataset_card import METADATA_KEYS, metadata_path, mining_metadata_json, read_mining_metadata
+from bitext_hf.hub.dataset_card import METADATA_KEYS, metadata_path, read_sidecar, write_mining_metadata
 from bitext_hf.jobs import MiningConfig, run_mining
 
 
@@ -165,14 +165,17 @@ def test_the_sidecar_record_comes_from_the_config_and_round_trips(corpus):
         "tgt_sentences": 5,
         "command": "bitext-hf mine ...",
     }
-    assert read_mining_metadata(metadata_path("pairs.tsv")) == expected
+    assert read_sidecar(metadata_path("pairs.tsv")) == expected  # as push reads it
     assert {key: value for key, value in dataclasses.asdict(result.record).items() if value is not None} == expected
     # The keys are the record's fields, in the order they are written; a dict and the record give the same bytes.
     assert tuple(field.name for field in dataclasses.fields(MiningRecord)) == METADATA_KEYS
     assert list(expected) == [key for key in METADATA_KEYS if key in expected]
-    assert mining_metadata_json(expected) == result.record.to_json() == metadata_path("pairs.tsv").read_text("utf-8")
+    # Written from Python beside pairs of one's own: the same bytes as the job's.
+    assert write_mining_metadata("again.tsv", expected).read_text("utf-8") == result.record.to_json()
+    assert metadata_path("pairs.tsv").read_text("utf-8") == result.record.to_json()
     with pytest.raises(ValueError, match="unknown mining metadata keys"):
-        mining_metadata_json({"margn": "ratio"})
+        write_mining_metadata("typo.tsv", {"margn": "ratio"})
+    assert not metadata_path("typo.tsv").exists()
 
 
 def test_the_sidecar_text_is_the_format_push_reads():

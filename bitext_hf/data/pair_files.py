@@ -34,7 +34,6 @@ import numpy as np
 
 from bitext_hf.errors import DataValidationError
 from bitext_hf.io import OutputSet, figures
-from bitext_hf.io.small_files import read_small_json
 from bitext_hf.io.tables import TABLE_FORMATS, output_format, write_table
 
 __all__ = [
@@ -48,10 +47,8 @@ __all__ = [
     "check_representable",
     "check_tsv_cells",
     "metadata_path",
-    "mining_metadata_json",
     "output_format",
     "printable",
-    "read_mining_metadata",
     "threshold_figure",
     "threshold_report_paths",
     "threshold_sample",
@@ -275,25 +272,6 @@ def printable(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return value
-
-
-def mining_metadata_json(metadata: Mapping[str, Any] | MiningRecord) -> str:
-    """The sidecar's text for ``metadata`` (a :class:`MiningRecord`, or a mapping of its keys; None values are left
-    out), ready to write."""
-    record = metadata if isinstance(metadata, MiningRecord) else MiningRecord.from_mapping(metadata)
-    return record.to_json()
-
-
-def read_mining_metadata(path: str | os.PathLike) -> dict[str, Any]:
-    """The sidecar at ``path`` (its known keys); a data error naming the file when it is not a JSON object or holds
-    more than :data:`MAX_SIDECAR_BYTES` (refused before it is read)."""
-    try:
-        record = read_small_json(path, MAX_SIDECAR_BYTES)
-    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
-        raise DataValidationError(f"{path}: not a readable mining metadata file ({error})") from None
-    if not isinstance(record, dict):
-        raise DataValidationError(f"{path}: mining metadata must be a JSON object, got {type(record).__name__}")
-    return {key: record[key] for key in METADATA_KEYS if key in record}
 
 
 # -------------------------------------------------------------------------------------------- the threshold report

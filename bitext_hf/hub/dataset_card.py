@@ -1,11 +1,12 @@
 """Mined bitexts as a Hugging Face dataset: a Parquet split, a dataset card (``huggingface_hub.DatasetCard``) with the
 mining parameters, counts and the score histogram, ready to upload as one folder.
 
-Where the parameters come from: a JSON sidecar next to the pairs, ``<pairs file>.meta.json`` (written by
-:func:`write_mining_metadata`; keys ``encoder``, ``src_model``, ``tgt_model``, ``margin``, ``mode``, ``k``,
-``threshold``, ``index``, ``src``, ``tgt``, ``src_lang``, ``tgt_lang``, ``src_sentences``, ``tgt_sentences``,
-``command``, ``filters``, all optional). What it does not say, the card marks ``[More Information Needed]``; the counts and the
-histogram come from the pairs themselves.
+Where the parameters come from: a JSON sidecar next to the pairs, ``<pairs file>.meta.json``, read by
+:func:`read_sidecar`. ``bitext-hf mine`` writes it with the pairs (the text of its
+:class:`~bitext_hf.data.pair_files.MiningRecord`), ``bitext-hf align`` with an alignment, and
+:func:`write_mining_metadata` beside pairs written from Python; its keys are :data:`METADATA_KEYS` (``encoder``,
+``margin``, ``k``, ``threshold``, ``src``, ``tgt``, ``command``, ``filters``..., all optional). What it does not say,
+the card marks ``[More Information Needed]``; the counts and the histogram come from the pairs themselves.
 
 The folder (:func:`prepare_dataset_folder`)::
 
@@ -33,10 +34,9 @@ from typing import Any
 from bitext_hf.data.pair_files import (
     MAX_SIDECAR_BYTES,
     METADATA_KEYS,
+    MiningRecord,
     metadata_path,
-    mining_metadata_json,
     printable,
-    read_mining_metadata,
     threshold_report_paths,
 )
 from bitext_hf.errors import DataValidationError
@@ -49,10 +49,8 @@ __all__ = [
     "METADATA_KEYS",
     "ThresholdReport",
     "metadata_path",
-    "mining_metadata_json",
     "pairs_preview",
     "prepare_dataset_folder",
-    "read_mining_metadata",
     "read_pairs_table",
     "read_sidecar",
     "read_sidecar_of",
@@ -141,11 +139,15 @@ The parameters above are in `mining.json`.
 """
 
 
-def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, Any]) -> Path:
-    """Write the sidecar of ``pairs_path`` (atomically) with the known keys of ``metadata`` (None values left out),
-    e.g. ``command=shlex.join(["bitext-hf", *argv])``: the dataset card quotes it as the way to reproduce the run."""
+def write_mining_metadata(pairs_path: str | os.PathLike, metadata: Mapping[str, Any] | MiningRecord) -> Path:
+    """Write the sidecar of pairs written from Python (``bitext-hf mine`` writes its own, with the pairs): ``metadata``
+    is a :class:`~bitext_hf.data.pair_files.MiningRecord` or a mapping of its keys (an unknown key is a ``ValueError``
+    naming the known ones; None values are left out), e.g. ``command=shlex.join(["bitext-hf", *argv])``, which the
+    dataset card quotes as the way to reproduce the run. The text is the record's, as mine writes it
+    (:meth:`MiningRecord.to_json`), written atomically."""
     path = metadata_path(pairs_path)
-    text = mining_metadata_json(metadata)
+    record = metadata if isinstance(metadata, MiningRecord) else MiningRecord.from_mapping(metadata)
+    text = record.to_json()
     with atomic_output(path, follow_symlinks=False) as handle:
         handle.write(text)
     return path
@@ -200,9 +202,8 @@ def _non_finite(value: Any, key: str) -> str | None:
 
 
 def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
-    """The sidecar beside a pairs file, its known keys: a mining run's (the keys of
-    :func:`~bitext_hf.data.pair_files.read_mining_metadata`) or an alignment's (``bitext-hf align``: its ``task``
-    says so). Read once, bounded (:data:`MAX_SIDECAR_BYTES`, measured before it is read; a FIFO or a device is
+    """The sidecar beside a pairs file, its known keys: a mining run's (:data:`METADATA_KEYS`, the fields of
+    :class:`~bitext_hf.data.pair_files.MiningRecord`) or an alignment's (``bitext-hf align``: its ``task`` says so). Read once, bounded (:data:`MAX_SIDECAR_BYTES`, measured before it is read; a FIFO or a device is
     refused unopened).
 
     Raises:
