@@ -21,9 +21,9 @@ __all__ = ["FEATURE_NAMES", "pair_features", "text_features"]
 FEATURE_NAMES = (
     "cosine",
     "margin",
-    "length_ratio",
+    "weighted_length_ratio",
     "shorter_length",
-    "word_ratio",
+    "token_ratio",
     "numbers_jaccard",
     "numbers_unmatched",
     "placeholders_jaccard",
@@ -39,7 +39,14 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _PLACEHOLDER = re.compile(
     r"%(?:\(\w+\))?(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?[sdifgxXuclp%]|\{\w*\}|\$\{?\w+\}?|</?\w+[^>]*>|&\w+;"
 )
-_WORD = re.compile(r"\w+")
+# A token: one CJK ideograph or kana (scripts written without spaces, where a character is about a word), else a run of
+# word characters.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
+# Latin-equivalent length: a CJK ideograph or kana carries about three Latin letters' meaning, a Hangul syllable two
+# (the weights of bitext_hf's length filters, bitext_hf.mining.filters.SCRIPT_WEIGHTS).
+_HEAVY = re.compile(f"[{_CJK}]")
+_HANGUL = re.compile("[\uac00-\ud7af]")
 # The sentence-final mark, by kind: CJK full-width and Arabic/Greek forms are the same kind as the Latin ones.
 _END_KIND = {
     ".": ".", "。": ".", "．": ".", "।": ".", "…": ".",
@@ -48,6 +55,12 @@ _END_KIND = {
     ":": ":", "：": ":",
 }  # fmt: skip
 _BRACKETS = '()[]"«»“”„「」『』'
+
+
+def _weighted_length(text: str) -> float:
+    if text.isascii():
+        return float(len(text))
+    return len(text) + 2.0 * len(_HEAVY.findall(text)) + len(_HANGUL.findall(text))
 
 
 def _end_kind(text: str) -> str:
@@ -70,7 +83,7 @@ def _trigrams(text: str) -> set[str]:
 
 def text_features(source: str, target: str) -> list[float]:
     """The surface features of one pair (every column of :data:`FEATURE_NAMES` but the first two), in that order."""
-    source_length, target_length = len(source), len(target)
+    source_length, target_length = _weighted_length(source), _weighted_length(target)
     source_words, target_words = _WORD.findall(source.casefold()), _WORD.findall(target.casefold())
     source_numbers, target_numbers = _numbers(source), _numbers(target)
     brackets = sum(abs(source.count(mark) - target.count(mark)) for mark in _BRACKETS)

@@ -50,7 +50,12 @@ class ScriptArguments:
     pairs_per_language: int = arg_field(3000, "Correct pairs sampled from each training spec.")
     eval_pairs_per_language: int = arg_field(1000, "Correct pairs sampled from each evaluation spec.")
     negatives_per_pair: float = arg_field(1.0, "Wrong pairs made per correct pair (their kinds in turn).")
-    negative_kinds: list[str] = arg_field(list(NEGATIVE_KINDS), "The kinds of wrong pairs made.")
+    # wrong_language is left out by default: the features know no language and the default encoder maps a message
+    # and its translation in any language together, so those pairs could only teach the classifier to doubt correct
+    # translations; --lid removes them before scoring. The benchmark still tests it.
+    negative_kinds: list[str] = arg_field(
+        [kind for kind in NEGATIVE_KINDS if kind != "wrong_language"], "The kinds of wrong pairs made."
+    )
     calibration_fraction: float = arg_field(
         0.2, "Share of each training language's pairs held out to fit the calibration (Platt scaling)."
     )
