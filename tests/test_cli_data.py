@@ -129,6 +129,42 @@ def test_run_gettext_is_the_command_in_one_call(capsys, root, tmp_path):
         GettextConfig(lang=["../fr"], out="pairs.tsv")
 
 
+@pytest.mark.parametrize("listing", [False, True])
+def test_each_language_is_listed_once_and_the_catalogs_read_are_those_protected(monkeypatch, root, tmp_path, listing):
+    import bitext_hf.data.gettext as gettext_data
+    import bitext_hf.jobs.gettext as gettext_job
+    from bitext_hf.jobs.gettext import GettextConfig, run_gettext
+
+    listed, read, protected = [], [], []
+
+    def find_catalogs(lang, roots=None):
+        found = real_find(lang, roots)
+        listed.append(lang)
+        return found
+
+    def read_catalog(path, **options):
+        read.append(path)
+        return real_read(path, **options)
+
+    def job_run(config, *, inputs=(), **options):
+        protected.extend(inputs)
+        return real_job_run(config, inputs=inputs, **options)
+
+    real_find, real_read, real_job_run = gettext_data.find_catalogs, gettext_data.read_catalog, gettext_job.job_run
+    monkeypatch.setattr(gettext_job, "find_catalogs", find_catalogs)
+    monkeypatch.setattr(gettext_job, "job_run", job_run)
+    monkeypatch.setattr(gettext_data, "read_catalog", read_catalog)
+    monkeypatch.setattr(gettext_data, "find_catalogs", lambda *_: pytest.fail("the catalogs were listed again"))
+    what = {"list": True} if listing else {"out": str(tmp_path / "{lang}.tsv")}
+    result = run_gettext(
+        GettextConfig(lang=["de", "fr"], catalogs=[root], no_system_catalogs=True, quiet=True, **what)
+    )
+    assert listed == ["de", "fr"]  # once each, by the job
+    assert sum(row.catalogs for row in result.languages) == len(read) == 7
+    if not listing:
+        assert sorted(read) == sorted(protected)  # what is read is what was protected
+
+
 def test_bad_input_is_one_line_and_writes_nothing(capsys, root, tmp_path):
     out_file = tmp_path / "pairs.tsv"
     catalog = root / "wo" / "LC_MESSAGES" / "app.mo"

@@ -136,6 +136,7 @@ def collect_gettext_pairs(
     min_chars: int = 1,
     min_words: int = 1,
     strict_roots: Iterable[str | os.PathLike] = (),
+    catalogs: Iterable[str | os.PathLike] | None = None,
 ) -> GettextPairs:
     """The pairs of :func:`gettext_pairs`, with what was read and left out.
 
@@ -144,8 +145,13 @@ def collect_gettext_pairs(
     ``DataValidationError`` is raised. Entries holding a NUL character, and pairs longer than a line the readers
     of pairs accept (:data:`bitext_hf.data.DEFAULT_MAX_LINE_CHARS`), are left out and counted, so that the pairs
     always read back into ``score`` and ``mine``.
+
+    Args:
+        catalogs (iterable of paths, optional): the catalogs to read, as :func:`find_catalogs` lists them (``lang``'s
+            under ``roots``, sorted), when the caller has listed them already (``bitext-hf data gettext`` protects
+            them as its inputs: the set read is the set protected); by default they are found under ``roots``.
     """
-    catalogs = find_catalogs(lang, roots)
+    catalogs = find_catalogs(lang, roots) if catalogs is None else [Path(catalog) for catalog in catalogs]
     if not catalogs:
         raise DataValidationError(
             f"no gettext catalogs found for language {lang!r} (looked for <root>/{lang}/LC_MESSAGES/*.mo); "

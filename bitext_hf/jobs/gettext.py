@@ -268,10 +268,11 @@ def _roots(config: GettextConfig) -> list[Path]:
     return locale_roots(config.catalogs, system=not config.no_system_catalogs)
 
 
-def _pairs(lang: str, roots: list[Path], config: GettextConfig) -> GettextPairs:
-    """``lang``'s pairs: a catalog under a --catalogs folder that cannot be read is the user's bad data (exit 3),
-    one of this machine's is skipped with a warning."""
-    found = collect_gettext_pairs(lang, roots, min_words=config.min_words, strict_roots=config.catalogs)
+def _pairs(lang: str, catalogs: list[Path], config: GettextConfig) -> GettextPairs:
+    """``lang``'s pairs from its ``catalogs`` (listed once, by :func:`find_catalogs`: the ones read are the ones
+    protected): a catalog under a --catalogs folder that cannot be read is the user's bad data (exit 3), one of this
+    machine's is skipped with a warning."""
+    found = collect_gettext_pairs(lang, catalogs=catalogs, min_words=config.min_words, strict_roots=config.catalogs)
     if config.max_pairs is not None:
         found.pairs = found.pairs[: config.max_pairs]
     return found
@@ -304,7 +305,7 @@ def _list(config: GettextConfig, roots: list[Path]) -> GettextResult:
     progress = tqdm(languages, desc="catalogs", unit="language", disable=config.quiet)
     for lang in progress:
         catalogs = find_catalogs(lang, roots)
-        found = _pairs(lang, roots, config) if catalogs else None
+        found = _pairs(lang, catalogs, config) if catalogs else None
         if found is not None:
             read.append(found)
         rows.append(LanguageCount(lang, len(found.pairs) if found else 0, len(catalogs)))
@@ -332,7 +333,7 @@ def _write(config: GettextConfig, roots: list[Path]) -> GettextResult:
             outputs.add_out(out)
             _refuse_catalog_output(out)
             formats[lang] = output_format(out, config.format)
-        found = {lang: _pairs(lang, roots, config) for lang in languages}
+        found = {lang: _pairs(lang, catalogs[lang], config) for lang in languages}
         result = _read(config, languages, catalogs, found)
         for lang in languages:
             pairs = found[lang].pairs
