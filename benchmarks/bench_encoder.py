@@ -24,6 +24,7 @@ runs is printed: compare numbers only between runs on an equally quiet machine.
     python benchmarks/bench_encoder.py
     python benchmarks/bench_encoder.py --threads 1 2 --repeats 5 --demo_sentences 8000
     python benchmarks/bench_encoder.py --profile torch-bf16   # where one runtime's time goes (cProfile, 1 thread)
+    ONEDNN_MAX_CPU_ISA=AVX512_CORE python benchmarks/bench_encoder.py --threads 1   # as on plain AVX-512
 """
 
 from __future__ import annotations
@@ -160,10 +161,14 @@ def main() -> None:
                 "# torch-bf16 left out: this CPU has no native bfloat16 (AVX512-BF16 or AMX); --emulated_bf16 runs it"
             )
             args.runtimes = [name for name in args.runtimes if name != "torch-bf16"]
+    elif "torch-bf16" in args.runtimes and not precision.fast_bf16():
+        # Plain AVX-512 (or a cap to it): oneDNN's bfloat16 kernels convert to float32; "auto" is float32 here.
+        print("# torch-bf16 BY CONVERSION: no AVX512-BF16 or AMX here (plain AVX-512); quantize='auto' is float32")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"# {DEFAULT_ENCODER} (USEEncoder); batch {args.batch_size}; best/median of {args.repeats} runs; "
         f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}; numpy {np.__version__}; "
+        f"oneDNN ISA cap {precision.isa_cap() or 'none'}; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load:.1f}"
     )
     print()

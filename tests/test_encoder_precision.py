@@ -29,10 +29,12 @@ SENTENCES = ["A short one.", "A considerably longer sentence with many more word
 
 @pytest.fixture
 def native(monkeypatch):
-    """Pretend the CPU has (True) or lacks (False) native bfloat16."""
+    """Pretend the CPU has (True: AVX512-BF16 or AMX) or lacks (False: AVX2 alone) native bfloat16; "converted":
+    plain AVX-512, whose bfloat16 kernels convert to float32."""
 
-    def set_native(value: bool) -> None:
-        monkeypatch.setattr(precision, "native_bf16", lambda: value)
+    def set_native(value: bool | str) -> None:
+        monkeypatch.setattr(precision, "native_bf16", lambda: bool(value))
+        monkeypatch.setattr(precision, "fast_bf16", lambda: value is True)
 
     return set_native
 
@@ -47,6 +49,8 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         ("auto", "cpu", True, True, "bf16"),
         (None, "cpu", True, True, "bf16"),
         ("auto", "cpu", True, False, "none"),  # emulated bfloat16 is slower than float32
+        ("auto", "cpu", True, "converted", "none"),  # so is plain AVX-512's, by conversion (0.64-0.82x)
+        ("bf16", "cpu", True, "converted", "bf16"),  # but it runs when asked for: no emulation
         ("auto", "cpu", False, True, "none"),  # a caller's model (in training, say) is left as it is
         ("auto", "cuda", True, True, "none"),
         ("int8", "cpu", False, False, "int8"),
@@ -264,6 +268,40 @@ def test_cli_encode_refuses_bf16_before_reading_and_names_what_ran(native, capsy
         result = run_encoding(EncodeConfig(input=str(tmp_path / "in.txt"), out=str(out), no_cache=True, quiet=True))
     assert result.arithmetic == "float32 (torch)" and read
     assert "encoder use-multilingual-v3 computes in float32 (torch)" in caplog.text
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="ONEDNN_MAX_CPU_ISA caps x86 ISAs")
+@pytest.mark.skipif(not torch.cpu._is_avx512_supported(), reason="no AVX-512 to cap")
+def test_a_plain_avx512_cpu_is_detected_for_real_and_auto_is_float32_there():
+    """No pretending: oneDNN capped to plain AVX-512 (no AVX512-BF16, no AMX) has bfloat16 kernels, by conversion,
+    measured slower than float32 (benchmarks/README.md, "bfloat16 on plain AVX-512"): bf16 runs when asked for,
+    "auto" is float32."""
+    script = (
+        "from bitext_hf.encoders import precision, spec\n"
+        "print(precision.native_bf16(), precision.fast_bf16())\n"
+        "print(repr(spec.runtime_label('some-model', 'auto')), repr(spec.runtime_label('some-model', 'bf16')))\n"
+    )
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE", "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["True False", "'' 'bf16'"]
+
+
+@pytest.mark.parametrize(
+    ("cap", "fast"),
+    [("AVX2", False), ("avx512_core", False), ("AVX512_CORE_VNNI", False), ("AVX512_CORE_BF16", None), ("", None)],
+)
+def test_fast_bfloat16_honours_the_isa_cap(monkeypatch, cap, fast):
+    """Below AVX512_CORE_BF16 no cap leaves bfloat16 dot products; at or above it (or without a cap) the CPU's own
+    (None: whatever this machine has)."""
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    hardware = bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    assert precision.fast_bf16.__wrapped__() is (hardware if fast is None else fast)
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)  # no bfloat16 kernels at all: never fast
+    assert precision.fast_bf16.__wrapped__() is False
 
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="ONEDNN_MAX_CPU_ISA caps x86 ISAs")

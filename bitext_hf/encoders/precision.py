@@ -2,13 +2,15 @@
 
 - ``"none"``: float32, the model as trained.
 - ``"bf16"``: bfloat16 weights and activations. On CPUs whose oneDNN (torch's CPU kernels) has bfloat16 kernels
-  (:func:`native_bf16`: natively with AVX512-BF16 or AMX, where this is the fastest path) it runs; elsewhere (AVX2
-  alone, as on many laptops) torch emulates it many times slower than float32, so asking for it there is a
-  ``UsageError``, raised before anything is loaded or read, never a silent slowdown.
+  (:func:`native_bf16`) it runs: natively with AVX512-BF16 or AMX (:func:`fast_bf16`), where this is the fastest
+  path, and by conversion to float32 on plain AVX-512, where it is slower than float32 (0.64-0.82x its speed,
+  measured with the ISA capped: benchmarks/README.md, "bfloat16 on plain AVX-512"); elsewhere (AVX2 alone, as on
+  many laptops) torch emulates it many times slower than float32, so asking for it there is a ``UsageError``, raised
+  before anything is loaded or read, never a silent slowdown.
 - ``"int8"``: dynamic int8 quantization of every ``nn.Linear`` (weights int8, activations quantized per batch),
   for CPUs without native bfloat16.
-- ``"auto"`` (the default): ``"bf16"`` for a model loaded here by name, on a CPU with native bfloat16, and
-  ``"none"`` otherwise: a model handed over by its caller (in the middle of training, say) and CUDA runs are left
+- ``"auto"`` (the default): ``"bf16"`` for a model loaded here by name, on a CPU that computes bfloat16 natively
+  (AVX512-BF16 or AMX: :func:`fast_bf16`), and ``"none"`` otherwise (plain AVX-512 included): a model handed over by its caller (in the middle of training, say) and CUDA runs are left
   as they are. benchmarks/README.md ("Encoder backends") has what each choice costs and changes in xsim.
 
 On CUDA, ``"bf16"`` is the GPU's own fast arithmetic (its matrix units) and is accepted; ``"int8"`` (torch's dynamic
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import platform
 import warnings
 
 from bitext_hf.errors import UsageError
@@ -42,14 +46,46 @@ EMULATED_BF16 = (
 @functools.cache
 def native_bf16() -> bool:
     """Whether torch has bfloat16 kernels for this CPU, rather than a slow emulation: oneDNN's own test, which torch's
-    bfloat16 products follow (AVX512-BF16 or AMX natively, plain AVX-512 by conversion at about float32's speed; not
-    AVX2 alone). It honours ``ONEDNN_MAX_CPU_ISA``: a process started with ``ONEDNN_MAX_CPU_ISA=AVX2`` sees an
-    AVX2-only CPU."""
+    bfloat16 products follow (AVX512-BF16 or AMX natively, plain AVX-512 by conversion to float32, slower than
+    float32 but far from the emulation's cost: :func:`fast_bf16` tells the two apart; not AVX2 alone). It honours
+    ``ONEDNN_MAX_CPU_ISA``: a process started with ``ONEDNN_MAX_CPU_ISA=AVX2`` sees an AVX2-only CPU."""
     import torch
 
     try:
         return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a torch build without oneDNN, or without this check
+        return False
+
+
+# oneDNN's instruction-set caps (ONEDNN_MAX_CPU_ISA, or DNNL_MAX_CPU_ISA) below its bfloat16 dot products
+# (AVX512_CORE_BF16): under one, bfloat16 runs by conversion at best, whatever the CPU has.
+_ISA_CAPS_WITHOUT_BF16_DOT = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")
+
+
+def isa_cap() -> str:
+    """The instruction-set cap oneDNN was given in the environment (``ONEDNN_MAX_CPU_ISA``, else
+    ``DNNL_MAX_CPU_ISA``), upper case; "" when none."""
+    return (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").strip().upper()
+
+
+@functools.cache
+def fast_bf16() -> bool:
+    """Whether bfloat16 is faster than float32 in torch on this CPU, which ``"auto"`` picks it on: bfloat16 kernels
+    (:func:`native_bf16`) that compute its dot products in hardware, AVX512-BF16 or AMX on x86 (within oneDNN's
+    instruction-set cap, :func:`isa_cap`: ``ONEDNN_MAX_CPU_ISA=AVX512_CORE`` sees plain AVX-512), the bfloat16
+    instructions oneDNN requires on Arm. Plain AVX-512 has the kernels, by conversion, and was measured at
+    0.64-0.82x float32's speed (benchmarks/README.md, "bfloat16 on plain AVX-512"): not fast."""
+    if not native_bf16():
+        return False
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
+        return True  # oneDNN's check is the CPU's own bfloat16 instructions there
+    if isa_cap() in _ISA_CAPS_WITHOUT_BF16_DOT:
+        return False
+    import torch
+
+    try:
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except (AttributeError, RuntimeError):  # a torch without these checks: not known to be fast
         return False
 
 
@@ -89,7 +125,7 @@ def resolve_quantize(quantize: str | None, *, device_type: str, owned: bool) -> 
     (:data:`EMULATED_BF16`), a caller's model under autocast included: it would be as slow."""
     quantize = check_quantize(quantize)
     if quantize == "auto":
-        return "bf16" if owned and device_type == "cpu" and native_bf16() else "none"
+        return "bf16" if owned and device_type == "cpu" and fast_bf16() else "none"
     if quantize == "int8" and device_type != "cpu":
         raise UsageError(f"quantize='int8' is a CPU option; on {device_type} use quantize='none' or 'bf16'")
     if quantize == "bf16" and device_type not in ("cpu", "cuda"):

@@ -99,11 +99,12 @@ class EncoderOptions:
         default=None,
         metadata=option(
             "arithmetic of the encoders: none (float32); bf16 on a GPU, or on a CPU with bfloat16 kernels (AVX-512 "
-            "and up: faster than float32 only with AMX or AVX512-BF16), refused on other CPUs (AVX2 only), where it "
-            "would run emulated, many times slower; int8 (dynamic, CPU only: the model then runs on the CPU; not for "
-            "USE); default auto: bf16 on a CPU with bfloat16 kernels, else float32 (on a GPU too); float32 for USE, "
-            "whose bf16 moves its reference vectors. Speed and xsim of each: benchmarks/README.md, 'Encoder "
-            "backends', 'On a GPU' and, for USE, 'Default encoder throughput'",
+            "and up: faster than float32 only with AMX or AVX512-BF16, slower on plain AVX-512, by conversion), "
+            "refused on other CPUs (AVX2 only), where it would run emulated, many times slower; int8 (dynamic, CPU "
+            "only: the model then runs on the CPU; not for USE); default auto: bf16 on a CPU with AVX512-BF16 or "
+            "AMX, else float32 (on a GPU too); float32 for USE, whose bf16 moves its reference vectors. Speed and "
+            "xsim of each: benchmarks/README.md, 'Encoder backends', 'On a GPU', 'bfloat16 on plain AVX-512' and, "
+            "for USE, 'Default encoder throughput'",
             choices=QUANTIZE_CHOICES,
             group=_ENCODER,
         ),
