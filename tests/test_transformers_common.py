@@ -18,6 +18,7 @@ import os
 import sys
 import unittest
 import warnings
+from typing import ClassVar
 
 import pytest
 import torch
@@ -226,11 +227,12 @@ class PairQualityModelTest(_FamilyTests, unittest.TestCase):
     has_attentions = False  # see above
     test_resize_embeddings = False  # see above
     model_tester_class = PairQualityModelTester
-    config_tester_kwargs = {
+    # The config's common properties: the width only (no attention heads, no layers to count).
+    config_tester_kwargs: ClassVar[dict[str, object]] = {
         "config_class": PairQualityConfig,
         "has_text_modality": False,
         "common_properties": ["hidden_size"],
-    }  # noqa: RUF012
+    }
 
     def test_model_get_set_embeddings(self) -> None:
         self.skipTest(_NO_TOKENS)
