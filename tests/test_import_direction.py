@@ -133,3 +133,27 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
         assert ("bitext_hf.data.readers", "bitext_hf.cli") in _against_the_direction()
     finally:
         PACKAGE = saved
+
+
+# The modules of the commands (bitext_hf/jobs/__init__.py): each holds one job, and none imports another's.
+JOB_MODULES = ("align", "encode", "evaluate", "gettext", "mine", "push", "score")
+
+
+def test_no_job_imports_another_jobs_module():
+    for name in JOB_MODULES:
+        others = {f"bitext_hf.jobs.{other}" for other in JOB_MODULES if other != name}
+        found = sorted(_imports(PACKAGE / "jobs" / f"{name}.py") & others)
+        assert not found, f"bitext_hf.jobs.{name} imports {found}: what two jobs share goes in a lower module"
+
+
+def test_the_imports_the_jobs_docstrings_show_work():
+    import importlib
+
+    for path in sorted((PACKAGE / "jobs").glob("*.py")):
+        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        for line in docstring.splitlines():
+            if line.startswith(">>> from "):
+                module, _, names = line.removeprefix(">>> from ").partition(" import ")
+                imported = importlib.import_module(module)
+                missing = [name for name in names.split(", ") if not hasattr(imported, name)]
+                assert not missing, f"{path.name}: `{line}`: {module} has no {missing}"

@@ -22,13 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bitext_hf.errors import DataValidationError
+from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import MAX_INPUT_BYTES_ENV, compression_of, iter_input_chunks, max_input_bytes, read_input_bytes
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
     "BitextTask",
     "DataValidationError",
+    "check_aligned_inputs",
     "decode_text",
     "deduplicate",
     "display_name",
@@ -347,6 +348,19 @@ def read_moses(
             "parallel files must be line-aligned"
         )
     return sources, targets
+
+
+def check_aligned_inputs(
+    pairs: str | os.PathLike | None, src: str | os.PathLike | None, tgt: str | os.PathLike | None
+) -> None:
+    """Aligned sentences come from a pairs file or from two parallel files (what :func:`read_aligned` reads), not
+    both, not one parallel file alone: ``UsageError`` naming the options (``--pairs``, ``--src``, ``--tgt``) of the
+    jobs that read them (``score``, ``eval``), checked when their config is made."""
+    if pairs:
+        if src or tgt:
+            raise UsageError("give either --pairs FILE or --src/--tgt, not both")
+    elif not (src and tgt):
+        raise UsageError("give --pairs FILE.tsv, or --src and --tgt parallel files")
 
 
 def read_aligned(

@@ -120,7 +120,7 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
     The search's fields (``max_align``, ``top_k``, ``window``, ``skip``, ``margin``, ``length_prior``) are
     :class:`AlignSearchOptions`', which the config inherits and hands to the engine as its
     :class:`~bitext_hf.alignment.settings.AlignSettings`; the encoder, its cache and the longest line accepted are
-    :class:`~bitext_hf.encoding.embedder.EncoderOptions`' (``model``, ``pooling``, ``quantize``, ``backend``,
+    :class:`~bitext_hf.jobs.options.EncoderOptions`' (``model``, ``pooling``, ``quantize``, ``backend``,
     ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``), as for ``mine``.
 
     Args:

@@ -37,7 +37,7 @@ class EncodeConfig(RayOptions, EncoderOptions):
     """One encoding run; the fields are ``bitext-hf encode``'s options. Checked when made.
 
     The encoder, its cache and the input's longest line are
-    :class:`~bitext_hf.encoding.embedder.EncoderOptions`' fields (``model``, ``pooling``, ``quantize``, ``backend``,
+    :class:`~bitext_hf.jobs.options.EncoderOptions`' fields (``model``, ``pooling``, ``quantize``, ``backend``,
     ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``), as for ``mine``.
 
     Args:

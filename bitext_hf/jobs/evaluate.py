@@ -3,7 +3,7 @@
 options into the config, calls it and prints the results; Python users get the same numbers, and the same file, in
 one call:
 
->>> from bitext_hf.evaluation import EvalConfig, run_evaluation
+>>> from bitext_hf.jobs.evaluate import EvalConfig, run_evaluation
 >>> result = run_evaluation(EvalConfig(src="test.en", tgt="test.de", out="results.json"))
 >>> result.results["xsim"]["xsim"]
 
@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bitext_hf.data.readers import check_aligned_inputs
+from bitext_hf.encoders.sources import DEFAULT_ENCODER
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.option_fields import check_fields, column_pair, option
 from bitext_hf.jobs.options import QUIET, THREADS, EncoderOptions, MarginOptions
-from bitext_hf.jobs.score import check_aligned_inputs
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_K", "DEFAULT_MARGIN", "METRICS", "EvalConfig", "EvaluationResult", "run_evaluation"]
 
-DEFAULT_K, DEFAULT_MARGIN = 4, "ratio"  # what an unset --k and --margin are (the defaults `--help` shows)
 METRICS = ("xsim", "accuracy", "mteb")  # what --metrics chooses among; unset, all three
 
 logger = logging.getLogger("bitext_hf")
@@ -46,6 +46,8 @@ logger = logging.getLogger("bitext_hf")
 
 # The margin's options as every command declares them; eval only leaves them unset by default.
 _MARGIN_OPTIONS = {margin_field.name: margin_field for margin_field in dataclasses.fields(MarginOptions)}
+# What an unset --k and --margin are: MarginOptions' defaults, which every other command has (and `--help` shows).
+DEFAULT_K, DEFAULT_MARGIN = _MARGIN_OPTIONS["k"].default, _MARGIN_OPTIONS["margin"].default
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -55,7 +57,7 @@ class EvalConfig(MarginOptions, EncoderOptions):
     cannot act is refused, not ignored. Each field's ``metadata`` holds its command-line help, choices and metavar.
 
     The gold pairs are exactly one of ``pairs``, ``src`` and ``tgt``, ``mteb`` or ``bucc``. The encoder, its cache
-    and the longest line accepted are :class:`~bitext_hf.encoding.embedder.EncoderOptions`' fields (``model``,
+    and the longest line accepted are :class:`~bitext_hf.jobs.options.EncoderOptions`' fields (``model``,
     ``pooling``, ``quantize``, ``backend``, ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``).
 
     Args:
@@ -223,7 +225,7 @@ def _run(config: EvalConfig, embedder: Embedder, outputs: JobOutputs) -> Evaluat
     written = config.out is not None and config.out != "-"
     if written:
         outputs.add_out(config.out)
-    results: dict[str, object] = {"model": config.model or "use-multilingual-v3"}
+    results: dict[str, object] = {"model": config.model or DEFAULT_ENCODER}
     if config.bucc or "xsim" in config.metrics:  # k and the margin are reported only where they were used
         results.update(k=config.k, margin=config.margin)
     if config.bucc:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from bitext_hf.data.readers import check_aligned_inputs
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.jobs.base import ReportLine, shown_path
 from bitext_hf.jobs.option_fields import check_fields, option, probability
@@ -54,23 +55,12 @@ __all__ = [
     "QUANTILES",
     "ScoreConfig",
     "ScoringResult",
-    "check_aligned_inputs",
     "run_scoring",
     "scoring_report",
 ]
 
 # The quantiles of the scores that the report gives.
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-
-
-def check_aligned_inputs(pairs: str | None, src: str | None, tgt: str | None) -> None:
-    """Aligned sentences come from a pairs file or from two parallel files (what
-    :func:`bitext_hf.data.readers.read_aligned` reads), not both, not one parallel file alone."""
-    if pairs:
-        if src or tgt:
-            raise UsageError("give either --pairs FILE or --src/--tgt, not both")
-    elif not (src and tgt):
-        raise UsageError("give --pairs FILE.tsv, or --src and --tgt parallel files")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -82,7 +72,7 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
     The filters ``src_lang``, ``tgt_lang``, ``lid``, ``lid_min_prob``, ``min_chars``, ``max_chars``,
     ``max_length_ratio``, ``dedup`` and ``drop_same_text`` are all off by default and all run before encoding
     (:class:`~bitext_hf.mining.filters.FilterSettings`); ``lid_min_prob`` None is the filters' default. The encoder,
-    its cache and the longest line accepted are :class:`~bitext_hf.encoding.embedder.EncoderOptions`' fields
+    its cache and the longest line accepted are :class:`~bitext_hf.jobs.options.EncoderOptions`' fields
     (``model``, ``pooling``, ``quantize``, ``backend``, ``batch_size``, ``max_line_chars``, ``cache_dir``,
     ``no_cache``).
 
