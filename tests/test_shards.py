@@ -241,14 +241,19 @@ def test_sharded_mining_equals_mining_the_concatenation(tmp_path, dtype, block_e
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
 
 
-def test_cli_mine_over_shard_folders_equals_mine_over_npy_files(capsys, tmp_path, fakes):
+def test_cli_mine_over_shard_folders_equals_mine_over_npy_files(capsys, tmp_path, fakes, monkeypatch):
+    import bitext_hf.encoding.shards as shards
+
+    manifests_read = []
+    real_read_manifest = shards.read_manifest
+    monkeypatch.setattr(shards, "read_manifest", lambda path: manifests_read.append(path) or real_read_manifest(path))
     src = write_lines(tmp_path / "src.txt", [*SOURCES, SOURCES[1]])  # a duplicate: mined once, a view of the rows
     tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
     for side, text in (("src", src), ("tgt", tgt)):
         assert run(capsys, "encode", "--input", text, "--out", str(tmp_path / f"{side}.npy"))[0] == EXIT_OK
         code, _, _ = run(capsys, "encode", "--input", text, "--out", str(tmp_path / side), "--shard-size", "2")
         assert code == EXIT_OK and len(os.listdir(tmp_path / side)) == 4
-    outputs = []
+    outputs, manifests_read[:] = [], []
     for src_in, tgt_in in (("src.npy", "tgt.npy"), ("src", "tgt")):
         out = tmp_path / f"pairs-{src_in}.tsv"
         code, _, _ = run(
@@ -270,6 +275,8 @@ def test_cli_mine_over_shard_folders_equals_mine_over_npy_files(capsys, tmp_path
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 6  # header + 5 pairs
     meta = json.loads((tmp_path / "pairs-src.tsv.meta.json").read_text())
     assert meta["encoder"] == EncoderSpec(None).identity  # from the manifests: "use-multilingual-v3 (torch ...)"
+    # Each manifest read once by the mining runs, when its side was opened: the sidecar's encoder comes from there.
+    assert sorted(map(str, manifests_read)) == [str(tmp_path / side / MANIFEST) for side in ("src", "tgt")]
 
 
 # ----------------------------------------------------------------------------------------------------- cache

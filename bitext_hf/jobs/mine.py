@@ -56,7 +56,7 @@ from bitext_hf.jobs.options import (
     pairs_format,
     refuse_lid_options_without_lid,
 )
-from bitext_hf.jobs.sides import Side, display, is_embeddings, is_npy, read_docs, read_gold, read_side
+from bitext_hf.jobs.sides import Side, display, is_embeddings, read_docs, read_gold, read_side
 from bitext_hf.mining.filters import FilterSettings, filter_mined, filter_sides
 from bitext_hf.mining.margin import used_k
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs
@@ -316,9 +316,10 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         """Every file the run reads (None for an input not given)."""
         return [self.src, self.tgt, self.src_text, self.tgt_text, self.src_docs, self.tgt_docs, self.gold]
 
-    def record(self, src_rows: int, tgt_rows: int, dim: int) -> MiningRecord:
-        """The sidecar's record of this run over ``src_rows`` x ``tgt_rows`` embeddings of dimension ``dim``."""
-        src_model, tgt_model = self._side_encoder("src"), self._side_encoder("tgt")
+    def record(self, src: Side, tgt: Side, src_rows: int, tgt_rows: int, dim: int) -> MiningRecord:
+        """The sidecar's record of this run over the sides ``src`` and ``tgt`` as read (:func:`read_side`), of which
+        ``src_rows`` x ``tgt_rows`` embeddings of dimension ``dim`` were mined."""
+        src_model, tgt_model = self._side_encoder(src, "src"), self._side_encoder(tgt, "tgt")
         same = src_model == tgt_model
         return MiningRecord(
             encoder=src_model if same else None,
@@ -339,16 +340,12 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             command=self.command,
         )
 
-    def _side_encoder(self, side: str) -> str | None:
-        """The encoder that embedded a side: the manifest's for shards, None for a .npy side (not known here)."""
-        path = getattr(self, side)
-        if os.path.isdir(path):
-            from bitext_hf.encoding.shards import MANIFEST, read_manifest
-
-            return read_manifest(os.path.join(path, MANIFEST)).encoder
-        if is_npy(path):
-            return None
-        model = getattr(self, f"{side}_model") or self.model
+    def _side_encoder(self, side: Side, name: str) -> str | None:
+        """The encoder that embedded ``side`` (``name`` "src" or "tgt"): for a folder of shards, the one its manifest
+        records (read once, when the side was opened); None for a .npy side (not known here); else this run's."""
+        if side.embeddings is not None:
+            return side.manifest_encoder
+        model = getattr(self, f"{name}_model") or self.model
         return self.encoder_spec(model).identity
 
     def _index_description(self, src_rows: int, tgt_rows: int, dim: int) -> str:
@@ -617,7 +614,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
         pairs = pairs.select(filter_mined(pairs, src.texts, tgt.texts, filters, counts))
         if candidates is not None:
             candidates = candidates.select(filter_mined(candidates, src.texts, tgt.texts, filters, {}))
-    record = config.record(src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
+    record = config.record(src, tgt, src_emb.shape[0], tgt_emb.shape[0], src_emb.shape[1])
     if filters.active:
         record.filters = {"settings": filters.describe(), "removed": counts}
     if config.min_precision is not None:  # over the pairs the filters kept: the precision of what is written

@@ -67,6 +67,13 @@ class Side:
     def n_rows(self) -> int:
         return len(self.texts) if self.embeddings is None else self.embeddings.shape[0]
 
+    @property
+    def manifest_encoder(self) -> str | None:
+        """The encoder a folder of shards records in its manifest (read once, when the side was opened); None for a
+        text or .npy side."""
+        manifest = getattr(self.embeddings, "manifest", None)
+        return None if manifest is None else manifest.encoder
+
 
 def read_side(path: str, text_path: str | None, what: str, *, max_line_chars: int = 10_000) -> Side:
     """Read a side: a text file, or a .npy file or a folder of shards with, optionally, the text file of its
