@@ -348,3 +348,29 @@ def test_the_jobs_options_declare_the_engines_settings_with_the_same_defaults():
         declared = {field.name: field.default for field in dataclasses.fields(options)}
         engine = {field.name: field.default for field in dataclasses.fields(settings)}
         assert declared == engine, (options.__name__, settings.__name__)
+
+
+@pytest.mark.parametrize("config", [MiningConfig, ScoreConfig], ids=lambda config: config.__name__)
+def test_the_filters_are_built_and_checked_once_when_the_config_is_made(monkeypatch, config):
+    """FilterOptions.filters: the engine's settings, made and checked with the config, then kept (every later read is
+    the same object); a filter option changed since is built and checked again."""
+    import bitext_hf.jobs.options as options
+
+    built = []
+
+    class Counted(options.FilterSettings):
+        def __post_init__(self) -> None:
+            built.append(self)
+            super().__post_init__()
+
+    monkeypatch.setattr(options, "FilterSettings", Counted)
+    made = _make(config, min_chars=2, dedup=True)
+    assert len(built) == 1 and made.filters is made.filters and len(built) == 1
+    assert (made.filters.min_chars, made.filters.dedup, made.filters.max_chars) == (2, True, None)
+    made.max_chars = 1
+    with pytest.raises(UsageError, match="--min-chars 2 is above --max-chars 1"):
+        _ = made.filters
+    made.max_chars = 50
+    assert made.filters.max_chars == 50 and len(built) == 3
+    # What is kept is no field: not an option, not in the config's repr or equality.
+    assert made == _make(config, min_chars=2, dedup=True, max_chars=50) and "_filters" not in repr(made)

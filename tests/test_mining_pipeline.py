@@ -178,6 +178,24 @@ def test_the_sidecar_record_comes_from_the_config_and_round_trips(corpus):
     assert not metadata_path("typo.tsv").exists()
 
 
+def test_the_runs_use_the_filters_their_config_checked(corpus, monkeypatch):
+    import bitext_hf.jobs.options as options
+    from bitext_hf.jobs import ScoreConfig, run_scoring
+
+    mining = MiningConfig("src.txt", "tgt.txt", out="pairs.tsv", dedup=True, no_cache=True, quiet=True)
+    scoring = ScoreConfig(
+        src="src.txt", tgt="src.txt", out="scored.tsv", dedup=True, classifier="none", no_cache=True, quiet=True
+    )
+
+    class Again(options.FilterSettings):
+        def __post_init__(self) -> None:
+            pytest.fail("the filters were built again")
+
+    monkeypatch.setattr(options, "FilterSettings", Again)
+    assert run_mining(mining, load_encoder=FakeEncoders()).filter_counts["duplicates_src"] == 1
+    assert run_scoring(scoring, load_encoder=FakeEncoders()).filter_counts["duplicate_pairs"] == 1
+
+
 def test_the_sidecar_text_is_the_format_push_reads():
     record = MiningRecord(encoder="use-multilingual-v3", margin="ratio", k=4, threshold=None, src="en\udcff.txt")
     assert record.to_json() == (

@@ -52,12 +52,11 @@ from bitext_hf.jobs.options import (
     MarginOptions,
     RayOptions,
     ThresholdOptions,
-    filter_settings,
     pairs_format,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.jobs.sides import Side, display, is_embeddings, read_docs, read_gold, read_side
-from bitext_hf.mining.filters import FilterSettings, filter_mined, filter_sides
+from bitext_hf.mining.filters import filter_mined, filter_sides
 from bitext_hf.mining.margin import used_k
 from bitext_hf.mining.retrieval import DEFAULT_MODE, MODES, MinedPairs
 
@@ -273,7 +272,7 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         if self.dedup and self.keep_duplicates:
             raise UsageError("--dedup drops duplicate lines and --keep-duplicates mines them: choose one")
         self._refuse_options_that_cannot_act()
-        _ = self.filters  # checked when the config is made, as every other option
+        _ = self.filters  # built and checked when the config is made, as every other option (FilterOptions)
         self._check_quality_options()
 
     def _check_quality_options(self) -> None:
@@ -300,11 +299,6 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         )
         if self.format is not None and not self.out:
             raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
-
-    @property
-    def filters(self) -> FilterSettings:
-        """The filters of this run (see :mod:`bitext_hf.mining.filters`)."""
-        return filter_settings(self)
 
     @classmethod
     def demo(cls, **options: Any) -> MiningConfig:

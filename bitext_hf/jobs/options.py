@@ -224,7 +224,7 @@ class LanguageOptions:
 class FilterOptions(LanguageOptions):
     """The filters' options, all off by default, declared once for every job that filters (``mine``, ``score``):
     each job's config inherits them and hands them to the engine as its
-    :class:`~bitext_hf.mining.filters.FilterSettings` (:func:`filter_settings`). Lengths are in Latin-equivalent
+    :class:`~bitext_hf.mining.filters.FilterSettings` (:attr:`filters`). Lengths are in Latin-equivalent
     characters (:func:`bitext_hf.mining.filters.weighted_length`).
 
     Args:
@@ -302,6 +302,18 @@ class FilterOptions(LanguageOptions):
         ),
     )
 
+    @property
+    def filters(self) -> FilterSettings:
+        """The filters of this run, the engine's checked :class:`~bitext_hf.mining.filters.FilterSettings`
+        (``UsageError`` for settings it refuses): built and checked once, when the config is made (each job's
+        ``__post_init__`` reads it), then kept; built again only when a filter option was changed since."""
+        values = tuple(getattr(self, name) for name in _FILTER_FIELDS)
+        kept = self.__dict__.get("_filters")
+        if kept is None or kept[0] != values:
+            kept = (values, filter_settings(self))
+            object.__setattr__(self, "_filters", kept)  # not a field: no option, not in repr or ==
+        return kept[1]
+
 
 # How the filters count a sentence's length, said in the help of every command that filters.
 FILTER_LENGTHS = (
@@ -310,10 +322,14 @@ FILTER_LENGTHS = (
 )
 
 
+# The options FilterSettings takes, the filter options' names.
+_FILTER_FIELDS = tuple(settings_field.name for settings_field in dataclasses.fields(FilterSettings))
+
+
 def filter_settings(options: FilterOptions) -> FilterSettings:
-    """The checked :class:`~bitext_hf.mining.filters.FilterSettings` (the engine's) of a job's filter options (an
-    unset ``lid_min_prob`` is the filters' default)."""
-    return FilterSettings(**{name.name: getattr(options, name.name) for name in dataclasses.fields(FilterSettings)})
+    """A new checked :class:`~bitext_hf.mining.filters.FilterSettings` (the engine's) of a job's filter options (an
+    unset ``lid_min_prob`` is the filters' default); :attr:`FilterOptions.filters` keeps the one of a config."""
+    return FilterSettings(**{name: getattr(options, name) for name in _FILTER_FIELDS})
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -40,11 +40,9 @@ from bitext_hf.jobs.options import (
     FilterOptions,
     MarginOptions,
     ThresholdOptions,
-    filter_settings,
     pairs_format,
     refuse_lid_options_without_lid,
 )
-from bitext_hf.mining.filters import FilterSettings
 from bitext_hf.mining.retrieval import MinedPairs
 
 if TYPE_CHECKING:
@@ -143,7 +141,7 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
         self.check_encoder_options()
         # score records no languages: --src-lang / --tgt-lang act only through --lid.
         refuse_lid_options_without_lid(self.lid, self.lid_min_prob, self.src_lang, self.tgt_lang)
-        _ = self.filters  # checked when the config is made, as every other option
+        _ = self.filters  # built and checked when the config is made, as every other option (FilterOptions)
         check_aligned_inputs(self.pairs, self.src, self.tgt)
         if not self.classifier.strip():
             raise UsageError("--classifier: empty; give `default`, a folder, a hub id or `none`")
@@ -154,11 +152,6 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
     def wants_quality(self) -> bool:
         """Whether the run computes the `quality` column."""
         return self.classifier != "none"
-
-    @property
-    def filters(self) -> FilterSettings:
-        """The filters of this run (see :mod:`bitext_hf.mining.filters`)."""
-        return filter_settings(self)
 
     @property
     def inputs(self) -> list[str | None]:
