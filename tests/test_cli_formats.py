@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -226,3 +227,37 @@ def test_a_new_file_under_dev_shm_is_written_in_the_format_of_its_extension(caps
         assert table.num_rows > 0 and "score" in table.column_names
     finally:
         shutil.rmtree(folder)
+
+
+def test_mine_and_score_plan_their_pairs_outputs_alike(tmp_path):
+    """bitext_hf.jobs.base.plan_pairs_outputs, the planning of both jobs: the pairs, the threshold report beside a
+    file (refused beside a stream) and, for mine, the sidecar committed last."""
+    from bitext_hf.jobs.base import JobOutputs, plan_pairs_outputs
+
+    out = str(tmp_path / "pairs.csv")
+    with JobOutputs() as outputs:
+        assert plan_pairs_outputs(outputs, out, None, threshold_report=True, sidecar=True) == "csv"
+        for path in (out + ".threshold.png", out + ".threshold.md", out + ".meta.json"):
+            with outputs.open(path) as handle:
+                handle.write("x")
+        with outputs.staged(out) as path:
+            Path(path).write_text("pairs")
+        outputs.commit()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "pairs.csv",
+        "pairs.csv.meta.json",
+        "pairs.csv.threshold.md",
+        "pairs.csv.threshold.png",
+    ]
+    with JobOutputs() as outputs:
+        assert plan_pairs_outputs(outputs, None, None) is None
+        assert plan_pairs_outputs(outputs, "-", "jsonl", sidecar=True) == "jsonl" and outputs.is_stream("-")
+        with pytest.raises(UsageError, match="--threshold-report writes a figure and a sample beside --out FILE"):
+            plan_pairs_outputs(outputs, "-", None, threshold_report=True)
+
+
+def test_score_refuses_a_threshold_report_beside_a_stream(capsys, fake_encoders, tmp_path):
+    pairs = write_lines(tmp_path / "corpus.tsv", [f"{s}\t{t}" for s, t in zip(SOURCES, TARGETS)])
+    code, _, err = run(capsys, "score", "--pairs", pairs, "--out", "-", "--threshold-report")
+    assert code == EXIT_USAGE and "--threshold-report writes a figure and a sample beside --out FILE" in err
+    assert fake_encoders.loaded == []

@@ -374,3 +374,11 @@ def test_the_filters_are_built_and_checked_once_when_the_config_is_made(monkeypa
     assert made.filters.max_chars == 50 and len(built) == 3
     # What is kept is no field: not an option, not in the config's repr or equality.
     assert made == _make(config, min_chars=2, dedup=True, max_chars=50) and "_filters" not in repr(made)
+
+
+@pytest.mark.parametrize("config", [EncodeConfig, MiningConfig], ids=lambda config: config.__name__)
+@pytest.mark.parametrize("ray", [dict(workers=2), dict(ray_address="auto")], ids=["workers", "ray_address"])
+def test_the_ray_options_without_distributed_are_refused_when_the_config_is_made(config, ray):
+    """RayOptions.check_ray_options, in every job that takes them: refused when made, not when run."""
+    assert _refusal(config, **ray) == "--ray-address and --workers go with --distributed ray"
+    assert _make(config, distributed="ray", **ray).distributed == "ray"

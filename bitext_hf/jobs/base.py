@@ -41,6 +41,7 @@ __all__ = [
     "job_run",
     "job_scope",
     "per_second",
+    "plan_pairs_outputs",
     "results_on_stdout",
     "shown_path",
 ]
@@ -165,6 +166,37 @@ def job_run(
         check_inputs_and_output(None, inputs)  # one stdin at most; the inputs protected from every write
         with JobOutputs(inputs=inputs, input_folders=folders) as outputs:
             yield outputs
+
+
+def plan_pairs_outputs(
+    outputs: JobOutputs,
+    out: str | None,
+    format: str | None,
+    *,
+    threshold_report: bool = False,
+    sidecar: bool = False,
+) -> str | None:
+    """Declare the outputs of a job that writes a pairs table (``mine``, ``score``) before anything is read: ``out``
+    (:meth:`JobOutputs.add_out`; an empty one is refused), with ``threshold_report`` its figure and sample beside it
+    (:func:`bitext_hf.data.pair_files.threshold_report_paths`; refused for a stream ``out``, which has nothing
+    beside it), with ``sidecar`` its ``<out>.meta.json``, committed last (a stream gets none). Returns the pairs'
+    format (:func:`bitext_hf.data.pair_files.output_format`; None without ``out``).
+
+    Raises:
+        UsageError: an ``out`` that cannot be written, a threshold report beside a stream, a format that cannot be
+            told.
+    """
+    from bitext_hf.data.pair_files import metadata_path, output_format, threshold_report_paths
+
+    is_file = out is not None and outputs.add_out(out)
+    if threshold_report:
+        if not is_file:
+            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
+        for path in threshold_report_paths(out):
+            outputs.add(path)
+    if sidecar and is_file:
+        outputs.add(metadata_path(out), last=True)
+    return output_format(out, format) if out else None
 
 
 def _is_socket(path: str) -> bool:

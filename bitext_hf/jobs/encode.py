@@ -87,6 +87,7 @@ class EncodeConfig(RayOptions, EncoderOptions):
     def __post_init__(self) -> None:
         check_fields(self)
         self.check_encoder_options()
+        self.check_ray_options()
 
     @property
     def sharded(self) -> bool:
@@ -161,8 +162,6 @@ def _run(config: EncodeConfig, load_encoder, outputs: JobOutputs, started: float
     from bitext_hf.data import read_lines
     from bitext_hf.encoding.embedder import Embedder
 
-    if not config.distributed and (config.ray_address or config.workers):
-        raise UsageError("--ray-address and --workers go with --distributed ray")
     if config.distributed:
         from bitext_hf.encoding.ray import check_ray
 

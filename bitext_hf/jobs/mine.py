@@ -34,7 +34,15 @@ import numpy as np
 
 from bitext_hf.data.pair_files import MiningRecord
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.jobs.base import JobOutputs, ReportLine, job_run, per_second, results_on_stdout, shown_path
+from bitext_hf.jobs.base import (
+    JobOutputs,
+    ReportLine,
+    job_run,
+    per_second,
+    plan_pairs_outputs,
+    results_on_stdout,
+    shown_path,
+)
 from bitext_hf.jobs.mine_search import (
     check_filter_options,
     check_index_options,
@@ -265,8 +273,7 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             raise UsageError("--distributed ray mines whole corpora (no --src-docs)")
         if self.distributed and self.check_recall:
             raise UsageError("--check-recall searches in one process: leave it out with --distributed ray")
-        if not self.distributed and (self.ray_address or self.workers):
-            raise UsageError("--ray-address and --workers go with --distributed ray")
+        self.check_ray_options()
         self.mode = self.mode or DEFAULT_MODE
         self.check_encoder_options()
         if self.dedup and self.keep_duplicates:
@@ -500,20 +507,13 @@ def run_mining(config: MiningConfig, *, load_encoder: Callable[..., Any] | None 
 
 
 def _plan_outputs(config: MiningConfig, outputs: JobOutputs) -> str | None:
-    """Declare the run's outputs before anything is read: the pairs file ``out``, with ``threshold_report`` its
-    figure and sample beside it, and its sidecar ``<out>.meta.json`` (committed last, as it vouches for the rest); a
-    stream ``out`` (``-``, a FIFO, a device) gets the pairs alone. Returns the pairs' format (None without ``out``)."""
-    from bitext_hf.data.pair_files import metadata_path, output_format, threshold_report_paths
-
-    is_file = config.out is not None and outputs.add_out(config.out)  # an empty --out is refused
-    if config.threshold_report:
-        if not is_file:
-            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
-        for path in threshold_report_paths(config.out):
-            outputs.add(path)
-    if is_file:
-        outputs.add(metadata_path(config.out), last=True)
-    return output_format(config.out, config.format) if config.out else None
+    """Declare the run's outputs before anything is read (:func:`bitext_hf.jobs.base.plan_pairs_outputs`): the pairs
+    file ``out``, with ``threshold_report`` its figure and sample beside it, and its sidecar ``<out>.meta.json``
+    (committed last, as it vouches for the rest); a stream ``out`` (``-``, a FIFO, a device) gets the pairs alone.
+    Returns the pairs' format (None without ``out``)."""
+    return plan_pairs_outputs(
+        outputs, config.out, config.format, threshold_report=config.threshold_report, sidecar=True
+    )
 
 
 def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs: JobOutputs) -> MiningResult:

@@ -189,6 +189,12 @@ class RayOptions:
         metadata=option("tasks at a time (default: the CPUs of the Ray instance)", type=positive_int, group=_RAY),
     )
 
+    def check_ray_options(self) -> None:
+        """``ray_address`` and ``workers`` act only with ``distributed``: either without it is one line, exit 2, when
+        the config is made (each job's ``__post_init__`` calls this)."""
+        if not self.distributed and (self.ray_address or self.workers):
+            raise UsageError("--ray-address and --workers go with --distributed ray")
+
 
 def refuse_cache_dir_without_cache(cache_dir: str | None, no_cache: bool) -> None:
     """``--cache-dir`` names the encoding cache that ``--no-cache`` turns off: both at once is one line, exit 2."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from bitext_hf.data.readers import check_aligned_inputs
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.jobs.base import ReportLine, shown_path
+from bitext_hf.jobs.base import ReportLine, plan_pairs_outputs, shown_path
 from bitext_hf.jobs.option_fields import check_fields, option, probability
 from bitext_hf.jobs.options import (
     FILTER_LENGTHS,
@@ -242,17 +242,10 @@ def run_scoring(config: ScoreConfig, *, load_encoder: Callable[..., Any] | None 
 
 
 def _plan_outputs(config: ScoreConfig, outputs: JobOutputs) -> str:
-    """Declare the run's outputs before anything is read: the scored pairs ``out`` and, with ``threshold_report``,
-    its figure and sample beside it (a stream ``out``, ``-`` or a FIFO, gets the pairs alone). Returns their format."""
-    from bitext_hf.data.pair_files import output_format, threshold_report_paths
-
-    is_file = outputs.add_out(config.out)
-    if config.threshold_report:
-        if not is_file:
-            raise UsageError("--threshold-report writes a figure and a sample beside --out FILE: give a file --out")
-        for path in threshold_report_paths(config.out):
-            outputs.add(path)
-    return output_format(config.out, config.format)
+    """Declare the run's outputs before anything is read (:func:`bitext_hf.jobs.base.plan_pairs_outputs`): the scored
+    pairs ``out`` and, with ``threshold_report``, its figure and sample beside it (a stream ``out``, ``-`` or a FIFO,
+    gets the pairs alone). Returns their format."""
+    return plan_pairs_outputs(outputs, config.out, config.format, threshold_report=config.threshold_report)
 
 
 def _score(config: ScoreConfig, embedder: Embedder, outputs: JobOutputs) -> ScoringResult:
