@@ -21,6 +21,7 @@ RECIPE_OF_CONFIG = {
     "musr": ("train_musr", "ArchitectureArguments"),
     "onealigner": ("train_onealigner", "ModelArguments"),
     "align_contrastive": ("align_contrastive", "ModelArguments"),
+    "pair_quality": ("train_pair_quality", "ModelArguments"),
 }
 CONFIGS = sorted((ROOT / "recipes" / "configs").glob("*.yaml"))
 
