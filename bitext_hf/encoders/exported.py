@@ -69,9 +69,6 @@ def exported_quantize(backend: str, quantize: str | None) -> str:
 
 # oneDNN's instruction-set caps below its first bfloat16 kernels (AVX512_CORE_BF16; AVX2_VNNI_2 has bfloat16
 # conversions): under one, OpenVINO's kernels cannot compute bfloat16 whatever its capabilities say.
-_ISA_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
-
-
 @functools.cache
 def openvino_bf16() -> bool:
     """Whether OpenVINO's CPU plugin computes bfloat16 natively here, by its own report (its optimization
@@ -81,8 +78,9 @@ def openvino_bf16() -> bool:
     ``ONEDNN_MAX_CPU_ISA`` (or ``DNNL_MAX_CPU_ISA``) capped below the bfloat16 kernels counts as no bfloat16: the cap
     reaches OpenVINO's kernels but not its report of the CPU's capabilities, and a bfloat16 graph then fails to
     compile (seen: a Softmax with no kernel). With the cap, a process sees what an AVX2-only CPU gives."""
-    cap = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").strip().upper()
-    if cap in _ISA_CAPS_WITHOUT_BF16:
+    from bitext_hf.encoders.precision import ISA_CAPS_WITHOUT_BF16_DOT, isa_cap
+
+    if isa_cap() in ISA_CAPS_WITHOUT_BF16_DOT:  # the caps torch's arithmetic reads too: one list
         return False
     with without_openvino_telemetry():
         try:

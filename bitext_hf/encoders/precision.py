@@ -59,7 +59,7 @@ def native_bf16() -> bool:
 
 # oneDNN's instruction-set caps (ONEDNN_MAX_CPU_ISA, or DNNL_MAX_CPU_ISA) below its bfloat16 dot products
 # (AVX512_CORE_BF16): under one, bfloat16 runs by conversion at best, whatever the CPU has.
-_ISA_CAPS_WITHOUT_BF16_DOT = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")
+ISA_CAPS_WITHOUT_BF16_DOT = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")
 
 
 def isa_cap() -> str:
@@ -79,7 +79,7 @@ def fast_bf16() -> bool:
         return False
     if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
         return True  # oneDNN's check is the CPU's own bfloat16 instructions there
-    if isa_cap() in _ISA_CAPS_WITHOUT_BF16_DOT:
+    if isa_cap() in ISA_CAPS_WITHOUT_BF16_DOT:
         return False
     import torch
 
