@@ -187,3 +187,22 @@ def test_mine_classifier_needs_the_sentences_of_embeddings(capsys, fakes, tmp_pa
         "default",
     )
     assert code == EXIT_USAGE and "--classifier reads the sentences: give --src-text" in err
+
+
+def test_the_dataset_card_says_what_the_quality_estimate_is(capsys, fakes, tmp_path):
+    import pyarrow as pa
+
+    from bitext_hf.hub.dataset_card import read_sidecar_of, render_dataset_card
+
+    code, _, err = _mine(capsys, tmp_path, "--min-precision", "0.5")
+    assert code == EXIT_OK, err
+    metadata = read_sidecar_of(tmp_path / "m.tsv")
+    table = pa.table({"score": [1.2, 1.1], "src": ["a", "b"], "tgt": ["x", "y"]})
+    card = render_dataset_card(table, metadata, repo_id="me/pairs", histogram_caption="scores")
+    estimate = f"{metadata['estimated_precision']:.3f}"
+    assert (
+        f"| pair quality | `quality` column by the classifier `default`; estimated precision of these pairs (their mean quality) {estimate}, the threshold chosen for at least 0.5"
+        in card
+    )
+    plain = render_dataset_card(table, {"threshold": 1.0}, repo_id="me/pairs", histogram_caption="scores")
+    assert "pair quality" not in plain

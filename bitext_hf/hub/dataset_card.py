@@ -89,7 +89,8 @@ The pairs are machine-mined, not human-verified: expect some noise, most of it a
 | margin | {{ margin }} |
 | retrieval mode | {{ mode }} |
 | k (neighbours averaged by the margin) | {{ k }} |
-| threshold | {{ threshold }} |
+| threshold | {{ threshold }} |{% if quality %}
+| pair quality | {{ quality }} |{% endif %}
 | neighbour search | {{ index }} |
 | languages | {{ languages }} |
 | source text | {{ src }} |
@@ -437,6 +438,20 @@ def _counts(table: Any, metadata: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _quality(metadata: Mapping[str, Any]) -> str:
+    """What the sidecar says of the pairs' quality (``mine --classifier`` / ``--min-precision``), for the card: the
+    classifier, the estimated precision of the pairs and, with --min-precision, that the threshold was chosen for it."""
+    classifier, estimate = metadata.get("classifier"), metadata.get("estimated_precision")
+    if not classifier:
+        return ""
+    text = f"`quality` column by the classifier `{classifier}`"
+    if isinstance(estimate, (int, float)):
+        text += f"; estimated precision of these pairs (their mean quality) {estimate:.3f}"
+    if metadata.get("min_precision") is not None:
+        text += f", the threshold chosen for at least {metadata['min_precision']}"
+    return text + ' (an estimate: see bitext-hf\'s benchmarks, "Pair quality")'
+
+
 def _filters(metadata: Mapping[str, Any]) -> str:
     """The filters of the sidecar (settings and what each removed) as a Markdown table; empty without filters."""
     filters = metadata.get("filters")
@@ -507,6 +522,7 @@ def render_dataset_card(
         mode=value("mode"),
         k=value("k"),
         threshold=value("threshold") if metadata.get("threshold") is not None else "none",
+        quality=_quality(metadata),
         index=value("index"),
         languages=", ".join(languages) or _MISSING,
         src=value("src"),
