@@ -249,9 +249,10 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         default=None,
         metadata=option(
             "choose the threshold: the lowest whose written pairs have an estimated precision (mean quality) of at "
-            "least this; recorded in OUT.meta.json with the precision reached (the `default` classifier unless "
+            "least P; recorded in OUT.meta.json with the precision reached (the `default` classifier unless "
             "--classifier)",
             type=probability,
+            metavar="P",
             group="quality",
         ),
     )

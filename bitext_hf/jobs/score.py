@@ -128,7 +128,9 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
     min_quality: float | None = field(
         default=None,
         metadata=option(
-            "keep only the pairs whose quality (the classifier's probability) is at least this", type=probability
+            "keep only the pairs whose quality (the classifier's probability) is at least Q",
+            type=probability,
+            metavar="Q",
         ),
     )
     # The general options (`-q`, `--threads`), which every command takes before its name or after it.
