@@ -33,7 +33,7 @@ from cli_fakes import SOURCES, TARGETS, install_fake_encoders, run, write_lines
 from hostile_jobs import python_call
 from hostile_support import MARKER, refusal_line, snapshot
 
-from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from bitext_hf.cli import EXIT_DATA, EXIT_ENCODER, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bitext_hf.errors import OutputWriteError
 
 pytestmark = pytest.mark.timeout(120)  # a FIFO opened by mistake hangs: fail instead
@@ -298,6 +298,14 @@ CASES = {
     "--window far wider than the documents": Case(lambda t: [*FOLDERS, "--window", str(10**30), "--out", "aligned"],
                                                   EXIT_OK, creates=("aligned", *NEW)),
     "--max-align past the bead types": Case(lambda t: [*FOLDERS, "--max-align", "65"], EXIT_USAGE, "max_align"),
+    # A pair classifier (--classifier) that cannot add its column: refused before anything is encoded.
+    "--classifier with the vecalign format": Case(lambda t: [*FOLDERS, "--out", "aligned", "--classifier", "default"],
+                                                  EXIT_USAGE, "--format vecalign is one bead a line"),
+    "--classifier a missing folder": Case(lambda t: [*FOLDERS, "--out", "aligned", "--format", "tsv", "--classifier",
+                                                     "missing"], EXIT_ENCODER, "cannot load a pair classifier"),
+    "--classifier default with another --model": Case(lambda t: [*FOLDERS, "--out", "aligned", "--format", "jsonl",
+                                                                 "--model", "other", "--classifier", "default"],
+                                                      EXIT_USAGE, "'use-multilingual-v3', not 'other'"),
     # The job from Python: paths of another type work; a value of the wrong type, absurd, or set after the config was
     # made, a config that is none, a load_encoder that cannot be called: the package's own error, nothing read.
     "from Python: documents as pathlib.Path": Case(_python(src=Path("de/one.txt"), tgt=Path("fr/one.txt"),

@@ -4,8 +4,9 @@ the alignment metric: a format, not the engine (:mod:`bitext_hf.alignment` retur
 ``vecalign`` (the format vecalign's and Bertalign's scorers read): one bead a line, ``[0, 1]:[2]:0.734215``, the
 0-based source and target sentences then the score; every sentence of both documents appears once, in order. ``tsv``,
 ``jsonl`` and ``parquet`` hold the same beads with their joined sentences: columns ``score src_lines tgt_lines src
-tgt`` (TSV: the lines comma-separated, empty for none; JSON Lines and Parquet: lists of integers). Every file is
-written atomically (:func:`bitext_hf.io.atomic_output`).
+tgt`` (TSV: the lines comma-separated, empty for none; JSON Lines and Parquet: lists of integers), and with a pair
+classifier (``align --classifier``) a last column ``quality``, each bead's probability of being a translation (0.0
+for a 1-0 or 0-1 bead). Every file is written atomically (:func:`bitext_hf.io.atomic_output`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ SIDECAR_KEYS = (
     "margin",
     "length_prior",
     "format",
+    "classifier",
     "src",
     "tgt",
     "src_lang",
@@ -64,6 +66,8 @@ ALIGN_FORMATS = ("vecalign", "tsv", "jsonl", "parquet")
 EXTENSIONS = {"vecalign": ".align", "tsv": ".tsv", "jsonl": ".jsonl", "parquet": ".parquet"}
 _BY_EXTENSION = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 HEADER = ("score", "src_lines", "tgt_lines", "src", "tgt")
+# The column a pair classifier adds, last.
+QUALITY = "quality"
 # The joined text of a bead: the sentences as the encoder read them, one space between.
 _JOINER = " "
 
@@ -96,9 +100,21 @@ def _rows(alignment: Beads, src: Sequence[str], tgt: Sequence[str]):
 
 
 def write_alignment(
-    alignment: Beads, path: str | os.PathLike, src: Sequence[str], tgt: Sequence[str], format: str
+    alignment: Beads,
+    path: str | os.PathLike,
+    src: Sequence[str],
+    tgt: Sequence[str],
+    format: str,
+    quality: Sequence[float] | np.ndarray | None = None,
 ) -> None:
-    """Write ``alignment`` of the sentences ``src`` and ``tgt`` to ``path`` (``-``: stdout) in ``format``."""
+    """Write ``alignment`` of the sentences ``src`` and ``tgt`` to ``path`` (``-``: stdout) in ``format``; with
+    ``quality`` (one value per bead), a last column ``quality`` (tsv, jsonl, parquet: vecalign has no place for it)."""
+    if quality is not None:
+        quality = np.asarray(quality, dtype=np.float64).reshape(-1)
+        if format == "vecalign":
+            raise UsageError("the vecalign format has no place for a quality column: write tsv, jsonl or parquet")
+        if quality.shape[0] != len(alignment.beads):
+            raise ValueError(f"{quality.shape[0]} quality values for {len(alignment.beads)} beads")
     if format == "vecalign":
         with atomic_output(path) as handle:
             for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
@@ -106,18 +122,24 @@ def write_alignment(
     elif format in ("parquet", "jsonl", "tsv"):
         rows = list(_rows(alignment, src, tgt))
         columns = dict(zip(HEADER, map(list, zip(*rows)))) if rows else {name: [] for name in HEADER}
+        cells = {
+            "score": [f"{score:.6f}" for score in columns["score"]],
+            **{name: [",".join(map(str, lines)) for lines in columns[name]] for name in HEADER[1:3]},
+        }
+        records = {"score": [round(score, 6) for score in columns["score"]]}
+        types = dict(zip(HEADER, ("float32", "list<int64>", "list<int64>", "string", "string")))
+        if quality is not None:
+            columns[QUALITY] = quality.tolist()
+            cells[QUALITY] = [f"{value:.6f}" for value in columns[QUALITY]]
+            records[QUALITY] = [round(value, 6) for value in columns[QUALITY]]
+            types[QUALITY] = "float32"
         write_table(
             path,
             format,
             columns,
-            cells={
-                "score": [f"{score:.6f}" for score in columns["score"]],
-                **{name: [",".join(map(str, lines)) for lines in columns[name]] for name in HEADER[1:3]},
-            }
-            if format == "tsv"
-            else None,
-            records={"score": [round(score, 6) for score in columns["score"]]} if format == "jsonl" else None,
-            types=dict(zip(HEADER, ("float32", "list<int64>", "list<int64>", "string", "string"))),
+            cells=cells if format == "tsv" else None,
+            records=records if format == "jsonl" else None,
+            types=types,
         )
     else:
         raise UsageError(f"unknown alignment format {format!r}; choose one of {', '.join(ALIGN_FORMATS)}")

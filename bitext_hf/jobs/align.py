@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from bitext_hf.alignment.settings import MAX_BEAD_SIZE, AlignSettings
 from bitext_hf.data import alignment_files
 from bitext_hf.data.alignment_files import (
@@ -135,6 +137,9 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
             (.tsv, .jsonl, .parquet), else vecalign.
         src_lang (str, optional): the source side's language code, recorded in the sidecar for the dataset card.
         tgt_lang (str, optional): the target side's language code, likewise.
+        classifier (str, optional): a pair classifier (``"default"``, a folder or a hub id) whose probability
+            that each bead is a translation becomes a last ``quality`` column of the tsv, jsonl and parquet outputs
+            (0.0 for a 1-0 or 0-1 bead); None (the default) adds none. Refused with the vecalign format.
         quiet (bool): no progress bars, as ``mine``.
         threads (int, optional): CPU threads, as ``mine``.
         command (str, optional): the command that reproduces the run, recorded in the sidecar, as ``mine``.
@@ -173,6 +178,18 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
         default=None,
         metadata=option("instead of --tgt: the list of their target documents, in the same order"),
     )
+    classifier: str | None = field(
+        default=None,
+        metadata=option(
+            "add a `quality` column (the last) to the tsv, jsonl and parquet outputs: the probability that a bead's "
+            "two sides (its sentences joined) translate each other, by this pair classifier: `default` (shipped in "
+            "the package, for the default encoder), a folder written by recipes/train_pair_quality.py or a hub id "
+            "(its encoder must be the run's; it reads the cosine and the ratio margin with k=4 over the document's "
+            "links). A 1-0 or 0-1 bead is no translation: its quality is 0.0. The vecalign format has no place for "
+            "it",
+            metavar="MODEL",
+        ),
+    )
     quiet: bool = field(default=False, metadata=QUIET)
     threads: int | None = field(default=None, metadata=THREADS)
     command: str | None = None
@@ -195,6 +212,21 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
             raise UsageError("--src and --tgt must both be files or both be folders of documents")
         if self.many_documents and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
             raise UsageError(f"--out {self.out}: many documents align into a folder, one file each; name a folder")
+        self._check_classifier()
+
+    def _check_classifier(self) -> None:
+        """``classifier`` adds a column: a table format (tsv, jsonl, parquet) has one, vecalign (the printed beads
+        too) has none."""
+        if self.classifier is None:
+            return
+        if not self.classifier.strip():
+            raise UsageError("--classifier: empty; give `default`, a folder or a hub id")
+        if self.output_format == "vecalign":
+            where = "the printed beads are" if not self.out else "--format vecalign is"
+            raise UsageError(
+                f"--classifier adds a `quality` column and {where} one bead a line with no place for it: write "
+                ".tsv, .jsonl or .parquet (or --format tsv|jsonl|parquet)"
+            )
 
     @property
     def many_documents(self) -> bool:
@@ -220,6 +252,9 @@ class AlignResult:
         src_documents, tgt_documents (list of list of str): each pair's sentences as read.
         alignments (list of Alignment): each pair's beads and scores (:class:`~bitext_hf.alignment.search.Alignment`).
         outputs (list of str): the files written (none without ``out``).
+        qualities (list of numpy.ndarray, optional): with ``classifier``, each pair's quality of each bead (float32,
+            the classifier's probability that the bead's two sides translate each other; 0.0 for a 1-0 or 0-1 bead);
+            None without.
         encoded, from_cache (int): overlap texts encoded in this run, and served from the encoding cache.
         seconds (dict of str to float): wall time of each stage.
 
@@ -234,6 +269,7 @@ class AlignResult:
     encoded: int
     from_cache: int
     seconds: dict[str, float]
+    qualities: list[np.ndarray] | None = None
 
     def __repr__(self) -> str:
         beads = sum(len(alignment) for alignment in self.alignments)
@@ -268,6 +304,14 @@ def alignment_report(config: AlignConfig, result: AlignResult, seconds: float) -
         f"aligned {len(result.names)} document pair(s), {sentences[0]} source x {sentences[1]} target sentences: "
         f"{beads} beads, {links} of them links (max-align {config.max_align}){where}"
     )
+    if result.qualities is not None:
+        linked = [
+            quality
+            for alignment, qualities in zip(result.alignments, result.qualities)
+            for (xs, ys), quality in zip(alignment.beads, qualities.tolist())
+            if xs and ys
+        ]
+        summary += f"; mean quality of the links {sum(linked) / len(linked):.3f}" if linked else ""
     lines.append(ReportLine(summary, "report" if config.out else "stderr"))
     parts = ", ".join(f"{name} {value:.1f} s" for name, value in result.seconds.items())
     cached = f", {result.from_cache} from the cache" if result.from_cache else ""
@@ -454,6 +498,7 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
             check_tsv_sentences(document, display(path))
     _note_capped_settings(settings, tgt_docs)
     read_seconds = time.perf_counter() - started
+    classifier = _classifier(config)  # loaded and checked before the encoder is loaded
 
     embedder = Embedder.from_options(config, load_encoder)
     from bitext_hf.alignment.overlaps import overlap_texts
@@ -466,10 +511,20 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
     align_started = time.perf_counter()
     alignments = [search(src, tgt, **settings.as_dict()) for src, tgt in zip(src_overlaps, tgt_overlaps)]
     align_seconds = time.perf_counter() - align_started
+    seconds = {"read": read_seconds, "encode": embedder.encode_seconds, "align": align_seconds}
+    qualities = None
+    if classifier is not None:
+        quality_started = time.perf_counter()
+        qualities = [
+            _bead_quality(classifier, *document)
+            for document in zip(alignments, src_docs, tgt_docs, src_overlaps, tgt_overlaps)
+        ]
+        seconds["quality"] = time.perf_counter() - quality_started
 
     write_started = time.perf_counter()
     if paths:
-        _write(config, outputs, paths, alignments, src_docs, tgt_docs, fmt, names)
+        _write(config, outputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities)
+    seconds["write"] = time.perf_counter() - write_started
     return AlignResult(
         names=names,
         src_documents=src_docs,
@@ -478,13 +533,51 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
         outputs=paths,
         encoded=embedder.encoded,
         from_cache=embedder.from_cache,
-        seconds={
-            "read": read_seconds,
-            "encode": embedder.encode_seconds,
-            "align": align_seconds,
-            "write": time.perf_counter() - write_started,
-        },
+        seconds=seconds,
+        qualities=qualities,
     )
+
+
+def _classifier(config: AlignConfig) -> Any:
+    """The run's pair classifier (None without ``classifier``), loaded and checked against the run's encoder before
+    any encoding: one trained on another encoder's cosines is refused (exit 2), the default one included, since the
+    user asked for it; one that cannot be loaded is an encoder load error (exit 4)."""
+    if config.classifier is None:
+        return None
+    from bitext_hf.mining.quality import check_classifier_encoder, load_classifier
+
+    classifier = load_classifier(config.classifier)
+    check_classifier_encoder(classifier, config.encoder_spec().name, config.classifier)
+    return classifier
+
+
+def _bead_quality(classifier, alignment: Alignment, src: list[str], tgt: list[str], src_overlaps, tgt_overlaps):
+    """The classifier's probability of each bead of one document (float32): of its two sides' joined sentences, from
+    the cosine of their overlap embeddings (the vectors the search scored, encoded once) and the ratio margin over the
+    document's links as rows (k: the classifier's, at most the links). A 1-0 or 0-1 bead is no translation: 0.0."""
+    from bitext_hf.alignment.overlaps import JOINER
+    from bitext_hf.mining import score_pairs  # at call time: the package imports this module
+    from bitext_hf.mining.quality import pair_quality
+
+    quality = np.zeros(len(alignment), dtype=np.float32)
+    links = [number for number, (xs, ys) in enumerate(alignment.beads) if xs and ys]
+    if not links:
+        return quality
+
+    def vectors(overlaps, runs):
+        # The overlap of a run of a sentences ending at sentence i is row index[a - 1, i] (a <= max-align - 1).
+        return overlaps.vectors[[overlaps.index[len(run) - 1, run[-1]] for run in runs]]
+
+    src_runs = [alignment.beads[number][0] for number in links]
+    tgt_runs = [alignment.beads[number][1] for number in links]
+    src_vectors, tgt_vectors = vectors(src_overlaps, src_runs), vectors(tgt_overlaps, tgt_runs)
+    cosines = np.einsum("ij,ij->i", src_vectors, tgt_vectors)
+    k = min(classifier.config.margin_k, len(links))
+    margins = score_pairs(src_vectors, tgt_vectors, k=k, margin=classifier.config.margin)
+    sources = [JOINER.join(src[x] for x in run) for run in src_runs]
+    targets = [JOINER.join(tgt[y] for y in run) for run in tgt_runs]
+    quality[links] = pair_quality(classifier, sources, targets, cosines, margins)
+    return quality
 
 
 def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
@@ -495,6 +588,7 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
         "encoder": config.encoder_spec().identity,
         **config.settings.as_dict(),
         "format": fmt,
+        "classifier": config.classifier,
         "src": config.src,
         "tgt": config.tgt,
         "src_lang": config.src_lang,
@@ -509,16 +603,19 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
     )
 
 
-def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, fmt, names) -> None:
+def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities) -> None:
     """Every output and the sidecar, or none of them: each written to a temporary file, all renamed together at the
     end, the sidecar last (:class:`~bitext_hf.jobs.base.JobOutputs`); a failure or a signal before that leaves the
     files that were there before as they were. One stream the user named (stdout, a FIFO, a device) is written
     directly, alone."""
     from bitext_hf.data.pair_files import metadata_path
 
-    for path, alignment, src, tgt in zip(paths, alignments, src_docs, tgt_docs):
+    for number, (path, alignment, src, tgt) in enumerate(zip(paths, alignments, src_docs, tgt_docs)):
         with outputs.staged(path) as temporary:
-            alignment_files.write_alignment(alignment, temporary, src, tgt, fmt)
+            if qualities is None:  # the call as it has always been (tests replace write_alignment)
+                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt)
+            else:
+                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt, qualities[number])
     if not outputs.is_stream(config.out):
         sidecar = os.path.join(config.out, SIDECAR_NAME) if config.many_documents else metadata_path(config.out)
         with outputs.open(sidecar) as handle:
