@@ -43,6 +43,7 @@ from bitext_hf.jobs.base import (
     results_on_stdout,
     shown_path,
 )
+from bitext_hf.jobs.mine_quality import add_quality, mining_classifier, pairs_at_precision
 from bitext_hf.jobs.mine_search import (
     check_filter_options,
     check_index_options,
@@ -520,7 +521,6 @@ def _plan_outputs(config: MiningConfig, outputs: JobOutputs) -> str | None:
 def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs: JobOutputs) -> MiningResult:
     from bitext_hf.data.pair_files import check_representable
     from bitext_hf.mining.documents import mine_documents
-    from bitext_hf.mining.quality import pair_quality
 
     started = time.perf_counter()
     fmt = _plan_outputs(config, outputs)
@@ -549,7 +549,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
     if docs is not None and kept[0] is not None:
         docs = (docs[0][kept[0]], docs[1][kept[1]])
 
-    classifier = _classifier(config, src, tgt)  # loaded and checked before any encoding
+    classifier = mining_classifier(config, src, tgt)  # loaded and checked before any encoding
     read_seconds = time.perf_counter() - started
     embedder = Embedder.from_options(config, load_encoder)
     with distributed_session(config):  # started after every input was read and checked
@@ -593,13 +593,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
 
     search_seconds = time.perf_counter() - search_started
     if classifier is not None:
-        pairs.quality = pair_quality(
-            classifier,
-            [src.texts[row] for row in pairs.src_indices.tolist()],
-            [tgt.texts[row] for row in pairs.tgt_indices.tolist()],
-            pairs.cosines,
-            pairs.scores,
-        )
+        add_quality(classifier, pairs, src, tgt)
     candidates = None
     if config.threshold_report:
         candidates = pairs
@@ -613,7 +607,7 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
     if filters.active:
         record.filters = {"settings": filters.describe(), "removed": counts}
     if config.min_precision is not None:  # over the pairs the filters kept: the precision of what is written
-        pairs, record.threshold = _pairs_at_precision(pairs, config.min_precision)
+        pairs, record.threshold = pairs_at_precision(pairs, config.min_precision)
     if classifier is not None:
         record.classifier, record.min_precision = config.classifier, config.min_precision
         record.estimated_precision = float(pairs.quality.mean()) if len(pairs) else None
@@ -671,43 +665,6 @@ def _run(config: MiningConfig, load_encoder: Callable[..., Any] | None, outputs:
             "write": write_seconds,
         },
     )
-
-
-def _classifier(config: MiningConfig, src: Side, tgt: Side) -> Any:
-    """The run's pair classifier (None without ``classifier``), checked against what it reads: both sides' texts,
-    encoded by its encoder (a .npy side's encoder is not known: the user vouches for it)."""
-    if config.classifier is None:
-        return None
-    from bitext_hf.encoders.spec import EncoderSpec
-    from bitext_hf.mining.quality import check_classifier_encoder, load_classifier
-
-    for name, side in (("src", src), ("tgt", tgt)):
-        if side.texts is None:
-            raise UsageError(f"--classifier reads the sentences: give --{name}-text with the embeddings {side.path}")
-    if config.k != 4:
-        raise UsageError(f"--classifier reads the ratio margin with k=4 (how it was trained): --k {config.k}")
-    classifier = load_classifier(config.classifier)
-    for side, model in (("src", config.src_model), ("tgt", config.tgt_model)):
-        if not is_embeddings(getattr(config, side)):
-            check_classifier_encoder(classifier, EncoderSpec(model or config.model).name, config.classifier)
-    return classifier
-
-
-def _pairs_at_precision(pairs: MinedPairs, precision: float) -> tuple[MinedPairs, float]:
-    """The pairs at or above the lowest threshold whose pairs reach an estimated ``precision``, and that threshold."""
-    from bitext_hf.mining.quality import threshold_for_precision
-
-    chosen = threshold_for_precision(pairs.scores, pairs.quality, precision)
-    if chosen is None:
-        order = np.argsort(-pairs.scores, kind="stable")
-        best = np.cumsum(pairs.quality[order]) / np.arange(1, len(pairs) + 1) if len(pairs) else np.zeros(0)
-        reached = f"{float(best.max()):.3f}" if len(best) else "nothing (no pair was mined)"
-        raise DataValidationError(
-            f"--min-precision {precision}: no threshold reaches it; the most any threshold reaches is {reached} "
-            "(lower it, or mine corpora that hold more translations)"
-        )
-    threshold = chosen[0]
-    return pairs.select(pairs.scores >= threshold), threshold
 
 
 def _check_dimensions(config: MiningConfig, src_emb, tgt_emb) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "load_classifier",
     "pair_quality",
     "precision_at_thresholds",
+    "precision_curve",
     "report_precision",
     "report_thresholds",
     "threshold_for_precision",
@@ -154,24 +155,25 @@ def report_precision(candidates: Any, threshold: float | None) -> list[tuple[flo
     )
 
 
+def precision_curve(scores: np.ndarray, quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every cut a threshold can make on ``scores`` (pairs with the same score fall on the same side): the threshold
+    of each cut (highest first), the estimated precision of the pairs at or above it (mean quality) and their count."""
+    scores, quality = np.asarray(scores, dtype=np.float64), np.asarray(quality, dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    ranked, cumulative = scores[order], np.cumsum(quality[order])
+    ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True)) if ranked.size else np.zeros(0, np.int64)
+    return ranked[ends], cumulative[ends] / (ends + 1), ends + 1
+
+
 def threshold_for_precision(
     scores: np.ndarray, quality: np.ndarray, precision: float
 ) -> tuple[float, float, int] | None:
     """The lowest threshold on ``scores`` whose pairs (score >= threshold) have an estimated precision (mean quality)
-    of at least ``precision``: (threshold, estimated precision, pairs kept), or None when no threshold reaches it.
-
-    Pairs with the same score fall on the same side of any threshold, so the cuts considered are between distinct
-    scores; of those reaching the precision, the one keeping the most pairs wins."""
-    scores, quality = np.asarray(scores, dtype=np.float64), np.asarray(quality, dtype=np.float64)
-    if scores.size == 0:
-        return None
-    order = np.argsort(-scores, kind="stable")
-    ranked, cumulative = scores[order], np.cumsum(quality[order])
-    # The last position of each run of equal scores: the cuts a threshold can make.
-    ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))
-    means = cumulative[ends] / (ends + 1)
+    of at least ``precision``: (threshold, estimated precision, pairs kept), or None when no threshold reaches it
+    (of the cuts of :func:`precision_curve` reaching it, the one keeping the most pairs)."""
+    thresholds, means, kept = precision_curve(scores, quality)
     reaching = np.flatnonzero(means >= precision)
     if reaching.size == 0:
         return None
-    best = ends[reaching[-1]]
-    return float(ranked[best]), float(means[reaching[-1]]), int(best + 1)
+    best = reaching[-1]
+    return float(thresholds[best]), float(means[best]), int(kept[best])
