@@ -28,6 +28,10 @@ RECIPES = {
     "distill_wolof": (["dataset allenai/nllb", "a GPU for bf16"], "distill_wolof-smoke.yaml"),
     "train_musr": (["a GPU for bf16"], "musr-gettext.yaml"),
     "train_onealigner": (["model FacebookAI/xlm-roberta-large", "a GPU for bf16"], "onealigner-gettext.yaml"),
+    "train_pair_quality_cross_encoder": (
+        ["model FacebookAI/xlm-roberta-base"],
+        "pair_quality_cross_encoder-smoke.yaml",
+    ),
     "align_contrastive": (
         ["dataset Helsinki-NLP/opus-100", "model google-bert/bert-base-multilingual-cased"],
         # the gettext configuration aligns with eflomal: offered only where it is installed

@@ -211,10 +211,30 @@ def _check_config_matches_weights(config_path: Path, config: dict, tensors: dict
                 )
 
 
+def _check_files_are_regular(folder: Path) -> None:
+    """Every file of a model folder is a regular file (or a link to one, as in the Hub cache): the loaders open
+    config, weights and tokenizer files by name, and a FIFO there would make them wait for a writer forever, a
+    device feed them without end."""
+    from bitext_hf.io.small_files import SmallFileError, regular_file_status
+
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as error:
+        raise EncoderLoadError(f"{folder}: cannot be listed ({_first_line(error)})") from None
+    for entry in entries:
+        try:
+            if entry.is_dir():
+                continue
+            regular_file_status(entry.path)
+        except (SmallFileError, OSError) as error:
+            raise EncoderLoadError(f"{entry.path}: {error}; a model folder holds regular files") from None
+
+
 def _check_folder(path: Path, trust_remote_code: bool) -> bool:
     """Cheap checks of a local model folder; True for a sentence-transformers folder."""
     if not path.is_dir():
         raise EncoderLoadError(f"{path}: not a folder; pass the folder that holds the model")
+    _check_files_are_regular(path)
     modules_file = path / "modules.json"
     if modules_file.is_file():
         modules = read_json(modules_file)
@@ -222,6 +242,8 @@ def _check_folder(path: Path, trust_remote_code: bool) -> bool:
             raise EncoderLoadError(f"{modules_file}: not a sentence-transformers module list")
         for module in modules:
             folder = path / str(module.get("path", ""))
+            if folder.is_dir() and folder != path:
+                _check_files_are_regular(folder)
             if str(module.get("type", "")).endswith("Transformer"):
                 tensors = _check_safetensors(folder)
                 _check_config(folder / "config.json", trust_remote_code, tensors)

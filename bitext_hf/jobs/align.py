@@ -183,9 +183,9 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
         metadata=option(
             "add a `quality` column (the last) to the tsv, jsonl and parquet outputs: the probability that a bead's "
             "two sides (its sentences joined) translate each other, by this pair classifier: `default` (shipped in "
-            "the package, for the default encoder), a folder written by recipes/train_pair_quality.py or a hub id "
-            "(its encoder must be the run's; it reads the cosine and the ratio margin with k=4 over the document's "
-            "links). A 1-0 or 0-1 bead is no translation: its quality is 0.0. The vecalign format has no place for "
+            "the package, for the default encoder), a folder written by recipes/train_pair_quality.py (its encoder "
+            "must be the run's; it reads the cosine and the ratio margin with k=4 over the document's links) or "
+            "recipes/train_pair_quality_cross_encoder.py (reads the texts only), or a hub id. A 1-0 or 0-1 bead is no translation: its quality is 0.0. The vecalign format has no place for "
             "it",
             metavar="MODEL",
         ),
@@ -572,8 +572,10 @@ def _bead_quality(classifier, alignment: Alignment, src: list[str], tgt: list[st
     tgt_runs = [alignment.beads[number][1] for number in links]
     src_vectors, tgt_vectors = vectors(src_overlaps, src_runs), vectors(tgt_overlaps, tgt_runs)
     cosines = np.einsum("ij,ij->i", src_vectors, tgt_vectors)
-    k = min(classifier.config.margin_k, len(links))
-    margins = score_pairs(src_vectors, tgt_vectors, k=k, margin=classifier.config.margin)
+    margins = cosines  # not read by a cross-encoder, which reads the texts only
+    if getattr(classifier.config, "reads_scores", True):
+        k = min(classifier.config.margin_k, len(links))
+        margins = score_pairs(src_vectors, tgt_vectors, k=k, margin=classifier.config.margin)
     sources = [JOINER.join(src[x] for x in run) for run in src_runs]
     targets = [JOINER.join(tgt[y] for y in run) for run in tgt_runs]
     quality[links] = pair_quality(classifier, sources, targets, cosines, margins)

@@ -241,7 +241,8 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         metadata=option(
             "add a `quality` column, the probability that a pair is a translation by this pair classifier: `default` "
             "(shipped in the package, for the default encoder), a folder written by recipes/train_pair_quality.py "
-            "or a hub id (the classifier's encoder must be the run's; it reads the ratio margin with k=4)",
+            "(reads the run's encoder's ratio margin with k=4, so its encoder must be the run's) or "
+            "recipes/train_pair_quality_cross_encoder.py (reads the texts only), or a hub id",
             metavar="MODEL",
             group="quality",
         ),
@@ -285,7 +286,8 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
         self._check_quality_options()
 
     def _check_quality_options(self) -> None:
-        """The classifier reads the texts and the ratio margin with the k it was trained with (4, the default)."""
+        """``--min-precision`` needs a classifier (the default one unless named) and no threshold of its own; what the
+        classifier reads (the light one: the ratio margin with k=4) is checked when it is loaded, before encoding."""
         if self.min_precision is not None:
             if self.threshold is not None:
                 raise UsageError("--min-precision chooses the threshold: leave --threshold out")
@@ -294,8 +296,6 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             return
         if not self.classifier.strip():
             raise UsageError("--classifier: empty; give `default`, a folder or a hub id")
-        if self.margin != "ratio":
-            raise UsageError(f"--classifier reads the ratio margin: --margin {self.margin} gives it another score")
 
     def _refuse_options_that_cannot_act(self) -> None:
         """An option given where it can do nothing is a usage error, not silently ignored: the user meant it to act."""

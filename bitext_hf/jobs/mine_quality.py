@@ -19,7 +19,8 @@ __all__ = ["add_quality", "mining_classifier", "pairs_at_precision"]
 
 def mining_classifier(config: MiningConfig, src: Side, tgt: Side) -> Any:
     """The run's pair classifier (None without ``classifier``), checked against what it reads: both sides' texts,
-    encoded by its encoder (a .npy side's encoder is not known: the user vouches for it)."""
+    and for the light classifier the ratio margin with k=4 of its encoder (a .npy side's encoder is not known: the
+    user vouches for it)."""
     if config.classifier is None:
         return None
     from bitext_hf.encoders.spec import EncoderSpec
@@ -28,9 +29,12 @@ def mining_classifier(config: MiningConfig, src: Side, tgt: Side) -> Any:
     for name, side in (("src", src), ("tgt", tgt)):
         if side.texts is None:
             raise UsageError(f"--classifier reads the sentences: give --{name}-text with the embeddings {side.path}")
-    if config.k != 4:
-        raise UsageError(f"--classifier reads the ratio margin with k=4 (how it was trained): --k {config.k}")
     classifier = load_classifier(config.classifier)
+    if getattr(classifier.config, "reads_scores", True):  # the light classifier; a cross-encoder reads the texts
+        if config.margin != "ratio":
+            raise UsageError(f"--classifier reads the ratio margin: --margin {config.margin} gives it another score")
+        if config.k != 4:
+            raise UsageError(f"--classifier reads the ratio margin with k=4 (how it was trained): --k {config.k}")
     for side, model in (("src", config.src_model), ("tgt", config.tgt_model)):
         if not is_embeddings(getattr(config, side)):
             check_classifier_encoder(classifier, EncoderSpec(model or config.model).name, config.classifier)

@@ -121,7 +121,9 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
         metadata=option(
             "the pair classifier whose probability that a pair is a translation becomes the `quality` column: "
             "`default` (shipped in the package, for the default encoder), a folder written by "
-            "recipes/train_pair_quality.py or a hub id; `none`: no quality column",
+            "recipes/train_pair_quality.py (light: reads the run's encoder's cosine and margin, so its encoder must "
+            "be the run's) or recipes/train_pair_quality_cross_encoder.py (reads the texts only), or a hub id; "
+            "`none`: no quality column",
             metavar="MODEL",
         ),
     )
@@ -342,6 +344,7 @@ def _quality(classifier, config, sources, targets, candidates, src_emb, tgt_emb)
 
     k = min(classifier.config.margin_k, len(sources))
     margins = candidates.scores
-    if config.margin != classifier.config.margin or config.k != classifier.config.margin_k:
+    reads_scores = getattr(classifier.config, "reads_scores", True)  # a cross-encoder reads the texts only
+    if reads_scores and (config.margin != classifier.config.margin or config.k != classifier.config.margin_k):
         margins = score_pairs(src_emb, tgt_emb, k=k, margin=classifier.config.margin)
     return pair_quality(classifier, sources, targets, candidates.cosines, margins)

@@ -44,36 +44,54 @@ MAX_WEIGHTS_BYTES = 64 << 20
 
 def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
     """The pair classifier ``name``: ``"default"`` (shipped in this package), a folder written by
-    ``recipes/train_pair_quality.py``, or a Hub id. Loaded with the package's own code (no remote code is run).
+    ``recipes/train_pair_quality.py`` (the light classifier) or ``recipes/train_pair_quality_cross_encoder.py`` (a
+    cross-encoder, :mod:`~bitext_hf.mining.quality_cross_encoder`), or a Hub id of either. Loaded with the package's
+    own code or the base's transformers class: no remote code is run, no pickle loaded.
 
     Raises:
         EncoderLoadError: nothing loadable there, or not a pair classifier (exit 4).
     """
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoConfig
 
-    import bitext_hf.modeling.pair_quality  # noqa: F401  (registers the family with AutoModel)
-    from bitext_hf.modeling.pair_quality import PairQualityClassifier
+    import bitext_hf.modeling.pair_quality  # noqa: F401  (registers the light family with AutoConfig and AutoModel)
+    from bitext_hf.mining.quality_cross_encoder import CROSS_ENCODER_MARKER, CROSS_ENCODER_VARIANT, load_cross_encoder
 
     path = DEFAULT_CLASSIFIER_PATH if str(name) == DEFAULT_CLASSIFIER else name
-    if os.path.lexists(path):
-        _check_local_classifier(Path(path), name)
-    try:
-        config = AutoConfig.from_pretrained(str(path))
-    except (OSError, ValueError) as error:
-        first = " ".join(str(error).split())[:300]
-        raise EncoderLoadError(f"--classifier {name}: cannot load a pair classifier there ({first})") from None
-    if config.model_type != "bitext_pair_quality":
+    local = os.path.lexists(path)
+    if local:
+        settings = _local_config(Path(path), name)
+    else:
+        try:
+            settings = AutoConfig.from_pretrained(str(path)).to_dict()
+        except (OSError, ValueError) as error:
+            first = " ".join(str(error).split())[:300]
+            raise EncoderLoadError(f"--classifier {name}: cannot load a pair classifier there ({first})") from None
+    if settings.get(CROSS_ENCODER_MARKER) == CROSS_ENCODER_VARIANT:
+        return load_cross_encoder(path, settings)
+    if settings.get("model_type") != "bitext_pair_quality":
         raise EncoderLoadError(
-            f"--classifier {name}: a {config.model_type!r} model, not a pair classifier (train one with "
-            "recipes/train_pair_quality.py)"
+            f"--classifier {name}: a {settings.get('model_type')!r} model, not a pair classifier (train one with "
+            "recipes/train_pair_quality.py or recipes/train_pair_quality_cross_encoder.py)"
         )
+    if local:
+        _check_light_weights(Path(path), name)
+    return _load_light(path, name)
+
+
+def _load_light(path: str | os.PathLike, name: str | os.PathLike) -> Any:
+    from transformers import AutoModel
     from transformers.utils import logging as transformers_logging
+
+    from bitext_hf.modeling.pair_quality import PairQualityClassifier
 
     # A classifier of a few thousand weights loads at once: transformers' weight-loading bar would only be noise.
     shown = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
     try:
-        model = AutoModel.from_pretrained(str(path), config=config, use_safetensors=True)  # never a pickle
+        model = AutoModel.from_pretrained(str(path), use_safetensors=True)  # never a pickle
+    except (OSError, ValueError) as error:
+        first = " ".join(str(error).split())[:300]
+        raise EncoderLoadError(f"--classifier {name}: cannot load a pair classifier there ({first})") from None
     finally:
         if shown:
             transformers_logging.enable_progress_bar()
@@ -82,24 +100,42 @@ def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
     return model.eval()
 
 
-def _check_local_classifier(folder: Path, name: str | os.PathLike) -> None:
-    """A local classifier is a folder whose config.json and model.safetensors are regular files of sane sizes: a
-    FIFO there would block the loader, a device feed it forever, a pickled checkpoint run code."""
-    from bitext_hf.io.small_files import SmallFileError, regular_file_status
+def _local_config(folder: Path, name: str | os.PathLike) -> dict[str, Any]:
+    """The config.json of a local classifier folder, read without trusting the folder: a FIFO there would block the
+    loader, a device feed it forever."""
+    from bitext_hf.io.small_files import SmallFileError, read_small_json, regular_file_status
 
     if not folder.is_dir():
         raise EncoderLoadError(f"--classifier {name}: not a folder (a pair classifier is the folder its recipe wrote)")
-    for file, bound in (("config.json", MAX_CONFIG_BYTES), ("model.safetensors", MAX_WEIGHTS_BYTES)):
-        try:
-            size = regular_file_status(folder / file).st_size
-        except FileNotFoundError:
-            raise EncoderLoadError(f"--classifier {name}: no {file} in the folder") from None
-        except (SmallFileError, OSError) as error:
-            raise EncoderLoadError(f"--classifier {name}: {file} is {error}") from None
-        if size > bound:
-            raise EncoderLoadError(
-                f"--classifier {name}: {file} is {size} bytes, more than a pair classifier's {bound}"
-            )
+    try:
+        regular_file_status(folder / "config.json")
+        settings = read_small_json(folder / "config.json", MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        raise EncoderLoadError(f"--classifier {name}: no config.json in the folder") from None
+    except (SmallFileError, OSError) as error:
+        raise EncoderLoadError(f"--classifier {name}: config.json is {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise EncoderLoadError(f"--classifier {name}: config.json is not JSON ({error})") from None
+    if not isinstance(settings, dict):
+        raise EncoderLoadError(f"--classifier {name}: config.json is not a model configuration (a JSON object)")
+    return settings
+
+
+def _check_light_weights(folder: Path, name: str | os.PathLike) -> None:
+    """A light classifier's model.safetensors is a regular file of a sane size (a pickled checkpoint is never read)."""
+    from bitext_hf.io.small_files import SmallFileError, regular_file_status
+
+    try:
+        size = regular_file_status(folder / "model.safetensors").st_size
+    except FileNotFoundError:
+        raise EncoderLoadError(f"--classifier {name}: no model.safetensors in the folder") from None
+    except (SmallFileError, OSError) as error:
+        raise EncoderLoadError(f"--classifier {name}: model.safetensors is {error}") from None
+    if size > MAX_WEIGHTS_BYTES:
+        raise EncoderLoadError(
+            f"--classifier {name}: model.safetensors is {size} bytes, more than a light pair classifier's "
+            f"{MAX_WEIGHTS_BYTES}"
+        )
 
 
 def check_classifier_encoder(classifier: Any, encoder_identity: str, name: str | os.PathLike) -> None:

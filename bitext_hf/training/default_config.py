@@ -22,7 +22,7 @@ __all__ = ["choose_default_config", "configuration_notes", "record_substitution"
 
 
 # Configuration keys that name a model or tokenizer (a hub id unless a local path or a recipe's own keyword).
-_MODEL_KEYS = ("encoder", "teacher", "model_name_or_path", "tokenizer", "tokenizer_name")
+_MODEL_KEYS = ("encoder", "base_model", "teacher", "model_name_or_path", "tokenizer", "tokenizer_name")
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 _HUB_PROBE_SECONDS = 3.0
 

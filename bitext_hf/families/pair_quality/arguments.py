@@ -11,7 +11,7 @@ from bitext_hf.data import parse_spec
 from bitext_hf.errors import UsageError
 from bitext_hf.training.args import arg_field
 
-__all__ = ["NEGATIVE_KINDS", "ScriptArguments"]
+__all__ = ["NEGATIVE_KINDS", "CrossEncoderArguments", "PairDataArguments", "ScriptArguments"]
 
 # How a wrong pair is made (families/pair_quality/data.py): bicleaner-ai's four (misalignment, dropped words,
 # frequency-based word replacement, fuzzy neighbour mixing: here the encoder's nearest other target) and what mining
@@ -33,8 +33,9 @@ HELD_OUT_LANGUAGES = ("pt_BR", "ko", "tr", "zh_CN", "ar", "th")
 
 
 @dataclasses.dataclass
-class ScriptArguments:
-    """Data, negatives, encoder and classifier settings (training settings are ``TrainingArguments``)."""
+class PairDataArguments:
+    """The pairs both variants are trained and measured on: data, negatives and the encoder whose cosine and margin
+    are the light classifier's features and both variants' baselines."""
 
     train_pairs: list[str] = arg_field(
         [f"en-{language}=gettext" for language in TRAINING_LANGUAGES],
@@ -67,7 +68,6 @@ class ScriptArguments:
     )
     encode_batch_size: int = arg_field(128, "Sentences per encoder batch.")
     margin_k: int = arg_field(4, "Neighbours of the ratio margin feature (what `score` and `mine` default to).")
-    hidden_size: int = arg_field(32, "Width of the classifier's two hidden layers.")
 
     def __post_init__(self) -> None:
         if not self.train_pairs:
@@ -75,7 +75,7 @@ class ScriptArguments:
         unknown = sorted(set(self.negative_kinds) - set(NEGATIVE_KINDS))
         if unknown or not self.negative_kinds:
             raise UsageError(f"--negative_kinds {unknown or '[]'}: choose among {', '.join(NEGATIVE_KINDS)}")
-        for name in ("pairs_per_language", "eval_pairs_per_language", "encode_batch_size", "margin_k", "hidden_size"):
+        for name in ("pairs_per_language", "eval_pairs_per_language", "encode_batch_size", "margin_k"):
             if getattr(self, name) < 1:
                 raise UsageError(f"--{name} must be >= 1, got {getattr(self, name)}")
         if self.min_words < 0:
@@ -86,3 +86,40 @@ class ScriptArguments:
             raise UsageError(f"--calibration_fraction must be in (0, 1), got {self.calibration_fraction}")
         for spec in [*self.train_pairs, *self.eval_pairs]:
             parse_spec(spec)  # syntax only: nothing is read before every argument is known to be good
+
+
+@dataclasses.dataclass
+class ScriptArguments(PairDataArguments):
+    """``recipes/train_pair_quality.py``: the pairs, and the light classifier's width (training settings are
+    ``TrainingArguments``)."""
+
+    hidden_size: int = arg_field(32, "Width of the classifier's two hidden layers.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.hidden_size < 1:
+            raise UsageError(f"--hidden_size must be >= 1, got {self.hidden_size}")
+
+
+@dataclasses.dataclass
+class CrossEncoderArguments(PairDataArguments):
+    """``recipes/train_pair_quality_cross_encoder.py``: the pairs, and the cross-encoder's base and input length."""
+
+    base_model: str = arg_field(
+        "",
+        "The Hugging Face encoder the cross-encoder is made of (a folder or a hub id; its sequence-classification "
+        "class gets a one-logit head).",
+        reads_files=True,
+    )
+    max_length: int = arg_field(128, "Tokens of a pair (source and target together) the cross-encoder reads.")
+    score_batch_size: int = arg_field(64, "Pairs per batch when calibrating and evaluating.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.base_model.strip():
+            raise UsageError("--base_model is empty: give the Hugging Face encoder to build the cross-encoder on")
+        for name in ("max_length", "score_batch_size"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_length > 8192:
+            raise UsageError(f"--max_length {self.max_length}: more tokens than any encoder base reads (8192)")

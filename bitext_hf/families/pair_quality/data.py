@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bitext_hf.data import PairSet, load_pairs
-from bitext_hf.families.pair_quality.arguments import ScriptArguments
+from bitext_hf.families.pair_quality.arguments import PairDataArguments
 from bitext_hf.training.distributed import main_process_first
 
 __all__ = ["LabelledPairs", "PreparedData", "labelled_pairs", "load_data", "make_negatives", "pair_scores"]
@@ -199,7 +199,7 @@ def _nearest_other_target(encode: Callable[[list[str]], np.ndarray], pairs: Pair
 def labelled_pairs(
     pairs: PairSet,
     count: int,
-    script_args: ScriptArguments,
+    script_args: PairDataArguments,
     rng: np.random.Generator,
     encode: Callable[[list[str]], np.ndarray],
     other_languages: dict[str, list[str]],
@@ -287,7 +287,7 @@ def _load_sets(specs: Sequence[str], min_words: int) -> list[PairSet]:
     return sets
 
 
-def prepare(script_args: ScriptArguments, seed: int) -> PreparedData:
+def prepare(script_args: PairDataArguments, seed: int) -> PreparedData:
     """Build the datasets (see the module docstring); the same ``seed`` gives the same pairs and features."""
     import datasets
 
@@ -323,7 +323,7 @@ def prepare(script_args: ScriptArguments, seed: int) -> PreparedData:
     return PreparedData(train, calibration, evaluation, stats)
 
 
-def load_data(script_args: ScriptArguments, seed: int, output_dir: str | Path) -> PreparedData:
+def load_data(script_args: PairDataArguments, seed: int, output_dir: str | Path) -> PreparedData:
     """:func:`prepare`, once per run: rank 0 prepares and saves into ``<output_dir>/prepared``, the other ranks (and
     a resumed run with the same arguments) read it."""
     import datasets

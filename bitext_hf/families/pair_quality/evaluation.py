@@ -6,6 +6,7 @@ scaling that makes its probabilities calibrated is fitted here too (:func:`fit_c
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,11 +15,16 @@ import torch
 __all__ = [
     "best_threshold",
     "evaluate_quality",
+    "evaluate_sets",
     "expected_calibration_error",
     "fit_calibration",
     "held_out_predictions",
+    "light_probabilities",
     "raw_logits",
 ]
+
+# A classifier's calibrated probabilities of a prepared dataset's pairs (its ``features``, or ``source``/``target``).
+Probabilities = Callable[[Any], np.ndarray]
 
 CALIBRATION_BINS = 10
 
@@ -34,15 +40,16 @@ def raw_logits(model: Any, features: Any, batch_size: int = 65536) -> np.ndarray
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.float32)
 
 
-def held_out_predictions(model: Any, sets: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def light_probabilities(model: Any) -> Probabilities:
+    """The light classifier's calibrated probabilities of a dataset's ``features``."""
+    return lambda dataset: model.calibrate(torch.as_tensor(raw_logits(model, dataset["features"]))).numpy()
+
+
+def held_out_predictions(
+    probabilities: Probabilities, sets: dict[str, Any]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """set name -> (calibrated probabilities, labels) of each dataset of ``sets`` (the card's reliability diagram)."""
-    return {
-        name: (
-            model.calibrate(torch.as_tensor(raw_logits(model, dataset["features"]))).numpy(),
-            np.asarray(dataset["labels"]),
-        )
-        for name, dataset in sets.items()
-    }
+    return {name: (probabilities(dataset), np.asarray(dataset["labels"])) for name, dataset in sets.items()}
 
 
 def fit_calibration(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -114,3 +121,26 @@ def evaluate_quality(
             if threshold is not None:
                 metrics[f"{name}/mcc"] = float(matthews_corrcoef(labels, np.asarray(scores) >= threshold))
     return metrics
+
+
+def evaluate_sets(probabilities: Probabilities, data: Any) -> dict[str, Any]:
+    """The metrics (:func:`evaluate_quality`) of the calibration pairs and of every held-out set of ``data``
+    (``PreparedData``), with the cosine's and the margin's MCC at their best thresholds on the calibration pairs."""
+    calibration_features = np.asarray(data.calibration["features"])
+    calibration_labels = np.asarray(data.calibration["labels"])
+    thresholds = {
+        name: best_threshold(calibration_features[:, column], calibration_labels)
+        for column, name in enumerate(("cosine", "margin"))
+    }
+    results: dict[str, Any] = {"baseline_thresholds": thresholds}
+    for name, dataset in {"calibration": data.calibration, **data.eval_sets}.items():
+        features = np.asarray(dataset["features"])
+        results[name] = evaluate_quality(
+            probabilities(dataset),
+            np.asarray(dataset["labels"]),
+            list(dataset["kind"]),
+            cosines=features[:, 0],
+            margins=features[:, 1],
+            baseline_thresholds=thresholds,
+        )
+    return results

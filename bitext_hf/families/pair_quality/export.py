@@ -1,5 +1,6 @@
-"""The trained pair classifier as it ships (:func:`save_outputs`): weights, remote code (configuration, features,
-model), a model card (:func:`model_card`) with the held-out metrics beside the encoder's cosine and margin and its
+"""The trained pair classifier as it ships (:func:`save_outputs`): weights and remote code (configuration, features,
+model) for the light classifier, weights and tokenizer for the cross-encoder (the base's own transformers class), a
+model card (:func:`model_card`) with the held-out metrics beside the encoder's cosine and margin and its
 figures (:func:`card_figures`: reliability diagram, wrong pairs rejected by kind), and ``quality_results.json``."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from transformers import TrainingArguments
 
-    from bitext_hf.families.pair_quality.arguments import ScriptArguments
+    from bitext_hf.families.pair_quality.arguments import PairDataArguments
 
 __all__ = ["RESULTS_FILE", "card_figures", "metrics_table", "model_card", "save_outputs"]
 
@@ -25,7 +26,7 @@ _COLUMNS = (("pairs", "pairs"), ("AUC", "auc"), ("cosine AUC", "cosine/auc"), ("
 
 
 def metrics_table(results: Mapping[str, Any]) -> str:
-    """The Markdown table of every evaluated set of ``results`` (what :func:`~.recipe.evaluate_sets` returns)."""
+    """The Markdown table of every evaluated set of ``results`` (what :func:`~.evaluation.evaluate_sets` returns)."""
     sets = [name for name, value in results.items() if isinstance(value, Mapping) and "auc" in value]
     lines = ["| set | " + " | ".join(title for title, _ in _COLUMNS) + " |", "|---" * (len(_COLUMNS) + 1) + "|"]
     for name in sets:
@@ -55,21 +56,29 @@ def card_figures(results: Mapping[str, Any], predictions: Mapping[str, Any], fol
 
 def model_card(
     *,
-    script_args: ScriptArguments,
+    script_args: PairDataArguments,
     results: Mapping[str, Any],
     encoder: str,
     figures: Sequence[Any] = (),
     repo_id: str | None = None,
+    base: str | None = None,
 ) -> str:
-    """The ``pair_quality`` card: what the probability means, the features, the data and the held-out metrics, and
-    the load snippet for ``repo_id`` (or a placeholder)."""
+    """The ``pair_quality`` card (or, with ``base``, the ``pair_quality_cross_encoder`` card of a cross-encoder built
+    on that encoder): what the probability means, the inputs, the data and the held-out metrics, and the load snippet
+    for ``repo_id`` (or a placeholder)."""
     from bitext_hf.hub import render_model_card
-    from bitext_hf.hub.card_facts import DEFAULT_LICENSE, load_fields
+    from bitext_hf.hub.card_facts import DEFAULT_LICENSE, describe_encoder, hub_model_id, load_fields
 
     languages = sorted({"en", *results.get("data", {}).get("train_languages", [])})
+    card_data: dict[str, Any] = {"language": languages, "license": DEFAULT_LICENSE}
+    fields: dict[str, Any] = {}
+    if base is not None:
+        card_data["base_model"] = hub_model_id(base)
+        fields["base"] = describe_encoder(base)
     return render_model_card(
-        "pair_quality",
-        card_data={"language": languages, "license": DEFAULT_LICENSE},
+        "pair_quality" if base is None else "pair_quality_cross_encoder",
+        card_data={name: value for name, value in card_data.items() if value is not None},
+        **fields,
         **load_fields(repo_id),
         figures=figures,
         encoder=encoder,
@@ -83,30 +92,34 @@ def model_card(
 def save_outputs(
     model: Any,
     tokenizer: Any,
-    script_args: ScriptArguments,
+    script_args: PairDataArguments,
     training_args: TrainingArguments,
     results: dict[str, Any],
     *,
     push: bool | None = None,
     predictions: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write the classifier for the Hub into ``training_args.output_dir`` (weights, remote code, card, figures), then
-    ``quality_results.json``, and upload the folder when ``push`` (``None``: ``training_args.push_to_hub``).
-    ``tokenizer`` is None: the light classifier reads features, not text."""
+    """Write the classifier for the Hub into ``training_args.output_dir`` (weights, remote code or tokenizer, card,
+    figures), then ``quality_results.json``, and upload the folder when ``push`` (``None``:
+    ``training_args.push_to_hub``). ``tokenizer`` is None for the light classifier (it reads features, not text) and
+    the cross-encoder's otherwise."""
     from bitext_hf.hub import push_recipe_output, save_for_hub
     from bitext_hf.io import atomic_output
 
     output_dir = Path(training_args.output_dir)
+    cross_encoder = tokenizer is not None
     with tempfile.TemporaryDirectory(prefix="pair-quality-figures-") as folder:
         figures = card_figures(results, predictions or {}, folder)
         card = model_card(
             script_args=script_args,
             results=results,
-            encoder=model.config.encoder,
+            encoder=results["data"]["encoder"] if cross_encoder else model.config.encoder,
             figures=figures,
             repo_id=training_args.hub_model_id,
+            base=getattr(script_args, "base_model", None) if cross_encoder else None,
         )
-        save_for_hub(model, tokenizer, output_dir, model_card=card, figures=figures)
+        # The cross-encoder is the base's own transformers class: no remote code to ship.
+        save_for_hub(model, tokenizer, output_dir, model_card=card, figures=figures, remote_code=not cross_encoder)
     with atomic_output(output_dir / RESULTS_FILE) as handle:
         json.dump(results, handle, indent=2)
     push_recipe_output(output_dir, training_args, push=push)

@@ -6,14 +6,14 @@
 * ``load_data`` (:mod:`~bitext_hf.families.pair_quality.data`): correct and wrong pairs with their features;
 * ``build_model``: the classifier, its inputs standardised by the training pairs' statistics;
 * ``calibrate``: Platt scaling fitted on the calibration pairs (never trained on) and stored in the config;
-* ``evaluate_sets``: the metrics of every held-out set beside the encoder's cosine and margin;
+* ``evaluate_sets`` (:mod:`~bitext_hf.families.pair_quality.evaluation`): the metrics of every held-out set beside
+  the encoder's cosine and margin;
 * ``save_outputs`` (:mod:`~bitext_hf.families.pair_quality.export`): the model, its card and figures, the results.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import numpy as np
 import torch
@@ -22,11 +22,11 @@ from transformers import TrainingArguments
 from bitext_hf.errors import UsageError
 from bitext_hf.families.pair_quality.arguments import ScriptArguments
 from bitext_hf.families.pair_quality.data import PreparedData
-from bitext_hf.families.pair_quality.evaluation import best_threshold, evaluate_quality, fit_calibration, raw_logits
+from bitext_hf.families.pair_quality.evaluation import fit_calibration, raw_logits
 from bitext_hf.modeling.pair_quality import FEATURE_NAMES, PairQualityClassifier, PairQualityConfig
 from bitext_hf.training import ModelArguments
 
-__all__ = ["ScriptArguments", "build_model", "calibrate", "check_arguments", "evaluate_sets"]
+__all__ = ["ScriptArguments", "build_model", "calibrate", "check_arguments"]
 
 logger = logging.getLogger("train_pair_quality")
 
@@ -71,27 +71,3 @@ def calibrate(model: PairQualityClassifier, data: PreparedData) -> dict[str, flo
     model.config.calibration_scale, model.config.calibration_bias = scale, bias
     after = expected_calibration_error(1 / (1 + np.exp(-(scale * logits + bias))), labels)
     return {"scale": scale, "bias": bias, "ece_before": before, "ece_after": after}
-
-
-def evaluate_sets(model: PairQualityClassifier, data: PreparedData) -> dict[str, Any]:
-    """The metrics of the calibration pairs and of every held-out set (:func:`evaluate_quality`), with the cosine's
-    and the margin's MCC at their best thresholds on the calibration pairs."""
-    calibration_features = np.asarray(data.calibration["features"])
-    calibration_labels = np.asarray(data.calibration["labels"])
-    thresholds = {
-        name: best_threshold(calibration_features[:, column], calibration_labels)
-        for column, name in enumerate(("cosine", "margin"))
-    }
-    results: dict[str, Any] = {"baseline_thresholds": thresholds}
-    for name, dataset in {"calibration": data.calibration, **data.eval_sets}.items():
-        features = np.asarray(dataset["features"])
-        probabilities = model.calibrate(torch.as_tensor(raw_logits(model, features))).numpy()
-        results[name] = evaluate_quality(
-            probabilities,
-            np.asarray(dataset["labels"]),
-            list(dataset["kind"]),
-            cosines=features[:, 0],
-            margins=features[:, 1],
-            baseline_thresholds=thresholds,
-        )
-    return results

@@ -1,0 +1,178 @@
+"""The pair classifier's cross-encoder variant: any Hugging Face encoder with a one-logit sequence-classification head
+reading the two texts together (``AutoModelForSequenceClassification``, what sentence-transformers' ``CrossEncoder``
+loads), its Platt scaling folded into the head's last linear layer so that ``sigmoid(logit)`` is the calibrated
+probability for every loader, ours and theirs.
+
+It is slower than the light classifier (a transformer pass per pair instead of a few hundred multiply-adds) and reads
+no encoder's cosine or margin: it takes any pairs, whatever encoder mined them. Trained by
+``recipes/train_pair_quality_cross_encoder.py``; a folder it wrote carries ``"bitext_pair_quality":
+"cross_encoder"`` in its config.json, which is how :func:`bitext_hf.mining.quality.load_classifier` tells it from the
+light classifier.
+
+It is the base's own transformers class (no remote code): it loads under any transformers that knows the base.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bitext_hf.errors import EncoderLoadError
+
+__all__ = [
+    "CROSS_ENCODER_MARKER",
+    "CROSS_ENCODER_VARIANT",
+    "CrossEncoderClassifier",
+    "cross_encoder_logits",
+    "fold_calibration",
+    "load_cross_encoder",
+]
+
+CROSS_ENCODER_MARKER = "bitext_pair_quality"  # the config.json key of a cross-encoder classifier
+CROSS_ENCODER_VARIANT = "cross_encoder"
+# sentence-transformers' CrossEncoder applies this to a one-logit model's output (its default too, written down so
+# that a reader of config.json sees it): with the calibration folded into the head, its predict() is our probability.
+SIGMOID = "torch.nn.modules.activation.Sigmoid"
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossEncoderSettings:
+    """What the jobs read of a classifier's config. A cross-encoder reads no encoder's scores: ``encoder`` is None
+    (any encoder's pairs), ``reads_scores`` False; ``margin`` and ``margin_k`` are those of the light classifier, so
+    that the jobs' margin (ignored here) is computed as for it."""
+
+    max_length: int
+    base: str | None
+    languages: tuple[str, ...] = ()
+    encoder: str | None = None
+    reads_scores: bool = False
+    margin: str = "ratio"
+    margin_k: int = 4
+
+
+def cross_encoder_logits(
+    model: Any,
+    tokenizer: Any,
+    sources: Sequence[str],
+    targets: Sequence[str],
+    *,
+    max_length: int,
+    batch_size: int = 64,
+    progress: bool | None = False,
+) -> np.ndarray:
+    """The head's logit of each pair (float32), batches of pairs of similar length (padding is most of the cost of
+    short pairs; the order given is restored). ``progress``: a tqdm bar (None: only on a terminal)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    count = len(sources)
+    out = np.zeros(count, dtype=np.float32)
+    order = sorted(range(count), key=lambda i: len(sources[i]) + len(targets[i]))
+    model.eval()
+    with (
+        torch.inference_mode(),
+        tqdm(
+            total=count, desc="pair quality", unit="pairs", disable=None if progress is None else not progress
+        ) as bar,
+    ):
+        for start in range(0, count, batch_size):
+            rows = order[start : start + batch_size]
+            inputs = tokenizer(
+                [sources[i] for i in rows],
+                [targets[i] for i in rows],
+                truncation=True,
+                max_length=max_length,
+                padding=True,
+                return_tensors="pt",
+            ).to(model.device)
+            out[rows] = model(**inputs).logits[:, 0].float().cpu().numpy()
+            bar.update(len(rows))
+    return out
+
+
+def _head_output_layer(model: Any) -> Any:
+    """The classification head's last linear layer (one output): BERT's ``classifier``, XLM-R's
+    ``classifier.out_proj``, DistilBERT's ``classifier``...: the last ``nn.Linear`` with one output registered."""
+    from torch import nn
+
+    layers = [module for module in model.modules() if isinstance(module, nn.Linear) and module.out_features == 1]
+    if not layers:
+        raise ValueError(f"{type(model).__name__}: no one-output linear layer to fold the calibration into")
+    return layers[-1]
+
+
+def fold_calibration(model: Any, scale: float, bias: float) -> None:
+    """Make ``sigmoid(logit)`` the Platt-scaled probability ``sigmoid(scale * logit + bias)``: the head's last layer
+    ``w x + b`` becomes ``scale * w x + (scale * b + bias)``. Exact, because the logit is that layer's output."""
+    import torch
+
+    layer = _head_output_layer(model)
+    with torch.no_grad():
+        layer.weight.mul_(scale)
+        if layer.bias is None:
+            raise ValueError(f"{type(model).__name__}: its head's last layer has no bias to hold the calibration")
+        layer.bias.mul_(scale).add_(bias)
+
+
+class CrossEncoderClassifier:
+    """A loaded cross-encoder classifier: ``score(sources, targets)`` gives the calibrated probability of each pair
+    (the cosines and margins the jobs pass are not read)."""
+
+    def __init__(self, model: Any, tokenizer: Any, settings: CrossEncoderSettings) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = settings
+
+    def score(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        cosines: Any = None,
+        margins: Any = None,
+        *,
+        batch_size: int = 64,
+    ) -> Any:
+        """The probability that each pair is a translation (a float32 torch tensor, as the light classifier's)."""
+        import torch
+
+        if len(sources) != len(targets):
+            raise ValueError(f"{len(sources)} sources and {len(targets)} targets: one of each per pair")
+        logits = cross_encoder_logits(
+            self.model,
+            self.tokenizer,
+            list(sources),
+            list(targets),
+            max_length=self.config.max_length,
+            batch_size=batch_size,
+            progress=None,
+        )
+        return torch.sigmoid(torch.from_numpy(logits))
+
+
+def load_cross_encoder(name: str | os.PathLike, config: dict[str, Any]) -> CrossEncoderClassifier:
+    """The cross-encoder classifier ``name`` (a folder or a Hub id, already known to be one by its ``config``),
+    loaded with the encoder loaders' checks (safetensors only, no remote code, a FIFO or a link to nothing refused,
+    the Hub only when it is there) and their one-line errors (``EncoderLoadError``, exit 4)."""
+    from bitext_hf.encoders.sources import load_source, resolve_model
+
+    if config.get("num_labels", len(config.get("id2label") or {0: ""})) != 1:
+        raise EncoderLoadError(f"--classifier {name}: a cross-encoder classifier has one output (its logit)")
+    source = resolve_model(str(name))
+
+    def build() -> CrossEncoderClassifier:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        model = AutoModelForSequenceClassification.from_pretrained(source.source, use_safetensors=True)
+        tokenizer = AutoTokenizer.from_pretrained(source.source)
+        settings = CrossEncoderSettings(
+            max_length=int(config.get("pair_max_length") or tokenizer.model_max_length or 128),
+            base=config.get("pair_quality_base"),
+            languages=tuple(config.get("pair_quality_languages") or ()),
+        )
+        return CrossEncoderClassifier(model, tokenizer, settings)
+
+    return load_source(source, build)
