@@ -205,6 +205,53 @@ def test_score_writes_the_cross_encoders_quality_with_any_encoder(capsys, fakes,
         assert written[(source, target)] == pytest.approx(float(probability), abs=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["onnx", "openvino"])
+def test_the_converted_cross_encoder_gives_the_same_probabilities(saved_cross_encoder, backend):
+    pytest.importorskip("onnxruntime" if backend == "onnx" else "openvino")
+    sources, targets = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    expected = load_classifier(saved_cross_encoder).score(sources, targets).numpy()
+    converted = load_classifier(saved_cross_encoder, backend=backend)
+    assert converted.runner is not None
+    # OpenVINO computes in bf16 where the CPU has it natively (quantize auto), as for the encoders.
+    tolerance = 1e-5 if backend == "onnx" or converted.runner.quantize == "none" else 2e-2
+    np.testing.assert_allclose(converted.score(sources, targets).numpy(), expected, atol=tolerance)
+
+
+def test_bert_token_types_are_computed_inside_the_converted_graph(tmp_path, tiny_tokenizer):
+    """BERT reads which side a token is on: the converted graph takes ids and mask only, and must compute them."""
+    pytest.importorskip("onnxruntime")
+    from bitext_hf.mining.quality_cross_encoder import converted_logits
+
+    model, tokenizer = _built(str(_bert(tmp_path, tiny_tokenizer)), tmp_path)
+    with torch.no_grad():
+        model.bert.embeddings.token_type_embeddings.weight.normal_(0, 1.0)  # make the types matter
+    sources, targets = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    if "token_type_ids" not in tokenizer.model_input_names:
+        tokenizer.model_input_names = [*tokenizer.model_input_names, "token_type_ids"]
+    runner = converted_logits(model, tokenizer, "onnx", "none", 1)
+    expected = cross_encoder_logits(model, tokenizer, sources, targets, max_length=32)
+    np.testing.assert_allclose(
+        cross_encoder_logits(model, tokenizer, sources, targets, max_length=32, runner=runner), expected, atol=1e-4
+    )
+
+
+@pytest.mark.parametrize(
+    "command, options, message",
+    [
+        ("score", ["--classifier", "default", "--classifier-backend", "onnx"], "a light classifier runs in torch"),
+        ("score", ["--classifier", "none", "--classifier-backend", "onnx"], "--classifier-backend onnx runs a"),
+        ("mine", ["--classifier-backend", "openvino"], "--classifier-backend openvino runs a classifier"),
+    ],
+)
+def test_a_classifier_backend_that_cannot_act_is_refused(capsys, fakes, tmp_path, command, options, message):
+    src = write_lines(tmp_path / "src.txt", SOURCES)
+    tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
+    inputs = ["--src", src, "--tgt", tgt]
+    code, _, err = run(capsys, command, *inputs, "--out", str(tmp_path / "o.tsv"), *options)
+    assert code == EXIT_USAGE and message in err and err.count("\n") == 1, err
+    assert fakes.n_encoded == 0 and not (tmp_path / "o.tsv").exists()
+
+
 def test_mine_takes_a_cross_encoder_with_any_k_and_margin(capsys, fakes, saved_cross_encoder, tmp_path):
     src = write_lines(tmp_path / "src.txt", SOURCES)
     tgt = write_lines(tmp_path / "tgt.txt", TARGETS)

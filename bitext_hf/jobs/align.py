@@ -46,7 +46,14 @@ from bitext_hf.data.alignment_files import (
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.base import ReportLine, job_run, shown_path
 from bitext_hf.jobs.option_fields import ValueType, check_fields, checked, finite_float, option, positive_int
-from bitext_hf.jobs.options import QUIET, THREADS, EncoderOptions, LanguageOptions
+from bitext_hf.jobs.options import (
+    QUIET,
+    THREADS,
+    EncoderOptions,
+    LanguageOptions,
+    classifier_backend,
+    refuse_classifier_backend_without_classifier,
+)
 
 if TYPE_CHECKING:
     from bitext_hf.alignment.search import Alignment
@@ -190,6 +197,7 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
             metavar="MODEL",
         ),
     )
+    classifier_backend: str = classifier_backend()
     quiet: bool = field(default=False, metadata=QUIET)
     threads: int | None = field(default=None, metadata=THREADS)
     command: str | None = None
@@ -217,6 +225,7 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
     def _check_classifier(self) -> None:
         """``classifier`` adds a column: a table format (tsv, jsonl, parquet) has one, vecalign (the printed beads
         too) has none."""
+        refuse_classifier_backend_without_classifier(self.classifier_backend, self.classifier is not None)
         if self.classifier is None:
             return
         if not self.classifier.strip():
@@ -546,7 +555,7 @@ def _classifier(config: AlignConfig) -> Any:
         return None
     from bitext_hf.mining.quality import check_classifier_encoder, load_classifier
 
-    classifier = load_classifier(config.classifier)
+    classifier = load_classifier(config.classifier, backend=config.classifier_backend)
     check_classifier_encoder(classifier, config.encoder_spec().name, config.classifier)
     return classifier
 

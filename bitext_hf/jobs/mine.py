@@ -61,7 +61,9 @@ from bitext_hf.jobs.options import (
     MarginOptions,
     RayOptions,
     ThresholdOptions,
+    classifier_backend,
     pairs_format,
+    refuse_classifier_backend_without_classifier,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.jobs.sides import Side, display, is_embeddings, read_docs, read_gold, read_side
@@ -247,6 +249,7 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             group="quality",
         ),
     )
+    classifier_backend: str = classifier_backend(group="quality")
     min_precision: float | None = field(
         default=None,
         metadata=option(
@@ -292,6 +295,7 @@ class MiningConfig(ThresholdOptions, MarginOptions, FilterOptions, RayOptions, E
             if self.threshold is not None:
                 raise UsageError("--min-precision chooses the threshold: leave --threshold out")
             self.classifier = self.classifier or "default"
+        refuse_classifier_backend_without_classifier(self.classifier_backend, self.classifier is not None)
         if self.classifier is None:
             return
         if not self.classifier.strip():

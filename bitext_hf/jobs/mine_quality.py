@@ -29,7 +29,7 @@ def mining_classifier(config: MiningConfig, src: Side, tgt: Side) -> Any:
     for name, side in (("src", src), ("tgt", tgt)):
         if side.texts is None:
             raise UsageError(f"--classifier reads the sentences: give --{name}-text with the embeddings {side.path}")
-    classifier = load_classifier(config.classifier)
+    classifier = load_classifier(config.classifier, backend=config.classifier_backend)
     if getattr(classifier.config, "reads_scores", True):  # the light classifier; a cross-encoder reads the texts
         if config.margin != "ratio":
             raise UsageError(f"--classifier reads the ratio margin: --margin {config.margin} gives it another score")

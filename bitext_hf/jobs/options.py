@@ -407,6 +407,29 @@ def refuse_lid_options_without_lid(
             )
 
 
+CLASSIFIER_BACKENDS = ("torch", "onnx", "openvino")
+
+
+def classifier_backend(group: str | None = None) -> Any:
+    """The ``classifier_backend`` field of a job that takes ``--classifier``: how a cross-encoder classifier runs."""
+    return field(
+        default="torch",
+        metadata=option(
+            "how a cross-encoder classifier runs: torch (default); onnx or openvino: converted when it loads, as "
+            "--backend converts the encoders (OpenVINO takes bf16 where it computes it natively); the light "
+            "classifier runs in torch only. Speed: benchmarks/README.md, 'Pair quality'",
+            choices=CLASSIFIER_BACKENDS,
+            group=group,
+        ),
+    )
+
+
+def refuse_classifier_backend_without_classifier(backend: str, has_classifier: bool) -> None:
+    """``--classifier-backend`` acts on a classifier: without one it is a usage error, not silently ignored."""
+    if backend != "torch" and not has_classifier:
+        raise UsageError(f"--classifier-backend {backend} runs a classifier: give --classifier")
+
+
 def pairs_format() -> Any:
     """The ``format`` field of a job that writes pairs (``mine``, ``score``): the output's format whatever the
     extension of ``out``."""

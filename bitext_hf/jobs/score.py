@@ -40,7 +40,9 @@ from bitext_hf.jobs.options import (
     FilterOptions,
     MarginOptions,
     ThresholdOptions,
+    classifier_backend,
     pairs_format,
+    refuse_classifier_backend_without_classifier,
     refuse_lid_options_without_lid,
 )
 from bitext_hf.mining.retrieval import MinedPairs
@@ -127,6 +129,7 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
             metavar="MODEL",
         ),
     )
+    classifier_backend: str = classifier_backend()
     min_quality: float | None = field(
         default=None,
         metadata=option(
@@ -151,6 +154,7 @@ class ScoreConfig(ThresholdOptions, MarginOptions, FilterOptions, EncoderOptions
             raise UsageError("--classifier: empty; give `default`, a folder, a hub id or `none`")
         if self.min_quality is not None and self.classifier == "none":
             raise UsageError("--min-quality keeps pairs by the classifier's quality: --classifier none has none")
+        refuse_classifier_backend_without_classifier(self.classifier_backend, self.wants_quality)
 
     @property
     def wants_quality(self) -> bool:
@@ -325,7 +329,7 @@ def _classifier(config: ScoreConfig) -> tuple[Any, str | None]:
 
     if not config.wants_quality:
         return None, None
-    classifier = load_classifier(config.classifier)
+    classifier = load_classifier(config.classifier, backend=config.classifier_backend)
     encoder = config.encoder_spec().name
     if config.classifier == DEFAULT_CLASSIFIER and classifier.config.encoder not in (None, encoder):
         return None, (

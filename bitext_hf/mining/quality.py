@@ -42,13 +42,16 @@ MAX_CONFIG_BYTES = 1 << 20
 MAX_WEIGHTS_BYTES = 64 << 20
 
 
-def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
+def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER, *, backend: str = "torch") -> Any:
     """The pair classifier ``name``: ``"default"`` (shipped in this package), a folder written by
     ``recipes/train_pair_quality.py`` (the light classifier) or ``recipes/train_pair_quality_cross_encoder.py`` (a
     cross-encoder, :mod:`~bitext_hf.mining.quality_cross_encoder`), or a Hub id of either. Loaded with the package's
-    own code or the base's transformers class: no remote code is run, no pickle loaded.
+    own code or the base's transformers class: no remote code is run, no pickle loaded. ``backend`` "onnx" or
+    "openvino" runs a cross-encoder converted as the encoders are (the light classifier runs in torch: it is a few
+    hundred multiply-adds a pair).
 
     Raises:
+        UsageError: a backend other than torch for the light classifier (exit 2).
         EncoderLoadError: nothing loadable there, or not a pair classifier (exit 4).
     """
     from transformers import AutoConfig
@@ -67,7 +70,11 @@ def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER) -> Any:
             first = " ".join(str(error).split())[:300]
             raise EncoderLoadError(f"--classifier {name}: cannot load a pair classifier there ({first})") from None
     if settings.get(CROSS_ENCODER_MARKER) == CROSS_ENCODER_VARIANT:
-        return load_cross_encoder(path, settings)
+        return load_cross_encoder(path, settings, backend=backend)
+    if backend != "torch":
+        raise UsageError(
+            f"--classifier {name}: a light classifier runs in torch (backend {backend!r} converts cross-encoders)"
+        )
     if settings.get("model_type") != "bitext_pair_quality":
         raise EncoderLoadError(
             f"--classifier {name}: a {settings.get('model_type')!r} model, not a pair classifier (train one with "

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from bitext_hf.errors import EncoderLoadError
+from bitext_hf.errors import EncoderLoadError, UsageError
 
 __all__ = [
     "CROSS_ENCODER_MARKER",
     "CROSS_ENCODER_VARIANT",
     "CrossEncoderClassifier",
+    "converted_logits",
     "cross_encoder_logits",
     "fold_calibration",
     "load_cross_encoder",
@@ -63,9 +64,11 @@ def cross_encoder_logits(
     max_length: int,
     batch_size: int = 64,
     progress: bool | None = False,
+    runner: Any = None,
 ) -> np.ndarray:
     """The head's logit of each pair (float32), batches of pairs of similar length (padding is most of the cost of
-    short pairs; the order given is restored). ``progress``: a tqdm bar (None: only on a terminal)."""
+    short pairs; the order given is restored). ``progress``: a tqdm bar (None: only on a terminal). ``runner``: the
+    model converted for ONNX Runtime or OpenVINO (:func:`converted_logits`), run in place of ``model``."""
     import torch
     from tqdm.auto import tqdm
 
@@ -73,12 +76,8 @@ def cross_encoder_logits(
     out = np.zeros(count, dtype=np.float32)
     order = sorted(range(count), key=lambda i: len(sources[i]) + len(targets[i]))
     model.eval()
-    with (
-        torch.inference_mode(),
-        tqdm(
-            total=count, desc="pair quality", unit="pairs", disable=None if progress is None else not progress
-        ) as bar,
-    ):
+    shown = None if progress is None else not progress
+    with torch.inference_mode(), tqdm(total=count, desc="pair quality", unit="pairs", disable=shown) as bar:
         for start in range(0, count, batch_size):
             rows = order[start : start + batch_size]
             inputs = tokenizer(
@@ -88,10 +87,52 @@ def cross_encoder_logits(
                 max_length=max_length,
                 padding=True,
                 return_tensors="pt",
-            ).to(model.device)
-            out[rows] = model(**inputs).logits[:, 0].float().cpu().numpy()
+            )
+            if runner is None:
+                out[rows] = model(**inputs.to(model.device)).logits[:, 0].float().cpu().numpy()
+            else:
+                out[rows] = runner(inputs["input_ids"].numpy(), inputs["attention_mask"].numpy())[:, 0]
             bar.update(len(rows))
     return out
+
+
+def _logit_module(model: Any, tokenizer: Any) -> Any:
+    """``(input_ids, attention_mask) -> logits``: the encoders' converters trace these two inputs. A base that reads
+    token types (BERT: 0 up to the first separator, 1 after) gets them computed from the ids inside the graph."""
+    import torch
+    from torch import nn
+
+    reads_types = "token_type_ids" in tokenizer.model_input_names and getattr(model.config, "type_vocab_size", 1) > 1
+    separator = tokenizer.sep_token_id
+
+    class LogitModule(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            if not reads_types:
+                return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+            separators = (input_ids == separator).long()
+            types = ((separators.cumsum(1) - separators) > 0).long()
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=types).logits
+
+    return LogitModule().eval()
+
+
+def converted_logits(model: Any, tokenizer: Any, backend: str, quantize: str | None, threads: int) -> Any:
+    """The cross-encoder converted to ``backend`` ("onnx" or "openvino") the way the encoders are
+    (:mod:`bitext_hf.encoders.exported`): ``runner(input_ids, attention_mask) -> logits`` on numpy arrays."""
+    from bitext_hf.encoders.exported import SAMPLE_SENTENCES, converted, exported_quantize
+
+    sample = tokenizer(SAMPLE_SENTENCES, SAMPLE_SENTENCES[::-1], padding=True, return_tensors="pt")
+    return converted(
+        backend,
+        _logit_module(model, tokenizer),
+        (sample["input_ids"], sample["attention_mask"]),
+        quantize=exported_quantize(backend, quantize),
+        threads=threads,
+    )
 
 
 def _head_output_layer(model: Any) -> Any:
@@ -122,10 +163,11 @@ class CrossEncoderClassifier:
     """A loaded cross-encoder classifier: ``score(sources, targets)`` gives the calibrated probability of each pair
     (the cosines and margins the jobs pass are not read)."""
 
-    def __init__(self, model: Any, tokenizer: Any, settings: CrossEncoderSettings) -> None:
+    def __init__(self, model: Any, tokenizer: Any, settings: CrossEncoderSettings, runner: Any = None) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = settings
+        self.runner = runner  # the model converted for ONNX Runtime or OpenVINO; None: torch
 
     def score(
         self,
@@ -149,15 +191,25 @@ class CrossEncoderClassifier:
             max_length=self.config.max_length,
             batch_size=batch_size,
             progress=None,
+            runner=self.runner,
         )
         return torch.sigmoid(torch.from_numpy(logits))
 
 
-def load_cross_encoder(name: str | os.PathLike, config: dict[str, Any]) -> CrossEncoderClassifier:
+def load_cross_encoder(
+    name: str | os.PathLike, config: dict[str, Any], *, backend: str = "torch", quantize: str | None = None
+) -> CrossEncoderClassifier:
     """The cross-encoder classifier ``name`` (a folder or a Hub id, already known to be one by its ``config``),
     loaded with the encoder loaders' checks (safetensors only, no remote code, a FIFO or a link to nothing refused,
-    the Hub only when it is there) and their one-line errors (``EncoderLoadError``, exit 4)."""
+    the Hub only when it is there) and their one-line errors (``EncoderLoadError``, exit 4); ``backend`` "onnx" or
+    "openvino" converts it as the encoders are converted (``quantize`` as for them)."""
+    from bitext_hf.encoders.exported import exported_quantize
     from bitext_hf.encoders.sources import load_source, resolve_model
+
+    if backend not in ("torch", "onnx", "openvino"):
+        raise UsageError(f"classifier backend {backend!r}: choose torch, onnx or openvino")
+    if backend != "torch":
+        exported_quantize(backend, quantize)  # a precision the backend cannot compute in: refused before loading
 
     if config.get("num_labels", len(config.get("id2label") or {0: ""})) != 1:
         raise EncoderLoadError(f"--classifier {name}: a cross-encoder classifier has one output (its logit)")
@@ -173,6 +225,11 @@ def load_cross_encoder(name: str | os.PathLike, config: dict[str, Any]) -> Cross
             base=config.get("pair_quality_base"),
             languages=tuple(config.get("pair_quality_languages") or ()),
         )
-        return CrossEncoderClassifier(model, tokenizer, settings)
+        runner = None
+        if backend != "torch":
+            import torch
+
+            runner = converted_logits(model, tokenizer, backend, quantize, torch.get_num_threads())
+        return CrossEncoderClassifier(model, tokenizer, settings, runner)
 
     return load_source(source, build)
