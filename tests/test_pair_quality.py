@@ -347,3 +347,26 @@ def test_the_recipe_trains_calibrates_and_exports_the_same_model_for_the_same_se
     assert classifier.config.encoder == "use-multilingual-v3"
     card = (first / "README.md").read_text()
     assert "| en-ko:gettext |" in card and "reliability.png" in card and (first / "rejected_by_kind.png").is_file()
+
+
+@pytest.mark.parametrize(
+    "source, target",
+    [
+        ("Delete 3 files?", "3 Dateien löschen?"),
+        ("Open the file", "ファイルを開く"),
+        ("Save changes", "保存更改"),
+        ("Print the document", "문서를 인쇄합니다"),
+        ("Mixed 漢字 and かな text", "Ελληνικά κείμενα"),
+    ],
+)
+def test_the_length_features_weigh_scripts_as_the_length_filters_do(source, target):
+    """The classifier's Latin-equivalent lengths are the length filters' (mining.filters.SCRIPT_WEIGHTS): a
+    classifier and a filter that disagreed on what a long Japanese line is would judge one pair two ways."""
+    import math
+
+    from bitext_hf.mining.filters import weighted_length
+
+    features = dict(zip(SURFACE, text_features(source, target)))
+    source_length, target_length = weighted_length(source), weighted_length(target)
+    assert features["weighted_length_ratio"] == pytest.approx(abs(math.log((1 + source_length) / (1 + target_length))))
+    assert features["shorter_length"] == pytest.approx(math.log1p(min(source_length, target_length)))

@@ -148,6 +148,8 @@ def reliability_diagram(
 ) -> CardFigure:
     """A classifier's calibration: for each set (name -> (probabilities, labels)), the share of positives against the
     mean predicted probability in equal-width bins; the diagonal is perfect calibration."""
+    from bitext_hf.mining.quality import calibration_bins
+
     if not predictions:
         raise ValueError("reliability_diagram needs at least one set of predictions")
     figure = new_figure()
@@ -155,13 +157,9 @@ def reliability_diagram(
     axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
     worst = 0.0
     for name, (probabilities, labels) in predictions.items():
-        probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels, dtype=np.float64)
-        which = np.minimum((probabilities * bins).astype(np.int64), bins - 1)
-        points = [
-            (probabilities[which == b].mean(), labels[which == b].mean()) for b in range(bins) if (which == b).any()
-        ]
+        points = [(mean, positive) for _, mean, positive in calibration_bins(probabilities, labels, bins)]
         worst = max([worst, *(abs(x - y) for x, y in points)])
-        axes.plot(*zip(*points), marker="o", label=f"{name} (n={probabilities.size})")
+        axes.plot(*zip(*points), marker="o", label=f"{name} (n={len(probabilities)})")
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1)
     axes.set_xlabel("predicted probability of a translation")

@@ -21,8 +21,10 @@ import numpy as np
 from bitext_hf.errors import EncoderLoadError, UsageError
 
 __all__ = [
+    "CALIBRATION_BINS",
     "DEFAULT_CLASSIFIER",
     "DEFAULT_CLASSIFIER_PATH",
+    "calibration_bins",
     "check_classifier_encoder",
     "load_classifier",
     "pair_quality",
@@ -40,6 +42,7 @@ DEFAULT_CLASSIFIER_PATH = Path(__file__).parent / "default_pair_quality"
 # of a classifier.
 MAX_CONFIG_BYTES = 1 << 20
 MAX_WEIGHTS_BYTES = 64 << 20
+CALIBRATION_BINS = 10
 
 
 def load_classifier(name: str | os.PathLike = DEFAULT_CLASSIFIER, *, backend: str = "torch") -> Any:
@@ -165,6 +168,21 @@ def pair_quality(
 ) -> np.ndarray:
     """The calibrated probability that each pair is a translation (float32, one per pair)."""
     return classifier.score(list(sources), list(targets), np.asarray(cosines), np.asarray(margins)).numpy()
+
+
+def calibration_bins(
+    probabilities: Sequence[float], labels: Sequence[float], bins: int = CALIBRATION_BINS
+) -> list[tuple[float, float, float]]:
+    """The equal-width probability bins that hold pairs: (their share of the pairs, their mean probability, their
+    share of translations), lowest bin first; a probability of 1 falls in the last bin. What a reliability diagram
+    draws and the expected calibration error sums."""
+    probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+    which = np.minimum((probabilities * bins).astype(np.int64), bins - 1)
+    return [
+        (float(inside.mean()), float(probabilities[inside].mean()), float(labels[inside].mean()))
+        for inside in (which == index for index in range(bins))
+        if inside.any()
+    ]
 
 
 def precision_at_thresholds(

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from bitext_hf.mining.quality import CALIBRATION_BINS, calibration_bins
+
 __all__ = [
     "best_threshold",
     "evaluate_quality",
@@ -25,8 +27,6 @@ __all__ = [
 
 # A classifier's calibrated probabilities of a prepared dataset's pairs (its ``features``, or ``source``/``target``).
 Probabilities = Callable[[Any], np.ndarray]
-
-CALIBRATION_BINS = 10
 
 
 def raw_logits(model: Any, features: Any, batch_size: int = 65536) -> np.ndarray:
@@ -62,16 +62,12 @@ def fit_calibration(logits: np.ndarray, labels: np.ndarray) -> tuple[float, floa
 
 
 def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, bins: int = CALIBRATION_BINS) -> float:
-    """Sum over equal-width probability bins of (bin's share of pairs) x |share of translations - mean probability|.
+    """Sum over equal-width probability bins of (bin's share of pairs) x |share of translations - mean probability|
+    (the bins of :func:`bitext_hf.mining.quality.calibration_bins`, which the card's reliability diagram draws).
     Written here: scikit-learn's ``calibration_curve`` gives the bins' means but not their sizes."""
-    probabilities, labels = np.asarray(probabilities, dtype=np.float64), np.asarray(labels, dtype=np.float64)
-    which = np.minimum((probabilities * bins).astype(np.int64), bins - 1)
-    error = 0.0
-    for index in range(bins):
-        inside = which == index
-        if inside.any():
-            error += inside.mean() * abs(labels[inside].mean() - probabilities[inside].mean())
-    return float(error)
+    return float(
+        sum(share * abs(positive - mean) for share, mean, positive in calibration_bins(probabilities, labels, bins))
+    )
 
 
 def best_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
