@@ -242,20 +242,21 @@ def _with_features(labelled: LabelledPairs, encode: Callable[[list[str]], np.nda
 
 
 def memo_encoder(model: str, batch_size: int) -> Callable[[list[str]], np.ndarray]:
-    """``encode(texts) -> (n, d)`` of the encoder ``model``, each distinct text encoded once per run."""
-    from bitext_hf.encoders import load_encoder
+    """``encode(texts) -> (n, d)`` of the encoder ``model``, each distinct text encoded once per run, through the
+    package's encoding cache (a run prepared again, or the other variant's recipe on the same pairs, reads the
+    vectors back instead of encoding them)."""
+    from bitext_hf.encoders.spec import EncoderSpec
+    from bitext_hf.encoding import Embedder
 
-    encoder = load_encoder(model)
+    embedder = Embedder(model=model, batch_size=batch_size, show_progress=False)
     memo: dict[str, np.ndarray] = {}
 
     def encode(texts: list[str]) -> np.ndarray:
         new = [text for text in dict.fromkeys(texts) if text not in memo]
         if new:
-            for text, vector in zip(new, encoder.encode(new, batch_size=batch_size)):
+            for text, vector in zip(new, embedder.embed(new, "pair")):
                 memo[text] = vector
         return np.stack([memo[text] for text in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
-
-    from bitext_hf.encoders.spec import EncoderSpec
 
     encode.identity = EncoderSpec(model).name  # type: ignore[attr-defined]  (what the jobs compare with)
     return encode
