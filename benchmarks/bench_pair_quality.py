@@ -15,7 +15,8 @@ language, never a test set), as a user would tune one.
 
 Speed (``--speed``): pairs per second of ``classifier.score`` (features and MLP) on one thread, given the cosines and
 margins, beside the encoder (USE v3, one thread) encoding both sides of the same pairs: what a pair costs when scored,
-against what it costs to get its cosine.
+against what it costs to get its cosine. A cross-encoder (``--classifier`` a folder of
+``recipes/train_pair_quality_cross_encoder.py``) is timed in torch, ONNX Runtime and OpenVINO, beside the light one.
 
 Precision without gold (``--precision``): BUCC-style sets where gold pairs hide among sentences without a counterpart
 (gettext en-pt and en-zh_TW, catalogs never used in development; Text+Berg de-fr, every sentence of the eight
@@ -143,6 +144,8 @@ def quality_tables(args, classifier, encode) -> None:
 
 
 def speed(args, classifier, encode_model: str) -> None:
+    """CPU seconds of scoring the pairs, one thread. A cross-encoder (a transformer pass per pair) is timed on
+    ``--cross-encoder-pairs`` of them and scaled, in each backend, beside the default light classifier."""
     import torch
 
     from bitext_hf.encoders import load_encoder
@@ -153,30 +156,40 @@ def speed(args, classifier, encode_model: str) -> None:
     sources, targets = pairs.src[:count], pairs.tgt[:count]
     rng = np.random.default_rng(0)
     cosines, margins = rng.uniform(0.2, 1, count).astype(np.float32), rng.uniform(0.8, 1.6, count).astype(np.float32)
+    light = getattr(classifier.config, "reads_scores", True)
+    rows = []
+
+    def timed(name, scorer, sample):
+        started = time.process_time()
+        scorer.score(sources[:sample], targets[:sample], cosines[:sample], margins[:sample])
+        rows.append((name, (time.process_time() - started) * count / sample))
+
     with limit_threads(1):
         torch.set_num_threads(1)
-        started = time.process_time()
-        pair_quality(classifier, sources, targets, cosines, margins)
-        classify = time.process_time() - started
-        from bitext_hf.modeling.pair_quality import pair_features
+        if light:
+            timed("classifier (features + MLP)", classifier, count)
+            from bitext_hf.modeling.pair_quality import pair_features
 
-        started = time.process_time()
-        pair_features(sources, targets, cosines, margins)
-        features = time.process_time() - started
+            started = time.process_time()
+            pair_features(sources, targets, cosines, margins)
+            rows.append(("  of which the features", time.process_time() - started))
+        else:
+            sample = min(count, args.cross_encoder_pairs)
+            timed("cross-encoder, torch float32", classifier, sample)
+            for backend in ("onnx", "openvino"):
+                converted = load_classifier(args.classifier, backend=backend)
+                timed(f"cross-encoder, {backend} ({converted.runner.quantize})", converted, sample)
+            timed("light classifier (default, features + MLP)", load_classifier("default"), count)
         encoder = load_encoder(encode_model)
         sample = min(count, 5000)
         started = time.process_time()
         encoder.encode(sources[:sample] + targets[:sample], batch_size=128)
-        encoding = (time.process_time() - started) * count / sample
+        rows.append(("encoding both sides (USE v3, for the cosine)", (time.process_time() - started) * count / sample))
     print(f"\n{count} gettext en-fr pairs, one thread (CPU seconds):")
-    print("| step | CPU s | pairs/s per core | ratio to the classifier |")
+    print("| step | CPU s | pairs/s per core | ratio to the first row |")
     print("|---|---|---|---|")
-    for name, seconds in (
-        ("classifier (features + MLP)", classify),
-        ("  of which the features", features),
-        ("encoding both sides (USE v3, for the cosine)", encoding),
-    ):
-        print(f"| {name} | {seconds:.2f} | {count / seconds:,.0f} | {seconds / classify:.2f} |")
+    for name, seconds in rows:
+        print(f"| {name} | {seconds:.2f} | {count / seconds:,.0f} | {seconds / rows[0][1]:.2f} |")
 
 
 def bucc_sets(args, rng) -> dict[str, tuple[list[str], list[str], set[tuple[int, int]]]]:
@@ -258,6 +271,9 @@ def main() -> None:
     parser.add_argument("--gold", type=int, default=2000, help="gold pairs of a BUCC-style gettext set")
     parser.add_argument("--distractors", type=int, default=1000, help="sentences without counterpart, each side")
     parser.add_argument("--speed-pairs", type=int, default=50000)
+    parser.add_argument(
+        "--cross-encoder-pairs", type=int, default=2000, help="pairs a cross-encoder is timed on (then scaled)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--only", choices=("quality", "speed", "precision"), action="append")
     args = parser.parse_args()

@@ -22,6 +22,7 @@ RECIPE_OF_CONFIG = {
     "onealigner": ("train_onealigner", "ModelArguments"),
     "align_contrastive": ("align_contrastive", "ModelArguments"),
     "pair_quality": ("train_pair_quality", "ModelArguments"),
+    "pair_quality_cross_encoder": ("train_pair_quality_cross_encoder", "ModelArguments"),
 }
 CONFIGS = sorted((ROOT / "recipes" / "configs").glob("*.yaml"))
 

@@ -123,16 +123,25 @@ def _logit_module(model: Any, tokenizer: Any) -> Any:
 def converted_logits(model: Any, tokenizer: Any, backend: str, quantize: str | None, threads: int) -> Any:
     """The cross-encoder converted to ``backend`` ("onnx" or "openvino") the way the encoders are
     (:mod:`bitext_hf.encoders.exported`): ``runner(input_ids, attention_mask) -> logits`` on numpy arrays."""
+    from transformers.utils import logging as transformers_logging
+
     from bitext_hf.encoders.exported import SAMPLE_SENTENCES, converted, exported_quantize
 
     sample = tokenizer(SAMPLE_SENTENCES, SAMPLE_SENTENCES[::-1], padding=True, return_tensors="pt")
-    return converted(
-        backend,
-        _logit_module(model, tokenizer),
-        (sample["input_ids"], sample["attention_mask"]),
-        quantize=exported_quantize(backend, quantize),
-        threads=threads,
-    )
+    # OpenVINO's converter walks the model's attributes, among them the training loss, whose lookup warns that the
+    # config names none: noise for a model that is only run.
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        return converted(
+            backend,
+            _logit_module(model, tokenizer),
+            (sample["input_ids"], sample["attention_mask"]),
+            quantize=exported_quantize(backend, quantize),
+            threads=threads,
+        )
+    finally:
+        transformers_logging.set_verbosity(verbosity)
 
 
 def _head_output_layer(model: Any) -> Any:
