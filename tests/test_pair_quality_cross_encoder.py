@@ -265,6 +265,22 @@ def test_mine_takes_a_cross_encoder_with_any_k_and_margin(capsys, fakes, saved_c
     assert json.loads((tmp_path / "m.tsv.meta.json").read_text())["classifier"] == str(saved_cross_encoder)
 
 
+def test_align_rates_each_beads_joined_texts_with_a_cross_encoder(capsys, fakes, saved_cross_encoder, tmp_path):
+    src = write_lines(tmp_path / "doc.en", ["cat|en", "dog|en", "tree|en", "house|en"])
+    tgt = write_lines(tmp_path / "doc.de", ["cat|de", "dog|de tree|de", "extra|de", "house|de"])
+    out = tmp_path / "o.jsonl"
+    code, _, err = run(
+        capsys, "align", "--src", src, "--tgt", tgt, "--no-cache", "--out", str(out), "--model", "my/encoder",
+        "--classifier", str(saved_cross_encoder),
+    )  # fmt: skip
+    assert code == EXIT_OK, err
+    beads = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    links = [bead for bead in beads if bead["src"] and bead["tgt"]]
+    expected = load_classifier(saved_cross_encoder).score([b["src"] for b in links], [b["tgt"] for b in links])
+    assert [bead["quality"] for bead in links] == pytest.approx(expected.tolist(), abs=1e-6)
+    assert all(bead["quality"] == 0.0 for bead in beads if not (bead["src"] and bead["tgt"]))
+
+
 def _corrupted(saved: Path, tmp_path: Path, how: str) -> Path:
     """A copy of the saved cross-encoder, damaged in one way."""
     import shutil
