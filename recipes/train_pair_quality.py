@@ -26,7 +26,7 @@ from transformers import TrainingArguments, default_data_collator
 
 from bitext_hf.families.pair_quality import PairQualityLoss, save_outputs
 from bitext_hf.families.pair_quality.data import load_data
-from bitext_hf.families.pair_quality.evaluation import evaluate_sets, held_out_predictions, light_probabilities
+from bitext_hf.families.pair_quality.evaluation import evaluate_sets, light_probabilities
 from bitext_hf.families.pair_quality.recipe import ScriptArguments, build_model, calibrate, check_arguments
 from bitext_hf.training import BitextTrainer, ModelArguments, resume_checkpoint, run_recipe
 from bitext_hf.training.distributed import main_process_first
@@ -57,8 +57,8 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     results: dict[str, Any] = {"data": data.stats, "global_step": trainer.state.global_step}
     results["calibration_fit"] = calibrate(model, data)
     probabilities = light_probabilities(model)
-    results.update(evaluate_sets(probabilities, data))
-    predictions = held_out_predictions(probabilities, data.eval_sets)
+    metrics, predictions = evaluate_sets(probabilities, data)
+    results.update(metrics)
     with main_process_first() as main_process:  # rank 0 writes, the others wait for it
         if main_process:
             save_outputs(model, None, script_args, training_args, results, push=push, predictions=predictions)

@@ -36,7 +36,7 @@ from bitext_hf.families.pair_quality.cross_encoder import (
     tokenized_pairs,
 )
 from bitext_hf.families.pair_quality.data import load_data
-from bitext_hf.families.pair_quality.evaluation import evaluate_sets, held_out_predictions
+from bitext_hf.families.pair_quality.evaluation import evaluate_sets
 from bitext_hf.training import BitextTrainer, ModelArguments, resume_checkpoint, run_recipe
 from bitext_hf.training.distributed import main_process_first
 
@@ -66,8 +66,8 @@ def main(script_args: ScriptArguments, training_args: TrainingArguments, model_a
     results: dict[str, Any] = {"data": data.stats, "global_step": trainer.state.global_step}
     results["calibration_fit"] = calibrate_cross_encoder(model, tokenizer, data, script_args)
     probabilities = cross_encoder_probabilities(model, tokenizer, script_args)
-    results.update(evaluate_sets(probabilities, data))
-    predictions = held_out_predictions(probabilities, data.eval_sets)
+    metrics, predictions = evaluate_sets(probabilities, data)
+    results.update(metrics)
     with main_process_first() as main_process:  # rank 0 writes, the others wait for it
         if main_process:
             save_outputs(model, tokenizer, script_args, training_args, results, push=push, predictions=predictions)

@@ -157,8 +157,13 @@ def calibrate_cross_encoder(
     before = expected_calibration_error(1 / (1 + np.exp(-logits)), labels)
     scale, bias = fit_calibration(logits, labels)
     fold_calibration(model, scale, bias)
-    folded = _logits(model, tokenizer, data.calibration, script_args)
-    after = expected_calibration_error(1 / (1 + np.exp(-folded)), labels)
+    calibrated = scale * logits + bias
+    after = expected_calibration_error(1 / (1 + np.exp(-calibrated)), labels)
+    # The fold checked on a few pairs (a head whose last linear layer is not the logit's would fail here, not later).
+    sample = data.calibration.select(range(min(64, len(data.calibration))))
+    folded = _logits(model, tokenizer, sample, script_args)
+    if not np.allclose(folded, calibrated[: len(folded)], rtol=1e-3, atol=1e-3):
+        raise RuntimeError(f"{type(model).__name__}: the calibration folded into its head does not give its logits")
     return {"scale": scale, "bias": bias, "ece_before": before, "ece_after": after}
 
 

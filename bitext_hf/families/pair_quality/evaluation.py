@@ -20,7 +20,6 @@ __all__ = [
     "evaluate_sets",
     "expected_calibration_error",
     "fit_calibration",
-    "held_out_predictions",
     "light_probabilities",
     "raw_logits",
 ]
@@ -43,13 +42,6 @@ def raw_logits(model: Any, features: Any, batch_size: int = 65536) -> np.ndarray
 def light_probabilities(model: Any) -> Probabilities:
     """The light classifier's calibrated probabilities of a dataset's ``features``."""
     return lambda dataset: model.calibrate(torch.as_tensor(raw_logits(model, dataset["features"]))).numpy()
-
-
-def held_out_predictions(
-    probabilities: Probabilities, sets: dict[str, Any]
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """set name -> (calibrated probabilities, labels) of each dataset of ``sets`` (the card's reliability diagram)."""
-    return {name: (probabilities(dataset), np.asarray(dataset["labels"])) for name, dataset in sets.items()}
 
 
 def fit_calibration(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -119,9 +111,11 @@ def evaluate_quality(
     return metrics
 
 
-def evaluate_sets(probabilities: Probabilities, data: Any) -> dict[str, Any]:
+def evaluate_sets(probabilities: Probabilities, data: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The metrics (:func:`evaluate_quality`) of the calibration pairs and of every held-out set of ``data``
-    (``PreparedData``), with the cosine's and the margin's MCC at their best thresholds on the calibration pairs."""
+    (``PreparedData``), with the cosine's and the margin's MCC at their best thresholds on the calibration pairs; and
+    each held-out set's (calibrated probabilities, labels), which the card's reliability diagram draws (computed once:
+    a cross-encoder's pass over the pairs is the expensive part)."""
     calibration_features = np.asarray(data.calibration["features"])
     calibration_labels = np.asarray(data.calibration["labels"])
     thresholds = {
@@ -129,14 +123,18 @@ def evaluate_sets(probabilities: Probabilities, data: Any) -> dict[str, Any]:
         for column, name in enumerate(("cosine", "margin"))
     }
     results: dict[str, Any] = {"baseline_thresholds": thresholds}
+    predictions: dict[str, Any] = {}
     for name, dataset in {"calibration": data.calibration, **data.eval_sets}.items():
         features = np.asarray(dataset["features"])
+        predicted, labels = probabilities(dataset), np.asarray(dataset["labels"])
+        if name in data.eval_sets:
+            predictions[name] = (predicted, labels)
         results[name] = evaluate_quality(
-            probabilities(dataset),
-            np.asarray(dataset["labels"]),
+            predicted,
+            labels,
             list(dataset["kind"]),
             cosines=features[:, 0],
             margins=features[:, 1],
             baseline_thresholds=thresholds,
         )
-    return results
+    return results, predictions
