@@ -370,3 +370,17 @@ def test_the_length_features_weigh_scripts_as_the_length_filters_do(source, targ
     source_length, target_length = weighted_length(source), weighted_length(target)
     assert features["weighted_length_ratio"] == pytest.approx(abs(math.log((1 + source_length) / (1 + target_length))))
     assert features["shorter_length"] == pytest.approx(math.log1p(min(source_length, target_length)))
+
+
+def test_classifier_for_run_steps_the_default_aside_only_where_asked():
+    """score rates pairs unasked: the default classifier steps aside for another encoder with a line; mine and align
+    asked for a classifier: one that reads another encoder's cosines is refused there."""
+    from bitext_hf.mining.quality import classifier_for_run
+
+    classifier, note = classifier_for_run("default", ["use-multilingual-v3"])
+    assert classifier is not None and note is None
+    classifier, note = classifier_for_run("default", ["my-encoder"], default_steps_aside=True)
+    assert classifier is None and "reads the cosines of use-multilingual-v3, not of my-encoder" in note
+    with pytest.raises(UsageError, match="trained on the cosines of the encoder"):
+        classifier_for_run("default", ["use-multilingual-v3", "my-encoder"])
+    assert classifier_for_run("default", [])[0] is not None  # both sides given as embeddings: the user vouches

@@ -553,10 +553,11 @@ def _classifier(config: AlignConfig) -> Any:
     user asked for it; one that cannot be loaded is an encoder load error (exit 4)."""
     if config.classifier is None:
         return None
-    from bitext_hf.mining.quality import check_classifier_encoder, load_classifier
+    from bitext_hf.mining.quality import classifier_for_run
 
-    classifier = load_classifier(config.classifier, backend=config.classifier_backend)
-    check_classifier_encoder(classifier, config.encoder_spec().name, config.classifier)
+    classifier, _ = classifier_for_run(
+        config.classifier, [config.encoder_spec().name], backend=config.classifier_backend
+    )
     return classifier
 
 

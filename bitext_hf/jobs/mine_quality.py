@@ -24,20 +24,22 @@ def mining_classifier(config: MiningConfig, src: Side, tgt: Side) -> Any:
     if config.classifier is None:
         return None
     from bitext_hf.encoders.spec import EncoderSpec
-    from bitext_hf.mining.quality import check_classifier_encoder, load_classifier
+    from bitext_hf.mining.quality import classifier_for_run
 
     for name, side in (("src", src), ("tgt", tgt)):
         if side.texts is None:
             raise UsageError(f"--classifier reads the sentences: give --{name}-text with the embeddings {side.path}")
-    classifier = load_classifier(config.classifier, backend=config.classifier_backend)
+    encoders = [
+        EncoderSpec(model or config.model).name
+        for side, model in (("src", config.src_model), ("tgt", config.tgt_model))
+        if not is_embeddings(getattr(config, side))
+    ]
+    classifier, _ = classifier_for_run(config.classifier, encoders, backend=config.classifier_backend)
     if getattr(classifier.config, "reads_scores", True):  # the light classifier; a cross-encoder reads the texts
         if config.margin != "ratio":
             raise UsageError(f"--classifier reads the ratio margin: --margin {config.margin} gives it another score")
         if config.k != 4:
             raise UsageError(f"--classifier reads the ratio margin with k=4 (how it was trained): --k {config.k}")
-    for side, model in (("src", config.src_model), ("tgt", config.tgt_model)):
-        if not is_embeddings(getattr(config, side)):
-            check_classifier_encoder(classifier, EncoderSpec(model or config.model).name, config.classifier)
     return classifier
 
 

@@ -323,21 +323,14 @@ def _score(config: ScoreConfig, embedder: Embedder, outputs: JobOutputs) -> Scor
 
 def _classifier(config: ScoreConfig) -> tuple[Any, str | None]:
     """The pair classifier of the run, or None with why: ``--classifier none``, or the default classifier with
-    another encoder than its own (its probabilities would mean nothing; an explicit ``--classifier`` trained on
-    another encoder is refused instead)."""
-    from bitext_hf.mining.quality import DEFAULT_CLASSIFIER, check_classifier_encoder, load_classifier
+    another encoder than its own (an explicit ``--classifier`` trained on another encoder is refused instead)."""
+    from bitext_hf.mining.quality import classifier_for_run
 
     if not config.wants_quality:
         return None, None
-    classifier = load_classifier(config.classifier, backend=config.classifier_backend)
-    encoder = config.encoder_spec().name
-    if config.classifier == DEFAULT_CLASSIFIER and classifier.config.encoder not in (None, encoder):
-        return None, (
-            f"no quality column: the default classifier reads the cosines of {classifier.config.encoder}, not of "
-            f"{encoder} (give --classifier one trained on this encoder, or --classifier none to silence this)"
-        )
-    check_classifier_encoder(classifier, encoder, config.classifier)
-    return classifier, None
+    return classifier_for_run(
+        config.classifier, [config.encoder_spec().name], backend=config.classifier_backend, default_steps_aside=True
+    )
 
 
 def _quality(classifier, config, sources, targets, candidates, src_emb, tgt_emb) -> np.ndarray:

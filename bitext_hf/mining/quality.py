@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_CLASSIFIER_PATH",
     "calibration_bins",
     "check_classifier_encoder",
+    "classifier_for_run",
     "load_classifier",
     "pair_quality",
     "precision_at_thresholds",
@@ -157,6 +158,32 @@ def check_classifier_encoder(classifier: Any, encoder_identity: str, name: str |
             "its probabilities would mean nothing here; use that encoder, or train a classifier for this one "
             "(recipes/train_pair_quality.py --encoder ...)"
         )
+
+
+def classifier_for_run(
+    name: str | os.PathLike,
+    encoders: Sequence[str],
+    *,
+    backend: str = "torch",
+    default_steps_aside: bool = False,
+) -> tuple[Any, str | None]:
+    """The classifier ``name`` of a job whose pairs the ``encoders`` scored (their identities; none known: a side
+    given as embeddings), loaded and checked before any encoding: ``(classifier, None)``, or, when
+    ``default_steps_aside`` (``score``, which rates pairs unasked) and the default classifier reads another encoder's
+    cosines, ``(None, the line that says why there is no column)``. A classifier asked for (any in ``mine`` and
+    ``align``, a named one in ``score``) that reads another encoder's cosines is refused (``UsageError``, exit 2): its
+    probabilities would mean nothing there. A cross-encoder reads no encoder's scores and goes with any."""
+    classifier = load_classifier(name, backend=backend)
+    trained = getattr(classifier.config, "encoder", None)
+    if default_steps_aside and str(name) == DEFAULT_CLASSIFIER and any(e != trained for e in encoders) and trained:
+        other = next(encoder for encoder in encoders if encoder != trained)
+        return None, (
+            f"no quality column: the default classifier reads the cosines of {trained}, not of {other} (give "
+            "--classifier one trained on this encoder, or --classifier none to silence this)"
+        )
+    for encoder in dict.fromkeys(encoders):
+        check_classifier_encoder(classifier, encoder, name)
+    return classifier, None
 
 
 def pair_quality(
