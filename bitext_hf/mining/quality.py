@@ -175,8 +175,8 @@ def classifier_for_run(
     probabilities would mean nothing there. A cross-encoder reads no encoder's scores and goes with any."""
     classifier = load_classifier(name, backend=backend)
     trained = getattr(classifier.config, "encoder", None)
-    if default_steps_aside and str(name) == DEFAULT_CLASSIFIER and any(e != trained for e in encoders) and trained:
-        other = next(encoder for encoder in encoders if encoder != trained)
+    other = next((encoder for encoder in encoders if trained and encoder != trained), None)
+    if default_steps_aside and str(name) == DEFAULT_CLASSIFIER and other is not None:
         return None, (
             f"no quality column: the default classifier reads the cosines of {trained}, not of {other} (give "
             "--classifier one trained on this encoder, or --classifier none to silence this)"
