@@ -27,6 +27,12 @@ documents of ``--synthetic`` sentences (random vectors with planted 1-1, 1-2, 2-
     python benchmarks/bench_align.py --vecalign ~/src/vecalign --bertalign ~/src/bertalign
     python benchmarks/bench_align.py --vecalign ... --bertalign ... --synthetic 10000 50000 --tune
     python benchmarks/bench_align.py --vecalign ... --bertalign ... --gettext ja zh_CN ko ru
+    python benchmarks/bench_align.py --vecalign ... --bertalign ... --encoding --gettext ja
+
+``--encoding`` measures the encoding instead, cold (no cache, the encoder called directly): every overlap encoded
+(what Bertalign and vecalign encode) against ``--overlaps in-play`` (``bitext_hf.alignment.in_play``), each with its
+search, in process CPU seconds, with the texts and characters encoded and strict and lax F1 (Bertalign's search on
+the every-overlap vectors beside them).
 
 ``--vecalign`` and ``--bertalign`` are checkouts (or bare clones) of the two repositories.
 """
@@ -335,6 +341,61 @@ def child(args, method: str, path: str, workdir: str) -> None:
     print(json.dumps({"seconds": seconds, "peak_mb": peak, "f1_strict": scores["f1_strict"]}))
 
 
+def encoding_cost(args, methods) -> None:
+    """The ``--encoding`` table (the module docstring)."""
+    from bitext_hf.alignment.in_play import align_in_play
+    from bitext_hf.encoders import load_encoder
+
+    encoder = load_encoder()
+    layers = args.max_align - 1
+    counted = {"texts": 0, "chars": 0}
+
+    def encode(texts):
+        counted["texts"] += len(texts)
+        counted["chars"] += sum(map(len, texts))
+        return encoder.encode(texts, batch_size=128, show_progress=False)
+
+    sets = {"Text+Berg de-fr test (7 documents)": [bleualign(args.vecalign, name) for name in TEST_DOCUMENTS]}
+    for lang in args.gettext:
+        sets[f"gettext en-{lang} ({args.gettext_sentences} pairs, planted beads)"] = [
+            gettext_document(lang, args.gettext_sentences, seed=0)
+        ]
+    encoder.encode(["warm up"] * 8, show_progress=False)
+    warm = overlaps_of([["a", "b", "c"], ["a", "b", "c"]], layers, lambda texts: encoder.encode(texts))
+    search(warm[0], warm[1], max_align=args.max_align)  # the numba functions compile here, not in a timed run
+    print("\n## encoding: every overlap against the overlaps in play (cold, no cache)\n")
+    print("| set | overlaps | texts encoded | characters encoded | CPU s | wall s | CPU share | strict F1 | lax F1 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, documents in sets.items():
+        golds = [gold for _, _, gold in documents]
+        src_texts = overlap_texts([src for src, _, _ in documents], layers)
+        tgt_texts = overlap_texts([tgt for _, tgt, _ in documents], layers)
+        rows = {}
+        for mode in ("all", "in-play"):
+            counted.update(texts=0, chars=0)
+            cpu, wall = time.process_time(), time.perf_counter()
+            if mode == "all":
+                src_overlaps, tgt_overlaps = src_texts.embed(encode), tgt_texts.embed(encode)
+                beads = [search(s, t, max_align=args.max_align).beads for s, t in zip(src_overlaps, tgt_overlaps)]
+                every = (src_overlaps, tgt_overlaps)
+            else:
+                result = align_in_play(src_texts, tgt_texts, encode, encode, max_align=args.max_align)
+                beads = [alignment.beads for alignment in result.alignments]
+            rows[mode] = (dict(counted), time.process_time() - cpu, time.perf_counter() - wall, beads)
+        for mode, (count, cpu, wall, beads) in rows.items():
+            scores = alignment_f1(golds, beads)
+            print(
+                f"| {label} | {mode} | {count['texts']} | {count['chars']} | {cpu:.1f} | {wall:.1f} | "
+                f"{cpu / rows['all'][1]:.2f} | {scores['f1_strict']:.3f} | {scores['f1_lax']:.3f} |"
+            )
+        if "Bertalign" in methods:
+            beads = [methods["Bertalign"](s, t) for s, t in zip(*every)]
+            scores = alignment_f1(golds, beads)
+            print(
+                f"| {label} | Bertalign's search on every overlap | | | | | | {scores['f1_strict']:.3f} | {scores['f1_lax']:.3f} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vecalign", required=True, help="checkout or bare clone of thompsonb/vecalign")
@@ -352,6 +413,7 @@ def main() -> None:
         help="also English -> LANG documents built from gettext catalogs with planted beads (gettext_document)",
     )
     parser.add_argument("--gettext-sentences", type=int, default=500, help="pairs per gettext document")
+    parser.add_argument("--encoding", action="store_true", help="the cold encoding table alone (module docstring)")
     parser.add_argument("--child", nargs=3, metavar=("METHOD", "NPZ", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -364,6 +426,9 @@ def main() -> None:
     print(f"# {os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), load {load:.1f}")
     workdir = tempfile.mkdtemp(prefix="bench-align-")
     methods = aligners(args, workdir)
+    if args.encoding:
+        encoding_cost(args, methods)
+        return
 
     layers = args.max_align - 1
     encode = MemoEncoder(args.cache_dir)

@@ -241,3 +241,60 @@ def test_without_a_detector_split_text_uses_the_generic_rules_and_tmx_asks_for_t
     code, _, err = _align(capsys, "--src", texts[0], "--tgt", texts[1], "--split", "--out", str(tmp_path / "a.tmx"))
     assert code == EXIT_USAGE and "--format tmx names the source language: give --src-lang" in err
     assert not (tmp_path / "a.tmx").exists()
+
+
+# --- encoding in play -----------------------------------------------------------------------------------------------
+
+IN_PLAY_SRC = ["cat|en", "dog|en", "tree|en", "house|en", "river|en", "sun|en", "moon|en", "star|en"]
+IN_PLAY_TGT = ["cat|de", "dog|de tree|de", "house|de", "extra|de", "river|de", "sun|de", "moon|de", "star|de"]
+
+
+def test_in_play_encodes_each_sentence_and_only_the_runs_the_search_uses():
+    from bitext_hf.alignment.in_play import align_in_play
+    from bitext_hf.alignment.search import search
+
+    src_texts, tgt_texts = overlap_texts([IN_PLAY_SRC], 4), overlap_texts([IN_PLAY_TGT], 4)
+    every = SumEncoder()
+    full = search(*[texts.embed(every.encode)[0] for texts in (src_texts, tgt_texts)])
+    encoder = SumEncoder()
+    result = align_in_play(src_texts, tgt_texts, encoder.encode, encoder.encode)
+    assert result.alignments[0].beads == full.beads  # ([1, 2], [1]) among them
+    assert ([1, 2], [1]) in full.beads
+    assert set(IN_PLAY_SRC + IN_PLAY_TGT) <= set(encoder.encoded)  # every sentence
+    assert "dog|en tree|en" in encoder.encoded  # the run the path uses, encoded, not estimated
+    assert len(encoder.encoded) < len(every.encoded) == len(src_texts.texts) + len(tgt_texts.texts)
+    assert sum(result.encoded) == len(encoder.encoded) and result.rounds >= 2
+    np.testing.assert_allclose(result.alignments[0].scores, full.scores, atol=1e-5)
+
+
+def test_in_play_scores_the_final_beads_on_encoded_vectors_not_estimates():
+    """An encoder whose runs do not embed as their sentences' sum: the estimates differ from the encodings, yet every
+    multi-sentence bead of the final path was encoded, so its score is the encoder's."""
+    from bitext_hf.alignment.in_play import align_in_play
+
+    class Skewed(SumEncoder):
+        def encode(self, texts, batch_size=128, show_progress=False):
+            vectors = super().encode(texts)
+            joined = np.array([len(text.split()) > 1 for text in texts])
+            vectors[joined] = vectors[joined] * 0.8 + 0.2 * vectors[joined][:, ::-1]
+            return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    encoder = Skewed()
+    result = align_in_play(overlap_texts([IN_PLAY_SRC], 4), overlap_texts([IN_PLAY_TGT], 4), encoder.encode,
+                           encoder.encode)  # fmt: skip
+    for xs, ys in result.alignments[0].beads:
+        if len(xs) > 1:
+            assert " ".join(IN_PLAY_SRC[x] for x in xs) in encoder.encoded
+        if len(ys) > 1:
+            assert " ".join(IN_PLAY_TGT[y] for y in ys) in encoder.encoded
+
+
+def test_align_overlaps_in_play_from_the_command_line(capsys, encoder, tmp_path):
+    src = write_lines(tmp_path / "a.en", IN_PLAY_SRC)
+    tgt = write_lines(tmp_path / "a.de", IN_PLAY_TGT)
+    out = tmp_path / "a.tsv"
+    code, _, err = _align(capsys, "--src", src, "--tgt", tgt, "--overlaps", "in-play", "--out", str(out))
+    assert code == EXIT_OK, err
+    rows = [line.split("\t") for line in out.read_text().splitlines()[1:]]
+    assert ["1,2", "1", "dog|en tree|en", "dog|de tree|de"] in [row[1:] for row in rows]
+    assert json.loads((tmp_path / "a.tsv.meta.json").read_text())["overlaps"] == "in-play"

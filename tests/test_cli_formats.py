@@ -135,8 +135,8 @@ def test_the_alignment_tsv_check_names_what_the_sentence_holds(sentence, held):
     with pytest.raises(DataValidationError) as caught:
         check_tsv_sentences(["fine", sentence], "doc.en")
     assert str(caught.value) == (
-        f"doc.en:2: the sentence contains {held}, which TSV output cannot hold; write .jsonl or .parquet instead "
-        "(or --format vecalign|jsonl|parquet)"
+        f"doc.en:2: the sentence contains {held}, which TSV output cannot hold; write .jsonl, .parquet or .tmx "
+        "instead (or --format vecalign|jsonl|parquet|tmx)"
     )
 
 

@@ -213,7 +213,7 @@ COMMAND_LINE_CASES = [
         AlignConfig,
         dict(format="xml"),
         dict(format="xml"),
-        "format='xml' (--format): must be one of vecalign, tsv, jsonl, parquet",
+        "format='xml' (--format): must be one of vecalign, tsv, jsonl, parquet, tmx",
     ),
     (
         EvalConfig,

@@ -54,8 +54,9 @@ def align_sentences(
             returning L2-normalized vectors.
         settings (AlignSettings, optional): the search's settings; or give them as keywords (``max_align=4``).
         batch_size (int): sentences per encoder batch.
-        src_paragraphs, tgt_paragraphs (sequence of int, optional): each sentence's paragraph number: no bead joins
+        src_paragraphs (sequence of int, optional): each source sentence's paragraph number: no bead joins
             sentences of two paragraphs (those runs are not even encoded).
+        tgt_paragraphs (sequence of int, optional): the same for the target sentences.
 
     Returns:
         Alignment: ``beads``, a list of ``(source indices, target indices)`` in document order covering every

@@ -51,6 +51,7 @@ SIDECAR_KEYS = (
     "skip",
     "margin",
     "length_prior",
+    "overlaps",
     "format",
     "classifier",
     "src",
@@ -94,7 +95,10 @@ def check_tsv_sentences(sentences: Sequence[str], name: str, lines: Sequence[int
     what it holds, before any encoding (:func:`bitext_hf.data.pair_files.check_tsv_cells`, the pairs table's check).
     ``lines``: each sentence's line, for split text (default: one sentence a line)."""
     check_tsv_cells(
-        sentences, name, instead="write .jsonl or .parquet instead (or --format jsonl|parquet|tmx)", lines=lines
+        sentences,
+        name,
+        instead="write .jsonl, .parquet or .tmx instead (or --format vecalign|jsonl|parquet|tmx)",
+        lines=lines,
     )
 
 
@@ -122,7 +126,6 @@ def write_alignment(
         if quality.shape[0] != len(alignment.beads):
             raise ValueError(f"{quality.shape[0]} quality values for {len(alignment.beads)} beads")
     if format == "tmx":
-        from bitext_hf import __version__
         from bitext_hf.data.tmx import write_tmx
 
         if languages is None:
@@ -138,7 +141,6 @@ def write_alignment(
             [rows[number][4] for number in links],
             *languages,
             properties,
-            creation_tool_version=__version__,
         )
     elif format == "vecalign":
         with atomic_output(path) as handle:

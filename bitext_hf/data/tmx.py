@@ -61,7 +61,7 @@ def write_tmx(
     tgt_lang: str,
     properties: Mapping[str, Sequence[float]] | None = None,
     *,
-    creation_tool_version: str = "",
+    creation_tool_version: str | None = None,
 ) -> None:
     """Write the pairs ``(sources[i], targets[i])`` as a TMX 1.4b file at ``path`` (atomically; ``-``: stdout).
 
@@ -69,7 +69,8 @@ def write_tmx(
         src_lang, tgt_lang (str): the two sides' languages (:func:`tmx_language` makes them tags).
         properties (mapping of str to sequences of float, optional): per pair numbers, each written as
             ``<prop type="x-NAME">`` with six decimals (``{"score": scores, "quality": qualities}``).
-        creation_tool_version (str): the header's ``creationtoolversion``.
+        creation_tool_version (str, optional): the header's ``creationtoolversion``; by default the installed
+            bitext-hf's (read from its metadata: the data layer imports nothing above it).
     """
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources for {len(targets)} targets")
@@ -77,6 +78,13 @@ def write_tmx(
     for key, values in properties.items():
         if len(values) != len(sources):
             raise ValueError(f"{len(values)} values of {key!r} for {len(sources)} pairs")
+    if creation_tool_version is None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            creation_tool_version = version("bitext-hf")
+        except PackageNotFoundError:
+            creation_tool_version = ""
     src_tag, tgt_tag = tmx_language(src_lang, "the source language"), tmx_language(tgt_lang, "the target language")
     header = {
         "creationtool": "bitext-hf",
