@@ -29,6 +29,12 @@ documents of ``--synthetic`` sentences (random vectors with planted 1-1, 1-2, 2-
     python benchmarks/bench_align.py --vecalign ... --bertalign ... --gettext ja zh_CN ko ru
     python benchmarks/bench_align.py --vecalign ... --bertalign ... --encoding --gettext ja
 
+``--overhead`` measures the command's own cost instead: ``bitext-hf align`` run from outside (a fresh process each
+time, CPU seconds of the child: user + system) on two long documents, the Text+Berg dev and test documents joined
+four times over (each copy's lines marked with its number, so the texts differ), with every vector already in the
+encoding cache, less the same command on their first two sentences; beside it, Bertalign's ``align_sents`` steps
+(process CPU) on the same vectors.
+
 ``--encoding`` measures the encoding instead, cold (no cache, the encoder called directly): every overlap encoded
 (what Bertalign and vecalign encode) against ``--overlaps in-play`` (``bitext_hf.alignment.in_play``), each with its
 search, in process CPU seconds, with the texts and characters encoded and strict and lax F1 (Bertalign's search on
@@ -396,6 +402,48 @@ def encoding_cost(args, methods) -> None:
             )
 
 
+def command_overhead(args, methods) -> None:
+    """The ``--overhead`` table (the module docstring)."""
+    import resource
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-align-overhead-"))
+    names = ["dev", *TEST_DOCUMENTS]
+    sides = {"de": [], "fr": []}
+    for copy in range(1, 5):
+        for name in names:
+            de, fr, _ = bleualign(args.vecalign, name)
+            sides["de"] += [f"{line} ({copy})" for line in de]
+            sides["fr"] += [f"{line} ({copy})" for line in fr]
+    for lang, lines in sides.items():
+        (folder / f"long.{lang}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        (folder / f"two.{lang}").write_text("".join(line + "\n" for line in lines[:2]), encoding="utf-8")
+    cache = ["--cache-dir", args.cache_dir] if args.cache_dir else []
+
+    def command_cpu(name: str) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        command = ["bitext-hf", "-q", "align", "--src", f"{name}.de", "--tgt", f"{name}.fr", "--out", f"{name}.align"]
+        subprocess.run(command + cache, cwd=folder, check=True, capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    for name in ("long", "two"):
+        command_cpu(name)  # fills the encoding cache (and numba's)
+    runs = {name: sorted(command_cpu(name) for _ in range(args.repeats)) for name in ("long", "two")}
+    print(f"\n## the command's own cost, vectors cached ({len(sides['de'])} x {len(sides['fr'])} sentences)\n")
+    print(f"CPU s of each run, sorted ({args.repeats} runs): long {runs['long']}, two sentences {runs['two']}")
+    overhead = runs["long"][0] - runs["two"][0]
+    print(f"\n| | CPU s |\n|---|---|\n| bitext-hf align, long less two sentences (fastest runs) | {overhead:.2f} |")
+    if "Bertalign" in methods:
+        encode = MemoEncoder(args.cache_dir)
+        src, tgt = overlaps_of([sides["de"], sides["fr"]], args.max_align - 1, encode)
+        times = []
+        for _ in range(args.repeats):
+            cpu = time.process_time()
+            methods["Bertalign"](src, tgt)
+            times.append(time.process_time() - cpu)
+        print(f"| Bertalign's align_sents steps on the same vectors (fastest of {args.repeats}) | {min(times):.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vecalign", required=True, help="checkout or bare clone of thompsonb/vecalign")
@@ -414,6 +462,8 @@ def main() -> None:
     )
     parser.add_argument("--gettext-sentences", type=int, default=500, help="pairs per gettext document")
     parser.add_argument("--encoding", action="store_true", help="the cold encoding table alone (module docstring)")
+    parser.add_argument("--overhead", action="store_true", help="the command's own cost alone (module docstring)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each timed command (--overhead)")
     parser.add_argument("--child", nargs=3, metavar=("METHOD", "NPZ", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -428,6 +478,9 @@ def main() -> None:
     methods = aligners(args, workdir)
     if args.encoding:
         encoding_cost(args, methods)
+        return
+    if args.overhead:
+        command_overhead(args, methods)
         return
 
     layers = args.max_align - 1

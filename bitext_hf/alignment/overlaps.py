@@ -86,13 +86,20 @@ def overlap_texts(
             raise ValueError(f"{len(paragraph)} paragraph numbers for {n} sentences")
         index = np.full((layers, n), -1, dtype=np.int64)
         lengths = np.zeros((layers, n), dtype=np.float64)
-        sizes = [len(sentence.encode("utf-8", "surrogatepass")) for sentence in sentences]
+        # A run's length from the running total of its sentences' UTF-8 sizes (exact integers in float64).
+        sizes = np.fromiter((len(sentence.encode("utf-8", "surrogatepass")) for sentence in sentences), np.float64, n)
+        totals = np.concatenate([[0.0], np.cumsum(sizes)])
+        previous = list(sentences)  # the runs of the layer before, ending at each sentence
         for layer in range(layers):
-            for end in range(layer, n):
-                if paragraph is not None and paragraph[end - layer] != paragraph[end]:
-                    continue
-                text = JOINER.join(sentences[end - layer : end + 1])
-                index[layer, end] = rows.setdefault(text, len(rows))
-                lengths[layer, end] = sum(sizes[end - layer : end + 1]) + layer * len(JOINER)
+            ends = range(layer, n)
+            if layer:
+                previous = [None] * layer + [previous[end - 1] + JOINER + sentences[end] for end in ends]
+            if paragraph is None:
+                kept = ends
+            else:
+                kept = [end for end in ends if paragraph[end - layer] == paragraph[end]]
+            index[layer, kept] = [rows.setdefault(previous[end], len(rows)) for end in kept]
+            stops = np.asarray(kept, dtype=np.int64)
+            lengths[layer, stops] = totals[stops + 1] - totals[stops - layer] + layer * len(JOINER)
         per_document.append((index, lengths))
     return OverlapTexts(list(rows), per_document)

@@ -266,16 +266,19 @@ def bead_band(anchors: list[tuple[int, int]], n: int, m: int, window: int, stret
     further than ``stretch_window`` from the straight line between them: a long stretch without anchors (text
     missing on one side, or documents that do not translate each other) costs cells in proportion to its length,
     not to its area."""
-    anchors = [anchor for anchor in anchors if anchor[0] < n and anchor[1] < m] + [(n, m)]
+    kept = [anchor for anchor in anchors if anchor[0] < n and anchor[1] < m]
+    points = np.asarray([(0, 0), *kept, (n, m)], dtype=np.int64)
     lo = np.zeros(n + 1, dtype=np.int64)
     hi = np.zeros(n + 1, dtype=np.int64)
-    previous_i, previous_j = 0, 0
-    for i, j in anchors:
-        rows = np.arange(previous_i + 1, i + 1)
+    if n:
+        # Row r lies between the anchor before it and the first anchor at or after it (rows up to an anchor, its own
+        # included, belong to the stretch it ends).
+        rows = np.arange(1, n + 1)
+        following = np.searchsorted(points[:, 0], rows, side="left")
+        (previous_i, previous_j), (i, j) = points[following - 1].T, points[following].T
         line = previous_j + (rows - previous_i) * ((j - previous_j) / (i - previous_i))
-        lo[rows] = np.maximum(previous_j - window, np.floor(line) - stretch_window)
-        hi[rows] = np.minimum(j + window, np.ceil(line) + stretch_window)
-        previous_i, previous_j = i, j
+        lo[1:] = np.maximum(previous_j - window, np.floor(line) - stretch_window)
+        hi[1:] = np.minimum(j + window, np.ceil(line) + stretch_window)
     lo[0], hi[0] = 0, hi[1] if n else m
     return _connected(lo, hi, m)
 
@@ -320,14 +323,38 @@ def search(
     types = alignment_types(max_align)
     sides = sides_of(src, tgt)
     pointers = _bead_pass(sides, lo, hi, offsets, types, ratio, float(skip), bool(margin), bool(length_prior))
-    beads, scores, i, j = [], [], n, m
-    while i or j:
+    ends, steps, scores = _back_track(sides, pointers, lo, offsets, types, ratio, bool(margin), bool(length_prior))
+    if (
+        steps.shape[0] and steps[-1] == _NO_CELL
+    ):  # numba reads without bounds checks: never follow a pointer that is not one
+        raise _unreachable()
+    beads = [
+        (list(range(i - a, i)), list(range(j - b, j)))
+        for (i, j), (a, b) in zip(ends[::-1].tolist(), types[steps[::-1]].tolist())
+    ]
+    return Alignment(beads, scores[::-1].copy())
+
+
+@nb.njit(cache=True)
+def _back_track(sides, pointers, lo, offsets, types, ratio, margin, length_prior):
+    """The second programme's path from (n, m) back to (0, 0): each bead's end cell, type and score (0.0 for 1-0 and
+    0-1), last bead first; a step of -1 last where a cell has no pointer (the caller raises). In numba: a Python
+    loop calling the compiled score once per bead cost a third of a second on 6,000 sentences."""
+    n = lo.shape[0] - 1
+    m = sides[4].shape[1]  # the target index's columns
+    size = n + m
+    ends = np.zeros((size, 2), dtype=np.int64)
+    steps = np.zeros(size, dtype=np.int64)
+    scores = np.zeros(size, dtype=np.float64)
+    i, j, count = n, m, 0
+    while i > 0 or j > 0:
         step = pointers[offsets[i] + j - lo[i]]
-        if step == _NO_CELL:  # numba reads without bounds checks: never follow a pointer that is not one
-            raise _unreachable()
-        a, b = types[step]
-        beads.append((list(range(i - a, i)), list(range(j - b, j))))
-        linked = a and b
-        scores.append(bead_score(sides, i, j, a, b, ratio, margin, length_prior) if linked else 0.0)
+        ends[count, 0], ends[count, 1], steps[count] = i, j, step
+        count += 1
+        if step == _NO_CELL:
+            break
+        a, b = types[step, 0], types[step, 1]
+        if a > 0 and b > 0:
+            scores[count - 1] = bead_score(sides, i, j, a, b, ratio, margin, length_prior)
         i, j = i - a, j - b
-    return Alignment(beads[::-1], np.asarray(scores[::-1], dtype=np.float64))
+    return ends[:count], steps[:count], scores[:count]

@@ -52,6 +52,7 @@ from bitext_hf.jobs.options import (
     THREADS,
     EncoderOptions,
     LanguageOptions,
+    RayOptions,
     classifier_backend,
     refuse_classifier_backend_without_classifier,
 )
@@ -124,7 +125,7 @@ class AlignSearchOptions:
 
 
 @dataclasses.dataclass
-class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
+class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOptions):
     """Everything one alignment run needs; the fields are ``bitext-hf align``'s options. Checked when made.
 
     The search's fields (``max_align``, ``top_k``, ``window``, ``skip``, ``margin``, ``length_prior``) are
@@ -156,6 +157,8 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
         classifier (str, optional): a pair classifier (``"default"``, a folder or a hub id) whose probability
             that each bead is a translation becomes a last ``quality`` column of the tsv, jsonl and parquet outputs
             (0.0 for a 1-0 or 0-1 bead); None (the default) adds none. Refused with the vecalign format.
+        distributed (str, optional): ``"ray"``: the encoding runs in Ray tasks (``ray_address``, ``workers``), as
+            ``mine``'s; same outputs.
         quiet (bool): no progress bars, as ``mine``.
         threads (int, optional): CPU threads, as ``mine``.
         command (str, optional): the command that reproduces the run, recorded in the sidecar, as ``mine``.
@@ -245,6 +248,7 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, EncoderOptions):
         if self.format is not None and not self.out:
             raise UsageError(f"--format {self.format} is the format of --out; there is no --out")
         self.check_encoder_options()
+        self.check_ray_options()
         folders = [os.path.isdir(path) for path in (self.src, self.tgt) if path]
         if len(set(folders)) > 1:
             raise UsageError("--src and --tgt must both be files or both be folders of documents")
@@ -560,39 +564,24 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
     classifier = _classifier(config)  # loaded and checked before the encoder is loaded
 
     embedder = Embedder.from_options(config, load_encoder)
-    from bitext_hf.alignment.overlaps import overlap_texts
-    from bitext_hf.alignment.search import search
-
-    layers = settings.max_align - 1
-    src_texts = overlap_texts(src_docs, layers, src_read.paragraphs)
-    tgt_texts = overlap_texts(tgt_docs, layers, tgt_read.paragraphs)
-    align_started = time.perf_counter()
-    if config.overlaps == "in-play":
-        from bitext_hf.alignment.in_play import align_in_play
-
-        in_play = align_in_play(
-            src_texts,
-            tgt_texts,
-            lambda texts: embedder.embed(texts, "source overlap"),
-            lambda texts: embedder.embed(texts, "target overlap"),
-            **settings.as_dict(),
-        )
-        alignments, src_overlaps, tgt_overlaps = in_play.alignments, in_play.src_overlaps, in_play.tgt_overlaps
-        logger.info(
-            "encoded %d of %d overlaps in play (%d searches)",
-            sum(in_play.encoded),
-            len(src_texts.texts) + len(tgt_texts.texts),
-            in_play.rounds,
-        )
-    else:
-        # Each side's distinct overlap texts over every document are encoded in one call: once each, one cache entry.
-        src_overlaps = src_texts.embed(lambda texts: embedder.embed(texts, "source overlap"))
-        tgt_overlaps = tgt_texts.embed(lambda texts: embedder.embed(texts, "target overlap"))
-        align_started = time.perf_counter()
-        alignments = [search(src, tgt, **settings.as_dict()) for src, tgt in zip(src_overlaps, tgt_overlaps)]
-    align_seconds = (
-        time.perf_counter() - align_started - (embedder.encode_seconds if config.overlaps == "in-play" else 0.0)
-    )
+    chunks = _chunks([len(document) + len(target) for document, target in zip(src_docs, tgt_docs)])
+    alignments, src_overlaps, tgt_overlaps = [], [], []
+    align_seconds = 0.0
+    with _ray_session(config), _corpus_progress(config, len(names), len(chunks)) as progress:
+        for chunk in chunks:
+            chunk_started, encode_before = time.perf_counter(), embedder.encode_seconds
+            aligned = _align_chunk(
+                config,
+                embedder,
+                [src_docs[number] for number in chunk],
+                [tgt_docs[number] for number in chunk],
+                [src_read.paragraphs[number] for number in chunk],
+                [tgt_read.paragraphs[number] for number in chunk],
+            )
+            for collected, part in zip((alignments, src_overlaps, tgt_overlaps), aligned):
+                collected.extend(part)
+            align_seconds += time.perf_counter() - chunk_started - (embedder.encode_seconds - encode_before)
+            progress.update(len(chunk))
     seconds = {"read": read_seconds, "encode": embedder.encode_seconds, "align": align_seconds}
     qualities = None
     if classifier is not None:
@@ -680,6 +669,80 @@ def _detected_language(texts: list[list[str]], side: str, needed: bool) -> str |
         "%s language detected: %s (lid.176 probability %.2f); give %s to set it", side, lang, probability, option_name
     )
     return lang
+
+
+# Sentences (both sides) of the documents encoded together: a run over many documents encodes them this many at a
+# time, each part stored in the encoding cache as soon as it is encoded, so that a run stopped and started again
+# takes the finished parts from the cache. A run smaller than this is one part, as a single call always was.
+CHUNK_SENTENCES = 20_000
+
+
+def _chunks(sizes: list[int], budget: int | None = None) -> list[list[int]]:
+    """The documents (by number) in consecutive groups of at most ``budget`` sentences (a larger document alone)."""
+    budget = CHUNK_SENTENCES if budget is None else budget
+    chunks: list[list[int]] = []
+    total = 0
+    for number, size in enumerate(sizes):
+        if not chunks or total + size > budget:
+            chunks.append([])
+            total = 0
+        chunks[-1].append(number)
+        total += size
+    return chunks
+
+
+def _ray_session(config: AlignConfig):
+    """One Ray session for the whole run with ``distributed``: each part's encoding joins it (its batches run as Ray
+    tasks); none without."""
+    import contextlib
+
+    if not config.distributed:
+        return contextlib.nullcontext()
+    from bitext_hf.encoding.ray import ray_session
+
+    return ray_session(config.ray_address, config.workers)
+
+
+def _corpus_progress(config: AlignConfig, documents: int, chunks: int):
+    """One progress bar over the document pairs, for a run encoded in several parts (one part shows the encoder's)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=documents, unit="document pair", desc="Aligning", disable=config.quiet or chunks < 2, leave=False
+    )
+
+
+def _align_chunk(config: AlignConfig, embedder, src_docs, tgt_docs, src_paragraphs, tgt_paragraphs):
+    """The alignments and overlaps of some document pairs: each side's distinct overlap texts encoded in one call
+    (once each, one cache entry), or only those in play (``overlaps="in-play"``), then each pair searched."""
+    from bitext_hf.alignment.overlaps import overlap_texts
+    from bitext_hf.alignment.search import search
+
+    settings = config.settings
+    layers = settings.max_align - 1
+    src_texts = overlap_texts(src_docs, layers, src_paragraphs)
+    tgt_texts = overlap_texts(tgt_docs, layers, tgt_paragraphs)
+
+    def encode(what: str):
+        return lambda texts: embedder.embed(texts, what)
+
+    if config.overlaps == "in-play":
+        from bitext_hf.alignment.in_play import align_in_play
+
+        in_play = align_in_play(
+            src_texts, tgt_texts, encode("source overlap"), encode("target overlap"), **settings.as_dict()
+        )
+        logger.info(
+            "encoded %d of %d overlaps in play (%d searches)",
+            sum(in_play.encoded),
+            len(src_texts.texts) + len(tgt_texts.texts),
+            in_play.rounds,
+        )
+        return in_play.alignments, in_play.src_overlaps, in_play.tgt_overlaps
+    src_overlaps = src_texts.embed(encode("source overlap"))
+    tgt_overlaps = tgt_texts.embed(encode("target overlap"))
+    alignments = [search(src, tgt, **settings.as_dict()) for src, tgt in zip(src_overlaps, tgt_overlaps)]
+    return alignments, src_overlaps, tgt_overlaps
 
 
 def _classifier(config: AlignConfig) -> Any:
