@@ -207,6 +207,8 @@ def test_a_control_character_is_refused_for_tmx_naming_the_line_before_encoding(
         (["--split"], "--split: the printed beads name sentences by line number"),
         (["--split", "--out", "x.align"], "--split: --format vecalign names sentences by line number"),
         (["--split", "--out", "x.txt", "--format", "vecalign"], "--format vecalign names"),
+        (["--out", "x.tsv", "--workers", "2"], "--ray-address and --workers go with --distributed ray"),
+        (["--out", "x.tsv", "--overlaps", "some"], "overlaps='some' (--overlaps): must be one of all, in-play"),
     ],
 )
 def test_what_cannot_work_is_refused_before_reading(capsys, encoder, texts, tmp_path, monkeypatch, options, message):
@@ -298,3 +300,52 @@ def test_align_overlaps_in_play_from_the_command_line(capsys, encoder, tmp_path)
     rows = [line.split("\t") for line in out.read_text().splitlines()[1:]]
     assert ["1,2", "1", "dog|en tree|en", "dog|de tree|de"] in [row[1:] for row in rows]
     assert json.loads((tmp_path / "a.tsv.meta.json").read_text())["overlaps"] == "in-play"
+
+
+# --- many documents: encoded in parts, resumable --------------------------------------------------------------------
+
+
+def _corpus(tmp_path, pairs: int = 3):
+    for side in ("en", "de"):
+        (tmp_path / side).mkdir()
+    for number in range(pairs):
+        sentences = [f"word{number}x{line}|" for line in range(4)]
+        write_lines(tmp_path / "en" / f"doc{number}.txt", [text + "en" for text in sentences])
+        write_lines(tmp_path / "de" / f"doc{number}.txt", [text + "de" for text in sentences])
+    return str(tmp_path / "en"), str(tmp_path / "de")
+
+
+def test_a_corpus_is_encoded_in_parts_and_a_stopped_run_resumes_from_the_cache(capsys, tmp_path, monkeypatch):
+    """Parts of at most CHUNK_SENTENCES (here 8: one document pair each); the first run dies while encoding the
+    second part; the second run encodes only the parts not in the cache, and writes what an uninterrupted run
+    writes."""
+    monkeypatch.setattr("bitext_hf.jobs.align.CHUNK_SENTENCES", 8)
+    src, tgt = _corpus(tmp_path)
+
+    class DiesOnce(SumEncoder):
+        dead = False
+
+        def encode(self, texts, batch_size=128, show_progress=False):
+            if not DiesOnce.dead and any(text.startswith("word1x") for text in texts):
+                DiesOnce.dead = True
+                raise RuntimeError("the machine went away")
+            return super().encode(texts)
+
+    encoder = DiesOnce()
+    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: encoder)
+    options = ["align", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "out"), "--format", "jsonl"]
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    code, _, err = run(capsys, *options, *cache)
+    assert code != EXIT_OK and "the machine went away" in err and not (tmp_path / "out").exists()
+    assert {text.split("x")[0] for text in encoder.encoded} == {"word0"}  # the first part, cached
+    encoder.encoded.clear()
+    code, _, err = run(capsys, *options, *cache)
+    assert code == EXIT_OK, err
+    assert {text.split("x")[0] for text in encoder.encoded} == {"word1", "word2"}  # the first part from the cache
+    fresh = SumEncoder()
+    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: fresh)
+    code, _, err = run(capsys, *options[:5], "--out", str(tmp_path / "fresh"), "--format", "jsonl", "--no-cache")
+    assert code == EXIT_OK, err
+    for number in range(3):
+        name = f"doc{number}.txt.jsonl"
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes()

@@ -158,6 +158,32 @@ def test_cli_mine_distributed_encodes_in_ray_and_equals_single_process(capsys, t
     assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
 
 
+def test_cli_align_distributed_encodes_in_ray_and_equals_single_process(capsys, tmp_path, fakes, monkeypatch):
+    """``align --distributed ray`` over a folder of documents: the overlaps are encoded by Ray tasks, part by part
+    (two parts here), and every output is byte for byte the single process's."""
+    encoded_in_ray = []
+    real_encode_ray = encoding_ray.encode_ray
+    monkeypatch.setattr(
+        encoding_ray,
+        "encode_ray",
+        lambda texts, *a, **kw: encoded_in_ray.append(len(texts)) or real_encode_ray(texts, *a, **kw),
+    )
+    monkeypatch.setattr("bitext_hf.jobs.align.CHUNK_SENTENCES", 12)
+    for side, sentences in (("en", SOURCES), ("de", TARGETS)):
+        (tmp_path / side).mkdir()
+        for number in range(3):
+            write_lines(tmp_path / side / f"doc{number}.txt", [f"{text} {number}" for text in sentences])
+    common = ["align", "--src", str(tmp_path / "en"), "--tgt", str(tmp_path / "de"), "--no-cache", "--format", "tsv"]
+    assert run(capsys, *common, "--out", str(tmp_path / "one"))[0] == EXIT_OK
+    assert encoded_in_ray == []
+    code, _, err = run(capsys, *common, "--out", str(tmp_path / "ray"), "--distributed", "ray", "--workers", "2")
+    assert code == EXIT_OK, err
+    assert len(encoded_in_ray) == 6  # three parts (one document pair each), two sides
+    for number in range(3):
+        name = f"doc{number}.txt.tsv"
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+
+
 # ----------------------------------------------------------------------------------------------------- encode
 
 

@@ -11,7 +11,8 @@ option checked when the config is made; every output path planned and checked (:
 link, FIFO, device or folder at an output's name, no output that is an input or in an input folder, a writable
 folder) and the inputs protected from every file the job writes; every document read and checked (and, for TSV
 output, that its sentences fit); only then the encoder loaded and every distinct overlap text of each side encoded
-once for the whole run (or taken from the encoding cache); each pair aligned, and the outputs written to temporary
+once (or taken from the encoding cache), for a large corpus in parts of documents (each part cached when done: a run
+stopped and started again resumes from the cache; with ``distributed``, in Ray tasks); each pair aligned, and the outputs written to temporary
 files and committed together, the sidecar ``<out>.meta.json`` (in a folder ``out``: ``alignment.meta.json``, which
 lists the documents this run wrote) last. A bad input never costs an encoding run; a failure or a signal before the
 commit leaves the earlier files exactly as they were. An output folder that does not exist is made (its parent must
