@@ -140,14 +140,20 @@ def test_a_search_task_keeps_its_one_thread():
     assert ray.get(ray.remote(_threads_after_a_search_task).options(num_cpus=1).remote()) == 1
 
 
-def test_cli_mine_distributed_encodes_in_ray_and_equals_single_process(capsys, tmp_path, fakes, monkeypatch):
-    encoded_in_ray = []
+@pytest.fixture
+def encoded_in_ray(monkeypatch):
+    """The number of texts of each call of encode_ray (which then runs as it does)."""
+    calls = []
     real_encode_ray = encoding_ray.encode_ray
     monkeypatch.setattr(
         encoding_ray,
         "encode_ray",
-        lambda texts, *a, **kw: encoded_in_ray.append(len(texts)) or real_encode_ray(texts, *a, **kw),
+        lambda texts, *a, **kw: calls.append(len(texts)) or real_encode_ray(texts, *a, **kw),
     )
+    return calls
+
+
+def test_cli_mine_distributed_encodes_in_ray_and_equals_single_process(capsys, tmp_path, fakes, encoded_in_ray):
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
     common = ["mine", "--src", src, "--tgt", tgt, "--k", "2", "--mode", "union", "--no-cache"]
     assert run(capsys, *common, "--out", str(tmp_path / "one.tsv"))[0] == EXIT_OK
@@ -158,16 +164,11 @@ def test_cli_mine_distributed_encodes_in_ray_and_equals_single_process(capsys, t
     assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
 
 
-def test_cli_align_distributed_encodes_in_ray_and_equals_single_process(capsys, tmp_path, fakes, monkeypatch):
+def test_cli_align_distributed_encodes_in_ray_and_equals_single_process(
+    capsys, tmp_path, fakes, monkeypatch, encoded_in_ray
+):
     """``align --distributed ray`` over a folder of documents: the overlaps are encoded by Ray tasks, part by part
     (two parts here), and every output is byte for byte the single process's."""
-    encoded_in_ray = []
-    real_encode_ray = encoding_ray.encode_ray
-    monkeypatch.setattr(
-        encoding_ray,
-        "encode_ray",
-        lambda texts, *a, **kw: encoded_in_ray.append(len(texts)) or real_encode_ray(texts, *a, **kw),
-    )
     monkeypatch.setattr("bitext_hf.jobs.align.CHUNK_SENTENCES", 12)
     for side, sentences in (("en", SOURCES), ("de", TARGETS)):
         (tmp_path / side).mkdir()
