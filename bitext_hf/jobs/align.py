@@ -4,7 +4,8 @@ options into the config and calls it; Python users get the same job, the same fi
 >>> from bitext_hf.jobs import AlignConfig, run_alignment
 >>> result = run_alignment(AlignConfig("book.de", "book.fr", out="book.align"))
 
-A run aligns one document pair (``src`` and ``tgt`` files, one sentence a line) or many (``src`` and ``tgt``
+A run aligns one document pair (``src`` and ``tgt`` files, one sentence a line, or running text split into sentences
+with ``split``) or many (``src`` and ``tgt``
 folders holding files of the same names, or ``src_docs`` and ``tgt_docs`` lists of documents paired line by line;
 ``out`` is then a folder, one output file per document). In order: every
 option checked when the config is made; every output path planned and checked (:class:`bitext_hf.io.OutputSet`: no
