@@ -349,3 +349,20 @@ def test_a_corpus_is_encoded_in_parts_and_a_stopped_run_resumes_from_the_cache(c
     for number in range(3):
         name = f"doc{number}.txt.jsonl"
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes()
+
+
+def test_running_text_read_as_lines_gets_one_word_about_split(capsys, caplog, encoder, tmp_path):
+    paragraphs = [f"Cat|en sleeps|en {n}. Dog|en runs|en {n}. Tree|en grows|en {n}." for n in range(4)]
+    src = write_lines(tmp_path / "a.en", paragraphs)
+    tgt = write_lines(tmp_path / "a.de", [p.replace("|en", "|de") for p in paragraphs])
+    code, _, err = _align(capsys, "--src", src, "--tgt", tgt, "--out", str(tmp_path / "a.tsv"))
+    assert code == EXIT_OK, err
+    assert f"{src}: 4 of 4 sampled lines hold several sentences" in caplog.text and "--split" in caplog.text
+    caplog.clear()
+    code, _, err = _align(capsys, "--src", src, "--tgt", tgt, "--out", str(tmp_path / "b.tsv"), "--split")
+    assert code == EXIT_OK, err
+    assert "sampled lines" not in caplog.text
+    caplog.clear()
+    one_a_line = write_lines(tmp_path / "c.en", [s + "." for p in paragraphs for s in p[:-1].split(". ")])
+    assert _align(capsys, "--src", one_a_line, "--tgt", one_a_line, "--out", str(tmp_path / "c.tsv"))[0] == EXIT_OK
+    assert "sampled lines" not in caplog.text
