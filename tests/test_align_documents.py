@@ -37,7 +37,7 @@ from bitext_hf.data.tmx import tmx_language
         # CJK full stops need no space after them
         ("ja", "これはペンです。あれは本ですか？はい、そうです。", 3),
         ("zh_CN", "这是一支笔。那是书吗？是的！", 3),
-        # a language with no rules of its own: the generic ones
+        # a language with no rules of its own: the English ones
         ("ko", "안녕하세요. 저는 학생입니다! 정말요?", 3),
         (None, "One sentence. Another one? Yes!", 3),
     ],
@@ -228,7 +228,7 @@ def test_languages_are_detected_offline_for_split_text(capsys, encoder, tmp_path
     assert _tmx_languages(out) == {("de", "fr")}
 
 
-def test_without_a_detector_split_text_uses_the_generic_rules_and_tmx_asks_for_the_language(
+def test_without_a_detector_split_text_uses_the_english_rules_and_tmx_asks_for_the_language(
     capsys, caplog, encoder, texts, tmp_path, monkeypatch
 ):
     from bitext_hf.errors import UsageError

@@ -123,7 +123,7 @@ def align_texts(
 ) -> TextAlignment:
     """Align two documents of running text: paragraphs are runs of lines between blank lines, each split into
     sentences offline by the splitter of its language (:func:`bitext_hf.data.sentences.sentence_splitter`; None: the
-    generic rules); no bead joins sentences of two paragraphs. Settings as :func:`align_sentences`.
+    English rules); no bead joins sentences of two paragraphs. Settings as :func:`align_sentences`.
 
     Raises:
         TypeError: a side that is not a str.

