@@ -20,7 +20,7 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["SENTENCE_SPLITTER_LANGUAGES", "Document", "sentence_splitter", "split_document"]
+__all__ = ["SENTENCE_SPLITTER_LANGUAGES", "Document", "base_language", "sentence_splitter", "split_document"]
 
 # The languages of sentence-splitter's non-breaking prefix files (sentence_splitter/non_breaking_prefixes/*.txt).
 SENTENCE_SPLITTER_LANGUAGES = frozenset(
@@ -75,7 +75,10 @@ class Document:
         return len(self.sentences)
 
 
-def _base_language(lang: str | None) -> str | None:
+def base_language(lang: str | None) -> str | None:
+    """The language of a code without its region, script or encoding: ``pt_BR``, ``sr@latin``, ``zh-Hans``,
+    ``de_DE.UTF-8`` and ``DE`` -> ``pt``, ``sr``, ``zh``, ``de``, ``de``; None for None or an empty code. Also what
+    lid.176's labels are (:func:`bitext_hf.mining.filters.lid_code`)."""
     if lang is None:
         return None
     for separator in "_-@.":
@@ -89,7 +92,7 @@ def sentence_splitter(lang: str | None) -> Callable[[str], list[str]]:
     unknown) into sentences (see the module docstring for which splitter)."""
     from sentence_splitter import SentenceSplitter
 
-    base = _base_language(lang)
+    base = base_language(lang)
     splitter = SentenceSplitter(language=base if base in SENTENCE_SPLITTER_LANGUAGES else "en")
 
     def split(text: str) -> list[str]:

@@ -10,6 +10,7 @@ import numpy as np
 
 __all__ = [
     "Encoder",
+    "budget_spans",
     "check_sentences",
     "encoding_progress",
     "l2_normalize",
@@ -77,3 +78,17 @@ def check_sentences(sentences: Sequence[str]) -> list[str]:
         if not isinstance(sentence, str):
             raise TypeError(f"sentence {i} is {type(sentence).__name__}, expected str")
     return sentences
+
+
+def budget_spans(lengths: Sequence[int], budget: int) -> list[slice]:
+    """Consecutive runs of items whose ``lengths`` sum to at most ``budget`` (an item longer than it: a run of its
+    own), as slices."""
+    spans, start, total = [], 0, 0
+    for i, length in enumerate(lengths):
+        if i > start and total + length > budget:
+            spans.append(slice(start, i))
+            start, total = i, 0
+        total += length
+    if len(lengths) > start:
+        spans.append(slice(start, len(lengths)))
+    return spans

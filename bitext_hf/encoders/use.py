@@ -29,7 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from bitext_hf.encoders.base import check_sentences, encoding_progress, l2_normalize, length_sorted_batches
+from bitext_hf.encoders.base import (
+    budget_spans,
+    check_sentences,
+    encoding_progress,
+    l2_normalize,
+    length_sorted_batches,
+)
 from bitext_hf.encoders.precision import arithmetic
 from bitext_hf.encoders.sources import DEFAULT_ENCODER
 from bitext_hf.encoders.spec import use_runtime
@@ -54,20 +60,6 @@ _BRANCH = 256
 _ORDERS = ((2, 0), (3, 1), (5, 2))
 _MAX_LEFT = max(left for _, left in _ORDERS)
 _MAX_RIGHT = max(order - 1 - left for order, left in _ORDERS)
-
-
-def _spans(lengths: Sequence[int], budget: int) -> list[slice]:
-    """Consecutive runs of items whose ``lengths`` sum to at most ``budget`` (an item longer than it: a run of its
-    own), as slices."""
-    spans, start, total = [], 0, 0
-    for i, length in enumerate(lengths):
-        if i > start and total + length > budget:
-            spans.append(slice(start, i))
-            start, total = i, 0
-        total += length
-    if len(lengths) > start:
-        spans.append(slice(start, len(lengths)))
-    return spans
 
 
 def use_resource(name: str) -> str:
@@ -211,7 +203,7 @@ class UseTorchForward:
 
         output = np.empty((len(token_ids), _EMBEDDING), dtype=np.float32)
         with torch.inference_mode():
-            for scope in _spans([len(ids) for ids in token_ids], self.id_budget):
+            for scope in budget_spans([len(ids) for ids in token_ids], self.id_budget):
                 output[scope] = self._scope(token_ids[scope])
         return output
 
@@ -225,7 +217,7 @@ class UseTorchForward:
         tables = self._by_id(vocabulary)
         output = np.empty((len(token_ids), _EMBEDDING), dtype=np.float32)
         first = 0
-        for batch in _spans(lengths, self.token_budget):
+        for batch in budget_spans(lengths, self.token_budget):
             size = sum(lengths[batch])
             counts = torch.tensor(lengths[batch], dtype=torch.int64)
             output[batch] = self._batch(counts, inverse[first : first + size], *tables).numpy()

@@ -482,7 +482,10 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
     classifier = _classifier(config)  # loaded and checked before the encoder is loaded
 
     embedder = Embedder.from_options(config, load_encoder)
-    chunks = _chunks([len(document) + len(target) for document, target in zip(src_docs, tgt_docs)])
+    from bitext_hf.encoders.base import budget_spans
+
+    sizes = [len(document) + len(target) for document, target in zip(src_docs, tgt_docs)]
+    chunks = [range(len(names))[span] for span in budget_spans(sizes, CHUNK_SENTENCES)]
     alignments, src_overlaps, tgt_overlaps = [], [], []
     align_seconds = 0.0
     with _ray_session(config), _corpus_progress(config, len(names), len(chunks)) as progress:
@@ -531,20 +534,6 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
 # time, each part stored in the encoding cache as soon as it is encoded, so that a run stopped and started again
 # takes the finished parts from the cache. A run smaller than this is one part, as a single call always was.
 CHUNK_SENTENCES = 20_000
-
-
-def _chunks(sizes: list[int], budget: int | None = None) -> list[list[int]]:
-    """The documents (by number) in consecutive groups of at most ``budget`` sentences (a larger document alone)."""
-    budget = CHUNK_SENTENCES if budget is None else budget
-    chunks: list[list[int]] = []
-    total = 0
-    for number, size in enumerate(sizes):
-        if not chunks or total + size > budget:
-            chunks.append([])
-            total = 0
-        chunks[-1].append(number)
-        total += size
-    return chunks
 
 
 def _ray_session(config: AlignConfig):

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from bitext_hf.data.sentences import base_language
 from bitext_hf.errors import DataValidationError, EncoderLoadError, UsageError
 
 __all__ = [
@@ -115,9 +116,7 @@ def normalize_for_duplicates(text: str) -> str:
 def lid_code(lang: str) -> str:
     """The lid.176 label of a language code: ``pt_BR``, ``sr@latin``, ``en-US`` and ``DE`` -> ``pt``, ``sr``, ``en``,
     ``de``."""
-    for separator in "_-@.":
-        lang = lang.split(separator, 1)[0]
-    return lang.strip().lower()
+    return base_language(lang) or ""
 
 
 @dataclasses.dataclass(kw_only=True)
