@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 
+import cli_fakes
 import numpy as np
 import pytest
 from cli_fakes import run, write_lines
@@ -68,20 +68,14 @@ def test_runs_across_a_paragraph_boundary_are_not_overlaps():
         overlap_texts([["a", "b"]], 2, [[0]])
 
 
-def _meaning(word: str) -> np.ndarray:
-    return np.random.default_rng(zlib.crc32(word.split("|")[0].strip(".!?").lower().encode())).standard_normal(32)
+class SumEncoder(cli_fakes.SumEncoder):
+    """The shared fake, normalized, reading punctuation and case away (``Cat|en.`` and ``Cat|de.`` mean the same)."""
 
+    normalized = True
 
-class SumEncoder:
-    """A run of words embeds as the sum of their meanings (``Cat|en.`` and ``Cat|de.`` mean the same)."""
-
-    def __init__(self) -> None:
-        self.encoded: list[str] = []
-
-    def encode(self, texts, batch_size=128, show_progress=False):
-        self.encoded.extend(texts)
-        vectors = np.stack([sum(_meaning(word) for word in text.split()) for text in texts])
-        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    @staticmethod
+    def meaning_of(word: str) -> str:
+        return word.split("|")[0].strip(".!?").lower()
 
 
 # The German side joins "Dog" and "Tree" in one sentence; with the paragraph break after "Dog" on the English side,

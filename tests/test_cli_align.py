@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import zlib
 
-import numpy as np
 import pytest
-from cli_fakes import run, write_lines
+from cli_fakes import SumEncoder, run, write_lines
 
 from bitext_hf.alignment.settings import AlignSettings
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE
@@ -22,19 +20,6 @@ from bitext_hf.errors import OutputWriteError
 SRC = ["cat|en", "dog|en", "tree|en", "house|en", "river|en", "sun|en", "moon|en"]
 TGT = ["cat|de", "dog|de tree|de", "house|de", "extra|de", "river|de", "sun|de", "moon|de"]
 EXPECTED = [([0], [0]), ([1, 2], [1]), ([3], [2]), ([], [3]), ([4], [4]), ([5], [5]), ([6], [6])]
-
-
-def _meaning(word: str) -> np.ndarray:
-    return np.random.default_rng(zlib.crc32(word.split("|")[0].encode())).standard_normal(32)
-
-
-class SumEncoder:
-    def __init__(self) -> None:
-        self.encoded: list[str] = []
-
-    def encode(self, texts, batch_size=128, show_progress=False):
-        self.encoded.extend(texts)
-        return np.stack([sum(_meaning(word) for word in text.split()) for text in texts]).astype(np.float32)
 
 
 @pytest.fixture
