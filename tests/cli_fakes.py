@@ -98,3 +98,9 @@ class SumEncoder:
 
     def _meaning(self, word: str) -> np.ndarray:
         return np.random.default_rng(zlib.crc32(self.meaning_of(word).encode())).standard_normal(32)
+
+
+def use_encoder(monkeypatch, fake):
+    """Make ``bitext_hf.encoders.load_encoder`` return ``fake`` whatever it is asked for; returns ``fake``."""
+    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: fake)
+    return fake

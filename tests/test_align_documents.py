@@ -10,7 +10,7 @@ import re
 import cli_fakes
 import numpy as np
 import pytest
-from cli_fakes import run, write_lines
+from cli_fakes import run, use_encoder, write_lines
 
 from bitext_hf.alignment import align_texts
 from bitext_hf.alignment.overlaps import overlap_texts
@@ -147,9 +147,7 @@ def test_language_codes_become_xml_lang_tags(given, tag):
 
 @pytest.fixture
 def encoder(monkeypatch):
-    fake = SumEncoder()
-    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: fake)
-    return fake
+    return use_encoder(monkeypatch, SumEncoder())
 
 
 @pytest.fixture
@@ -326,7 +324,7 @@ def test_a_corpus_is_encoded_in_parts_and_a_stopped_run_resumes_from_the_cache(c
             return super().encode(texts)
 
     encoder = DiesOnce()
-    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: encoder)
+    use_encoder(monkeypatch, encoder)
     options = ["align", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "out"), "--format", "jsonl"]
     cache = ["--cache-dir", str(tmp_path / "cache")]
     code, _, err = run(capsys, *options, *cache)
@@ -336,8 +334,7 @@ def test_a_corpus_is_encoded_in_parts_and_a_stopped_run_resumes_from_the_cache(c
     code, _, err = run(capsys, *options, *cache)
     assert code == EXIT_OK, err
     assert {text.split("x")[0] for text in encoder.encoded} == {"word1", "word2"}  # the first part from the cache
-    fresh = SumEncoder()
-    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: fresh)
+    use_encoder(monkeypatch, SumEncoder())
     code, _, err = run(capsys, *options[:5], "--out", str(tmp_path / "fresh"), "--format", "jsonl", "--no-cache")
     assert code == EXIT_OK, err
     for number in range(3):

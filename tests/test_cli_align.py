@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 import pytest
-from cli_fakes import SumEncoder, run, write_lines
+from cli_fakes import SumEncoder, run, use_encoder, write_lines
 
 from bitext_hf.alignment.settings import AlignSettings
 from bitext_hf.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE
@@ -24,9 +24,7 @@ EXPECTED = [([0], [0]), ([1, 2], [1]), ([3], [2]), ([], [3]), ([4], [4]), ([5], 
 
 @pytest.fixture
 def encoder(monkeypatch):
-    fake = SumEncoder()
-    monkeypatch.setattr("bitext_hf.encoders.load_encoder", lambda spec=None, **options: fake)
-    return fake
+    return use_encoder(monkeypatch, SumEncoder())
 
 
 @pytest.fixture
