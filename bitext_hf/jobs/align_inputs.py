@@ -195,7 +195,15 @@ def detected_language(texts: list[list[str]], side: str, needed: bool) -> str | 
             option_name,
         )
         return None
-    sample = " ".join(line.strip() for lines in texts for line in lines if line.strip())[:_DETECTION_CHARS]
+    # The first lines up to the characters it reads, not the whole side joined and cut.
+    kept, size = [], 0
+    for line in (line.strip() for lines in texts for line in lines):
+        if size >= _DETECTION_CHARS:
+            break
+        if line:
+            kept.append(line)
+            size += len(line) + 1
+    sample = " ".join(kept)[:_DETECTION_CHARS]
     probabilities = identifier.probabilities(sample)
     lang, probability = next(iter(probabilities.items()))
     logger.info(
