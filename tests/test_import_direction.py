@@ -36,6 +36,7 @@ LAYERS = {
     "training": 5,
     "families": 6,
     "jobs": 6.5,  # one module per command: config, run_*, result; they call the engines below and import no family
+    "app": 6.75,  # the review app (Gradio, the app extra): above the jobs, under the CLI that starts it
     "cli": 7,
 }
 

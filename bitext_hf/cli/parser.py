@@ -12,6 +12,7 @@ import functools
 import sys
 from collections.abc import Callable
 
+from bitext_hf.cli.app import add_app_command
 from bitext_hf.cli.arguments import add_config_options
 from bitext_hf.cli.commands import cmd_align, cmd_encode, cmd_mine, cmd_score
 from bitext_hf.cli.data import EPILOG_GETTEXT, cmd_data_gettext
@@ -245,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"bitext-hf {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,align,score,eval,push,data}")
+    commands = parser.add_subparsers(dest="command", metavar="{encode,mine,align,score,eval,push,data,app}")
     shared = shared_options(defaults=False)
     for name, config, handler, help, epilog in (
         (
@@ -315,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="English-xx pairs from the gettext catalogs installed on this machine (--list: languages and counts)",
         epilog=EPILOG_GETTEXT + "\n" + EPILOG_EXIT,
     )
+    _reading_text(add_app_command(commands, shared))
     return parser
 
 

@@ -1,0 +1,48 @@
+"""The review app: look at mined, scored or aligned pairs before publishing them (``bitext-hf app``).
+
+:class:`PairsReview` holds a pairs file, its filters, the rejected rows and the export, and needs no Gradio;
+:func:`build_app` and :func:`launch` put it in a browser (the ``app`` extra: ``pip install "bitext-hf[app]"``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from bitext_hf.app.review import PairsReview, ReviewFilters, decisions_path, reviewed_path
+from bitext_hf.errors import UsageError
+
+__all__ = ["PairsReview", "ReviewFilters", "build_app", "decisions_path", "launch", "reviewed_path"]
+
+
+def build_app(review: PairsReview) -> Any:
+    """The Gradio ``Blocks`` of a review (see :mod:`bitext_hf.app.ui`)."""
+    _require_gradio()
+    from bitext_hf.app.ui import build_app as build
+
+    return build(review)
+
+
+def launch(
+    pairs: str | os.PathLike, *, host: str = "127.0.0.1", port: int | None = None, block: bool = True
+) -> Any:
+    """Open a review of ``pairs`` in a local Gradio server (``host``: 127.0.0.1, this machine only; ``port``: the
+    first free from 7860). With ``block=False`` it returns the running app (``app.close()`` stops it)."""
+    if port is not None and (type(port) is not int or not 0 < port < 65536):
+        raise UsageError(f"port must be a number from 1 to 65535, not {port!r}")
+    if not isinstance(host, str) or not host:
+        raise UsageError(f"host must be a name or an address, not {host!r}")
+    _require_gradio()
+    review = PairsReview(pairs)  # read and checked before a server starts
+    app = build_app(review)
+    app.launch(server_name=host, server_port=port, inbrowser=False, prevent_thread_lock=not block, quiet=True)
+    return app
+
+
+def _require_gradio() -> None:
+    # Gradio reports usage to its servers unless told not to; nothing leaves this machine.
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    try:
+        import gradio  # noqa: F401
+    except ImportError as error:
+        raise UsageError('the review app needs Gradio: pip install "bitext-hf[app]"') from error

@@ -1,0 +1,420 @@
+"""What the review app shows and keeps, without Gradio: a pairs file (``mine``, ``score`` or ``align`` output) held as
+columns, the filters a reviewer sets, the pairs they reject, and the export of what is left.
+
+Everything the browser sees is a page of rows: the columns stay here (numpy and Arrow, not a DataFrame sent to the
+page), so a million pairs filter, sort and page in milliseconds and the browser holds one page.
+
+The review's decisions (the filters and the rejected rows) live in a file beside the input,
+``<pairs file>.review.json``, never in the input: written atomically on every change, read back when the app opens
+the same input again (its size and SHA-256 recorded, so decisions are never applied to another file's rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import unicodedata
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.hub.dataset_card import read_pairs_table
+from bitext_hf.io import atomic_output, iter_input_chunks, read_input_bytes
+from bitext_hf.io.outputs import check_output_path, non_regular_kind
+from bitext_hf.io.tables import output_format
+from bitext_hf.io.terminal import escape_controls
+from bitext_hf.mining.filters import SCRIPT_WEIGHTS
+from bitext_hf.mining.quality import precision_at_thresholds
+
+__all__ = [
+    "DECISIONS_VERSION",
+    "SORTS",
+    "PairsReview",
+    "ReviewFilters",
+    "decisions_path",
+    "latin_equivalent_lengths",
+    "reviewed_path",
+]
+
+DECISIONS_VERSION = 1
+MAX_DECISIONS_BYTES = 64 << 20  # a rejected row is a few bytes: a million of them fit
+SORTS = ("score, highest first", "score, lowest first", "quality, lowest first", "quality, highest first", "file order")
+
+
+def decisions_path(pairs_path: str | os.PathLike) -> Path:
+    """Where a review of ``pairs_path`` keeps its decisions: ``pairs.tsv`` -> ``pairs.tsv.review.json``."""
+    path = Path(pairs_path)
+    return path.with_name(path.name + ".review.json")
+
+
+def reviewed_path(pairs_path: str | os.PathLike, format: str | None = None) -> Path:
+    """The default export of a review: ``pairs.tsv`` -> ``pairs.reviewed.tsv`` (``format`` changes the extension)."""
+    path = Path(pairs_path)
+    suffix = f".{format}" if format else path.suffix
+    return path.with_name(f"{path.stem}.reviewed{suffix}")
+
+
+@cache
+def _weighted_scripts() -> dict[float, re.Pattern]:
+    """A character class per weight of :data:`~bitext_hf.mining.filters.SCRIPT_WEIGHTS`, made from the Unicode names
+    the filters read (every code point, once: about a second), so that Arrow counts them in C."""
+    ranges: dict[float, list[list[int]]] = {}
+    for point in range(sys.maxunicode + 1):
+        weight = SCRIPT_WEIGHTS.get(unicodedata.name(chr(point), "").split(" ", 1)[0])
+        if weight is None:
+            continue
+        spans = ranges.setdefault(weight, [])
+        if spans and spans[-1][1] == point - 1:
+            spans[-1][1] = point
+        else:
+            spans.append([point, point])
+    return {
+        weight: "[" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in spans) + "]" for weight, spans in ranges.items()
+    }
+
+
+def latin_equivalent_lengths(texts: Any) -> np.ndarray:
+    """:func:`bitext_hf.mining.filters.weighted_length` of each text of an Arrow string array, computed by Arrow
+    (the filters' per-character Python loop takes about a minute on a million pairs; this, a second)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = pc.utf8_trim_whitespace(pa.chunked_array([texts]) if isinstance(texts, pa.Array) else texts)
+    lengths = pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.float64)
+    for weight, pattern in _weighted_scripts().items():
+        lengths += (weight - 1.0) * pc.count_substring_regex(texts, pattern).to_numpy(zero_copy_only=False)
+    return lengths
+
+
+@dataclasses.dataclass
+class ReviewFilters:
+    """What a reviewer keeps: pairs whose score is at least ``threshold``, whose ``quality`` (when the file has it) is
+    at least ``min_quality``, whose longer side is at most ``max_length_ratio`` times the shorter (Latin-equivalent
+    characters, as ``--max-length-ratio``), whose sides are in the languages fastText's lid.176 finds (``lid``, with
+    ``src_lang`` / ``tgt_lang``), and that were not rejected. None: no limit. ``search`` and ``sort`` change what the
+    page shows, not what is kept."""
+
+    threshold: float | None = None
+    min_quality: float | None = None
+    max_length_ratio: float | None = None
+    lid: bool = False
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    search: str = ""
+    sort: str = SORTS[0]
+
+    def __post_init__(self):
+        for name in ("threshold", "min_quality", "max_length_ratio"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise UsageError(f"{name} must be a finite number or None, not {value!r}")
+            setattr(self, name, float(value))
+        if self.max_length_ratio is not None and self.max_length_ratio < 1:
+            raise UsageError(f"max_length_ratio must be at least 1, not {self.max_length_ratio}")
+        if not isinstance(self.lid, bool):
+            raise UsageError(f"lid must be True or False, not {self.lid!r}")
+        for name in ("src_lang", "tgt_lang"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise UsageError(f"{name} must be a language code or None, not {value!r}")
+            setattr(self, name, value.strip() or None if value else None)
+        if not isinstance(self.search, str):
+            raise UsageError(f"search must be text, not {self.search!r}")
+        if self.sort not in SORTS:
+            raise UsageError(f"sort must be one of {', '.join(SORTS)}; not {self.sort!r}")
+
+
+class PairsReview:
+    """A review of one pairs file: read it (bounded, checked: :func:`bitext_hf.hub.dataset_card.read_pairs_table`),
+    restore the decisions beside it, and answer what the app asks: a page, the counts and the estimated precision of
+    what the filters keep, the histogram; reject and restore rows; export.
+
+    Raises:
+        DataValidationError: the pairs cannot be read (the file named), or the decisions file beside them is not one
+            this review wrote for this file (it is left as it is: move it away to start over).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.shown = escape_controls(os.fspath(self.path))
+        self.table = read_pairs_table(self.path)
+        self.fingerprint = _fingerprint(self.path)
+        self.scores = self.table.column("score").to_numpy().astype(np.float64)
+        self.quality = (
+            self.table.column("quality").to_numpy().astype(np.float64) if "quality" in self.table.column_names else None
+        )
+        self.count = self.table.num_rows
+        self.rejected = np.zeros(self.count, dtype=bool)
+        self.filters = ReviewFilters()
+        self._ratios: np.ndarray | None = None
+        self._languages: dict[tuple[str | None, str | None], np.ndarray] = {}
+        self._orders: dict[str, np.ndarray] = {}
+        self._restore()
+
+    # -- decisions ---------------------------------------------------------------------------------------------
+    @property
+    def decisions_path(self) -> Path:
+        return decisions_path(self.path)
+
+    def _restore(self) -> None:
+        path = self.decisions_path
+        kind = non_regular_kind(path, named=True)
+        if kind is not None:
+            raise DataValidationError(f"{escape_controls(str(path))}: is {kind}, not a review's decisions file")
+        if not path.exists():
+            return
+        shown = escape_controls(str(path))
+        try:
+            saved = json.loads(read_input_bytes(path, max_bytes=MAX_DECISIONS_BYTES))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise DataValidationError(
+                f"{shown}: not a review's decisions file ({escape_controls(str(error))}); move it away to start over"
+            ) from error
+        if not isinstance(saved, dict) or saved.get("version") != DECISIONS_VERSION:
+            raise DataValidationError(f"{shown}: not a decisions file of this version ({DECISIONS_VERSION})")
+        if saved.get("input") != self.fingerprint:
+            raise DataValidationError(
+                f"{shown}: holds decisions about another version of {self.shown} (its size or SHA-256 differ); "
+                "move it away to start over"
+            )
+        rows = saved.get("rejected")
+        if not isinstance(rows, list) or not all(type(row) is int and 0 <= row < self.count for row in rows):
+            raise DataValidationError(f"{shown}: 'rejected' must list row numbers from 0 to {self.count - 1}")
+        try:
+            filters = ReviewFilters(**saved.get("filters", {}))
+        except (TypeError, UsageError) as error:
+            raise DataValidationError(f"{shown}: its filters cannot be used ({error})") from error
+        self.rejected[rows] = True
+        self.filters = filters
+
+    def save(self) -> None:
+        """Write the decisions beside the input, atomically (a link or a FIFO there is refused, never followed)."""
+        record = {
+            "version": DECISIONS_VERSION,
+            "input": self.fingerprint,
+            "filters": dataclasses.asdict(self.filters),
+            "rejected": np.flatnonzero(self.rejected).tolist(),
+        }
+        with atomic_output(self.decisions_path, follow_symlinks=False) as handle:
+            json.dump(record, handle, ensure_ascii=False, indent=1)
+            handle.write("\n")
+
+    def set_filters(self, filters: ReviewFilters) -> None:
+        if not isinstance(filters, ReviewFilters):
+            raise UsageError(f"filters must be a ReviewFilters, not {type(filters).__name__}")
+        self.filters = filters
+        self.save()
+
+    def reject(self, rows: Sequence[int], rejected: bool = True) -> None:
+        """Reject ``rows`` (file order, 0-based), or restore them with ``rejected=False``; saved at once."""
+        rows = list(rows)
+        if not all(type(row) in (int, np.int64) and 0 <= row < self.count for row in rows):
+            raise UsageError(f"rows must be row numbers from 0 to {self.count - 1}, not {rows!r}")
+        self.rejected[rows] = rejected
+        self.save()
+
+    # -- what the filters keep ---------------------------------------------------------------------------------
+    @property
+    def length_ratios(self) -> np.ndarray:
+        if self._ratios is None:
+            src = latin_equivalent_lengths(self.table.column("src"))
+            tgt = latin_equivalent_lengths(self.table.column("tgt"))
+            self._ratios = np.maximum(src, tgt) / np.maximum(np.minimum(src, tgt), 1.0)
+        return self._ratios
+
+    def _language_keeps(self, src_lang: str | None, tgt_lang: str | None) -> np.ndarray:
+        key = (src_lang, tgt_lang)
+        if key not in self._languages:
+            from bitext_hf.mining.filters import DEFAULT_LID_MIN_PROB, LanguageIdentifier
+
+            # The filters' own rule and model (mine --lid), once per pair of languages asked.
+            identifier = LanguageIdentifier(DEFAULT_LID_MIN_PROB)
+            keep = np.ones(self.count, dtype=bool)
+            for column, lang in (("src", src_lang), ("tgt", tgt_lang)):
+                if lang:
+                    keep &= np.asarray(identifier.keeps(self.table.column(column).to_pylist(), lang), dtype=bool)
+            self._languages[key] = keep
+        return self._languages[key]
+
+    def passing(self, filters: ReviewFilters | None = None) -> np.ndarray:
+        """The rows the filters pass, rejections aside."""
+        filters = filters or self.filters
+        keep = np.ones(self.count, dtype=bool)
+        if filters.threshold is not None:
+            keep &= self.scores >= filters.threshold
+        if filters.min_quality is not None and self.quality is not None:
+            keep &= self.quality >= filters.min_quality
+        if filters.max_length_ratio is not None:
+            keep &= self.length_ratios <= filters.max_length_ratio
+        if filters.lid and (filters.src_lang or filters.tgt_lang):
+            keep &= self._language_keeps(filters.src_lang, filters.tgt_lang)
+        return keep
+
+    def kept(self, filters: ReviewFilters | None = None) -> np.ndarray:
+        """The rows an export writes: passing the filters and not rejected."""
+        return self.passing(filters) & ~self.rejected
+
+    def summary(self, filters: ReviewFilters | None = None) -> dict[str, Any]:
+        """Counts of what is kept, and with a ``quality`` column the estimated precision (mean quality) and the
+        expected number of correct pairs (sum of quality) among them."""
+        kept = self.kept(filters)
+        facts: dict[str, Any] = {
+            "pairs": self.count,
+            "passing": int(self.passing(filters).sum()),
+            "rejected": int(self.rejected.sum()),
+            "kept": int(kept.sum()),
+        }
+        if self.quality is not None:
+            # precision_at_thresholds' own definition, on the kept rows (a threshold of -inf keeps them all).
+            _, _, precision, expected = precision_at_thresholds(self.scores[kept], self.quality[kept], [-np.inf])[0]
+            facts["estimated_precision"] = precision
+            facts["expected_correct"] = expected
+        return facts
+
+    def _order(self, sort: str) -> np.ndarray:
+        if sort not in self._orders:
+            if sort.startswith("quality") and self.quality is not None:
+                values = self.quality
+            elif sort == "file order" or sort.startswith("quality"):
+                values = None
+            else:
+                values = self.scores
+            if values is None:
+                order = np.arange(self.count)
+            else:
+                # Stable: pairs with the same value keep their file order, whichever way the sort goes.
+                order = np.argsort(-values if "highest" in sort else values, kind="stable")
+            self._orders[sort] = order
+        return self._orders[sort]
+
+    def view(self, filters: ReviewFilters | None = None, *, show_rejected: bool = True) -> np.ndarray:
+        """The rows the page lists, in the filters' sort order: those passing the filters (with the rejected ones
+        unless ``show_rejected`` is False) that hold ``search`` in either side (case-insensitive)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        filters = filters or self.filters
+        shown = self.passing(filters)
+        if not show_rejected:
+            shown &= ~self.rejected
+        if filters.search:
+            needle = filters.search
+            found = pc.or_(
+                pc.match_substring(self.table.column("src"), needle, ignore_case=True),
+                pc.match_substring(self.table.column("tgt"), needle, ignore_case=True),
+            )
+            shown &= pa.chunked_array(found).to_numpy(zero_copy_only=False).astype(bool)
+        order = self._order(filters.sort)
+        return order[shown[order]]
+
+    def page(self, rows: np.ndarray, number: int, size: int = 50) -> list[dict[str, Any]]:
+        """Page ``number`` (from 1) of ``rows``: each row's number, score, quality, sides and whether rejected."""
+        if type(number) is not int or number < 1 or type(size) is not int or size < 1:
+            raise UsageError(f"a page is a number from 1 and a size from 1, not {number!r} and {size!r}")
+        chosen = rows[(number - 1) * size : number * size]
+        taken = self.table.take(chosen)
+        src, tgt = taken.column("src").to_pylist(), taken.column("tgt").to_pylist()
+        return [
+            {
+                "row": int(row),
+                "score": float(self.scores[row]),
+                "quality": None if self.quality is None else float(self.quality[row]),
+                "src": source,
+                "tgt": target,
+                "rejected": bool(self.rejected[row]),
+            }
+            for row, source, target in zip(chosen.tolist(), src, tgt)
+        ]
+
+    def histogram(self, bins: int = 40, filters: ReviewFilters | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Equal-width bins of the scores: (edges, every pair's count, the kept pairs' count)."""
+        finite = self.scores[np.isfinite(self.scores)]
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
+        every, _ = np.histogram(self.scores, edges)
+        kept, _ = np.histogram(self.scores[self.kept(filters)], edges)
+        return edges, every, kept
+
+    # -- export ------------------------------------------------------------------------------------------------
+    def export(self, out: str | os.PathLike | None = None, format: str | None = None) -> tuple[Path, int]:
+        """Write the kept pairs (file order, every column of the input) to ``out`` (default
+        :func:`reviewed_path`); returns the path and the number of pairs written. In the input's own text format the
+        kept lines are copied byte for byte (nothing re-formatted: scores keep their digits); another format is
+        written from the columns.
+
+        Raises:
+            UsageError: ``out`` is the input or its decisions file, a folder, or names no format.
+            DataValidationError: the input changed since the review read it.
+        """
+        out = Path(out) if out is not None else reviewed_path(self.path, format)
+        format = output_format(out, format)
+        check_output_path(out, inputs=[self.path, self.decisions_path], option="export")
+        kind = non_regular_kind(out, named=True)
+        if kind is not None:  # an export is a file of its own: never written through a link or into a FIFO
+            raise UsageError(f"export {escape_controls(str(out))}: is {kind}; name a regular file")
+        kept = np.flatnonzero(self.kept())
+        if _fingerprint(self.path) != self.fingerprint:
+            raise DataValidationError(f"{self.shown}: changed since the review read it; open it again")
+        lines = self._lines() if format == _text_format(self.path) else None
+        if lines is not None:
+            with atomic_output(out, "wb") as handle:
+                if format in ("tsv", "csv"):
+                    handle.write(lines[0])
+                handle.writelines(lines[1 + row] if format in ("tsv", "csv") else lines[row] for row in kept.tolist())
+            return out, int(kept.size)
+        taken = self.table.take(kept)
+        with atomic_output(out, "wb") as handle:
+            _write_arrow(taken, format, handle)
+        return out, int(kept.size)
+
+    def _lines(self) -> list[bytes] | None:
+        """The input's lines when they are its rows one for one (a header, then a row a line; a CSV cell quoting a
+        line break, or a blank line in JSON Lines, break that: then None and the export is written from columns)."""
+        data = read_input_bytes(self.path)
+        lines = data.splitlines(keepends=True)
+        if lines and not lines[-1].endswith(b"\n"):
+            lines[-1] += b"\n"
+        header = 1 if _text_format(self.path) in ("tsv", "csv") else 0
+        if len(lines) != self.count + header or any(not line.strip() for line in lines):
+            return None
+        return lines
+
+
+def _text_format(path: Path) -> str | None:
+    suffix = path.suffix.lower()
+    return {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl"}.get(suffix)
+
+
+def _write_arrow(table: Any, format: str, handle: Any) -> None:
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    if format == "parquet":
+        pq.write_table(table, handle)
+    elif format == "jsonl":
+        for record in table.to_pylist():
+            handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode())
+    else:
+        delimiter = "\t" if format == "tsv" else ","
+        quoting = "none" if format == "tsv" else "needed"
+        pa_csv.write_csv(
+            table, handle, pa_csv.WriteOptions(delimiter=delimiter, quoting_style=quoting, include_header=True)
+        )
+
+
+def _fingerprint(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for chunk in iter_input_chunks(path):
+        digest.update(chunk)
+    return {"name": path.name, "size": path.stat().st_size, "sha256": digest.hexdigest()}

@@ -1,0 +1,257 @@
+"""The review app's model (bitext_hf.app.review: filters, decisions beside the input, export) and `bitext-hf app
+--export`, without a browser (tests/test_app_browser.py drives the page in Chromium)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bitext_hf.app import PairsReview, ReviewFilters, decisions_path, reviewed_path
+from bitext_hf.app.review import latin_equivalent_lengths
+from bitext_hf.errors import DataValidationError, UsageError
+from bitext_hf.mining.filters import weighted_length
+from bitext_hf.mining.quality import precision_at_thresholds
+from tests.cli_fakes import run
+
+HEADER = "score\tsrc_index\ttgt_index\tsrc\ttgt\tquality\n"
+
+
+def write_pairs(path, count=40, seed=0):
+    """A pairs file as `score --quality` writes it; scores with ties, a few long targets."""
+    rng = random.Random(seed)
+    lines = [HEADER]
+    for row in range(count):
+        score = rng.choice([0.95, 1.0, 1.05, 1.1, 1.2])
+        tail = " lang" * (12 if row % 7 == 0 else 0)
+        lines.append(f"{score:.6f}\t{row}\t{row}\tsentence {row}\tSatz {row}{tail}\t{rng.random():.6f}\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return lines
+
+
+def test_latin_equivalent_lengths_are_the_filters_weighted_length():
+    texts = ["  Hello world ", "日本語のテキスト。", "한국어 문장", "Ελληνικά", "mixed 中文 ｶﾀｶﾅ", "", "\t tab ", "ㄱㅏ"]
+    assert latin_equivalent_lengths(pa.array(texts)).tolist() == [weighted_length(text) for text in texts]
+
+
+def test_filters_counts_and_precision(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    review = PairsReview(path)
+    filters = ReviewFilters(threshold=1.05, min_quality=0.2, max_length_ratio=2.0)
+    kept = review.kept(filters)
+    expected = (review.scores >= 1.05) & (review.quality >= 0.2) & (review.length_ratios <= 2.0)
+    assert kept.tolist() == expected.tolist() and 0 < kept.sum() < review.count
+    facts = review.summary(filters)
+    row = precision_at_thresholds(review.scores[kept], review.quality[kept], [-np.inf])[0]
+    assert facts["kept"] == int(kept.sum()) and facts["estimated_precision"] == pytest.approx(row[2])
+    assert facts["expected_correct"] == pytest.approx(review.quality[kept].sum())
+    # A long target (row 0: "Satz 0" and twelve " lang") is beyond a ratio of 2.
+    assert not review.passing(ReviewFilters(max_length_ratio=2.0))[0]
+
+
+def test_sort_is_stable_on_ties_and_search_and_pages(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    review = PairsReview(path)
+    rows = review.view(ReviewFilters(sort="score, highest first"))
+    scores = review.scores[rows]
+    assert (np.diff(scores) <= 0).all()
+    for value in np.unique(scores):  # ties keep file order
+        tied = rows[scores == value]
+        assert (np.diff(tied) > 0).all()
+    assert review.view(ReviewFilters(search="SATZ 13", sort="file order")).tolist() == [13]
+    page = review.page(review.view(ReviewFilters(sort="file order")), 2, size=10)
+    assert [row["row"] for row in page] == list(range(10, 20)) and page[0]["src"] == "sentence 10"
+    with pytest.raises(UsageError):
+        review.page(rows, 0)
+
+
+def test_decisions_survive_a_restart_and_the_input_is_untouched(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    before = path.read_bytes()
+    review = PairsReview(path)
+    review.set_filters(ReviewFilters(threshold=1.0, sort="quality, lowest first"))
+    review.reject([3, 5])
+    review.reject([5], rejected=False)
+    again = PairsReview(path)
+    assert again.filters == ReviewFilters(threshold=1.0, sort="quality, lowest first")
+    assert np.flatnonzero(again.rejected).tolist() == [3]
+    assert path.read_bytes() == before
+    saved = json.loads(decisions_path(path).read_text())
+    assert saved["rejected"] == [3] and saved["input"]["size"] == len(before)
+
+
+def test_decisions_of_another_file_or_not_decisions_are_refused_and_kept(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    PairsReview(path).reject([1])
+    decisions = decisions_path(path)
+    saved = decisions.read_bytes()
+    write_pairs(path, seed=1)  # the pairs changed: row 1 is another pair now
+    with pytest.raises(DataValidationError, match="another version"):
+        PairsReview(path)
+    assert decisions.read_bytes() == saved
+    for text in ("{", "[]", json.dumps({"version": 1, "input": PairsReview.__name__})):
+        decisions.write_text(text)
+        with pytest.raises(DataValidationError, match="review.json"):
+            PairsReview(path)
+        assert decisions.read_text() == text
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "folder"])
+def test_a_decisions_path_that_is_not_a_regular_file_is_refused(tmp_path, kind):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    decisions = decisions_path(path)
+    if kind == "symlink":
+        (tmp_path / "elsewhere.json").write_text("{}")
+        decisions.symlink_to(tmp_path / "elsewhere.json")
+    elif kind == "fifo":
+        os.mkfifo(decisions)
+    else:
+        decisions.mkdir()
+    with pytest.raises(DataValidationError, match="not a review's decisions file"):
+        PairsReview(path)
+    if kind == "symlink":
+        assert (tmp_path / "elsewhere.json").read_text() == "{}"
+
+
+def test_export_in_the_same_format_copies_the_kept_lines(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    lines = write_pairs(path)
+    review = PairsReview(path)
+    review.set_filters(ReviewFilters(threshold=1.05))
+    review.reject([int(np.flatnonzero(review.passing())[0])])
+    out, count = review.export()
+    assert out == reviewed_path(path) == tmp_path / "pairs.reviewed.tsv"
+    kept = np.flatnonzero(review.kept()).tolist()
+    assert out.read_text() == HEADER + "".join(lines[1 + row] for row in kept) and count == len(kept)
+
+
+def test_export_to_other_formats_holds_the_same_rows(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    review = PairsReview(path)
+    review.set_filters(ReviewFilters(min_quality=0.5))
+    kept = np.flatnonzero(review.kept()).tolist()
+    out, _ = review.export(tmp_path / "kept.parquet")
+    assert pq.read_table(out).to_pylist() == review.table.take(kept).to_pylist()
+    out, _ = review.export(format="jsonl")
+    assert [json.loads(line) for line in out.read_text().splitlines()] == review.table.take(kept).to_pylist()
+
+
+def test_a_csv_cell_with_a_line_break_is_exported_from_columns(tmp_path):
+    path = tmp_path / "pairs.csv"
+    path.write_text('score,src,tgt\n1.0,"two\nlines",zwei\n0.5,one,eins\n', encoding="utf-8")
+    review = PairsReview(path)
+    review.reject([1])
+    out, count = review.export()
+    assert count == 1 and PairsReview(out).table.to_pylist() == [{"score": 1.0, "src": "two\nlines", "tgt": "zwei"}]
+
+
+def test_an_alignment_in_tsv_is_reviewed(tmp_path):
+    path = tmp_path / "aligned.tsv"
+    path.write_text("score\tsrc_lines\ttgt_lines\tsrc\ttgt\n0.9\t0\t0\tA.\tA.\n0.1\t1,2\t1\tB. C.\tBC.\n")
+    review = PairsReview(path)
+    assert review.kept(ReviewFilters(threshold=0.5)).tolist() == [True, False]
+
+
+def test_exports_that_would_destroy_something_are_refused(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    review = PairsReview(path)
+    review.reject([0])
+    decisions = decisions_path(path).read_bytes()
+    os.mkfifo(tmp_path / "fifo.tsv")
+    (tmp_path / "link.tsv").symlink_to(path)
+    (tmp_path / "folder.tsv").mkdir()
+    for out in (path, decisions_path(path), tmp_path / "fifo.tsv", tmp_path / "link.tsv", tmp_path / "folder.tsv"):
+        with pytest.raises(UsageError):
+            review.export(out)
+    with pytest.raises(UsageError, match="format"):
+        review.export(tmp_path / "kept.xyz")
+    assert decisions_path(path).read_bytes() == decisions and (tmp_path / "link.tsv").is_symlink()
+    path.write_text(path.read_text() + "1.5\t99\t99\tnew\tneu\t0.5\n")  # changed after it was read
+    with pytest.raises(DataValidationError, match="changed since"):
+        review.export(tmp_path / "kept.tsv")
+    assert not (tmp_path / "kept.tsv").exists()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"threshold": "1"},
+        {"threshold": float("nan")},
+        {"threshold": True},
+        {"max_length_ratio": 0.5},
+        {"sort": "random"},
+        {"lid": "yes"},
+        {"src_lang": 3},
+        {"search": None},
+    ],
+)
+def test_wrong_filters_from_python_are_refused(arguments):
+    with pytest.raises(UsageError):
+        ReviewFilters(**arguments)
+
+
+def test_wrong_rows_and_filters_objects_are_refused(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path, count=5)
+    review = PairsReview(path)
+    for rows in ([5], [-1], ["1"], [1.0]):
+        with pytest.raises(UsageError):
+            review.reject(rows)
+    with pytest.raises(UsageError):
+        review.set_filters({"threshold": 1.0})
+    assert not decisions_path(path).exists()
+
+
+def test_cli_export_applies_the_saved_decisions(tmp_path, capsys):
+    path = tmp_path / "pairs.tsv"
+    lines = write_pairs(path)
+    PairsReview(path).reject([0, 2])
+    code, out, err = run(capsys, "app", str(path), "--export", str(tmp_path / "kept.tsv"))
+    assert code == 0, err
+    assert (tmp_path / "kept.tsv").read_text() == HEADER + "".join(
+        line for row, line in enumerate(lines[1:]) if row not in (0, 2)
+    )
+    assert "38 kept pairs" in out
+
+
+def test_cli_hostile_inputs_get_one_line_and_their_exit_code(tmp_path, capsys):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    code, _, err = run(capsys, "app", str(tmp_path / "missing.tsv"), "--export", str(tmp_path / "k.tsv"))
+    assert code == 3 and "missing.tsv" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "bad.tsv").write_text("score\tsrc\n1.0\ta\n")
+    code, _, err = run(capsys, "app", str(tmp_path / "bad.tsv"), "--export", str(tmp_path / "k.tsv"))
+    assert code == 3 and "no column tgt" in err
+    code, _, err = run(capsys, "app", str(path), "--export", str(path))
+    assert code == 2 and "destroy the input" in err
+    code, _, err = run(capsys, "app", str(path), "--port", "70000")
+    assert code == 2 and "port" in err
+    assert not (tmp_path / "k.tsv").exists()
+
+
+def test_cli_without_gradio_says_how_to_install_it(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    real_import = builtins.__import__
+
+    def no_gradio(name, *args, **kwargs):
+        if name == "gradio" or name.startswith("gradio."):
+            raise ImportError("No module named 'gradio'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_gradio)
+    code, _, err = run(capsys, "app", str(path))
+    assert code == 2 and 'pip install "bitext-hf[app]"' in err

@@ -1,0 +1,127 @@
+"""The review app driven in a real browser, as a user would: Chromium (Debian's package) through Playwright.
+
+Skipped, with the reason, where Gradio, Playwright or a Chromium is missing (`.ci/run` installs Debian's chromium
+where it can: `apt-get install chromium`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from bitext_hf.app import PairsReview, decisions_path, launch, reviewed_path
+from tests.test_app import HEADER, write_pairs
+
+pytest.importorskip("gradio", reason="the review app's browser tests need Gradio: pip install 'bitext-hf[app]'")
+sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need Playwright: pip install playwright")
+
+CHROMIUM = os.environ.get("BITEXT_HF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+if not CHROMIUM:
+    pytest.skip(
+        "no Chromium to drive (Debian: apt-get install chromium; or set BITEXT_HF_CHROMIUM)", allow_module_level=True
+    )
+
+TIMEOUT_MS = 30_000
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+class Running:
+    """An app on ``path`` and a page showing it."""
+
+    def __init__(self, browser, path: Path):
+        self.port = free_port()
+        self.app = launch(path, port=self.port, block=False)
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.page.goto(f"http://127.0.0.1:{self.port}")
+        self.summary = self.page.locator("#summary")
+
+    def expect_summary(self, text: str) -> None:
+        sync_api.expect(self.summary).to_contain_text(text)
+
+    def number_of(self, elem_id: str):
+        return self.page.locator(f"#{elem_id} input[type=number]").first
+
+    def set_threshold(self, value: float) -> None:
+        box = self.number_of("threshold")
+        box.fill(str(value))
+        box.press("Enter")
+
+    def close(self) -> None:
+        self.page.close()
+        self.app.close()
+
+
+def test_filter_reject_export_and_restart(browser, tmp_path):
+    path = tmp_path / "pairs.tsv"
+    lines = write_pairs(path)
+    review = PairsReview(path)
+    expected_after_threshold = int((review.scores >= 1.05).sum())
+
+    running = Running(browser, path)
+    try:
+        running.expect_summary(f"{review.count:,} of {review.count:,} pairs kept")
+        running.set_threshold(1.05)
+        running.expect_summary(f"{expected_after_threshold} of {review.count} pairs kept")
+        sync_api.expect(running.summary).to_contain_text("estimated precision")
+
+        # Click the first pair listed (highest score first), then reject it.
+        first_row = review.view()[0]
+        running.page.locator("#pairs [role=gridcell]").first.click()
+        sync_api.expect(running.page.locator("#row textarea, #row input").first).to_have_value(str(first_row))
+        running.page.locator("#reject").click()
+        running.expect_summary(f"{expected_after_threshold - 1} of {review.count} pairs kept")
+        sync_api.expect(running.page.locator("#pairs [role=gridcell]").nth(5)).to_contain_text("rejected")
+
+        running.page.locator("#export").click()
+        sync_api.expect(running.page.locator("#message")).to_contain_text(f"wrote {expected_after_threshold - 1}")
+    finally:
+        running.close()
+
+    kept = [row for row in range(review.count) if review.scores[row] >= 1.05 and row != first_row]
+    assert reviewed_path(path).read_bytes() == (HEADER + "".join(lines[1 + row] for row in kept)).encode()
+    assert path.read_text() == "".join(lines)
+
+    # A restart shows the same review: the threshold and the rejection came back from the decisions file.
+    assert decisions_path(path).exists()
+    running = Running(browser, path)
+    try:
+        running.expect_summary(f"{expected_after_threshold - 1} of {review.count} pairs kept")
+        sync_api.expect(running.number_of("threshold")).to_have_value("1.05")
+    finally:
+        running.close()
+
+
+def test_a_row_that_is_not_a_number_gets_a_message_and_changes_nothing(browser, tmp_path):
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path, count=10)
+    running = Running(browser, path)
+    try:
+        running.expect_summary("10 of 10 pairs kept")
+        running.page.locator("#row textarea, #row input").first.fill("12; rm -rf")
+        running.page.locator("#reject").click()
+        sync_api.expect(running.page.locator("#message")).to_contain_text("is not a row number")
+        running.page.locator("#row textarea, #row input").first.fill("99")
+        running.page.locator("#reject").click()
+        sync_api.expect(running.page.locator("#message")).to_contain_text("row numbers from 0 to 9")
+        running.expect_summary("10 of 10 pairs kept")
+    finally:
+        running.close()
+    assert not decisions_path(path).exists()
