@@ -36,7 +36,16 @@ def write_pairs(path, count=40, seed=0):
 
 
 def test_latin_equivalent_lengths_are_the_filters_weighted_length():
-    texts = ["  Hello world ", "日本語のテキスト。", "한국어 문장", "Ελληνικά", "mixed 中文 ｶﾀｶﾅ", "", "\t tab ", "ㄱㅏ"]
+    texts = [
+        "  Hello world ",
+        "日本語のテキスト。",
+        "한국어 문장",
+        "Ελληνικά",
+        "mixed 中文 ｶﾀｶﾅ",
+        "",
+        "\t tab ",
+        "ㄱㅏ",
+    ]
     assert latin_equivalent_lengths(pa.array(texts)).tolist() == [weighted_length(text) for text in texts]
 
 
@@ -101,7 +110,7 @@ def test_decisions_of_another_file_or_not_decisions_are_refused_and_kept(tmp_pat
     assert decisions.read_bytes() == saved
     for text in ("{", "[]", json.dumps({"version": 1, "input": PairsReview.__name__})):
         decisions.write_text(text)
-        with pytest.raises(DataValidationError, match="review.json"):
+        with pytest.raises(DataValidationError, match=r"review\.json"):
             PairsReview(path)
         assert decisions.read_text() == text
 
@@ -255,3 +264,41 @@ def test_cli_without_gradio_says_how_to_install_it(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(builtins, "__import__", no_gradio)
     code, _, err = run(capsys, "app", str(path))
     assert code == 2 and 'pip install "bitext-hf[app]"' in err
+
+
+def test_export_writes_a_sidecar_that_the_dataset_card_tells(tmp_path):
+    from bitext_hf.data.pair_files import metadata_path
+    from bitext_hf.hub.dataset_card import prepare_dataset_folder, read_pairs_table, read_sidecar_of
+
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    metadata_path(path).write_text(json.dumps({"encoder": "usem3", "margin": "ratio", "estimated_precision": 0.5}))
+    review = PairsReview(path)
+    review.set_filters(ReviewFilters(threshold=1.05, sort="file order"))
+    review.reject([int(np.flatnonzero(review.passing())[0])])
+    out, count = review.export(tmp_path / "kept.parquet")
+    sidecar = json.loads(metadata_path(out).read_text())
+    assert sidecar["encoder"] == "usem3" and sidecar["review"] == {
+        "pairs": 40,
+        "kept": count,
+        "rejected": 1,
+        "filters": {"threshold": 1.05},
+    }
+    assert sidecar["estimated_precision"] == pytest.approx(review.quality[review.kept()].mean(), abs=1e-6)
+    folder = prepare_dataset_folder(
+        out, tmp_path / "staging", repo_id="me/reviewed", metadata=read_sidecar_of(out), table=read_pairs_table(out)
+    )
+    card = (folder / "README.md").read_text()
+    assert (
+        f"Reviewed with `bitext-hf app`: {count} of 40 pairs kept (1 rejected by hand); filters: threshold 1.05."
+        in card
+    )
+
+
+def test_a_tab_that_tsv_cannot_hold_is_refused_and_nothing_is_written(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"score": 1.0, "src": "a\tb", "tgt": "c"}) + "\n")
+    review = PairsReview(path)
+    with pytest.raises(UsageError, match="TSV cannot hold"):
+        review.export(tmp_path / "kept.tsv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl"]

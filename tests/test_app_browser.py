@@ -17,7 +17,9 @@ from bitext_hf.app import PairsReview, decisions_path, launch, reviewed_path
 from tests.test_app import HEADER, write_pairs
 
 pytest.importorskip("gradio", reason="the review app's browser tests need Gradio: pip install 'bitext-hf[app]'")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need Playwright: pip install playwright")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser tests need Playwright: pip install playwright"
+)
 
 CHROMIUM = os.environ.get("BITEXT_HF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:

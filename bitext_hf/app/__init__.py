@@ -23,9 +23,7 @@ def build_app(review: PairsReview) -> Any:
     return build(review)
 
 
-def launch(
-    pairs: str | os.PathLike, *, host: str = "127.0.0.1", port: int | None = None, block: bool = True
-) -> Any:
+def launch(pairs: str | os.PathLike, *, host: str = "127.0.0.1", port: int | None = None, block: bool = True) -> Any:
     """Open a review of ``pairs`` in a local Gradio server (``host``: 127.0.0.1, this machine only; ``port``: the
     first free from 7860). With ``block=False`` it returns the running app (``app.close()`` stops it)."""
     if port is not None and (type(port) is not int or not 0 < port < 65536):

@@ -29,7 +29,7 @@ import numpy as np
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.hub.dataset_card import read_pairs_table
 from bitext_hf.io import atomic_output, iter_input_chunks, read_input_bytes
-from bitext_hf.io.outputs import check_output_path, non_regular_kind
+from bitext_hf.io.outputs import non_regular_kind
 from bitext_hf.io.tables import output_format
 from bitext_hf.io.terminal import escape_controls
 from bitext_hf.mining.filters import SCRIPT_WEIGHTS
@@ -47,7 +47,13 @@ __all__ = [
 
 DECISIONS_VERSION = 1
 MAX_DECISIONS_BYTES = 64 << 20  # a rejected row is a few bytes: a million of them fit
-SORTS = ("score, highest first", "score, lowest first", "quality, lowest first", "quality, highest first", "file order")
+SORTS = (
+    "score, highest first",
+    "score, lowest first",
+    "quality, lowest first",
+    "quality, highest first",
+    "file order",
+)
 
 
 def decisions_path(pairs_path: str | os.PathLike) -> Path:
@@ -152,7 +158,9 @@ class PairsReview:
         self.fingerprint = _fingerprint(self.path)
         self.scores = self.table.column("score").to_numpy().astype(np.float64)
         self.quality = (
-            self.table.column("quality").to_numpy().astype(np.float64) if "quality" in self.table.column_names else None
+            self.table.column("quality").to_numpy().astype(np.float64)
+            if "quality" in self.table.column_names
+            else None
         )
         self.count = self.table.num_rows
         self.rejected = np.zeros(self.count, dtype=bool)
@@ -337,7 +345,9 @@ class PairsReview:
             for row, source, target in zip(chosen.tolist(), src, tgt)
         ]
 
-    def histogram(self, bins: int = 40, filters: ReviewFilters | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def histogram(
+        self, bins: int = 40, filters: ReviewFilters | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Equal-width bins of the scores: (edges, every pair's count, the kept pairs' count)."""
         finite = self.scores[np.isfinite(self.scores)]
         low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
@@ -349,33 +359,54 @@ class PairsReview:
     # -- export ------------------------------------------------------------------------------------------------
     def export(self, out: str | os.PathLike | None = None, format: str | None = None) -> tuple[Path, int]:
         """Write the kept pairs (file order, every column of the input) to ``out`` (default
-        :func:`reviewed_path`); returns the path and the number of pairs written. In the input's own text format the
-        kept lines are copied byte for byte (nothing re-formatted: scores keep their digits); another format is
-        written from the columns.
+        :func:`reviewed_path`) and their sidecar beside it (``out.meta.json``: the input's, when it has one, with
+        this review's counts and filters under ``review`` and the kept pairs' estimated precision), together: both
+        or neither. Returns the path and the number of pairs written. In the input's own text format the kept lines
+        are copied byte for byte (nothing re-formatted: scores keep their digits); another format is written from
+        the columns. ``bitext-hf push --pairs OUT`` then publishes them with a card that tells the review.
 
         Raises:
-            UsageError: ``out`` is the input or its decisions file, a folder, or names no format.
-            DataValidationError: the input changed since the review read it.
+            UsageError: ``out`` is the input or its decisions file, a link, a FIFO, a folder, or names no format.
+            DataValidationError: the input changed since the review read it, or its sidecar cannot be read.
         """
+        from bitext_hf.data.pair_files import metadata_path
+        from bitext_hf.hub.dataset_card import read_sidecar_of
+        from bitext_hf.io import OutputSet
+
         out = Path(out) if out is not None else reviewed_path(self.path, format)
         format = output_format(out, format)
-        check_output_path(out, inputs=[self.path, self.decisions_path], option="export")
-        kind = non_regular_kind(out, named=True)
-        if kind is not None:  # an export is a file of its own: never written through a link or into a FIFO
-            raise UsageError(f"export {escape_controls(str(out))}: is {kind}; name a regular file")
+        outputs = OutputSet(inputs=[self.path, self.decisions_path, metadata_path(self.path)], option="export")
+        outputs.add(out)
+        outputs.add(metadata_path(out), last=True)  # the sidecar vouches for the pairs: renamed after them
+        sidecar = dict(read_sidecar_of(self.path))
         kept = np.flatnonzero(self.kept())
         if _fingerprint(self.path) != self.fingerprint:
             raise DataValidationError(f"{self.shown}: changed since the review read it; open it again")
+        facts = self.summary()
+        sidecar["review"] = {
+            "pairs": self.count,
+            "kept": int(kept.size),
+            "rejected": facts["rejected"],
+            "filters": {
+                name: value
+                for name, value in dataclasses.asdict(self.filters).items()
+                if value not in (None, False, "") and name not in ("sort", "search")
+            },
+        }
+        if "estimated_precision" in facts and kept.size:
+            sidecar["estimated_precision"] = round(facts["estimated_precision"], 6)
         lines = self._lines() if format == _text_format(self.path) else None
-        if lines is not None:
-            with atomic_output(out, "wb") as handle:
-                if format in ("tsv", "csv"):
-                    handle.write(lines[0])
-                handle.writelines(lines[1 + row] if format in ("tsv", "csv") else lines[row] for row in kept.tolist())
-            return out, int(kept.size)
-        taken = self.table.take(kept)
-        with atomic_output(out, "wb") as handle:
-            _write_arrow(taken, format, handle)
+        with outputs:
+            with outputs.open(out, "wb") as handle:
+                if lines is not None:
+                    header = 1 if format in ("tsv", "csv") else 0
+                    handle.writelines(lines[:header])
+                    handle.writelines(lines[header + row] for row in kept.tolist())
+                else:
+                    _write_arrow(self.table.take(kept), format, handle, out)
+            with outputs.open(metadata_path(out)) as handle:
+                handle.write(json.dumps(sidecar, indent=2, ensure_ascii=False) + "\n")
+            outputs.commit()
         return out, int(kept.size)
 
     def _lines(self) -> list[bytes] | None:
@@ -396,7 +427,8 @@ def _text_format(path: Path) -> str | None:
     return {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl"}.get(suffix)
 
 
-def _write_arrow(table: Any, format: str, handle: Any) -> None:
+def _write_arrow(table: Any, format: str, handle: Any, out: Path) -> None:
+    import pyarrow as pa
     import pyarrow.csv as pa_csv
     import pyarrow.parquet as pq
 
@@ -408,9 +440,15 @@ def _write_arrow(table: Any, format: str, handle: Any) -> None:
     else:
         delimiter = "\t" if format == "tsv" else ","
         quoting = "none" if format == "tsv" else "needed"
-        pa_csv.write_csv(
-            table, handle, pa_csv.WriteOptions(delimiter=delimiter, quoting_style=quoting, include_header=True)
-        )
+        try:
+            pa_csv.write_csv(
+                table, handle, pa_csv.WriteOptions(delimiter=delimiter, quoting_style=quoting, include_header=True)
+            )
+        except pa.ArrowInvalid as error:  # TSV has no quoting: a cell with a tab or a line break cannot be written
+            raise UsageError(
+                f"export {escape_controls(str(out))}: a pair holds a tab or a line break, which TSV cannot hold; "
+                "export .csv, .jsonl or .parquet instead"
+            ) from error
 
 
 def _fingerprint(path: Path) -> dict[str, Any]:

@@ -153,7 +153,10 @@ def build_app(review: PairsReview) -> Any:
                     elem_id="min-quality",
                 )
                 max_ratio = gr.Number(
-                    value=filters.max_length_ratio or 0, minimum=0, label="max length ratio (0: none)", elem_id="max-ratio"
+                    value=filters.max_length_ratio or 0,
+                    minimum=0,
+                    label="max length ratio (0: none)",
+                    elem_id="max-ratio",
                 )
                 lid = gr.Checkbox(value=filters.lid, label="language ID (fastText lid.176)", elem_id="lid")
                 with gr.Row():

@@ -211,6 +211,8 @@ class MiningRecord:
         min_precision (float, optional): the estimated precision asked for (``--min-precision``): ``threshold`` is
             the one chosen for it.
         estimated_precision (float, optional): the mean quality of the pairs written (their estimated precision).
+        review (dict, optional): what a review in ``bitext-hf app`` kept of the pairs it was given: ``pairs``,
+            ``kept``, ``rejected`` (by hand) and the ``filters`` it set (:mod:`bitext_hf.app.review`).
     """
 
     encoder: str | None = None
@@ -232,6 +234,7 @@ class MiningRecord:
     classifier: str | None = None
     min_precision: float | None = None
     estimated_precision: float | None = None
+    review: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """The sidecar's text, ready to write (serializing first lets a run write pairs and sidecar together)."""

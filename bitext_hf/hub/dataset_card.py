@@ -107,6 +107,10 @@ The pairs are machine-mined, not human-verified: expect some noise, most of it a
 ## Filters
 
 {{ filters }}
+{% endif %}{% if review %}
+## Review
+
+{{ review }}
 {% endif %}{% if threshold_sample %}
 ## Choosing the threshold
 
@@ -468,6 +472,22 @@ def _filters(metadata: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _review(metadata: Mapping[str, Any]) -> str:
+    """What a review in ``bitext-hf app`` kept (the sidecar's ``review``), one sentence; empty without one."""
+    review = metadata.get("review")
+    if not isinstance(review, Mapping) or not all(isinstance(review.get(key), int) for key in ("pairs", "kept")):
+        return ""
+    text = f"Reviewed with `bitext-hf app`: {review['kept']:,} of {review['pairs']:,} pairs kept"
+    if isinstance(review.get("rejected"), int) and review["rejected"]:
+        text += f" ({review['rejected']:,} rejected by hand)"
+    filters = review.get("filters")
+    if isinstance(filters, Mapping):
+        settings = [f"{name.replace('_', ' ')} {printable(str(value))}" for name, value in filters.items()]
+        if settings:
+            text += "; filters: " + ", ".join(settings)
+    return text + "."
+
+
 def render_dataset_card(
     table: Any,
     metadata: Mapping[str, Any],
@@ -531,6 +551,7 @@ def render_dataset_card(
         median=round(float(np.median(table.column("score").to_numpy(zero_copy_only=False))), 4),
         histogram_caption=histogram_caption,
         filters=_filters(metadata),
+        review=_review(metadata),
         threshold_sample=threshold_sample or "",
         doc_id="doc_id" in table.column_names,
         repo_id=repo_id,
