@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bitext_hf.app import PairsReview, decisions_path, launch, reviewed_path
+from bitext_hf.app import AlignmentReview, PairsReview, decisions_path, launch, reviewed_path
 from tests.test_app import HEADER, write_pairs
+from tests.test_app_alignment import SRC, TGT, Beads, documents
 
 pytest.importorskip("gradio", reason="the review app's browser tests need Gradio: pip install 'bitext-hf[app]'")
 sync_api = pytest.importorskip(
@@ -47,9 +48,9 @@ def browser():
 class Running:
     """An app on ``path`` and a page showing it."""
 
-    def __init__(self, browser, path: Path):
+    def __init__(self, browser, review):
         self.port = free_port()
-        self.app = launch(path, port=self.port, block=False)
+        self.app = launch(review, port=self.port, block=False)
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.page.set_default_timeout(TIMEOUT_MS)
         self.page.goto(f"http://127.0.0.1:{self.port}")
@@ -127,3 +128,32 @@ def test_a_row_that_is_not_a_number_gets_a_message_and_changes_nothing(browser, 
     finally:
         running.close()
     assert not decisions_path(path).exists()
+
+
+def test_an_alignment_split_and_rejected_in_the_browser_is_exported_as_shown(browser, tmp_path):
+    import numpy as np
+
+    from bitext_hf.data.alignment_files import write_alignment
+
+    src, tgt, alignment = documents(tmp_path)
+    running = Running(browser, AlignmentReview(src, tgt, alignment))
+    try:
+        running.expect_summary("5 beads: 4 links, 1 sentences without counterpart, 0 edited")
+        cells = running.page.locator("#beads [role=gridcell]")
+        cells.nth(6).click()  # the second bead's number: the 2-1 bead
+        sync_api.expect(running.page.locator("#bead textarea, #bead input").first).to_have_value("1")
+        running.page.locator("#split").click()
+        running.expect_summary("6 beads: 4 links, 2 sentences without counterpart, 2 edited")
+        running.page.locator("#bead textarea, #bead input").first.fill("0")
+        running.page.locator("#reject").click()
+        running.expect_summary("7 beads: 3 links, 4 sentences without counterpart, 4 edited")
+        running.page.get_by_label("weak beads").check()
+        sync_api.expect(running.page.locator("#page-info")).to_contain_text("(5 beads shown)")
+        running.page.locator("#export").click()
+        sync_api.expect(running.page.locator("#message")).to_contain_text("wrote 7 beads")
+    finally:
+        running.close()
+    edited = AlignmentReview(src, tgt, alignment)  # the edits, read back from beside the alignment
+    assert edited.beads[:4] == [([0], []), ([], [0]), ([1], [1]), ([2], [])]
+    write_alignment(Beads(edited.beads, np.array(edited.scores)), tmp_path / "expected.align", SRC, TGT, "vecalign")
+    assert (tmp_path / "doc.reviewed.align").read_bytes() == (tmp_path / "expected.align").read_bytes()

@@ -1,7 +1,8 @@
 """The review app: look at mined, scored or aligned pairs before publishing them (``bitext-hf app``).
 
-:class:`PairsReview` holds a pairs file, its filters, the rejected rows and the export, and needs no Gradio;
-:func:`build_app` and :func:`launch` put it in a browser (the ``app`` extra: ``pip install "bitext-hf[app]"``).
+:class:`PairsReview` holds a pairs file, its filters, the rejected rows and the export; :class:`AlignmentReview` two
+documents and their beads, split, merged or rejected by hand; neither needs Gradio. :func:`build_app` and
+:func:`launch` put either in a browser (the ``app`` extra: ``pip install "bitext-hf[app]"``).
 """
 
 from __future__ import annotations
@@ -9,29 +10,44 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from bitext_hf.app.alignment import AlignmentReview
 from bitext_hf.app.review import PairsReview, ReviewFilters, decisions_path, reviewed_path
 from bitext_hf.errors import UsageError
 
-__all__ = ["PairsReview", "ReviewFilters", "build_app", "decisions_path", "launch", "reviewed_path"]
+__all__ = ["AlignmentReview", "PairsReview", "ReviewFilters", "build_app", "decisions_path", "launch", "reviewed_path"]
 
 
-def build_app(review: PairsReview) -> Any:
-    """The Gradio ``Blocks`` of a review (see :mod:`bitext_hf.app.ui`)."""
+def build_app(review: PairsReview | AlignmentReview) -> Any:
+    """The Gradio ``Blocks`` of a review (:mod:`bitext_hf.app.pairs_page`, :mod:`bitext_hf.app.alignment_page`)."""
     _require_gradio()
-    from bitext_hf.app.ui import build_app as build
+    if isinstance(review, AlignmentReview):
+        from bitext_hf.app.alignment_page import build_alignment_app
+
+        return build_alignment_app(review)
+    if not isinstance(review, PairsReview):
+        raise UsageError(f"build_app takes a PairsReview or an AlignmentReview, not {type(review).__name__}")
+    from bitext_hf.app.pairs_page import build_app as build
 
     return build(review)
 
 
-def launch(pairs: str | os.PathLike, *, host: str = "127.0.0.1", port: int | None = None, block: bool = True) -> Any:
-    """Open a review of ``pairs`` in a local Gradio server (``host``: 127.0.0.1, this machine only; ``port``: the
-    first free from 7860). With ``block=False`` it returns the running app (``app.close()`` stops it)."""
+def launch(
+    review: PairsReview | AlignmentReview | str | os.PathLike,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    block: bool = True,
+) -> Any:
+    """Open a review (a pairs file's path, or a review made in Python) in a local Gradio server (``host``:
+    127.0.0.1, this machine only; ``port``: the first free from 7860). With ``block=False`` it returns the running
+    app (``app.close()`` stops it)."""
     if port is not None and (type(port) is not int or not 0 < port < 65536):
         raise UsageError(f"port must be a number from 1 to 65535, not {port!r}")
     if not isinstance(host, str) or not host:
         raise UsageError(f"host must be a name or an address, not {host!r}")
     _require_gradio()
-    review = PairsReview(pairs)  # read and checked before a server starts
+    if isinstance(review, str | os.PathLike):
+        review = PairsReview(review)  # read and checked before a server starts
     app = build_app(review)
     app.launch(server_name=host, server_port=port, inbrowser=False, prevent_thread_lock=not block, quiet=True)
     return app

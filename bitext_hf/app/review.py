@@ -41,6 +41,7 @@ __all__ = [
     "PairsReview",
     "ReviewFilters",
     "decisions_path",
+    "file_fingerprint",
     "latin_equivalent_lengths",
     "reviewed_path",
 ]
@@ -155,7 +156,7 @@ class PairsReview:
         self.path = Path(path)
         self.shown = escape_controls(os.fspath(self.path))
         self.table = read_pairs_table(self.path)
-        self.fingerprint = _fingerprint(self.path)
+        self.fingerprint = file_fingerprint(self.path)
         self.scores = self.table.column("score").to_numpy().astype(np.float64)
         self.quality = (
             self.table.column("quality").to_numpy().astype(np.float64)
@@ -380,7 +381,7 @@ class PairsReview:
         outputs.add(metadata_path(out), last=True)  # the sidecar vouches for the pairs: renamed after them
         sidecar = dict(read_sidecar_of(self.path))
         kept = np.flatnonzero(self.kept())
-        if _fingerprint(self.path) != self.fingerprint:
+        if file_fingerprint(self.path) != self.fingerprint:
             raise DataValidationError(f"{self.shown}: changed since the review read it; open it again")
         facts = self.summary()
         sidecar["review"] = {
@@ -451,7 +452,8 @@ def _write_arrow(table: Any, format: str, handle: Any, out: Path) -> None:
             ) from error
 
 
-def _fingerprint(path: Path) -> dict[str, Any]:
+def file_fingerprint(path: Path) -> dict[str, Any]:
+    """A file's name, size and SHA-256, which a decisions file records so as never to apply to another file."""
     digest = hashlib.sha256()
     for chunk in iter_input_chunks(path):
         digest.update(chunk)

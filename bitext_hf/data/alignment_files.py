@@ -33,6 +33,7 @@ __all__ = [
     "Beads",
     "alignment_format",
     "read_beads",
+    "read_scored_beads",
     "write_alignment",
 ]
 
@@ -175,9 +176,14 @@ def write_alignment(
 def read_beads(path: str | os.PathLike) -> list[tuple[list[int], list[int]]]:
     """The beads of a vecalign-format file (``[0]:[0, 1]`` or with a score after a second colon), as vecalign's
     ``read_alignments`` reads them; a line that is not one is a data error naming the file and line."""
+    return read_scored_beads(path)[0]
+
+
+def read_scored_beads(path: str | os.PathLike) -> tuple[list[tuple[list[int], list[int]]], list[float]]:
+    """The beads of a vecalign-format file and their scores (NaN where a line has none); see :func:`read_beads`."""
     from bitext_hf.data import read_lines
 
-    beads = []
+    beads, scores = [], []
     for number, line in enumerate(read_lines(path, allow_empty_lines=True), start=1):
         if not line.strip():
             continue
@@ -186,9 +192,11 @@ def read_beads(path: str | os.PathLike) -> list[tuple[list[int], list[int]]]:
             xs, ys = literal_eval(fields[0]), literal_eval(fields[1])
             if not all(isinstance(side, list) and all(type(i) is int and i >= 0 for i in side) for side in (xs, ys)):
                 raise ValueError
+            score = float(fields[2]) if len(fields) > 2 else float("nan")
         except (ValueError, SyntaxError, IndexError, MemoryError, RecursionError):
             raise DataValidationError(
                 f"{path}:{number}: expected a bead `[i, j]:[k]` or `[i, j]:[k]:score` (0-based sentence numbers)"
             ) from None
         beads.append((xs, ys))
-    return beads
+        scores.append(score)
+    return beads, scores
