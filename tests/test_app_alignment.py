@@ -96,7 +96,7 @@ def test_edits_of_other_documents_are_refused_and_kept(tmp_path):
     paths = documents(tmp_path)
     AlignmentReview(*paths).split(1)
     saved = decisions_path(paths[2]).read_bytes()
-    paths[1].write_text("\n".join(TGT[:-1] + ["Sieben."]) + "\n", encoding="utf-8")
+    paths[1].write_text("\n".join([*TGT[:-1], "Sieben."]) + "\n", encoding="utf-8")
     with pytest.raises(DataValidationError, match="other versions"):
         AlignmentReview(*paths)
     assert decisions_path(paths[2]).read_bytes() == saved
@@ -125,7 +125,7 @@ def test_alignments_that_do_not_fit_the_documents_are_refused(tmp_path):
     with pytest.raises(DataValidationError, match="covers 1 source sentences, the source document has 5"):
         AlignmentReview(src, tgt, alignment)
     alignment.write_text("[0]:[0]:high\n")
-    with pytest.raises(DataValidationError, match="doc.align:1"):
+    with pytest.raises(DataValidationError, match=r"doc\.align:1"):
         AlignmentReview(src, tgt, alignment)
     (tmp_path / "pairs.tsv").write_text("score\tsrc\ttgt\n1.0\ta\tb\n")
     with pytest.raises(DataValidationError, match="no column src_lines"):

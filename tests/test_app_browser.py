@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-from pathlib import Path
 
 import pytest
 
