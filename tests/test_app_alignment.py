@@ -163,7 +163,8 @@ def test_cli_exports_a_reviewed_alignment_and_refuses_half_given_inputs(tmp_path
     code, printed, err = run(
         capsys, "app", "--src", str(src), "--tgt", str(tgt), "--alignment", str(alignment), "--export", str(out)
     )
-    assert code == 0, err and "6 beads" in printed
+    assert code == 0, err
+    assert "6 beads" in printed
     assert [json.loads(line)["src_lines"] for line in out.read_text().splitlines()][:3] == [[0], [1], [2]]
     code, _, err = run(capsys, "app", "--src", str(src), "--alignment", str(alignment))
     assert code == 2 and "all of --src, --tgt and --alignment" in err

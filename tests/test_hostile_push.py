@@ -367,7 +367,7 @@ CASES: dict[str, Case] = {
     "from Python: pairs a folder": Case(_python(pairs="folder"), EXIT_USAGE, "not a regular file (a folder)"),
     "from Python: pairs missing": Case(_python(pairs="nope.tsv"), EXIT_DATA, "nope.tsv: no such file"),
     "from Python: neither pairs nor model": Case(
-        _python(pairs=None), EXIT_USAGE, "give one of --model FOLDER and --pairs FILE"
+        _python(pairs=None), EXIT_USAGE, "give one of --model FOLDER, --pairs FILE and --space DATASET"
     ),
     "from Python: model empty": Case(_python(pairs=None, model=" "), EXIT_USAGE, "--model ' ': an empty path"),
     "from Python: model a file": Case(_python(pairs=None, model="notes.txt"), EXIT_USAGE, "--model notes.txt: not a"),
@@ -402,7 +402,7 @@ CASES: dict[str, Case] = {
         _python(change={"dry_run": "false"}), EXIT_USAGE, "dry_run='false' (--dry-run): must be True or False"
     ),
     "from Python: pairs set to None after": Case(
-        _python(change={"pairs": None}), EXIT_USAGE, "give one of --model FOLDER and --pairs FILE"
+        _python(change={"pairs": None}), EXIT_USAGE, "give one of --model FOLDER, --pairs FILE and --space DATASET"
     ),
     "from Python: languages set to one string after": Case(
         _python(change={"languages": "en"}), EXIT_USAGE, "languages='en' (--languages): give a list of 2 strings"

@@ -40,17 +40,17 @@ class HubAccessError(BitextError, RuntimeError):
     exit_code = EXIT_ENCODER
 
 
-def check_repo_id(repo_id: str) -> str:
+def check_repo_id(repo_id: str, option: str = "--repo") -> str:
     """``repo_id`` if it is ``owner/name`` (or ``name``) as the Hub allows (``huggingface_hub``'s own
     ``validate_repo_id``: letters, digits, '-', '_', '.', at most 96 characters a part, not starting or ending with
-    '-' or '.', no '--' or '..', not ending in '.git'), else a usage error."""
+    '-' or '.', no '--' or '..', not ending in '.git'), else a usage error naming ``option``."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
         validate_repo_id(repo_id)
     except HFValidationError:
         raise UsageError(
-            f"--repo must look like 'owner/name' (letters, digits, '-', '_', '.'), got {repo_id!r}"
+            f"{option} must look like 'owner/name' (letters, digits, '-', '_', '.'), got {repo_id!r}"
         ) from None
     return repo_id
 
@@ -191,7 +191,9 @@ def _upload_folder(
             continue
     api = HfApi(token=token)
     try:
-        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+        # A Space is created with its SDK: the review app is a Gradio one (bitext_hf.hub.space).
+        sdk = {"space_sdk": "gradio"} if repo_type == "space" else {}
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **sdk)
         # create_repo keeps an existing repository as it is: a public one would publish what was meant private.
         public = private and getattr(api.repo_info(repo_id, repo_type=repo_type), "private", None) is False
     except network_errors as error:

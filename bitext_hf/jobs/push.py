@@ -47,7 +47,10 @@ class PushConfig:
     Args:
         model (str, optional): a folder written by ``save_for_hub``: its exported model goes up.
         pairs (str, optional): mined pairs (.parquet, .jsonl, .csv or .tsv as ``bitext-hf mine`` writes them): they
-            go up as a dataset with its card. Exactly one of ``model`` and ``pairs``.
+            go up as a dataset with its card.
+        space (str, optional): a dataset on the Hub (``owner/name``, as ``pairs`` published it): a Gradio Space
+            that opens it in the review app goes up (:mod:`bitext_hf.hub.space`). Exactly one of ``model``,
+            ``pairs`` and ``space``.
         repo (str): the Hub repository, ``owner/name`` (created if missing).
         private (bool): create the repository private (an existing one is kept).
         revision (str, optional): the branch to commit to (default main).
@@ -80,6 +83,16 @@ class PushConfig:
             "mined pairs (.parquet, .jsonl, .csv or .tsv as `bitext-hf mine` writes them)",
             exclusive="what",
             required=True,
+        ),
+    )
+    space: str | None = field(
+        default=None,
+        metadata=option(
+            "a dataset on the Hub (owner/name, as --pairs published it): a Gradio Space that reviews it in "
+            "`bitext-hf app` goes up to --repo",
+            exclusive="what",
+            required=True,
+            metavar="DATASET",
         ),
     )
     repo: str = field(metadata=option("the Hub repository, owner/name (created if missing)", required=True))
@@ -137,10 +150,12 @@ class PushConfig:
         for flag, value in (("--model", self.model), ("--pairs", self.pairs), ("--meta", self.meta)):
             if value is not None and not value.strip():
                 raise UsageError(f"{flag} {value!r}: an empty path; give a path")
-        if (self.model is None) == (self.pairs is None):
-            raise UsageError("give one of --model FOLDER and --pairs FILE")
+        if sum(value is not None for value in (self.model, self.pairs, self.space)) != 1:
+            raise UsageError("give one of --model FOLDER, --pairs FILE and --space DATASET")
         check_repo_id(self.repo)
-        if self.model is not None:
+        if self.space is not None:
+            check_repo_id(self.space, "--space")
+        if self.model is not None or self.space is not None:
             # Options of a dataset upload do nothing to a model's: refused, as --include/--exclude are with --pairs.
             given = [
                 flag
@@ -152,12 +167,14 @@ class PushConfig:
                 if value
             ]
             if given:
+                what = "--model uploads a model, whose card is its folder's README.md"
+                if self.space is not None:
+                    what = "--space uploads a Space, whose card names the dataset it reviews"
                 raise UsageError(
-                    f"{', '.join(given)} describe{'s' if len(given) == 1 else ''} a --pairs dataset; --model uploads "
-                    "a model, whose card is its folder's README.md"
+                    f"{', '.join(given)} describe{'s' if len(given) == 1 else ''} a --pairs dataset; {what}"
                 )
-        elif self.include or self.exclude:
-            raise UsageError("--include and --exclude choose files of a --model folder; --pairs uploads a dataset")
+        if self.model is None and (self.include or self.exclude):
+            raise UsageError("--include and --exclude choose files of a --model folder")
 
 
 @dataclass
@@ -203,7 +220,32 @@ def run_push(config: PushConfig) -> PushResult:
     with job_run(config, inputs=[config.pairs, config.meta]):
         if config.model is not None:
             return _push_model(config)
+        if config.space is not None:
+            return _push_space(config)
         return _push_pairs(config)
+
+
+def _push_space(config: PushConfig) -> PushResult:
+    from bitext_hf import __version__
+    from bitext_hf.hub.space import prepare_space_folder
+
+    token = None if config.dry_run else resolve_token(config.token)
+    with tempfile.TemporaryDirectory(prefix="bitext-hf-space-") as staging:
+        folder = prepare_space_folder(staging, dataset=config.space, repo_id=config.repo, version=__version__)
+        files = sorted(path for path in folder.iterdir() if path.is_file())
+        result = PushResult(config.repo, "space", [(path.name, path.stat().st_size) for path in files])
+        if config.dry_run:
+            return result
+        result.url = upload(
+            folder,
+            config.repo,
+            repo_type="space",
+            token=token,
+            private=config.private,
+            revision=config.revision,
+            commit_message=config.message or f"A bitext-hf review Space for {config.space}",
+        )
+    return result
 
 
 def _push_model(config: PushConfig) -> PushResult:
@@ -310,6 +352,8 @@ def push_report(config: PushConfig, result: PushResult) -> list[ReportLine]:
     if result.url is not None:
         if config.model is not None:
             shown = f"{escape_controls(config.model)} to {result.repo_id} ({len(result.files)} files)"
+        elif config.space is not None:
+            shown = f"a review Space for {config.space} to {result.repo_id}"
         else:
             shown = f"{escape_controls(str(Path(config.pairs)))} as a dataset to {result.repo_id}"
         return [ReportLine(f"uploaded {shown}: {result.url}")]
