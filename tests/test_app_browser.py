@@ -137,17 +137,17 @@ def test_an_alignment_split_and_rejected_in_the_browser_is_exported_as_shown(bro
     src, tgt, alignment = documents(tmp_path)
     running = Running(browser, AlignmentReview(src, tgt, alignment))
     try:
-        running.expect_summary("5 beads: 4 links, 1 sentences without counterpart, 0 edited")
+        running.expect_summary("5 beads: 4 links, 1 without counterpart, 0 edited")
         cells = running.page.locator("#beads [role=gridcell]")
         cells.nth(6).click()  # the second bead's number: the 2-1 bead
         sync_api.expect(running.page.locator("#bead textarea, #bead input").first).to_have_value("1")
         running.page.locator("#split").click()
-        running.expect_summary("6 beads: 4 links, 2 sentences without counterpart, 2 edited")
+        running.expect_summary("6 beads: 4 links, 2 without counterpart, 2 edited")
         running.page.locator("#bead textarea, #bead input").first.fill("0")
         running.page.locator("#reject").click()
-        running.expect_summary("7 beads: 3 links, 4 sentences without counterpart, 4 edited")
+        running.expect_summary("7 beads: 3 links, 4 without counterpart, 4 edited")
         running.page.get_by_label("weak beads").check()
-        sync_api.expect(running.page.locator("#page-info")).to_contain_text("(5 beads shown)")
+        sync_api.expect(running.page.locator("#page-info")).to_contain_text("(6 beads shown)")
         running.page.locator("#export").click()
         sync_api.expect(running.page.locator("#message")).to_contain_text("wrote 7 beads")
     finally:

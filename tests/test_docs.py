@@ -43,7 +43,7 @@ FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DO
 MARKER = re.compile(r"^<!-- docs-test: (.*?) -->$")
 SKIP = re.compile(r"^skip \((.+)\)$")
 OUTPUT_OF = re.compile(r"^(slow )?output of: (.+)$")
-SUBCOMMANDS = ("encode", "mine", "align", "score", "eval", "push", "data gettext")
+SUBCOMMANDS = ("encode", "mine", "align", "score", "eval", "push", "data gettext", "app")
 DEFAULT_TIMEOUT, SLOW_TIMEOUT = 300, 1800
 
 

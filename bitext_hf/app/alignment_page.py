@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 import gradio as gr  # this module is a page: imported only where the app extra is installed
+import numpy as np
 
 from bitext_hf.app.alignment import BEAD_KINDS, AlignmentReview
 from bitext_hf.app.review import reviewed_path
@@ -26,7 +27,7 @@ FORMATS = ["same as input", "vecalign", "tsv", "jsonl", "parquet", "tmx"]
 def _summary(review: AlignmentReview) -> str:
     facts = review.summary()
     return (
-        f"**{facts['beads']:,}** beads: {facts['links']:,} links, {facts['without_counterpart']:,} sentences without "
+        f"**{facts['beads']:,}** beads: {facts['links']:,} links, {facts['without_counterpart']:,} without "
         f"counterpart, {facts['edited']:,} edited by hand ({len(review.src):,} source and {len(review.tgt):,} target "
         "sentences)"
     )
@@ -37,6 +38,9 @@ def build_alignment_app(review: AlignmentReview) -> Any:
     finite = [score for score in review.scores if not math.isnan(score)]
     low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
     high = high if high > low else low + 1.0
+    # Weak by score out of the box: the lowest tenth of the links (a starting point; the slider moves it).
+    links = [score for (xs, ys), score in zip(review.beads, review.scores) if xs and ys and not math.isnan(score)]
+    start = float(np.quantile(links, 0.1)) if links else low
     title = escape_controls(os.fspath(review.paths["alignment"]))
 
     def render(page_number, kind, below):
@@ -93,7 +97,7 @@ def build_alignment_app(review: AlignmentReview) -> Any:
                 below = gr.Slider(
                     low,
                     high,
-                    value=low,
+                    value=start,
                     step=max((high - low) / 1000, 1e-6),
                     label="weak below score",
                     elem_id="below",
@@ -119,7 +123,8 @@ def build_alignment_app(review: AlignmentReview) -> Any:
                     interactive=False,
                     wrap=True,
                     elem_id="beads",
-                    column_widths=["6%", "9%", "6%", "36%", "36%", "7%"],
+                    column_widths=["6%", "10%", "6%", "35%", "35%", "8%"],
+                    max_height=900,
                 )
         outputs = [beads, page, page_info, summary, message]
         view = [page, kind, below]

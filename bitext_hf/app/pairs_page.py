@@ -39,24 +39,19 @@ def _summary_markdown(review: PairsReview) -> str:
 
 
 def _histogram(review: PairsReview):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """The scores' histogram as rows for Gradio's bar plot (drawn in the browser by Vega-Lite: the page receives 80
+    numbers; a Matplotlib figure sent as a picture took most of a re-filter's time, see benchmarks/README.md)."""
+    import pandas as pd
 
     edges, every, kept = review.histogram()
-    figure, axes = plt.subplots(figsize=(6, 2.6), dpi=100)
-    widths = edges[1:] - edges[:-1]
-    axes.bar(edges[:-1], every, widths, align="edge", color="#d0d0d0", label="all pairs")
-    axes.bar(edges[:-1], kept, widths, align="edge", color="#2b7bb9", label="kept")
-    if review.filters.threshold is not None:
-        axes.axvline(review.filters.threshold, color="#c0392b", linewidth=1)
-    axes.set_xlabel("score")
-    axes.set_ylabel("pairs")
-    axes.legend(loc="upper left", frameon=False)
-    figure.tight_layout()
-    plt.close(figure)
-    return figure
+    centers = ((edges[:-1] + edges[1:]) / 2).round(6)
+    return pd.DataFrame(
+        {
+            "score": [*centers, *centers],
+            "pairs": [*kept.tolist(), *(every - kept).tolist()],
+            "pairs are": ["kept"] * len(kept) + ["not kept"] * len(kept),
+        }
+    )
 
 
 def build_app(review: PairsReview) -> Any:
@@ -178,7 +173,18 @@ def build_app(review: PairsReview) -> Any:
             with gr.Column(scale=3):
                 summary = gr.Markdown(elem_id="summary")
                 message = gr.Markdown(elem_id="message")
-                plot = gr.Plot(label="scores", elem_id="histogram")
+                edges = review.histogram()[0]
+                plot = gr.BarPlot(
+                    x="score",
+                    y="pairs",
+                    color="pairs are",
+                    x_bin=float(edges[1] - edges[0]),
+                    y_aggregate="sum",
+                    color_map={"kept": "#2b7bb9", "not kept": "#d0d0d0"},
+                    label="scores",
+                    height=220,
+                    elem_id="histogram",
+                )
                 with gr.Row():
                     page = gr.Number(value=1, precision=0, minimum=1, label="page", elem_id="page")
                     page_info = gr.Markdown(elem_id="page-info")
@@ -187,7 +193,8 @@ def build_app(review: PairsReview) -> Any:
                     interactive=False,
                     wrap=True,
                     elem_id="pairs",
-                    column_widths=["6%", "9%", "7%", "35%", "35%", "8%"],
+                    column_widths=["6%", "10%", "8%", "34%", "34%", "8%"],
+                    max_height=900,
                 )
         outputs = [pairs, page, page_info, summary, plot, message]
         controls = [threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort]
