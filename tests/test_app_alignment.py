@@ -170,5 +170,5 @@ def test_cli_exports_a_reviewed_alignment_and_refuses_half_given_inputs(tmp_path
     assert code == 2 and "all of --src, --tgt and --alignment" in err
     code, _, err = run(capsys, "app", str(tmp_path / "p.tsv"), "--src", str(src))
     assert code == 2 and "not both" in err
-    code, _, err = run(capsys, "app")
-    assert code == 2
+    code, _, err = run(capsys, "app", "--export", str(tmp_path / "x.tsv"))
+    assert code == 2 and "--export needs" in err

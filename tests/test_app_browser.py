@@ -7,8 +7,10 @@ where it can: `apt-get install chromium`).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +158,51 @@ def test_an_alignment_split_and_rejected_in_the_browser_is_exported_as_shown(bro
     assert edited.beads[:4] == [([0], []), ([], [0]), ([1], [1]), ([2], [])]
     write_alignment(Beads(edited.beads, np.array(edited.scores)), tmp_path / "expected.align", SRC, TGT, "vecalign")
     assert (tmp_path / "doc.reviewed.align").read_bytes() == (tmp_path / "expected.align").read_bytes()
+
+
+def test_the_opener_refuses_hostile_files_on_the_page_then_opens_one(browser, tmp_path, tmp_path_factory, monkeypatch):
+    import numpy as np
+
+    uploads = tmp_path_factory.mktemp("uploads")
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))  # Gradio's upload folder, read when the page is made
+
+    path = tmp_path / "pairs.tsv"
+    lines = write_pairs(path)
+    os.mkfifo(tmp_path / "fifo.tsv")
+    (tmp_path / "bad.tsv").write_text("score\tsrc\ttgt\nnan\ta\tb\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    running = Running(browser, None)
+    try:
+        path_box = running.page.locator("#open-pairs textarea, #open-pairs input").first
+        notice = running.page.locator("#open-message")
+        for hostile, says in (
+            (tmp_path / "fifo.tsv", "a FIFO"),
+            (tmp_path / "bad.tsv", "bad.tsv"),
+            (tmp_path / "missing.tsv", "no such file"),
+            (tmp_path, "a folder"),
+        ):
+            path_box.fill(str(hostile))
+            running.page.locator("#open").click()
+            sync_api.expect(notice).to_contain_text("cannot open")
+            sync_api.expect(notice).to_contain_text(says)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, nothing opened for good
+
+        # An upload fills the path with Gradio's copy; the review of it opens below the form.
+        running.page.locator("#upload input[type=file]").set_input_files(str(path))
+        sync_api.expect(path_box).to_have_value(re.compile(re.escape(str(uploads))), timeout=TIMEOUT_MS)
+        uploaded = Path(path_box.input_value())
+        running.page.locator("#open").click()
+        running.expect_summary("40 of 40 pairs kept")
+        review = PairsReview(path)
+        within_ratio = int((review.length_ratios <= 2.0).sum())
+        ratio_box = running.page.locator("#max-ratio input").first
+        ratio_box.fill("2")
+        ratio_box.press("Enter")
+        running.expect_summary(f"{within_ratio} of 40 pairs kept")
+        running.page.locator("#export").click()
+        sync_api.expect(running.page.locator("#message")).to_contain_text(f"wrote {within_ratio} pairs")
+    finally:
+        running.close()
+    kept = np.flatnonzero(review.length_ratios <= 2.0).tolist()
+    assert uploaded.read_bytes() == path.read_bytes() and not reviewed_path(path).exists()
+    assert reviewed_path(uploaded).read_bytes() == (HEADER + "".join(lines[1 + row] for row in kept)).encode()

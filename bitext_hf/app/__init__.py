@@ -32,15 +32,16 @@ def build_app(review: PairsReview | AlignmentReview) -> Any:
 
 
 def launch(
-    review: PairsReview | AlignmentReview | str | os.PathLike,
+    review: PairsReview | AlignmentReview | str | os.PathLike | None = None,
     *,
     host: str = "127.0.0.1",
     port: int | None = None,
     block: bool = True,
 ) -> Any:
-    """Open a review (a pairs file's path, or a review made in Python) in a local Gradio server (``host``:
-    127.0.0.1, this machine only; ``port``: the first free from 7860). With ``block=False`` it returns the running
-    app (``app.close()`` stops it)."""
+    """Open a review (a pairs file's path, or a review made in Python; None: a page to open a file, by its path or
+    uploaded, :mod:`bitext_hf.app.opener`) in a local Gradio server (``host``: 127.0.0.1, this machine only;
+    ``port``: the first free from 7860). With ``block=False`` it returns the running app (``app.close()`` stops
+    it)."""
     if port is not None and (type(port) is not int or not 0 < port < 65536):
         raise UsageError(f"port must be a number from 1 to 65535, not {port!r}")
     if not isinstance(host, str) or not host:
@@ -48,8 +49,25 @@ def launch(
     _require_gradio()
     if isinstance(review, str | os.PathLike):
         review = PairsReview(review)  # read and checked before a server starts
-    app = build_app(review)
-    app.launch(server_name=host, server_port=port, inbrowser=False, prevent_thread_lock=not block, quiet=True)
+    served: list[str] = []
+    if review is None:
+        from bitext_hf.app.opener import build_opener
+
+        app = build_opener()
+    else:
+        from bitext_hf.app.page_parts import review_folder
+
+        app = build_app(review)
+        # The exports are written beside the input: Gradio serves them for download from there.
+        served.append(review_folder(review.path if isinstance(review, PairsReview) else review.paths["alignment"]))
+    app.launch(
+        server_name=host,
+        server_port=port,
+        inbrowser=False,
+        prevent_thread_lock=not block,
+        quiet=True,
+        allowed_paths=served,
+    )
     return app
 
 

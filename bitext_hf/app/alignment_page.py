@@ -13,11 +13,12 @@ import gradio as gr  # this module is a page: imported only where the app extra 
 import numpy as np
 
 from bitext_hf.app.alignment import BEAD_KINDS, AlignmentReview
+from bitext_hf.app.page_parts import downloadable, error_line, review_folder
 from bitext_hf.app.review import reviewed_path
 from bitext_hf.errors import BitextError
 from bitext_hf.io.terminal import escape_controls
 
-__all__ = ["PAGE_SIZE", "build_alignment_app"]
+__all__ = ["PAGE_SIZE", "alignment_view", "build_alignment_app"]
 
 PAGE_SIZE = 50
 COLUMNS = ["bead", "score", "kind", "source", "target", "mark"]
@@ -35,6 +36,14 @@ def _summary(review: AlignmentReview) -> str:
 
 def build_alignment_app(review: AlignmentReview) -> Any:
     """The Gradio ``Blocks`` of a review of an alignment (not launched)."""
+    with gr.Blocks(title="bitext-hf review", analytics_enabled=False) as app:
+        alignment_view(review)
+    return app
+
+
+def alignment_view(review: AlignmentReview) -> None:
+    """The review's components and events, made inside the current Gradio context (a ``Blocks``, or the opener's
+    ``gr.render``), filled with the first page."""
     finite = [score for score in review.scores if not math.isnan(score)]
     low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
     high = high if high > low else low + 1.0
@@ -67,12 +76,12 @@ def build_alignment_app(review: AlignmentReview) -> Any:
         except ValueError:
             return (
                 *render(page_number, kind, below)[:-1],
-                f"**error:** {escape_controls(repr(bead_text))} is not a bead",
+                error_line(f"{bead_text!r} is not a bead"),
             )
         try:
             getattr(review, action)(number)
         except BitextError as error:
-            return (*render(page_number, kind, below)[:-1], f"**error:** {escape_controls(str(error))}")
+            return (*render(page_number, kind, below)[:-1], error_line(error))
         return render(page_number, kind, below)
 
     def export(format):
@@ -83,57 +92,59 @@ def build_alignment_app(review: AlignmentReview) -> Any:
         try:
             written, beads = review.export(path, chosen)
         except (BitextError, OSError) as error:
-            return None, f"**error:** {escape_controls(str(error))}"
-        return str(written), f"wrote {beads:,} beads to `{escape_controls(str(written))}`"
+            return None, error_line(error)
+        served = [review_folder(review.paths["alignment"])]
+        return downloadable(written, served), f"wrote {beads:,} beads to `{escape_controls(str(written))}`"
 
     def select(event: gr.SelectData):
         return str(event.row_value[0]) if event.row_value else ""
 
-    with gr.Blocks(title="bitext-hf review", analytics_enabled=False) as app:
-        gr.Markdown(f"## Reviewing the alignment `{title}`")
-        with gr.Row():
-            with gr.Column(scale=1, min_width=280):
-                kind = gr.Radio(list(BEAD_KINDS), value=BEAD_KINDS[0], label="show", elem_id="kind")
-                below = gr.Slider(
-                    low,
-                    high,
-                    value=start,
-                    step=max((high - low) / 1000, 1e-6),
-                    label="weak below score",
-                    elem_id="below",
+    first = render(1, BEAD_KINDS[0], start)
+    gr.Markdown(f"## Reviewing the alignment `{title}`")
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            kind = gr.Radio(list(BEAD_KINDS), value=BEAD_KINDS[0], label="show", elem_id="kind")
+            below = gr.Slider(
+                low,
+                high,
+                value=start,
+                step=max((high - low) / 1000, 1e-6),
+                label="weak below score",
+                elem_id="below",
+            )
+            gr.Markdown("### Edit a bead")
+            bead = gr.Textbox(label="bead (click one)", elem_id="bead")
+            with gr.Row():
+                split = gr.Button("Split", elem_id="split")
+                merge = gr.Button("Merge with next", elem_id="merge")
+            reject = gr.Button("Reject", variant="stop", elem_id="reject")
+            gr.Markdown("### Export the alignment")
+            format = gr.Dropdown(FORMATS, value=FORMATS[0], label="format")
+            export_button = gr.Button("Export", variant="primary", elem_id="export")
+            exported = gr.File(label="exported file", interactive=False)
+        with gr.Column(scale=3):
+            summary = gr.Markdown(first[3], elem_id="summary")
+            message = gr.Markdown(elem_id="message")
+            with gr.Row():
+                page = gr.Number(
+                    value=1, precision=0, minimum=1, maximum=first[1]["maximum"], label="page", elem_id="page"
                 )
-                gr.Markdown("### Edit a bead")
-                bead = gr.Textbox(label="bead (click one)", elem_id="bead")
-                with gr.Row():
-                    split = gr.Button("Split", elem_id="split")
-                    merge = gr.Button("Merge with next", elem_id="merge")
-                reject = gr.Button("Reject", variant="stop", elem_id="reject")
-                gr.Markdown("### Export the alignment")
-                format = gr.Dropdown(FORMATS, value=FORMATS[0], label="format")
-                export_button = gr.Button("Export", variant="primary", elem_id="export")
-                exported = gr.File(label="exported file", interactive=False)
-            with gr.Column(scale=3):
-                summary = gr.Markdown(elem_id="summary")
-                message = gr.Markdown(elem_id="message")
-                with gr.Row():
-                    page = gr.Number(value=1, precision=0, minimum=1, label="page", elem_id="page")
-                    page_info = gr.Markdown(elem_id="page-info")
-                beads = gr.Dataframe(
-                    headers=COLUMNS,
-                    interactive=False,
-                    wrap=True,
-                    elem_id="beads",
-                    column_widths=["6%", "10%", "6%", "35%", "35%", "8%"],
-                    max_height=900,
-                )
-        outputs = [beads, page, page_info, summary, message]
-        view = [page, kind, below]
-        for control in (kind, below):
-            control.change(lambda k, b: render(1, k, b), [kind, below], outputs, trigger_mode="always_last")
-        page.submit(render, view, outputs)
-        beads.select(select, None, bead)
-        for button, action in ((split, "split"), (merge, "merge"), (reject, "reject")):
-            button.click(lambda b, p, k, w, action=action: edit(action, b, p, k, w), [bead, *view], outputs)
-        export_button.click(export, format, [exported, message])
-        app.load(render, view, outputs)
-    return app
+                page_info = gr.Markdown(first[2], elem_id="page-info")
+            beads = gr.Dataframe(
+                first[0],
+                headers=COLUMNS,
+                interactive=False,
+                wrap=True,
+                elem_id="beads",
+                column_widths=["6%", "10%", "6%", "35%", "35%", "8%"],
+                max_height=900,
+            )
+    outputs = [beads, page, page_info, summary, message]
+    view = [page, kind, below]
+    for control in (kind, below):
+        control.change(lambda k, b: render(1, k, b), [kind, below], outputs, trigger_mode="always_last")
+    page.submit(render, view, outputs)
+    beads.select(select, None, bead)
+    for button, action in ((split, "split"), (merge, "merge"), (reject, "reject")):
+        button.click(lambda b, p, k, w, action=action: edit(action, b, p, k, w), [bead, *view], outputs)
+    export_button.click(export, format, [exported, message])

@@ -10,11 +10,12 @@ from typing import Any
 
 import gradio as gr  # this module is the page: imported only where the app extra is installed
 
+from bitext_hf.app.page_parts import downloadable, error_line, review_folder
 from bitext_hf.app.review import SORTS, PairsReview, ReviewFilters
 from bitext_hf.errors import BitextError
 from bitext_hf.io.terminal import escape_controls
 
-__all__ = ["PAGE_SIZE", "build_app"]
+__all__ = ["PAGE_SIZE", "build_app", "pairs_view"]
 
 PAGE_SIZE = 50
 COLUMNS = ["row", "score", "quality", "src", "tgt", "status"]
@@ -56,6 +57,14 @@ def _histogram(review: PairsReview):
 
 def build_app(review: PairsReview) -> Any:
     """The Gradio ``Blocks`` of a review of ``review``'s file (not launched)."""
+    with gr.Blocks(title="bitext-hf review", analytics_enabled=False) as app:
+        pairs_view(review)
+    return app
+
+
+def pairs_view(review: PairsReview) -> None:
+    """The review's components and events, made inside the current Gradio context (a ``Blocks``, or the opener's
+    ``gr.render`` once a file is opened), filled with the first page."""
     lows, highs = float(review.scores.min()), float(review.scores.max())
     filters = review.filters
     title = escape_controls(os.fspath(review.path))
@@ -102,114 +111,118 @@ def build_app(review: PairsReview) -> Any:
                 current_filters(threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort)
             )
         except BitextError as error:
-            return (*render(1)[:-1], f"**error:** {escape_controls(str(error))}")
+            return (*render(1)[:-1], error_line(error))
         return render(1)
 
     def decide(row_text, page_number, rejected: bool):
         try:
             row = int(str(row_text).strip())
         except ValueError:
-            return (*render(page_number)[:-1], f"**error:** {escape_controls(repr(row_text))} is not a row number")
+            return (*render(page_number)[:-1], error_line(f"{row_text!r} is not a row number"))
         try:
             review.reject([row], rejected)
         except BitextError as error:
-            return (*render(page_number)[:-1], f"**error:** {escape_controls(str(error))}")
+            return (*render(page_number)[:-1], error_line(error))
         return render(page_number)
 
     def export(format):
         try:
             path, count = review.export(format=None if format == "same as input" else format)
         except (BitextError, OSError) as error:
-            return None, f"**error:** {escape_controls(str(error))}"
-        return str(path), f"wrote {count:,} pairs to `{escape_controls(str(path))}`"
+            return None, error_line(error)
+        return downloadable(
+            path, [review_folder(review.path)]
+        ), f"wrote {count:,} pairs to `{escape_controls(str(path))}`"
 
     def select(event: gr.SelectData):
         return str(event.row_value[0]) if event.row_value else ""
 
-    with gr.Blocks(title="bitext-hf review", analytics_enabled=False) as app:
-        gr.Markdown(f"## Reviewing `{title}`")
-        with gr.Row():
-            with gr.Column(scale=1, min_width=280):
-                threshold = gr.Slider(
-                    lows,
-                    highs,
-                    value=filters.threshold if filters.threshold is not None else lows,
-                    step=max((highs - lows) / 1000, 1e-6),
-                    label="score threshold",
-                    elem_id="threshold",
+    first = render(1)
+    gr.Markdown(f"## Reviewing `{title}`")
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            threshold = gr.Slider(
+                lows,
+                highs,
+                value=filters.threshold if filters.threshold is not None else lows,
+                step=max((highs - lows) / 1000, 1e-6),
+                label="score threshold",
+                elem_id="threshold",
+            )
+            min_quality = gr.Slider(
+                0.0,
+                1.0,
+                value=filters.min_quality or 0.0,
+                step=0.01,
+                label="minimum quality",
+                visible=review.quality is not None,
+                elem_id="min-quality",
+            )
+            max_ratio = gr.Number(
+                value=filters.max_length_ratio or 0,
+                minimum=0,
+                label="max length ratio (0: none)",
+                elem_id="max-ratio",
+            )
+            lid = gr.Checkbox(value=filters.lid, label="language ID (fastText lid.176)", elem_id="lid")
+            with gr.Row():
+                src_lang = gr.Textbox(value=filters.src_lang or "", label="source language", elem_id="src-lang")
+                tgt_lang = gr.Textbox(value=filters.tgt_lang or "", label="target language", elem_id="tgt-lang")
+            search = gr.Textbox(value=filters.search, label="search both sides", elem_id="search")
+            sort = gr.Dropdown(list(SORTS), value=filters.sort, label="sort", elem_id="sort")
+            gr.Markdown("### Reject a pair")
+            row = gr.Textbox(label="row (click a pair)", elem_id="row")
+            with gr.Row():
+                reject = gr.Button("Reject", variant="stop", elem_id="reject")
+                restore = gr.Button("Restore", elem_id="restore")
+            gr.Markdown("### Export the kept pairs")
+            format = gr.Dropdown(
+                ["same as input", "tsv", "csv", "jsonl", "parquet"], value="same as input", label="format"
+            )
+            export_button = gr.Button("Export", variant="primary", elem_id="export")
+            exported = gr.File(label="exported file", interactive=False)
+        with gr.Column(scale=3):
+            summary = gr.Markdown(first[3], elem_id="summary")
+            message = gr.Markdown(elem_id="message")
+            edges = review.histogram()[0]
+            plot = gr.BarPlot(
+                first[4],
+                x="score",
+                y="pairs",
+                color="pairs are",
+                x_bin=float(edges[1] - edges[0]),
+                y_aggregate="sum",
+                color_map={"kept": "#2b7bb9", "not kept": "#d0d0d0"},
+                label="scores",
+                height=220,
+                elem_id="histogram",
+            )
+            with gr.Row():
+                page = gr.Number(
+                    value=1, precision=0, minimum=1, maximum=first[1]["maximum"], label="page", elem_id="page"
                 )
-                min_quality = gr.Slider(
-                    0.0,
-                    1.0,
-                    value=filters.min_quality or 0.0,
-                    step=0.01,
-                    label="minimum quality",
-                    visible=review.quality is not None,
-                    elem_id="min-quality",
-                )
-                max_ratio = gr.Number(
-                    value=filters.max_length_ratio or 0,
-                    minimum=0,
-                    label="max length ratio (0: none)",
-                    elem_id="max-ratio",
-                )
-                lid = gr.Checkbox(value=filters.lid, label="language ID (fastText lid.176)", elem_id="lid")
-                with gr.Row():
-                    src_lang = gr.Textbox(value=filters.src_lang or "", label="source language", elem_id="src-lang")
-                    tgt_lang = gr.Textbox(value=filters.tgt_lang or "", label="target language", elem_id="tgt-lang")
-                search = gr.Textbox(value=filters.search, label="search both sides", elem_id="search")
-                sort = gr.Dropdown(list(SORTS), value=filters.sort, label="sort", elem_id="sort")
-                gr.Markdown("### Reject a pair")
-                row = gr.Textbox(label="row (click a pair)", elem_id="row")
-                with gr.Row():
-                    reject = gr.Button("Reject", variant="stop", elem_id="reject")
-                    restore = gr.Button("Restore", elem_id="restore")
-                gr.Markdown("### Export the kept pairs")
-                format = gr.Dropdown(
-                    ["same as input", "tsv", "csv", "jsonl", "parquet"], value="same as input", label="format"
-                )
-                export_button = gr.Button("Export", variant="primary", elem_id="export")
-                exported = gr.File(label="exported file", interactive=False)
-            with gr.Column(scale=3):
-                summary = gr.Markdown(elem_id="summary")
-                message = gr.Markdown(elem_id="message")
-                edges = review.histogram()[0]
-                plot = gr.BarPlot(
-                    x="score",
-                    y="pairs",
-                    color="pairs are",
-                    x_bin=float(edges[1] - edges[0]),
-                    y_aggregate="sum",
-                    color_map={"kept": "#2b7bb9", "not kept": "#d0d0d0"},
-                    label="scores",
-                    height=220,
-                    elem_id="histogram",
-                )
-                with gr.Row():
-                    page = gr.Number(value=1, precision=0, minimum=1, label="page", elem_id="page")
-                    page_info = gr.Markdown(elem_id="page-info")
-                pairs = gr.Dataframe(
-                    headers=COLUMNS,
-                    interactive=False,
-                    wrap=True,
-                    elem_id="pairs",
-                    column_widths=["6%", "10%", "8%", "34%", "34%", "8%"],
-                    max_height=900,
-                )
-        outputs = [pairs, page, page_info, summary, plot, message]
-        controls = [threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort]
-        for control in (threshold, min_quality):
-            # As the slider moves: the last position wins when the server is behind (a million pairs re-filter in
-            # tens of milliseconds, the histogram is drawn again).
-            control.change(refilter, controls, outputs, trigger_mode="always_last", show_progress="hidden")
-        for control in (max_ratio, search, src_lang, tgt_lang):
-            control.submit(refilter, controls, outputs)
-        for control in (lid, sort):
-            control.change(refilter, controls, outputs)
-        page.submit(render, page, outputs)
-        pairs.select(select, None, row)
-        reject.click(lambda row, page: decide(row, page, True), [row, page], outputs)
-        restore.click(lambda row, page: decide(row, page, False), [row, page], outputs)
-        export_button.click(export, format, [exported, message])
-        app.load(render, page, outputs)
-    return app
+                page_info = gr.Markdown(first[2], elem_id="page-info")
+            pairs = gr.Dataframe(
+                first[0],
+                headers=COLUMNS,
+                interactive=False,
+                wrap=True,
+                elem_id="pairs",
+                column_widths=["6%", "10%", "8%", "34%", "34%", "8%"],
+                max_height=900,
+            )
+    outputs = [pairs, page, page_info, summary, plot, message]
+    controls = [threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort]
+    for control in (threshold, min_quality):
+        # As the slider moves: the last position wins when the server is behind (a million pairs re-filter in
+        # tens of milliseconds, the histogram is drawn again).
+        control.change(refilter, controls, outputs, trigger_mode="always_last", show_progress="hidden")
+    for control in (max_ratio, search, src_lang, tgt_lang):
+        control.submit(refilter, controls, outputs)
+    for control in (lid, sort):
+        control.change(refilter, controls, outputs)
+    page.submit(render, page, outputs)
+    pairs.select(select, None, row)
+    reject.click(lambda row, page: decide(row, page, True), [row, page], outputs)
+    restore.click(lambda row, page: decide(row, page, False), [row, page], outputs)
+    export_button.click(export, format, [exported, message])

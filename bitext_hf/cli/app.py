@@ -10,6 +10,7 @@ from bitext_hf.errors import EXIT_OK
 __all__ = ["EPILOG_APP", "add_app_command", "cmd_app"]
 
 EPILOG_APP = """examples:
+  bitext-hf app                                     # a page to open a file (a path, or uploaded)
   bitext-hf app pairs.tsv                           # http://127.0.0.1:7860, this machine only
   bitext-hf app pairs.parquet --port 8080
   bitext-hf app pairs.tsv --export kept.tsv         # the review's decisions applied, no browser
@@ -76,8 +77,14 @@ def cmd_app(args) -> int:
     documents = [args.src, args.tgt, args.alignment]
     if args.pairs and any(documents):
         raise UsageError("review a pairs file, or --src, --tgt and --alignment; not both")
-    if not args.pairs and not all(documents):
-        raise UsageError("give a pairs file, or all of --src, --tgt and --alignment")
+    if any(documents) and not all(documents):
+        raise UsageError("give all of --src, --tgt and --alignment (or a pairs file)")
+    if not args.pairs and not any(documents):
+        if args.export:
+            raise UsageError("--export needs a pairs file, or --src, --tgt and --alignment")
+        print("bitext-hf app: starting, with a page to open a file (Ctrl-C stops it)")
+        launch(None, host=args.host, port=args.port, block=True)
+        return EXIT_OK
     if args.pairs:
         review = PairsReview(args.pairs)
     else:
