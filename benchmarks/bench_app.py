@@ -188,10 +188,25 @@ def timed_every_row(browser, path: Path, rows: int) -> float:
         app.close()
 
 
-def screenshots(browser, folder: Path, vecalign: str | None, work: Path) -> None:
-    from playwright.sync_api import expect
+def screenshot(browser, review, ready: str, path: Path) -> None:
+    """A picture of the app on ``review`` once its summary shows ``ready`` (and the histogram had time to draw)."""
+    from bitext_hf.app import launch
 
-    from bitext_hf.app import AlignmentReview, PairsReview, ReviewFilters, launch
+    port = free_port()
+    app = launch(review, port=port, block=False)
+    page = browser.new_page(viewport={"width": 1400, "height": 1150})
+    try:
+        page.goto(f"http://127.0.0.1:{port}")
+        wait_for_text(page, "#summary", ready)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(path))
+    finally:
+        page.close()
+        app.close()
+
+
+def screenshots(browser, folder: Path, vecalign: str | None, work: Path) -> None:
+    from bitext_hf.app import AlignmentReview, PairsReview, ReviewFilters
 
     folder.mkdir(parents=True, exist_ok=True)
     demo = work / "demo.tsv"
@@ -202,17 +217,7 @@ def screenshots(browser, folder: Path, vecalign: str | None, work: Path) -> None
     review = PairsReview(demo)
     review.set_filters(ReviewFilters(threshold=1.1))
     review.reject([int(review.view()[2])])
-    port = free_port()
-    app = launch(review, port=port, block=False)
-    page = browser.new_page(viewport={"width": 1400, "height": 1150})
-    try:
-        page.goto(f"http://127.0.0.1:{port}")
-        expect(page.locator("#summary")).to_contain_text("pairs kept")
-        page.wait_for_timeout(1500)
-        page.screenshot(path=str(folder / "app-pairs.png"))
-    finally:
-        page.close()
-        app.close()
+    screenshot(browser, review, "pairs kept", folder / "app-pairs.png")
     if not vecalign:
         print("no --vecalign: the alignment view's screenshot is not made")
         return
@@ -237,17 +242,7 @@ def screenshots(browser, folder: Path, vecalign: str | None, work: Path) -> None
         check=True,
     )
     review = AlignmentReview(work / "doc.de", work / "doc.fr", work / "doc.align")
-    port = free_port()
-    app = launch(review, port=port, block=False)
-    page = browser.new_page(viewport={"width": 1400, "height": 1150})
-    try:
-        page.goto(f"http://127.0.0.1:{port}")
-        expect(page.locator("#summary")).to_contain_text("beads")
-        page.wait_for_timeout(1500)
-        page.screenshot(path=str(folder / "app-alignment.png"))
-    finally:
-        page.close()
-        app.close()
+    screenshot(browser, review, "beads", folder / "app-alignment.png")
 
 
 def main() -> None:

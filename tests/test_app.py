@@ -318,3 +318,69 @@ def test_language_id_keeps_the_sides_in_their_languages(tmp_path):
     assert review.kept(ReviewFilters(lid=True, src_lang="en", tgt_lang="de")).tolist() == [True, False, True]
     assert review.kept(ReviewFilters(lid=True, src_lang="en")).tolist() == [True, True, True]
     assert review.kept(ReviewFilters(lid=False, tgt_lang="de")).tolist() == [True, True, True]
+
+
+def test_a_translation_memory_is_reviewed_and_exported_as_one(tmp_path):
+    from bitext_hf.data.tmx import read_tmx, write_tmx
+
+    path = tmp_path / "manual.tmx"
+    sources, targets = (
+        ["Open the file.", "Save & close.", "Quit."],
+        ["Ouvrez le fichier.", "Enregistrez <et> fermez.", "Q."],
+    )
+    write_tmx(path, sources, targets, "en", "fr", {"score": [0.9, 0.7, 0.2], "quality": [0.99, 0.8, 0.1]})
+    review = PairsReview(path)
+    assert review.languages == ("en", "fr") and review.table.column("src").to_pylist() == sources
+    review.set_filters(ReviewFilters(threshold=0.5))
+    out, count = review.export()
+    assert out == tmp_path / "manual.reviewed.tmx" and count == 2
+    memory = read_tmx(out)
+    assert (memory.src_lang, memory.tgt_lang, memory.sources, memory.targets) == ("en", "fr", sources[:2], targets[:2])
+    assert memory.properties == {"score": [0.9, 0.7], "quality": [0.99, 0.8]}
+    out, _ = review.export(tmp_path / "kept.tsv")
+    assert out.read_text().splitlines()[1:] == [
+        "0.9\tOpen the file.\tOuvrez le fichier.\t0.99",
+        "0.7\tSave & close.\tEnregistrez <et> fermez.\t0.8",
+    ]
+
+
+def test_a_tmx_export_needs_the_languages(tmp_path):
+    from bitext_hf.data.pair_files import metadata_path
+    from bitext_hf.data.tmx import read_tmx
+
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path, count=5)
+    review = PairsReview(path)
+    with pytest.raises(UsageError, match="names both languages"):
+        review.export(tmp_path / "kept.tmx")
+    assert not (tmp_path / "kept.tmx").exists()
+    metadata_path(path).write_text(json.dumps({"src_lang": "en", "tgt_lang": "de"}))
+    out, count = review.export(tmp_path / "kept.tmx")
+    assert count == 5 and read_tmx(out).tgt_lang == "de"
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("<tmx><body><tu>", "not a TMX file"),
+        ('<!DOCTYPE tmx [<!ENTITY a "aaaa">]><tmx/>', "declares XML entities"),
+        ('<tmx><header srclang="en"/><body><tu><tuv xml:lang="en"><seg>a</seg></tuv></tu></body></tmx>', "unit 1"),
+        (
+            '<tmx><header srclang="en"/><body><tu><tuv xml:lang="en"><seg>a</seg></tuv>'
+            '<tuv xml:lang="de"><seg>b</seg></tuv></tu></body></tmx>',
+            "no x-score",
+        ),
+        (
+            '<tmx><header srclang="en"/><body><tu><prop type="x-score">nan</prop><tuv xml:lang="en"><seg>a</seg></tuv>'
+            '<tuv xml:lang="de"><seg>b</seg></tuv></tu></body></tmx>',
+            "x-score is not a finite number",
+        ),
+        ('<tmx><header srclang="en"/><body></body></tmx>', "no pairs"),
+    ],
+)
+def test_translation_memories_that_cannot_be_reviewed_are_refused(tmp_path, text, message):
+    path = tmp_path / "bad.tmx"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataValidationError, match=message):
+        PairsReview(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tmx"]

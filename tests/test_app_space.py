@@ -11,15 +11,7 @@ from bitext_hf import __version__
 from bitext_hf.app import PairsReview, ReviewFilters
 from bitext_hf.hub.space import SPACE_FILES
 from tests.test_app import write_pairs
-from tests.test_push import FakeHub, run
-
-
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_TOKEN", "hf_env_token")
-    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
-    monkeypatch.setattr("huggingface_hub.constants.HF_TOKEN_PATH", str(tmp_path / "no-token-file"))
-    return FakeHub(monkeypatch)
+from tests.test_push import hub, run  # noqa: F401 (hub: the stand-in Hub, a fixture)
 
 
 def test_dry_run_lists_the_space_files_without_a_token(tmp_path, capsys, monkeypatch):
@@ -44,7 +36,7 @@ def test_space_options_that_cannot_work_are_refused(capsys, argv, message):
     assert code == 2 and message in err
 
 
-def test_a_review_exported_published_and_opened_in_its_space(hub, tmp_path, capsys, monkeypatch):
+def test_a_review_exported_published_and_opened_in_its_space(hub, tmp_path, capsys, monkeypatch):  # noqa: F811
     pairs = tmp_path / "pairs.tsv"
     write_pairs(pairs)
     review = PairsReview(pairs)

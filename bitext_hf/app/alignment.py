@@ -12,7 +12,6 @@ writer.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from pathlib import Path
@@ -20,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from bitext_hf.app.review import DECISIONS_VERSION, MAX_DECISIONS_BYTES, decisions_path, file_fingerprint
+from bitext_hf.app.review import decisions_path, file_fingerprint, read_decisions, write_decisions
 from bitext_hf.errors import DataValidationError, UsageError
-from bitext_hf.io import atomic_output, read_input_bytes
 from bitext_hf.io.outputs import non_regular_kind
 from bitext_hf.io.terminal import escape_controls
 
@@ -162,30 +160,22 @@ class AlignmentReview:
         return decisions_path(self.paths["alignment"])
 
     def _restore(self) -> None:
-        path = self.decisions_path
-        kind = non_regular_kind(path, named=True)
-        if kind is not None:
-            raise DataValidationError(f"{escape_controls(str(path))}: is {kind}, not a review's decisions file")
-        if not path.exists():
+        saved = read_decisions(self.decisions_path)
+        if saved is None:
             return
-        shown = escape_controls(str(path))
+        shown = escape_controls(str(self.decisions_path))
+        if saved.get("inputs") != self.fingerprints:
+            raise DataValidationError(
+                f"{shown}: holds edits of other versions of these documents or this alignment (their sizes or "
+                "SHA-256 differ); move it away to start over"
+            )
         try:
-            saved = json.loads(read_input_bytes(path, max_bytes=MAX_DECISIONS_BYTES))
-            if not isinstance(saved, dict) or saved.get("version") != DECISIONS_VERSION:
-                raise ValueError(f"not a decisions file of this version ({DECISIONS_VERSION})")
-            if saved.get("inputs") != self.fingerprints:
-                raise DataValidationError(
-                    f"{shown}: holds edits of other versions of these documents or this alignment (their sizes or "
-                    "SHA-256 differ); move it away to start over"
-                )
             beads = [(list(xs), list(ys)) for xs, ys in saved["beads"]]
             scores = [float("nan") if score is None else float(score) for score in saved["scores"]]
             edited = [bool(flag) for flag in saved["edited"]]
             if not len(beads) == len(scores) == len(edited):
                 raise ValueError("beads, scores and edited differ in length")
-        except DataValidationError:
-            raise
-        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as error:
+        except (ValueError, TypeError, KeyError) as error:
             raise DataValidationError(
                 f"{shown}: not a review's decisions file ({escape_controls(str(error))}); move it away to start over"
             ) from None
@@ -193,16 +183,16 @@ class AlignmentReview:
         self.beads, self.scores, self.edited = beads, scores, edited
 
     def save(self) -> None:
-        record = {
-            "version": DECISIONS_VERSION,
-            "inputs": self.fingerprints,
-            "beads": self.beads,
-            "scores": [None if math.isnan(score) else score for score in self.scores],
-            "edited": self.edited,
-        }
-        with atomic_output(self.decisions_path, follow_symlinks=False) as handle:
-            json.dump(record, handle, ensure_ascii=False)
-            handle.write("\n")
+        """Write the edited beads beside the alignment (:func:`bitext_hf.app.review.write_decisions`)."""
+        write_decisions(
+            self.decisions_path,
+            {
+                "inputs": self.fingerprints,
+                "beads": self.beads,
+                "scores": [None if math.isnan(score) else score for score in self.scores],
+                "edited": self.edited,
+            },
+        )
 
     # -- edits -------------------------------------------------------------------------------------------------
     def _bead(self, number: int) -> tuple[list[int], list[int]]:

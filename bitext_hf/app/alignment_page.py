@@ -13,7 +13,7 @@ import gradio as gr  # this module is a page: imported only where the app extra 
 import numpy as np
 
 from bitext_hf.app.alignment import BEAD_KINDS, AlignmentReview
-from bitext_hf.app.page_parts import downloadable, error_line, review_folder
+from bitext_hf.app.page_parts import downloadable, error_line, paged_table, review_folder
 from bitext_hf.app.review import reviewed_path
 from bitext_hf.errors import BitextError
 from bitext_hf.io.terminal import escape_controls
@@ -125,20 +125,7 @@ def alignment_view(review: AlignmentReview) -> None:
         with gr.Column(scale=3):
             summary = gr.Markdown(first[3], elem_id="summary")
             message = gr.Markdown(elem_id="message")
-            with gr.Row():
-                page = gr.Number(
-                    value=1, precision=0, minimum=1, maximum=first[1]["maximum"], label="page", elem_id="page"
-                )
-                page_info = gr.Markdown(first[2], elem_id="page-info")
-            beads = gr.Dataframe(
-                first[0],
-                headers=COLUMNS,
-                interactive=False,
-                wrap=True,
-                elem_id="beads",
-                column_widths=["6%", "10%", "6%", "35%", "35%", "8%"],
-                max_height=900,
-            )
+            page, page_info, beads = paged_table(first, COLUMNS, "beads", ["6%", "10%", "6%", "35%", "35%", "8%"])
     outputs = [beads, page, page_info, summary, message]
     view = [page, kind, below]
     for control in (kind, below):

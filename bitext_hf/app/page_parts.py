@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bitext_hf.io.terminal import escape_controls
 
-__all__ = ["downloadable", "error_line", "review_folder"]
+__all__ = ["downloadable", "error_line", "paged_table", "review_folder"]
 
 
 def error_line(error: BaseException | str) -> str:
@@ -31,3 +31,23 @@ def downloadable(path: Path, served: list[str]) -> str | None:
         if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
             return str(path)
     return None
+
+
+def paged_table(first: tuple, headers: list[str], elem_id: str, widths: list[str]) -> tuple:
+    """The page number box, its line and the table of one page, filled with ``first`` (a page's render: the rows,
+    the page box's update, the line), made in the current Gradio context; returns (page, page_info, table)."""
+    import gradio as gr
+
+    with gr.Row():
+        page = gr.Number(value=1, precision=0, minimum=1, maximum=first[1]["maximum"], label="page", elem_id="page")
+        page_info = gr.Markdown(first[2], elem_id="page-info")
+    table = gr.Dataframe(
+        first[0],
+        headers=headers,
+        interactive=False,
+        wrap=True,
+        elem_id=elem_id,
+        column_widths=widths,
+        max_height=900,
+    )
+    return page, page_info, table

@@ -10,7 +10,7 @@ from typing import Any
 
 import gradio as gr  # this module is the page: imported only where the app extra is installed
 
-from bitext_hf.app.page_parts import downloadable, error_line, review_folder
+from bitext_hf.app.page_parts import downloadable, error_line, paged_table, review_folder
 from bitext_hf.app.review import SORTS, PairsReview, ReviewFilters
 from bitext_hf.errors import BitextError
 from bitext_hf.io.terminal import escape_controls
@@ -177,7 +177,7 @@ def pairs_view(review: PairsReview) -> None:
                 restore = gr.Button("Restore", elem_id="restore")
             gr.Markdown("### Export the kept pairs")
             format = gr.Dropdown(
-                ["same as input", "tsv", "csv", "jsonl", "parquet"], value="same as input", label="format"
+                ["same as input", "tsv", "csv", "jsonl", "parquet", "tmx"], value="same as input", label="format"
             )
             export_button = gr.Button("Export", variant="primary", elem_id="export")
             exported = gr.File(label="exported file", interactive=False)
@@ -197,20 +197,7 @@ def pairs_view(review: PairsReview) -> None:
                 height=220,
                 elem_id="histogram",
             )
-            with gr.Row():
-                page = gr.Number(
-                    value=1, precision=0, minimum=1, maximum=first[1]["maximum"], label="page", elem_id="page"
-                )
-                page_info = gr.Markdown(first[2], elem_id="page-info")
-            pairs = gr.Dataframe(
-                first[0],
-                headers=COLUMNS,
-                interactive=False,
-                wrap=True,
-                elem_id="pairs",
-                column_widths=["6%", "10%", "8%", "34%", "34%", "8%"],
-                max_height=900,
-            )
+            page, page_info, pairs = paged_table(first, COLUMNS, "pairs", ["6%", "10%", "8%", "34%", "34%", "8%"])
     outputs = [pairs, page, page_info, summary, plot, message]
     controls = [threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort]
     for control in (threshold, min_quality):

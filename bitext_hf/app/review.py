@@ -43,7 +43,9 @@ __all__ = [
     "decisions_path",
     "file_fingerprint",
     "latin_equivalent_lengths",
+    "read_decisions",
     "reviewed_path",
+    "write_decisions",
 ]
 
 DECISIONS_VERSION = 1
@@ -87,6 +89,39 @@ def _weighted_scripts() -> dict[float, re.Pattern]:
     return {
         weight: "[" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in spans) + "]" for weight, spans in ranges.items()
     }
+
+
+def read_decisions(path: Path) -> dict[str, Any] | None:
+    """A review's decisions file (a JSON object of :data:`DECISIONS_VERSION`), or None when there is none; read
+    bounded, never through a link or from a FIFO.
+
+    Raises:
+        DataValidationError: something there that is not a regular file, not JSON, or not of this version (the file
+            is left as it is).
+    """
+    shown = escape_controls(str(path))
+    kind = non_regular_kind(path, named=True)
+    if kind is not None:
+        raise DataValidationError(f"{shown}: is {kind}, not a review's decisions file")
+    if not path.exists():
+        return None
+    try:
+        saved = json.loads(read_input_bytes(path, max_bytes=MAX_DECISIONS_BYTES))
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise DataValidationError(
+            f"{shown}: not a review's decisions file ({escape_controls(str(error))}); move it away to start over"
+        ) from None
+    if not isinstance(saved, dict) or saved.get("version") != DECISIONS_VERSION:
+        raise DataValidationError(f"{shown}: not a decisions file of this version ({DECISIONS_VERSION})")
+    return saved
+
+
+def write_decisions(path: Path, record: dict[str, Any]) -> None:
+    """Write a review's decisions (``record`` and the version), atomically; a link, a FIFO or a folder at ``path`` is
+    refused, never followed."""
+    with atomic_output(path, follow_symlinks=False) as handle:
+        json.dump({"version": DECISIONS_VERSION, **record}, handle, ensure_ascii=False)
+        handle.write("\n")
 
 
 def latin_equivalent_lengths(texts: Any) -> np.ndarray:
@@ -155,7 +190,12 @@ class PairsReview:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.shown = escape_controls(os.fspath(self.path))
-        self.table = read_pairs_table(self.path)
+        # The languages of the pairs, when the input says them (a TMX header): a TMX export names them.
+        self.languages: tuple[str, str] | None = None
+        if self.path.suffix.lower() == ".tmx":
+            self.table, self.languages = _tmx_table(self.path)
+        else:
+            self.table = read_pairs_table(self.path)
         self.fingerprint = file_fingerprint(self.path)
         self.scores = self.table.column("score").to_numpy().astype(np.float64)
         self.quality = (
@@ -177,21 +217,10 @@ class PairsReview:
         return decisions_path(self.path)
 
     def _restore(self) -> None:
-        path = self.decisions_path
-        kind = non_regular_kind(path, named=True)
-        if kind is not None:
-            raise DataValidationError(f"{escape_controls(str(path))}: is {kind}, not a review's decisions file")
-        if not path.exists():
+        saved = read_decisions(self.decisions_path)
+        if saved is None:
             return
-        shown = escape_controls(str(path))
-        try:
-            saved = json.loads(read_input_bytes(path, max_bytes=MAX_DECISIONS_BYTES))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise DataValidationError(
-                f"{shown}: not a review's decisions file ({escape_controls(str(error))}); move it away to start over"
-            ) from error
-        if not isinstance(saved, dict) or saved.get("version") != DECISIONS_VERSION:
-            raise DataValidationError(f"{shown}: not a decisions file of this version ({DECISIONS_VERSION})")
+        shown = escape_controls(str(self.decisions_path))
         if saved.get("input") != self.fingerprint:
             raise DataValidationError(
                 f"{shown}: holds decisions about another version of {self.shown} (its size or SHA-256 differ); "
@@ -208,16 +237,15 @@ class PairsReview:
         self.filters = filters
 
     def save(self) -> None:
-        """Write the decisions beside the input, atomically (a link or a FIFO there is refused, never followed)."""
-        record = {
-            "version": DECISIONS_VERSION,
-            "input": self.fingerprint,
-            "filters": dataclasses.asdict(self.filters),
-            "rejected": np.flatnonzero(self.rejected).tolist(),
-        }
-        with atomic_output(self.decisions_path, follow_symlinks=False) as handle:
-            json.dump(record, handle, ensure_ascii=False, indent=1)
-            handle.write("\n")
+        """Write the decisions beside the input (:func:`write_decisions`)."""
+        write_decisions(
+            self.decisions_path,
+            {
+                "input": self.fingerprint,
+                "filters": dataclasses.asdict(self.filters),
+                "rejected": np.flatnonzero(self.rejected).tolist(),
+            },
+        )
 
     def set_filters(self, filters: ReviewFilters) -> None:
         if not isinstance(filters, ReviewFilters):
@@ -375,11 +403,20 @@ class PairsReview:
         from bitext_hf.io import OutputSet
 
         out = Path(out) if out is not None else reviewed_path(self.path, format)
-        format = output_format(out, format)
+        if format == "tmx" or (format is None and out.suffix.lower() == ".tmx"):
+            format = "tmx"
+        else:
+            format = output_format(out, format)
         outputs = OutputSet(inputs=[self.path, self.decisions_path, metadata_path(self.path)], option="export")
         outputs.add(out)
         outputs.add(metadata_path(out), last=True)  # the sidecar vouches for the pairs: renamed after them
         sidecar = dict(read_sidecar_of(self.path))
+        languages = self.languages or (sidecar.get("src_lang"), sidecar.get("tgt_lang"))
+        if format == "tmx" and not all(languages):
+            raise UsageError(
+                f"export {escape_controls(str(out))}: a TMX file names both languages, and neither the pairs nor their "
+                "sidecar (src_lang, tgt_lang) say them; export .tsv, .csv, .jsonl or .parquet"
+            )
         kept = np.flatnonzero(self.kept())
         if file_fingerprint(self.path) != self.fingerprint:
             raise DataValidationError(f"{self.shown}: changed since the review read it; open it again")
@@ -398,17 +435,33 @@ class PairsReview:
             sidecar["estimated_precision"] = round(facts["estimated_precision"], 6)
         lines = self._lines() if format == _text_format(self.path) else None
         with outputs:
-            with outputs.open(out, "wb") as handle:
-                if lines is not None:
-                    header = 1 if format in ("tsv", "csv") else 0
-                    handle.writelines(lines[:header])
-                    handle.writelines(lines[header + row] for row in kept.tolist())
-                else:
-                    _write_arrow(self.table.take(kept), format, handle, out)
+            if format == "tmx":
+                with outputs.staged(out) as staged:
+                    self._write_tmx(staged, kept, languages)
+            else:
+                with outputs.open(out, "wb") as handle:
+                    if lines is not None:
+                        header = 1 if format in ("tsv", "csv") else 0
+                        handle.writelines(lines[:header])
+                        handle.writelines(lines[header + row] for row in kept.tolist())
+                    else:
+                        _write_arrow(self.table.take(kept), format, handle, out)
             with outputs.open(metadata_path(out)) as handle:
                 handle.write(json.dumps(sidecar, indent=2, ensure_ascii=False) + "\n")
             outputs.commit()
         return out, int(kept.size)
+
+    def _write_tmx(self, path: str, kept: np.ndarray, languages: tuple[str, str]) -> None:
+        from bitext_hf.data.tmx import check_xml_text, write_tmx
+
+        taken = self.table.take(kept)
+        sources, targets = taken.column("src").to_pylist(), taken.column("tgt").to_pylist()
+        for texts in (sources, targets):
+            # Where a row is in the file: a unit from 1, a line after a TSV or CSV header.
+            first = 2 if _text_format(self.path) in ("tsv", "csv") else 1
+            check_xml_text(texts, self.shown, lines=[row + first for row in kept.tolist()])
+        numbers = {name: taken.column(name).to_pylist() for name in ("score", "quality") if name in taken.column_names}
+        write_tmx(path, sources, targets, *languages, numbers)
 
     def _lines(self) -> list[bytes] | None:
         """The input's lines when they are its rows one for one (a header, then a row a line; a CSV cell quoting a
@@ -421,6 +474,28 @@ class PairsReview:
         if len(lines) != self.count + header or any(not line.strip() for line in lines):
             return None
         return lines
+
+
+def _tmx_table(path: Path) -> tuple[Any, tuple[str, str]]:
+    """A TMX file's pairs as the columns of a pairs file (``score`` from each unit's ``x-score``, ``quality`` from
+    ``x-quality`` when it has one) and its two languages."""
+    import pyarrow as pa
+
+    from bitext_hf.data.tmx import read_tmx
+    from bitext_hf.io import max_input_bytes
+
+    shown = escape_controls(os.fspath(path))
+    memory = read_tmx(path, max_bytes=max_input_bytes())
+    if not memory.sources:
+        raise DataValidationError(f"{shown}: no pairs to review")
+    if "score" not in memory.properties:
+        raise DataValidationError(
+            f"{shown}: its units have no x-score (bitext-hf align writes one): nothing to sort by"
+        )
+    columns = {"score": memory.properties["score"], "src": memory.sources, "tgt": memory.targets}
+    if "quality" in memory.properties:
+        columns["quality"] = memory.properties["quality"]
+    return pa.table(columns), (memory.src_lang, memory.tgt_lang)
 
 
 def _text_format(path: Path) -> str | None:

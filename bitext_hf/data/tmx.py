@@ -1,5 +1,5 @@
 """Translation memories: TMX 1.4b files (the LISA/GALA exchange format that CAT tools, translate-toolkit and OPUS
-read), written from aligned pairs.
+read), written from aligned pairs, and read back (:func:`read_tmx`: the review app opens them).
 
 One ``<tu>`` a pair with one ``<tuv xml:lang>`` a side, the source language in the header's ``srclang``; a pair's
 numbers (the alignment's score, a classifier's quality) go in ``<prop type="x-...">`` elements, the form TMX 1.4b
@@ -10,6 +10,7 @@ which the jobs call before any encoding.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,7 +19,7 @@ from xml.sax.saxutils import escape, quoteattr
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io import atomic_output
 
-__all__ = ["TMX_VERSION", "check_xml_text", "tmx_language", "write_tmx"]
+__all__ = ["TMX_VERSION", "TranslationMemory", "check_xml_text", "read_tmx", "tmx_language", "write_tmx"]
 
 TMX_VERSION = "1.4"
 # What XML 1.0 cannot hold, even escaped: control characters other than tab, line feed and carriage return, lone
@@ -108,3 +109,86 @@ def write_tmx(
                 handle.write(f'      <tuv xml:lang="{tag}"><seg>{escape(text)}</seg></tuv>\n')
             handle.write("    </tu>\n")
         handle.write("  </body>\n</tmx>\n")
+
+
+@dataclasses.dataclass
+class TranslationMemory:
+    """The pairs of a TMX file: each unit's source and target text, the header's languages, and each unit's numeric
+    properties by name (``x-score`` is ``"score"``)."""
+
+    src_lang: str
+    tgt_lang: str
+    sources: list[str]
+    targets: list[str]
+    properties: dict[str, list[float]]
+
+
+def read_tmx(path: str | os.PathLike, *, max_bytes: int | None = None) -> TranslationMemory:
+    """The units of a two-language TMX file (bounded as every input; a FIFO or a device is refused unopened). A
+    segment's text is all its text, inline tags (``bpt``, ``ph``...) left out.
+
+    Raises:
+        DataValidationError: naming the file (and the unit): not XML, an entity declaration (refused rather than
+            expanded), no ``srclang``, a unit without exactly one source and one target variant, a property
+            ``x-NAME`` that is not a finite number or missing from some units.
+    """
+    import io
+    import math
+    import xml.etree.ElementTree as ElementTree
+
+    from bitext_hf.io import read_input_bytes
+    from bitext_hf.io.terminal import escape_controls
+
+    shown = escape_controls(os.fspath(path))
+    data = read_input_bytes(path, max_bytes=max_bytes)
+    if b"<!ENTITY" in data:
+        raise DataValidationError(f"{shown}: declares XML entities, which a translation memory does not need; refused")
+    lang_attribute = "{http://www.w3.org/XML/1998/namespace}lang"
+    src_lang = tgt_lang = None
+    sources, targets, properties = [], [], {}
+    try:
+        for _, element in ElementTree.iterparse(io.BytesIO(data), events=("end",)):
+            if element.tag == "header":
+                src_lang = element.get("srclang")
+            elif element.tag == "tu":
+                number = len(sources) + 1
+                if not src_lang or src_lang == "*all*":
+                    raise DataValidationError(f"{shown}: its header names no source language (srclang)")
+                variants = {(tuv.get(lang_attribute) or tuv.get("lang") or ""): tuv for tuv in element.iter("tuv")}
+                source = next((tuv for lang, tuv in variants.items() if lang.lower() == src_lang.lower()), None)
+                others = [(lang, tuv) for lang, tuv in variants.items() if lang.lower() != src_lang.lower()]
+                if source is None or len(others) != 1:
+                    raise DataValidationError(
+                        f"{shown}: unit {number}: needs one variant in {src_lang} and one in another language "
+                        f"(it has {', '.join(variants) or 'none'})"
+                    )
+                tgt_lang = tgt_lang or others[0][0]
+                texts = [
+                    "".join(tuv.find("seg").itertext()) if tuv.find("seg") is not None else ""
+                    for tuv in (source, others[0][1])
+                ]
+                sources.append(texts[0])
+                targets.append(texts[1])
+                for prop in element.findall("prop"):
+                    kind = prop.get("type") or ""
+                    if kind.startswith("x-"):
+                        try:
+                            value = float(prop.text or "")
+                        except ValueError:
+                            value = math.nan
+                        if not math.isfinite(value):
+                            raise DataValidationError(f"{shown}: unit {number}: {kind} is not a finite number")
+                        properties.setdefault(kind[2:], {})[len(sources) - 1] = value
+                element.clear()
+    except ElementTree.ParseError as error:
+        raise DataValidationError(f"{shown}: not a TMX file ({error})") from None
+    for name, values in properties.items():
+        if len(values) != len(sources):
+            raise DataValidationError(f"{shown}: x-{name} is missing from {len(sources) - len(values)} units")
+    return TranslationMemory(
+        src_lang or "",
+        tgt_lang or "",
+        sources,
+        targets,
+        {name: [values[index] for index in range(len(sources))] for name, values in properties.items()},
+    )
