@@ -17,9 +17,10 @@ EPILOG_APP = """examples:
   bitext-hf app --src doc.en --tgt doc.de --alignment doc.align
   bitext-hf app --src book.en --tgt book.de --split --alignment book.tsv --export book.reviewed.tsv
 
-PAIRS is the output of `mine`, `score` or `align` (.tsv, .csv, .jsonl, .parquet): the pairs sorted and filtered by
-score, quality (the pair-quality column, when the file has it), length ratio and language ID; the counts kept, the
-estimated precision and expected correct pairs as the threshold moves; a pair rejected by hand. The decisions (the
+PAIRS is the output of `mine`, `score` or `align` (.tsv, .csv, .jsonl, .parquet; align's .tmx too): the pairs
+sorted and filtered by score, quality (the pair-quality column, when the file has it), length ratio and language ID;
+the counts kept, the estimated precision and expected correct pairs as the threshold moves; a pair rejected by
+hand. Without PAIRS or documents, a page to open a file (its path, or uploaded). The decisions (the
 filters and the rejected rows) are kept in PAIRS.review.json beside the input, written on every change, and read
 back when the app opens the same file again; the input is never written. Export writes the kept pairs in file
 order; in the input's own format the kept lines are copied byte for byte, with a sidecar (PAIRS's, plus what the
@@ -51,7 +52,7 @@ def add_app_command(commands, shared: argparse.ArgumentParser) -> argparse.Argum
         epilog=EPILOG_APP,
     )
     parser.add_argument(
-        "pairs", nargs="?", help="pairs written by mine, score or align (.tsv, .csv, .jsonl, .parquet)"
+        "pairs", nargs="?", help="pairs written by mine, score or align (.tsv, .csv, .jsonl, .parquet, .tmx)"
     )
     parser.add_argument("--src", help="an alignment's source document (with --tgt and --alignment)")
     parser.add_argument("--tgt", help="an alignment's target document")
