@@ -212,6 +212,12 @@ def test_wrong_filters_from_python_are_refused(arguments):
         ReviewFilters(**arguments)
 
 
+@pytest.mark.parametrize("path", [None, 3, "", b"pairs.tsv", ["pairs.tsv"]])
+def test_a_review_of_something_that_is_no_path_is_refused(path):
+    with pytest.raises(UsageError, match="path of a pairs file"):
+        PairsReview(path)
+
+
 def test_wrong_rows_and_filters_objects_are_refused(tmp_path):
     path = tmp_path / "pairs.tsv"
     write_pairs(path, count=5)
@@ -248,6 +254,8 @@ def test_cli_hostile_inputs_get_one_line_and_their_exit_code(tmp_path, capsys):
     assert code == 2 and "destroy the input" in err
     code, _, err = run(capsys, "app", str(path), "--port", "70000")
     assert code == 2 and "port" in err
+    code, _, err = run(capsys, "app", "/dev/zero", "--export", str(tmp_path / "k.tsv"))
+    assert code in (2, 3) and "/dev/zero" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "k.tsv").exists()
 
 

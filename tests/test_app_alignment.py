@@ -102,7 +102,7 @@ def test_edits_of_other_documents_are_refused_and_kept(tmp_path):
     assert decisions_path(paths[2]).read_bytes() == saved
     decisions_path(paths[2]).write_text("[1, 2]")
     paths[1].write_text("\n".join(TGT) + "\n", encoding="utf-8")
-    with pytest.raises(DataValidationError, match="not a review's decisions file"):
+    with pytest.raises(DataValidationError, match="not a decisions file of this version"):
         AlignmentReview(*paths)
 
 
@@ -144,6 +144,10 @@ def test_hostile_inputs_and_outputs(tmp_path):
         AlignmentReview(src, tgt, tmp_path / "doc.tmx")
     with pytest.raises(UsageError):
         AlignmentReview(src, tgt, alignment, split="yes")
+    for wrong in ({"src": None}, {"tgt": 3}, {"alignment": ""}, {"src_lang": 1}):
+        arguments = {"src": src, "tgt": tgt, "alignment": alignment, **wrong}
+        with pytest.raises(UsageError):
+            AlignmentReview(**arguments)
     review = AlignmentReview(src, tgt, alignment)
     review.reject(0)
     before = {path: path.read_bytes() for path in (src, tgt, alignment, decisions_path(alignment))}

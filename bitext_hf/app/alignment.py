@@ -132,6 +132,12 @@ class AlignmentReview:
 
         if not isinstance(split, bool):
             raise UsageError(f"split must be True or False, not {split!r}")
+        for name, value in (("src", src), ("tgt", tgt), ("alignment", alignment)):
+            if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+                raise UsageError(f"{name} must be the path of a file, not {value!r}")
+        for name, value in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
+            if value is not None and not isinstance(value, str):
+                raise UsageError(f"{name} must be a language code or None, not {value!r}")
         self.paths = {"src": Path(src), "tgt": Path(tgt), "alignment": Path(alignment)}
         for name, path in self.paths.items():
             _regular_file(path, "an alignment" if name == "alignment" else "a document")

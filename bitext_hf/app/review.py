@@ -188,6 +188,8 @@ class PairsReview:
     """
 
     def __init__(self, path: str | os.PathLike):
+        if not isinstance(path, str | os.PathLike) or not os.fspath(path):
+            raise UsageError(f"PairsReview takes the path of a pairs file, not {path!r}")
         self.path = Path(path)
         self.shown = escape_controls(os.fspath(self.path))
         # The languages of the pairs, when the input says them (a TMX header): a TMX export names them.
