@@ -82,6 +82,12 @@ def test_filter_reject_export_and_restart(browser, tmp_path):
     running = Running(browser, path)
     try:
         running.expect_summary(f"{review.count:,} of {review.count:,} pairs kept")
+        # The minimum-quality slider moved as a mouse would (its range input), then back.
+        with_quality = int((review.quality >= 0.5).sum())
+        running.page.locator("#min-quality input[type=range]").fill("0.5")
+        running.expect_summary(f"{with_quality} of {review.count} pairs kept")
+        running.page.locator("#min-quality input[type=range]").fill("0")
+        running.expect_summary(f"{review.count} of {review.count} pairs kept")
         running.set_threshold(1.05)
         running.expect_summary(f"{expected_after_threshold} of {review.count} pairs kept")
         sync_api.expect(running.summary).to_contain_text("estimated precision")
