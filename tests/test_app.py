@@ -392,3 +392,26 @@ def test_translation_memories_that_cannot_be_reviewed_are_refused(tmp_path, text
     with pytest.raises(DataValidationError, match=message):
         PairsReview(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tmx"]
+
+
+@pytest.mark.parametrize(
+    "record,message",
+    [
+        ({"score": 1.0, "src": 3, "tgt": "b"}, "src column holds int64"),
+        ({"score": 1.0, "src": "a", "tgt": None}, "tgt column holds null"),
+    ],
+)
+def test_sides_that_are_not_text_are_refused(tmp_path, record, message):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(record) + "\n")  # alone: Arrow reads a column of one JSON type
+    with pytest.raises(DataValidationError, match=message):
+        PairsReview(path)
+    # A null among strings is named by its row.
+    path.write_text(
+        json.dumps({"score": 0.5, "src": "x", "tgt": "y"})
+        + "\n"
+        + json.dumps({"score": 1.0, "src": "a", "tgt": None})
+        + "\n"
+    )
+    with pytest.raises(DataValidationError, match="row 2: no tgt text"):
+        PairsReview(path)

@@ -198,6 +198,7 @@ class PairsReview:
             self.table, self.languages = _tmx_table(self.path)
         else:
             self.table = read_pairs_table(self.path)
+        _check_text_columns(self.table, self.shown)
         self.fingerprint = file_fingerprint(self.path)
         self.scores = self.table.column("score").to_numpy().astype(np.float64)
         self.quality = (
@@ -476,6 +477,20 @@ class PairsReview:
         if len(lines) != self.count + header or any(not line.strip() for line in lines):
             return None
         return lines
+
+
+def _check_text_columns(table: Any, shown: str) -> None:
+    """The two sides are text on every row: what the page shows, searches and measures (a JSON number or null there
+    would reach Arrow's text functions)."""
+    import pyarrow as pa
+
+    for name in ("src", "tgt"):
+        column = table.column(name)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            raise DataValidationError(f"{shown}: the {name} column holds {column.type} values, not text")
+        if column.null_count:
+            row = column.to_pylist().index(None) + 1
+            raise DataValidationError(f"{shown}: row {row}: no {name} text (null)")
 
 
 def _tmx_table(path: Path) -> tuple[Any, tuple[str, str]]:
