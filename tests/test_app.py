@@ -415,3 +415,21 @@ def test_sides_that_are_not_text_are_refused(tmp_path, record, message):
     )
     with pytest.raises(DataValidationError, match="row 2: no tgt text"):
         PairsReview(path)
+
+
+def test_decisions_from_many_threads_at_once_are_all_kept(tmp_path):
+    """The app's events run in worker threads: two tabs rejecting at once lose nothing and leave a readable file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    review = PairsReview(path)
+
+    def decide(row):
+        review.reject([row])
+        review.set_filters(ReviewFilters(threshold=1.0 if row % 2 else None))
+        return review.summary()["rejected"]
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(decide, range(0, 40, 2)))
+    assert np.flatnonzero(PairsReview(path).rejected).tolist() == list(range(0, 40, 2))

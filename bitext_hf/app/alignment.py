@@ -14,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bitext_hf.app.review import decisions_path, file_fingerprint, read_decisions, write_decisions
+from bitext_hf.app.review import decisions_path, file_fingerprint, one_at_a_time, read_decisions, write_decisions
 from bitext_hf.errors import DataValidationError, UsageError
 from bitext_hf.io.outputs import non_regular_kind
 from bitext_hf.io.terminal import escape_controls
@@ -139,6 +140,7 @@ class AlignmentReview:
             if value is not None and not isinstance(value, str):
                 raise UsageError(f"{name} must be a language code or None, not {value!r}")
         self.paths = {"src": Path(src), "tgt": Path(tgt), "alignment": Path(alignment)}
+        self._lock = threading.RLock()
         for name, path in self.paths.items():
             _regular_file(path, "an alignment" if name == "alignment" else "a document")
         self.languages = (src_lang, tgt_lang)
@@ -188,6 +190,7 @@ class AlignmentReview:
         check_coverage(beads, len(self.src), len(self.tgt), shown)
         self.beads, self.scores, self.edited = beads, scores, edited
 
+    @one_at_a_time
     def save(self) -> None:
         """Write the edited beads beside the alignment (:func:`bitext_hf.app.review.write_decisions`)."""
         write_decisions(
@@ -212,6 +215,7 @@ class AlignmentReview:
         self.edited[start:stop] = [True] * len(beads)
         self.save()
 
+    @one_at_a_time
     def reject(self, number: int) -> None:
         """Bead ``number``'s sentences get no counterpart: one 1-0 bead per source sentence, one 0-1 per target."""
         xs, ys = self._bead(number)
@@ -220,6 +224,7 @@ class AlignmentReview:
         beads = [([x], []) for x in xs] + [([], [y]) for y in ys]
         self._replace(number, number + 1, beads, [0.0] * len(beads))
 
+    @one_at_a_time
     def split(self, number: int) -> None:
         """Bead ``number`` as two: its first source and first target sentence, then the rest (a 2-1 bead becomes a
         1-1 and a 1-0); both keep its score until the alignment is scored again."""
@@ -230,6 +235,7 @@ class AlignmentReview:
         score = self.scores[number]
         self._replace(number, number + 1, [first, rest], [score, score])
 
+    @one_at_a_time
     def merge(self, number: int) -> None:
         """Bead ``number`` and the next as one; its score is the lower of theirs."""
         xs, ys = self._bead(number)
@@ -240,6 +246,7 @@ class AlignmentReview:
         self._replace(number, number + 2, [(xs + next_xs, ys + next_ys)], [0.0 if score == np.inf else score])
 
     # -- what the page shows -----------------------------------------------------------------------------------
+    @one_at_a_time
     def weak(self, below: float | None) -> np.ndarray:
         """The beads to look at: a score under ``below`` (None: none by score), a sentence without counterpart, or
         edited by hand."""
@@ -250,6 +257,7 @@ class AlignmentReview:
             weak |= scores < below
         return weak
 
+    @one_at_a_time
     def rows(self, kind: str = BEAD_KINDS[0], below: float | None = None) -> np.ndarray:
         if kind not in BEAD_KINDS:
             raise UsageError(f"kind must be one of {', '.join(BEAD_KINDS)}, not {kind!r}")
@@ -257,6 +265,7 @@ class AlignmentReview:
             return np.flatnonzero(self.weak(below))
         return np.arange(len(self.beads))
 
+    @one_at_a_time
     def page(self, rows: np.ndarray, number: int, size: int = 50, below: float | None = None) -> list[dict[str, Any]]:
         if type(number) is not int or number < 1 or type(size) is not int or size < 1:
             raise UsageError(f"a page is a number from 1 and a size from 1, not {number!r} and {size!r}")
@@ -277,6 +286,7 @@ class AlignmentReview:
             )
         return shown
 
+    @one_at_a_time
     def summary(self) -> dict[str, int]:
         links = sum(1 for xs, ys in self.beads if xs and ys)
         return {
@@ -287,6 +297,7 @@ class AlignmentReview:
         }
 
     # -- export ------------------------------------------------------------------------------------------------
+    @one_at_a_time
     def export(self, out: str | os.PathLike, format: str | None = None) -> tuple[Path, int]:
         """Write the reviewed alignment to ``out`` in one of align's formats (from the extension, else vecalign;
         tmx needs both languages). Returns the path and the number of beads.

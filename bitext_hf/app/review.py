@@ -12,12 +12,14 @@ the same input again (its size and SHA-256 recorded, so decisions are never appl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
 import os
 import re
 import sys
+import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import cache
@@ -43,6 +45,7 @@ __all__ = [
     "decisions_path",
     "file_fingerprint",
     "latin_equivalent_lengths",
+    "one_at_a_time",
     "read_decisions",
     "reviewed_path",
     "write_decisions",
@@ -57,6 +60,18 @@ SORTS = (
     "quality, highest first",
     "file order",
 )
+
+
+def one_at_a_time(method):
+    """A review's method run under the review's lock: the app's events run in Gradio's worker threads, and two tabs
+    (or a slider and a button) may call one review at once; an edit is never seen half made."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 def decisions_path(pairs_path: str | os.PathLike) -> Path:
@@ -191,6 +206,7 @@ class PairsReview:
         if not isinstance(path, str | os.PathLike) or not os.fspath(path):
             raise UsageError(f"PairsReview takes the path of a pairs file, not {path!r}")
         self.path = Path(path)
+        self._lock = threading.RLock()
         self.shown = escape_controls(os.fspath(self.path))
         # The languages of the pairs, when the input says them (a TMX header): a TMX export names them.
         self.languages: tuple[str, str] | None = None
@@ -239,6 +255,7 @@ class PairsReview:
         self.rejected[rows] = True
         self.filters = filters
 
+    @one_at_a_time
     def save(self) -> None:
         """Write the decisions beside the input (:func:`write_decisions`)."""
         write_decisions(
@@ -250,12 +267,14 @@ class PairsReview:
             },
         )
 
+    @one_at_a_time
     def set_filters(self, filters: ReviewFilters) -> None:
         if not isinstance(filters, ReviewFilters):
             raise UsageError(f"filters must be a ReviewFilters, not {type(filters).__name__}")
         self.filters = filters
         self.save()
 
+    @one_at_a_time
     def reject(self, rows: Sequence[int], rejected: bool = True) -> None:
         """Reject ``rows`` (file order, 0-based), or restore them with ``rejected=False``; saved at once."""
         rows = list(rows)
@@ -287,6 +306,7 @@ class PairsReview:
             self._languages[key] = keep
         return self._languages[key]
 
+    @one_at_a_time
     def passing(self, filters: ReviewFilters | None = None) -> np.ndarray:
         """The rows the filters pass, rejections aside."""
         filters = filters or self.filters
@@ -301,10 +321,12 @@ class PairsReview:
             keep &= self._language_keeps(filters.src_lang, filters.tgt_lang)
         return keep
 
+    @one_at_a_time
     def kept(self, filters: ReviewFilters | None = None) -> np.ndarray:
         """The rows an export writes: passing the filters and not rejected."""
         return self.passing(filters) & ~self.rejected
 
+    @one_at_a_time
     def summary(self, filters: ReviewFilters | None = None) -> dict[str, Any]:
         """Counts of what is kept, and with a ``quality`` column the estimated precision (mean quality) and the
         expected number of correct pairs (sum of quality) among them."""
@@ -338,6 +360,7 @@ class PairsReview:
             self._orders[sort] = order
         return self._orders[sort]
 
+    @one_at_a_time
     def view(self, filters: ReviewFilters | None = None, *, show_rejected: bool = True) -> np.ndarray:
         """The rows the page lists, in the filters' sort order: those passing the filters (with the rejected ones
         unless ``show_rejected`` is False) that hold ``search`` in either side (case-insensitive)."""
@@ -358,6 +381,7 @@ class PairsReview:
         order = self._order(filters.sort)
         return order[shown[order]]
 
+    @one_at_a_time
     def page(self, rows: np.ndarray, number: int, size: int = 50) -> list[dict[str, Any]]:
         """Page ``number`` (from 1) of ``rows``: each row's number, score, quality, sides and whether rejected."""
         if type(number) is not int or number < 1 or type(size) is not int or size < 1:
@@ -377,6 +401,7 @@ class PairsReview:
             for row, source, target in zip(chosen.tolist(), src, tgt)
         ]
 
+    @one_at_a_time
     def histogram(
         self, bins: int = 40, filters: ReviewFilters | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -389,6 +414,7 @@ class PairsReview:
         return edges, every, kept
 
     # -- export ------------------------------------------------------------------------------------------------
+    @one_at_a_time
     def export(self, out: str | os.PathLike | None = None, format: str | None = None) -> tuple[Path, int]:
         """Write the kept pairs (file order, every column of the input) to ``out`` (default
         :func:`reviewed_path`) and their sidecar beside it (``out.meta.json``: the input's, when it has one, with
