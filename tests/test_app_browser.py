@@ -212,3 +212,46 @@ def test_the_opener_refuses_hostile_files_on_the_page_then_opens_one(browser, tm
     kept = np.flatnonzero(review.length_ratios <= 2.0).tolist()
     assert uploaded.read_bytes() == path.read_bytes() and not reviewed_path(path).exists()
     assert reviewed_path(uploaded).read_bytes() == (HEADER + "".join(lines[1 + row] for row in kept)).encode()
+
+
+@pytest.mark.parametrize("signum,status", [(2, 130), (15, -15)])
+def test_a_signal_stops_the_app_and_leaves_the_review_whole(tmp_path, signum, status):
+    """Ctrl-C stops the server (exit 130, saying where the review is kept); SIGTERM ends it as the signal does. Either way the input
+    and the decisions file are as the last decision left them, and no temporary file is left beside them."""
+    import json
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    path = tmp_path / "pairs.tsv"
+    write_pairs(path)
+    before = path.read_bytes()
+    PairsReview(path).reject([3])
+    decisions = decisions_path(path).read_bytes()
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bitext_hf.cli", "app", str(path), "--port", str(port), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=2).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+                time.sleep(0.2)
+        process.send_signal(signum)
+        assert process.wait(timeout=30) == status
+        if signum == 2:
+            assert "the review is kept in" in process.stderr.read()
+    finally:
+        process.kill()
+        process.wait()
+    assert path.read_bytes() == before and decisions_path(path).read_bytes() == decisions
+    assert json.loads(decisions)["rejected"] == [3]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.tsv", "pairs.tsv.review.json"]

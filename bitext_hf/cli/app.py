@@ -35,11 +35,12 @@ are kept in ALIGNMENT.review.json and exported in align's formats (.align is vec
 Needs the app extra: pip install "bitext-hf[app]" (not for --export).
 
 exit codes:
-  0  the app was stopped (Ctrl-C), or the export was written
+  0  the export was written
   1  the export could not be written (a full disk)
   2  Gradio is not installed, or an unusable option or export path (the input itself, a folder, a FIFO)
   3  the pairs, documents or alignment cannot be read (the file and line named), an alignment that does not
      cover the documents, or a .review.json that is not these files' decisions
+  130  stopped by Ctrl-C (the review is kept in its .review.json, as the last decision left it)
 """
 
 
@@ -84,7 +85,11 @@ def cmd_app(args) -> int:
         if args.export:
             raise UsageError("--export needs a pairs file, or --src, --tgt and --alignment")
         print("bitext-hf app: starting, with a page to open a file (Ctrl-C stops it)")
-        launch(None, host=args.host, port=args.port, block=True)
+        try:
+            launch(None, host=args.host, port=args.port, block=True)
+        except KeyboardInterrupt as interrupt:
+            interrupt.add_note("the app stopped; each review opened is kept in its file's .review.json")
+            raise
         return EXIT_OK
     if args.pairs:
         review = PairsReview(args.pairs)
@@ -97,5 +102,9 @@ def cmd_app(args) -> int:
         print(f"wrote {count:,} {'kept pairs' if args.pairs else 'beads'} to {path}")
         return EXIT_OK
     print("bitext-hf app: starting (Ctrl-C stops it)")
-    launch(review, host=args.host, port=args.port, block=True)
+    try:
+        launch(review, host=args.host, port=args.port, block=True)
+    except KeyboardInterrupt as interrupt:
+        interrupt.add_note(f"the app stopped; the review is kept in {review.decisions_path}")
+        raise
     return EXIT_OK
