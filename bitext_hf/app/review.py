@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ __all__ = [
 
 DECISIONS_VERSION = 1
 MAX_DECISIONS_BYTES = 64 << 20  # a rejected row is a few bytes: a million of them fit
+LID_PART = 10_000  # texts a part of language identification: one step of its progress bar
 SORTS = (
     "score, highest first",
     "score, lowest first",
@@ -292,17 +293,27 @@ class PairsReview:
             self._ratios = np.maximum(src, tgt) / np.maximum(np.minimum(src, tgt), 1.0)
         return self._ratios
 
-    def _language_keeps(self, src_lang: str | None, tgt_lang: str | None) -> np.ndarray:
+    @one_at_a_time
+    def identify_languages(
+        self, src_lang: str | None, tgt_lang: str | None, progress: Callable[[float], None] | None = None
+    ) -> np.ndarray:
+        """Which pairs have their sides in ``src_lang`` / ``tgt_lang`` (None: that side unchecked), by the filters'
+        own rule and model (``mine --lid``: lid.176), computed once per pair of languages in parts of
+        :data:`LID_PART` texts, ``progress`` told the share done after each (minutes on a million pairs:
+        benchmarks/README.md, "The review app", so the page shows a bar)."""
         key = (src_lang, tgt_lang)
         if key not in self._languages:
             from bitext_hf.mining.filters import DEFAULT_LID_MIN_PROB, LanguageIdentifier
 
-            # The filters' own rule and model (mine --lid), once per pair of languages asked.
             identifier = LanguageIdentifier(DEFAULT_LID_MIN_PROB)
             keep = np.ones(self.count, dtype=bool)
-            for column, lang in (("src", src_lang), ("tgt", tgt_lang)):
-                if lang:
-                    keep &= np.asarray(identifier.keeps(self.table.column(column).to_pylist(), lang), dtype=bool)
+            sides = [(column, lang) for column, lang in (("src", src_lang), ("tgt", tgt_lang)) if lang]
+            parts = [(column, lang, start) for column, lang in sides for start in range(0, self.count, LID_PART)]
+            for done, (column, lang, start) in enumerate(parts, start=1):
+                texts = self.table.column(column).slice(start, LID_PART).to_pylist()
+                keep[start : start + len(texts)] &= np.asarray(identifier.keeps(texts, lang), dtype=bool)
+                if progress is not None:
+                    progress(done / len(parts))
             self._languages[key] = keep
         return self._languages[key]
 
@@ -318,7 +329,7 @@ class PairsReview:
         if filters.max_length_ratio is not None:
             keep &= self.length_ratios <= filters.max_length_ratio
         if filters.lid and (filters.src_lang or filters.tgt_lang):
-            keep &= self._language_keeps(filters.src_lang, filters.tgt_lang)
+            keep &= self.identify_languages(filters.src_lang, filters.tgt_lang)
         return keep
 
     @one_at_a_time
