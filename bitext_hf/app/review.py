@@ -553,8 +553,12 @@ def _tmx_table(path: Path) -> tuple[Any, tuple[str, str]]:
 
 
 def _text_format(path: Path) -> str | None:
-    suffix = path.suffix.lower()
-    return {".tsv": "tsv", ".txt": "tsv", ".csv": "csv", ".jsonl": "jsonl"}.get(suffix)
+    """The input's format when it is text of a row a line (the table writer's own reading of the extension)."""
+    try:
+        format = output_format(path)
+    except UsageError:  # .tmx: not one of the table formats
+        return None
+    return format if format in ("tsv", "csv", "jsonl") else None
 
 
 def _write_arrow(table: Any, format: str, handle: Any, out: Path) -> None:
