@@ -249,6 +249,7 @@ def test_a_signal_stops_the_app_and_leaves_the_review_whole(tmp_path, signum, st
             except OSError:
                 assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
                 time.sleep(0.2)
+        time.sleep(2)  # the app waiting for its user, as when someone presses Ctrl-C (not still starting)
         process.send_signal(signum)
         assert process.wait(timeout=30) == status
         if signum == 2:

@@ -8,6 +8,7 @@ documents and their beads, split, merged or rejected by hand; neither needs Grad
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from bitext_hf.app.alignment import AlignmentReview
@@ -64,10 +65,19 @@ def launch(
         server_name=host,
         server_port=port,
         inbrowser=False,
-        prevent_thread_lock=not block,
+        prevent_thread_lock=True,
         quiet=True,
         allowed_paths=served,
     )
+    if block:
+        # Gradio's own wait (launch's thread lock) catches Ctrl-C and returns as if the app had ended by itself; the
+        # command's exit 130 and its note on where the review is kept need the interrupt, so the wait is here.
+        try:
+            while app.is_running:
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            app.close()
+            raise
     return app
 
 
