@@ -11,7 +11,7 @@ such a run is never encoded).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,10 +29,16 @@ class OverlapTexts:
         texts (list[str]): the distinct overlap texts, in first-seen order.
         documents (list[tuple[np.ndarray, np.ndarray]]): per document, ``index`` (layers, n) into ``texts`` (-1
             where there is no such run) and ``lengths`` (layers, n), the UTF-8 bytes of each run's text.
+        sentences (list[str]): every document's sentences, one document after another.
+        runs (list[tuple[int, int]]): for each text, ``(start, end)`` such that it is
+            ``JOINER.join(sentences[start:end])`` (the first run found to give it), for an encoder that makes the
+            vectors of runs from their sentences (``Embedder.embed``'s ``runs``).
     """
 
     texts: list[str]
     documents: list[tuple[np.ndarray, np.ndarray]]
+    sentences: list[str] = field(default_factory=list)
+    runs: list[tuple[int, int]] = field(default_factory=list)
 
     def embed(self, encode: Callable[[list[str]], np.ndarray]) -> list[Overlaps]:
         """Each document's :class:`Overlaps`, from one call of ``encode`` over every distinct text."""
@@ -79,7 +85,9 @@ def overlap_texts(
     if len(paragraphs) != len(documents):
         raise ValueError(f"{len(paragraphs)} paragraph lists for {len(documents)} documents")
     rows: dict[str, int] = {}
+    runs: list[tuple[int, int]] = []
     per_document = []
+    offset = 0
     for sentences, paragraph in zip(documents, paragraphs):
         n = len(sentences)
         if paragraph is not None and len(paragraph) != n:
@@ -98,8 +106,16 @@ def overlap_texts(
                 kept = ends
             else:
                 kept = [end for end in ends if paragraph[end - layer] == paragraph[end]]
-            index[layer, kept] = [rows.setdefault(previous[end], len(rows)) for end in kept]
+            numbers = []
+            for end in kept:
+                text = previous[end]
+                if text not in rows:
+                    rows[text] = len(rows)
+                    runs.append((offset + end - layer, offset + end + 1))
+                numbers.append(rows[text])
+            index[layer, kept] = numbers
             stops = np.asarray(kept, dtype=np.int64)
             lengths[layer, stops] = totals[stops + 1] - totals[stops - layer] + layer * len(JOINER)
         per_document.append((index, lengths))
-    return OverlapTexts(list(rows), per_document)
+        offset += n
+    return OverlapTexts(list(rows), per_document, [sentence for document in documents for sentence in document], runs)

@@ -43,6 +43,10 @@ from bitext_hf.errors import EncoderLoadError
 from bitext_hf.threads import check_threads, default_threads, limit_threads
 
 __all__ = [
+    "BOS_ID",
+    "EOS_ID",
+    "RECEPTIVE_LEFT",
+    "RECEPTIVE_RIGHT",
     "USE_TORCH_BATCH",
     "UseTokenizer",
     "UseTorchForward",
@@ -52,7 +56,8 @@ __all__ = [
 # Sentences the torch runtime encodes at a time, at least: more distinct tokens share the work done once per id
 # (benchmarks/README.md, "Default encoder throughput"), for per-id tables of tens of megabytes.
 USE_TORCH_BATCH = 1024
-_UNK, _BOS, _EOS = 0, 1, 2
+_UNK = 0
+BOS_ID, EOS_ID = 1, 2
 _CHUNKS = 17  # the embedding table is quantized in 17 interleaved chunks (row id modulo 17), each its own scale
 _EMBEDDING = 512
 _BRANCH = 256
@@ -60,6 +65,8 @@ _BRANCH = 256
 _ORDERS = ((2, 0), (3, 1), (5, 2))
 _MAX_LEFT = max(left for _, left in _ORDERS)
 _MAX_RIGHT = max(order - 1 - left for order, left in _ORDERS)
+# How far a token's features reach: two layers of convolutions, each reading its window's slots.
+RECEPTIVE_LEFT, RECEPTIVE_RIGHT = 2 * _MAX_LEFT, 2 * _MAX_RIGHT
 
 
 def use_resource(name: str) -> str:
@@ -92,18 +99,30 @@ class UseTokenizer:
         self.threads = threads
         self._processor = processor = sentencepiece.SentencePieceProcessor(model_file=use_resource("sp.model"))
         longest = max(len(processor.id_to_piece(i)) for i in range(processor.get_piece_size()))
-        self._repeated = re.compile(rf"(.{{1,{longest // 2}}})\1\1")
+        # Where the port tokenizes a text: a word repeated three times in a row (the class docstring).
+        self.repeated = re.compile(rf"(.{{1,{longest // 2}}})\1\1")
+        self.repeated_reach = 3 * (longest // 2)  # the longest text that pattern matches
         self._port = None
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.encode_marked(texts)[0]
+
+    def encode_marked(self, texts: Sequence[str]) -> tuple[list[list[int]], list[bool], list[str]]:
+        """``encode``'s ids, which texts the port tokenized, and the texts as the vocabulary normalizes them."""
         texts = list(texts)
         processor = self._processor
         ids = processor.encode(texts, add_bos=True, add_eos=True, num_threads=self.threads)
         normalized = processor.normalize(texts)
+        ported = [False] * len(texts)
         for i, row in enumerate(ids):
-            if len(row) == 2 or _UNK in row or self._repeated.search(normalized[i]):
+            if len(row) == 2 or _UNK in row or self.repeated.search(normalized[i]):
                 ids[i] = self.port.encode(texts[i], out_type=int, add_bos=True, add_eos=True)
-        return ids
+                ported[i] = True
+        return ids, ported, normalized
+
+    def pieces(self, texts: Sequence[str]) -> list[list[int]]:
+        """The C++ tokenizer's ids of ``texts`` between ``BOS_ID`` and ``EOS_ID``, without the port's checks."""
+        return self._processor.encode(list(texts), add_bos=True, add_eos=True, num_threads=self.threads)
 
     def __call__(
         self,
@@ -243,17 +262,91 @@ class UseTorchForward:
             products.append(table.view(-1, _BRANCH))
         return embedded, projected, products
 
+    def span_sums(
+        self,
+        token_ids: Sequence[Sequence[int]],
+        spans: Sequence[Sequence[tuple[int, int]]],
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """For each sequence of ``token_ids`` and each ``(start, end)`` of its ``spans`` (disjoint), the sum of its
+        tokens' features (the layer-normed rows the network pools) over positions ``start .. end - 1``: float32
+        (spans in all, width), in the order given. A token's features depend on its ids from ``RECEPTIVE_LEFT``
+        before it to ``RECEPTIVE_RIGHT`` after it, within its sequence."""
+        import torch
+
+        width = _EMBEDDING + len(_ORDERS) * _BRANCH
+        total = sum(map(len, spans))
+        output = torch.zeros((total + 1, width), dtype=torch.float32)  # the last row takes tokens in no span
+        # Each token's row of output, sequence after sequence.
+        target = np.full(sum(len(ids) for ids in token_ids), total, dtype=np.int64)
+        row = offset = 0
+        for ids, sequence_spans in zip(token_ids, spans):
+            for start, end in sequence_spans:
+                if not 0 <= start <= end <= len(ids) or (target[offset + start : offset + end] != total).any():
+                    raise ValueError(
+                        f"span {(start, end)} of a sequence of {len(ids)} ids: outside it, or overlapping"
+                    )
+                target[offset + start : offset + end] = row
+                row += 1
+            offset += len(ids)
+        target = torch.from_numpy(target)
+        first = 0
+        with torch.inference_mode():
+            scopes = budget_spans([len(ids) for ids in token_ids], self.id_budget)
+            for scope in encoding_progress(scopes, show_progress, len(scopes), "Encoding (USE v3)"):
+                lengths = [len(ids) for ids in token_ids[scope]]
+                flat = torch.tensor(list(chain.from_iterable(token_ids[scope])), dtype=torch.int64)
+                vocabulary, inverse = torch.unique(flat, return_inverse=True)
+                tables = self._by_id(vocabulary)
+                within = 0
+                for batch in budget_spans(lengths, self.token_budget):
+                    size = sum(lengths[batch])
+                    counts = torch.tensor(lengths[batch], dtype=torch.int64)
+                    # Only the tokens some span sums go through the second convolutions.
+                    targets = target[first : first + size]
+                    rows = torch.nonzero(targets != total).squeeze(1)
+                    features = self._features(counts, inverse[within : within + size], *tables, rows=rows)
+                    output.index_add_(0, targets[rows], features)
+                    within += size
+                    first += size
+        return output[:total].numpy()
+
+    def vectors_of_sums(self, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The sentence vectors of token-feature sums (``span_sums`` over whole sequences, or sums of their parts)
+        of sequences of ``counts`` tokens: float32 (n, 512), L2-normalized."""
+        import torch
+
+        with torch.inference_mode():
+            summed = torch.from_numpy(np.ascontiguousarray(sums, dtype=np.float32))
+            return self._head(summed, torch.from_numpy(np.asarray(counts, dtype=np.float32))).numpy()
+
     def _batch(self, lengths, inverse, embedded, projected, products):
         """The vectors of one flat batch: sentences of ``lengths`` tokens whose ids are ``inverse`` (indices into the
         per-id tables of :meth:`_by_id`)."""
+        import torch
+
+        features = self._features(lengths, inverse, embedded, projected, products)
+        sentence = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
+        summed = torch.zeros((len(lengths), features.shape[1]), dtype=torch.float32).index_add_(0, sentence, features)
+        return self._head(summed, lengths.float())
+
+    def _features(self, lengths, inverse, embedded, projected, products, rows=None):
+        """The features (the layer-normed rows that the network pools) of the tokens ``rows`` (default: every
+        token) of a flat batch of sentences of ``lengths`` tokens: (len(rows), 1280). The first convolutions run on
+        every token, since a row's second convolution reads its neighbours'."""
         import torch
         import torch.nn.functional as F
 
         n_tokens, distinct = len(inverse), len(embedded)
         sentence = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
         starts = torch.cumsum(lengths, 0) - lengths
-        features = torch.empty((n_tokens, _EMBEDDING + len(_ORDERS) * _BRANCH), dtype=torch.float32)
-        torch.index_select(embedded, 0, inverse, out=features[:, :_EMBEDDING])
+        kept = n_tokens if rows is None else len(rows)
+
+        def select(tensor):  # a gather only where some rows are left out
+            return tensor if rows is None else tensor[rows]
+
+        features = torch.empty((kept, _EMBEDDING + len(_ORDERS) * _BRANCH), dtype=torch.float32)
+        torch.index_select(embedded, 0, select(inverse), out=features[:, :_EMBEDDING])
         # Window slots outside a token's sentence point past the last row (a zero row) of what they index.
         window = torch.arange(n_tokens)[:, None] + torch.arange(-_MAX_LEFT, _MAX_RIGHT + 1)
         inside = (window >= starts[sentence][:, None]) & (window < (starts + lengths)[sentence][:, None])
@@ -268,14 +361,18 @@ class UseTorchForward:
             hidden = F.embedding_bag(id_window[:, slots] * order + torch.arange(order), table, mode="sum")
             hidden = torch.relu_(hidden.add_(b1)).add_(projected[:, i * _BRANCH : (i + 1) * _BRANCH])
             buffer[:n_tokens] = hidden
-            windows = torch.index_select(buffer, 0, token_window[:, slots].reshape(-1)).view(n_tokens, -1)
+            windows = torch.index_select(buffer, 0, select(token_window)[:, slots].reshape(-1)).view(kept, -1)
             out = torch.mm(windows, w2).float()
             offset = _EMBEDDING + i * _BRANCH
-            torch.add(torch.relu_(out.add_(b2)), hidden, out=features[:, offset : offset + _BRANCH])
-        features = F.layer_norm(features, (features.shape[1],), *self.norm, self.eps)
+            torch.add(torch.relu_(out.add_(b2)), select(hidden), out=features[:, offset : offset + _BRANCH])
+        return F.layer_norm(features, (features.shape[1],), *self.norm, self.eps)
+
+    def _head(self, summed, counts):
+        """Sentence vectors from the sums of their tokens' features and their token ``counts`` (float)."""
+        import torch
+
+        counts = counts[:, None]
         # The token sum commutes with the pooled projection: sum first, then project sentences, not tokens.
-        summed = torch.zeros((len(lengths), features.shape[1]), dtype=torch.float32).index_add_(0, sentence, features)
-        counts = lengths.float()[:, None]
         mean = _product(summed, self.pool).add_(counts * self.pool_bias).mul_(counts.rsqrt())
         # Each pair of products of one input is one product with the two matrices side by side.
         skip, hidden = _product(mean, self.head[0]).split(self.head_widths[0], dim=1)
@@ -355,3 +452,17 @@ class USEEncoder:
             for rows in batches:
                 output[rows] = self._forward(self._tokenizer.encode([sentences[i] for i in rows]))
         return l2_normalize(output)
+
+    def encode_runs(
+        self, sentences: Sequence[str], runs: Sequence[tuple[int, int]], show_progress: bool = False
+    ) -> np.ndarray:
+        """The vectors of ``" ".join(sentences[start:end])`` for each ``(start, end)`` of ``runs``, as ``encode``
+        gives them; the torch runtime makes them from one pass over ``sentences``
+        (:mod:`bitext_hf.encoders.use_runs`), the numpy one encodes the joined texts."""
+        if self.backend == "numpy":
+            return self.encode([" ".join(sentences[start:end]) for start, end in runs], show_progress=show_progress)
+        from bitext_hf.encoders.use_runs import encode_runs
+
+        sentences = check_sentences(sentences)
+        with limit_threads(self.threads):
+            return encode_runs(self._tokenizer, self._forward, sentences, runs, show_progress=show_progress)

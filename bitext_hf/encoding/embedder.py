@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,8 +93,19 @@ class Embedder:
             self._cache = EmbeddingCache(self.cache_dir)
         return self._cache
 
-    def embed(self, texts: list[str], what: str, spec: str | None = None) -> np.ndarray:
-        """Embed ``texts`` with the encoder ``spec`` (default ``model``); ``what`` names them in the logs."""
+    def embed(
+        self,
+        texts: list[str],
+        what: str,
+        spec: str | None = None,
+        runs: tuple[Sequence[str], Sequence[tuple[int, int]]] | None = None,
+    ) -> np.ndarray:
+        """Embed ``texts`` with the encoder ``spec`` (default ``model``); ``what`` names them in the logs.
+
+        ``runs``, ``(sentences, spans)``: each text is ``" ".join(sentences[start:end])`` for its span. An encoder
+        with ``encode_runs(sentences, spans, show_progress=...)`` (the default encoder's torch runtime) then makes
+        the vectors from one pass over the sentences (:mod:`bitext_hf.encoders.use_runs`); the texts are the cache's
+        key either way."""
         spec = spec if spec is not None else self.model
         cache = self.cache
         key = cache.key(texts, spec, self.pooling, **self.runtime) if cache is not None else None
@@ -113,7 +125,13 @@ class Embedder:
         else:
             logger.info("encoding %d %s sentences", len(texts), what)
             encoder = self.encoder(spec)
-            embeddings = encoder.encode(texts, batch_size=self.batch_size, show_progress=self.show_progress)
+            if runs is not None and hasattr(encoder, "encode_runs"):
+                sentences, spans = runs
+                if len(spans) != len(texts):
+                    raise ValueError(f"{len(spans)} runs for {len(texts)} texts")
+                embeddings = encoder.encode_runs(sentences, spans, show_progress=self.show_progress)
+            else:
+                embeddings = encoder.encode(texts, batch_size=self.batch_size, show_progress=self.show_progress)
             if cache is not None and not self._as_planned(spec, encoder):
                 cache = None
         self.encoded += len(texts)

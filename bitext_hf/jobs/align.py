@@ -155,8 +155,9 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOption
         src_lang (str, optional): the source side's language code, recorded in the sidecar for the dataset card; it
             also picks the sentence splitter (``split``) and the TMX languages.
         tgt_lang (str, optional): the target side's language code, likewise.
-        overlaps (str): "all" (every run of up to ``max_align - 1`` sentences encoded, as the peers do) or "in-play"
-            (each sentence, then only the runs the search uses: :mod:`bitext_hf.alignment.in_play`).
+        overlaps (str): "all" (every run of up to ``max_align - 1`` sentences, as the peers encode them; the
+            default encoder makes them from one pass over the sentences: :mod:`bitext_hf.encoders.use_runs`) or
+            "in-play" (each sentence, then only the runs the search uses: :mod:`bitext_hf.alignment.in_play`).
         classifier (str, optional): a pair classifier (``"default"``, a folder or a hub id) whose probability
             that each bead is a translation becomes a last ``quality`` column of the tsv, jsonl and parquet outputs
             (0.0 for a 1-0 or 0-1 bead); None (the default) adds none. Refused with the vecalign format.
@@ -213,10 +214,12 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOption
     overlaps: str = field(
         default="all",
         metadata=option(
-            "which overlaps (runs of sentences joined) are encoded: all (as Bertalign and vecalign: about ten times "
-            "the text of the sentences at --max-align 5) or in-play (each sentence, then only the runs the search's "
-            "path uses and the runs of two sentences around its merges and unlinked sentences; about a fifth of the "
-            "text, strict F1 0.916 against 0.920 on Text+Berg: benchmarks/README.md)",
+            "which overlaps (runs of sentences joined) are encoded: all (every run, as Bertalign and vecalign; the "
+            "default encoder makes them from one pass over the sentences, a fifth of the CPU of encoding each joined "
+            "text on Text+Berg, same vectors; other encoders encode each text: about ten times the text of the "
+            "sentences at --max-align 5) or in-play (each sentence, then only the runs the search's path uses and "
+            "the runs of two sentences around its merges and unlinked sentences: for encoders that encode each "
+            "text; strict F1 0.916 against 0.920 on Text+Berg: benchmarks/README.md)",
             choices=("all", "in-play"),
             group=_SEARCH,
         ),
@@ -584,8 +587,14 @@ def _align_chunk(config: AlignConfig, embedder, src_docs, tgt_docs, src_paragrap
             in_play.rounds,
         )
         return in_play.alignments, in_play.src_overlaps, in_play.tgt_overlaps
-    src_overlaps = src_texts.embed(encode("source overlap"))
-    tgt_overlaps = tgt_texts.embed(encode("target overlap"))
+    # Every overlap, each side in one call; an encoder that makes runs from their sentences (the default one) is
+    # told which sentences each text joins.
+    src_overlaps = src_texts.embed(
+        lambda texts: embedder.embed(texts, "source overlap", runs=(src_texts.sentences, src_texts.runs))
+    )
+    tgt_overlaps = tgt_texts.embed(
+        lambda texts: embedder.embed(texts, "target overlap", runs=(tgt_texts.sentences, tgt_texts.runs))
+    )
     alignments = [search(src, tgt, **settings.as_dict()) for src, tgt in zip(src_overlaps, tgt_overlaps)]
     return alignments, src_overlaps, tgt_overlaps
 
