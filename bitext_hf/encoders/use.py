@@ -269,18 +269,20 @@ class UseTorchForward:
         show_progress: bool = False,
     ) -> np.ndarray:
         """For each sequence of ``token_ids`` and each ``(start, end)`` of its ``spans`` (disjoint), the sum of its
-        tokens' features (the layer-normed rows the network pools) over positions ``start .. end - 1``: float32
-        (spans in all, width), in the order given. A token's features depend on its ids from ``RECEPTIVE_LEFT``
+        tokens' features (the layer-normed rows the network pools) over positions ``start .. end - 1``, projected by
+        the pooling layer: float32 (spans in all, 512), in the order given; sums of them are what
+        ``vectors_of_sums`` reads. A token's features depend on its ids from ``RECEPTIVE_LEFT``
         before it to ``RECEPTIVE_RIGHT`` after it, within its sequence."""
         import torch
 
         width = _EMBEDDING + len(_ORDERS) * _BRANCH
         total = sum(map(len, spans))
-        output = torch.zeros((total + 1, width), dtype=torch.float32)  # the last row takes tokens in no span
-        # Each token's row of output, sequence after sequence.
+        output = np.zeros((total, self.pool.shape[1]), dtype=np.float32)
+        # Each token's row of output, sequence after sequence (total: in no span), and each sequence's first row.
         target = np.full(sum(len(ids) for ids in token_ids), total, dtype=np.int64)
+        first_rows = np.zeros(len(token_ids) + 1, dtype=np.int64)
         row = offset = 0
-        for ids, sequence_spans in zip(token_ids, spans):
+        for number, (ids, sequence_spans) in enumerate(zip(token_ids, spans)):
             for start, end in sequence_spans:
                 if not 0 <= start <= end <= len(ids) or (target[offset + start : offset + end] != total).any():
                     raise ValueError(
@@ -289,6 +291,7 @@ class UseTorchForward:
                 target[offset + start : offset + end] = row
                 row += 1
             offset += len(ids)
+            first_rows[number + 1] = row
         target = torch.from_numpy(target)
         first = 0
         with torch.inference_mode():
@@ -298,27 +301,33 @@ class UseTorchForward:
                 flat = torch.tensor(list(chain.from_iterable(token_ids[scope])), dtype=torch.int64)
                 vocabulary, inverse = torch.unique(flat, return_inverse=True)
                 tables = self._by_id(vocabulary)
+                # The scope's spans, summed in full width (the last row takes tokens in no span), then projected
+                # by the pooling layer (linear: the projection of a sum is the sum of the parts' projections), so
+                # that a span keeps 512 numbers, not 1,280.
+                low, high = int(first_rows[scope.start]), int(first_rows[scope.stop])
+                sums = torch.zeros((high - low + 1, width), dtype=torch.float32)
                 within = 0
                 for batch in budget_spans(lengths, self.token_budget):
                     size = sum(lengths[batch])
                     counts = torch.tensor(lengths[batch], dtype=torch.int64)
-                    # Only the tokens some span sums go through the second convolutions.
                     targets = target[first : first + size]
+                    # Only the tokens some span sums go through the second convolutions.
                     rows = torch.nonzero(targets != total).squeeze(1)
                     features = self._features(counts, inverse[within : within + size], *tables, rows=rows)
-                    output.index_add_(0, targets[rows], features)
+                    sums.index_add_(0, targets[rows] - low, features)
                     within += size
                     first += size
-        return output[:total].numpy()
+                output[low:high] = _product(sums[:-1], self.pool).numpy()
+        return output
 
     def vectors_of_sums(self, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """The sentence vectors of token-feature sums (``span_sums`` over whole sequences, or sums of their parts)
-        of sequences of ``counts`` tokens: float32 (n, 512), L2-normalized."""
+        """The sentence vectors of projected token-feature sums (``span_sums`` over whole sequences, or sums of
+        their parts) of sequences of ``counts`` tokens: float32 (n, 512), L2-normalized."""
         import torch
 
         with torch.inference_mode():
-            summed = torch.from_numpy(np.ascontiguousarray(sums, dtype=np.float32))
-            return self._head(summed, torch.from_numpy(np.asarray(counts, dtype=np.float32))).numpy()
+            pooled = torch.from_numpy(np.ascontiguousarray(sums, dtype=np.float32))
+            return self._head(pooled, torch.from_numpy(np.asarray(counts, dtype=np.float32)), pooled=True).numpy()
 
     def _batch(self, lengths, inverse, embedded, projected, products):
         """The vectors of one flat batch: sentences of ``lengths`` tokens whose ids are ``inverse`` (indices into the
@@ -367,13 +376,15 @@ class UseTorchForward:
             torch.add(torch.relu_(out.add_(b2)), select(hidden), out=features[:, offset : offset + _BRANCH])
         return F.layer_norm(features, (features.shape[1],), *self.norm, self.eps)
 
-    def _head(self, summed, counts):
-        """Sentence vectors from the sums of their tokens' features and their token ``counts`` (float)."""
+    def _head(self, summed, counts, pooled: bool = False):
+        """Sentence vectors from the sums of their tokens' features (already projected by the pooling layer with
+        ``pooled``) and their token ``counts`` (float)."""
         import torch
 
         counts = counts[:, None]
         # The token sum commutes with the pooled projection: sum first, then project sentences, not tokens.
-        mean = _product(summed, self.pool).add_(counts * self.pool_bias).mul_(counts.rsqrt())
+        projected = summed if pooled else _product(summed, self.pool)
+        mean = projected.add_(counts * self.pool_bias).mul_(counts.rsqrt())
         # Each pair of products of one input is one product with the two matrices side by side.
         skip, hidden = _product(mean, self.head[0]).split(self.head_widths[0], dim=1)
         y1 = torch.relu_(skip.add_(_product(torch.relu_(hidden), self.head[1])))

@@ -36,6 +36,8 @@ __all__ = ["encode_runs"]
 EDGE_CONTEXT = RECEPTIVE_LEFT + RECEPTIVE_RIGHT
 # Document tokens per piece of the one pass over the document (the forward's flat batches are 2,048 tokens).
 PIECE_TOKENS = 2048
+# Runs whose sums are added up and sent through the head together.
+RUNS_PER_BLOCK = 4096
 
 
 def encode_runs(
@@ -94,9 +96,8 @@ def encode_runs(
                 ids[sentence], [(0, 1 + RECEPTIVE_LEFT), (size + 1 - RECEPTIVE_RIGHT, size + 2)]
             )
     for first in sorted(firsts - left_edge.keys()):
-        left_edge[first] = add([BOS_ID, *document[first : first + EDGE_CONTEXT].tolist()], [(0, 1 + RECEPTIVE_LEFT)])[
-            0
-        ]
+        start_ids = [BOS_ID, *document[first : first + EDGE_CONTEXT].tolist()]
+        left_edge[first] = add(start_ids, [(0, 1 + RECEPTIVE_LEFT)])[0]
     for last in sorted(lasts - right_edge.keys()):
         right_edge[last] = add(
             [*document[last - EDGE_CONTEXT : last].tolist(), EOS_ID],
@@ -117,23 +118,39 @@ def encode_runs(
         rows = add(document[low:high].tolist(), [(cuts[k] - low, cuts[k + 1] - low) for k in range(first, segment)])
         pieces.append((rows, range(first, segment)))
     sums = forward.span_sums(sequences, spans, show_progress=show_progress)
-    # Prefix sums over the segments, in float64: a run's interior is the difference of two.
-    interior = np.zeros((len(cuts), sums.shape[1]), dtype=np.float64)
+    segment_rows = np.zeros(max(len(cuts) - 1, 0), dtype=np.int64)  # each segment's row of sums
     for rows, segments in pieces:
-        interior[segments.start + 1 : segments.stop + 1] = sums[rows.start : rows.stop]
-    np.cumsum(interior, axis=0, out=interior)
+        segment_rows[segments.start : segments.stop] = rows
+    vectors = np.zeros((len(runs), sums.shape[1]), dtype=np.float32)
+    # A few thousand runs at a time: their sums are as large as their vectors.
+    for block in range(0, len(runs), RUNS_PER_BLOCK):
+        numbers = range(block, min(block + RUNS_PER_BLOCK, len(runs)))
+        vectors[numbers.start : numbers.stop] = _block_vectors(
+            forward, sums, numbers, bounds, direct, left_edge, right_edge, segment_of, segment_rows
+        )
+    return l2_normalize(vectors)
 
-    totals = np.zeros((len(runs), sums.shape[1]), dtype=np.float64)
-    counts = np.zeros(len(runs), dtype=np.float64)
-    for number, (first, last) in enumerate(bounds):
+
+def _block_vectors(forward, sums, numbers, bounds, direct, left_edge, right_edge, segment_of, segment_rows):
+    """The vectors of the runs ``numbers``: each one's sum (read whole, or its edges and the segments between
+    them; a run of four sentences spans at most eight segments) and its token count, through the head."""
+    totals = np.zeros((len(numbers), sums.shape[1]), dtype=np.float32)
+    counts = np.zeros(len(numbers), dtype=np.float32)
+    composed = [i for i, number in enumerate(numbers) if number not in direct]
+    for i, number in enumerate(numbers):
         if number in direct:
-            row, size = direct[number]
-            totals[number], counts[number] = sums[row], size
-            continue
-        middle = interior[segment_of[last - RECEPTIVE_RIGHT]] - interior[segment_of[first + RECEPTIVE_LEFT]]
-        totals[number] = sums[left_edge[first]] + middle + sums[right_edge[last]]
-        counts[number] = last - first + 2
-    return l2_normalize(forward.vectors_of_sums(totals, counts))
+            totals[i], counts[i] = sums[direct[number][0]], direct[number][1]
+    if composed:
+        runs_bounds = np.array([bounds[numbers[i]] for i in composed], dtype=np.int64).reshape(-1, 2)
+        first, last = runs_bounds[:, 0], runs_bounds[:, 1]
+        part = sums[[left_edge[at] for at in first.tolist()]] + sums[[right_edge[at] for at in last.tolist()]]
+        start = np.array([segment_of[at + RECEPTIVE_LEFT] for at in first.tolist()], dtype=np.int64)
+        stop = np.array([segment_of[at - RECEPTIVE_RIGHT] for at in last.tolist()], dtype=np.int64)
+        for step in range(int((stop - start).max(initial=0))):
+            inside = start + step < stop
+            part[inside] += sums[segment_rows[start[inside] + step]]
+        totals[composed], counts[composed] = part, last - first + 2
+    return forward.vectors_of_sums(totals, counts)
 
 
 def _run(run) -> tuple[int, int]:
@@ -167,10 +184,16 @@ def _composable(tokenizer, sentences, runs, ids, ported, normalized, positions) 
         if any(ported[runs[n][0] : runs[n][1]]) or any(i in joint_repeats for i in range(runs[n][0], runs[n][1] - 1))
     ]
     by_library = sorted(set(several) - set(by_port))
-    texts = [[" ".join(sentences[runs[n][0] : runs[n][1]]) for n in numbers] for numbers in (by_port, by_library)]
-    tokenized = dict(zip(by_port, tokenizer.encode(texts[0])))
-    for n, run_ids in [*tokenized.items(), *zip(by_library, tokenizer.pieces(texts[1]))]:
-        start, end = runs[n]
-        if run_ids != [BOS_ID, *(i for row in ids[start:end] for i in row[1:-1]), EOS_ID]:
-            composed[n] = False
+    tokenized = {}  # only the runs found not to compose: their ids are what the network then reads
+    for numbers, as_encode in ((by_port, True), (by_library, False)):
+        # In blocks: the ids of every run at once would hold about ten times the document's ids.
+        for block in range(0, len(numbers), RUNS_PER_BLOCK):
+            part = numbers[block : block + RUNS_PER_BLOCK]
+            texts = [" ".join(sentences[runs[n][0] : runs[n][1]]) for n in part]
+            tokenize = tokenizer.encode if as_encode else tokenizer.pieces
+            for n, text, run_ids in zip(part, texts, tokenize(texts)):
+                start, end = runs[n]
+                if run_ids != [BOS_ID, *(i for row in ids[start:end] for i in row[1:-1]), EOS_ID]:
+                    composed[n] = False
+                    tokenized[n] = run_ids if as_encode else tokenizer.encode([text])[0]
     return composed, tokenized
