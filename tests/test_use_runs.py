@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_use_runtime import ODD, real_sample
+from test_use_runtime import ODD, pretend_native, real_sample  # noqa: F401 (a fixture)
 
 import bitext_hf.encoders.use as use
 from bitext_hf.alignment.overlaps import JOINER, overlap_texts
@@ -52,6 +52,15 @@ def test_runs_are_the_joined_texts_vectors(encoder, documents):
     assert composed.dtype == np.float32 and composed.shape == encoded.shape
     assert np.abs(composed - encoded).max() < 1e-5
     assert np.allclose(np.linalg.norm(composed, axis=1), 1, atol=1e-6)
+
+
+@pytest.mark.usefixtures("pretend_native")
+def test_bfloat16_runs_are_its_joined_texts_vectors():
+    """With the convolutions' products in bfloat16, runs are still the joined texts' vectors of that arithmetic."""
+    encoder = USEEncoder(threads=1, quantize="bf16")
+    sentences, runs = every_run([[text for text in real_sample() if len(text) > 40][:40]], 4)
+    composed = encoder.encode_runs(sentences, runs)
+    assert np.abs(composed - encoder.encode([JOINER.join(sentences[a:b]) for a, b in runs])).max() < 1e-5
 
 
 def test_far_fewer_tokens_go_through_the_network(encoder, monkeypatch):

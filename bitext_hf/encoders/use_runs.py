@@ -8,9 +8,10 @@ ids of ``"A B"`` are those of ``A`` then those of ``B`` between one ``BOS_ID`` a
 whose reach stays inside the run therefore have the features they have in the whole document read as one text;
 only the first and last few tokens of a run (those that reach its ``BOS_ID`` or ``EOS_ID``) differ, and those depend
 on the run's first or last ``RECEPTIVE_LEFT + RECEPTIVE_RIGHT`` ids alone. So the document's features are computed
-once, summed between cut points, and each run's sum is its interior's (a difference of prefix sums) plus its two
+once, summed between cut points, and each run's sum is the sums of the segments between its edges plus its two
 edges' (shared by every run that starts or ends at the same sentence). Every overlap then costs about what encoding
-each sentence once costs, instead of about ten times as much at ``max_align`` 5.
+each sentence once or twice costs, instead of about ten times as much at ``max_align`` 5 (benchmarks/README.md,
+"Encoding: every overlap composed from one pass").
 
 A run is encoded as its own text wherever that reasoning does not hold: fewer ids than the edges need, or ids that
 differ from its sentences' ids joined. Every run of several sentences is tokenized to check that: by the C++ library,
