@@ -222,26 +222,28 @@ class UseTorchForward:
 
         output = np.empty((len(token_ids), _EMBEDDING), dtype=np.float32)
         with torch.inference_mode():
-            for scope in budget_spans([len(ids) for ids in token_ids], self.id_budget):
-                output[scope] = self._scope(token_ids[scope])
+            for sequences, counts, inverse, tables in self._flat_batches(token_ids):
+                output[sequences] = self._batch(counts, inverse, *tables).numpy()
         return output
 
-    def _scope(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
-        """The vectors of sentences that share the per-id tables, in flat batches of ``token_budget`` tokens."""
+    def _flat_batches(self, token_ids: Sequence[Sequence[int]], show_progress: bool = False):
+        """The flat batches of ``token_ids``, in order: ``(sequences, counts, inverse, tables)``, a slice of the
+        sequences, their token counts, their ids as indices into ``tables`` (:meth:`_by_id`), which the sequences of
+        up to ``id_budget`` tokens share; at most ``token_budget`` tokens a batch (a longer sequence alone)."""
         import torch
 
-        lengths = [len(ids) for ids in token_ids]
-        flat = torch.tensor(list(chain.from_iterable(token_ids)), dtype=torch.int64)
-        vocabulary, inverse = torch.unique(flat, return_inverse=True)
-        tables = self._by_id(vocabulary)
-        output = np.empty((len(token_ids), _EMBEDDING), dtype=np.float32)
-        first = 0
-        for batch in budget_spans(lengths, self.token_budget):
-            size = sum(lengths[batch])
-            counts = torch.tensor(lengths[batch], dtype=torch.int64)
-            output[batch] = self._batch(counts, inverse[first : first + size], *tables).numpy()
-            first += size
-        return output
+        scopes = budget_spans([len(ids) for ids in token_ids], self.id_budget)
+        for scope in encoding_progress(scopes, show_progress, len(scopes), "Encoding (USE v3)"):
+            lengths = [len(ids) for ids in token_ids[scope]]
+            flat = torch.tensor(list(chain.from_iterable(token_ids[scope])), dtype=torch.int64)
+            vocabulary, inverse = torch.unique(flat, return_inverse=True)
+            tables = self._by_id(vocabulary)
+            first = 0
+            for batch in budget_spans(lengths, self.token_budget):
+                size = sum(lengths[batch])
+                sequences = slice(scope.start + batch.start, scope.start + batch.stop)
+                yield sequences, torch.tensor(lengths[batch], dtype=torch.int64), inverse[first : first + size], tables
+                first += size
 
     def _by_id(self, vocabulary):
         """For each distinct id: its embedding, its projection after the layer norm, and the products of each
@@ -295,29 +297,21 @@ class UseTorchForward:
         target = torch.from_numpy(target)
         first = 0
         with torch.inference_mode():
-            scopes = budget_spans([len(ids) for ids in token_ids], self.id_budget)
-            for scope in encoding_progress(scopes, show_progress, len(scopes), "Encoding (USE v3)"):
-                lengths = [len(ids) for ids in token_ids[scope]]
-                flat = torch.tensor(list(chain.from_iterable(token_ids[scope])), dtype=torch.int64)
-                vocabulary, inverse = torch.unique(flat, return_inverse=True)
-                tables = self._by_id(vocabulary)
-                # The scope's spans, summed in full width (the last row takes tokens in no span), then projected
+            for sequences, counts, inverse, tables in self._flat_batches(token_ids, show_progress):
+                size = int(counts.sum())
+                targets = target[first : first + size]
+                first += size
+                # The batch's spans, summed in full width (the last row takes tokens in no span), then projected
                 # by the pooling layer (linear: the projection of a sum is the sum of the parts' projections), so
-                # that a span keeps 512 numbers, not 1,280.
-                low, high = int(first_rows[scope.start]), int(first_rows[scope.stop])
-                sums = torch.zeros((high - low + 1, width), dtype=torch.float32)
-                within = 0
-                for batch in budget_spans(lengths, self.token_budget):
-                    size = sum(lengths[batch])
-                    counts = torch.tensor(lengths[batch], dtype=torch.int64)
-                    targets = target[first : first + size]
-                    # Only the tokens some span sums go through the second convolutions.
-                    rows = torch.nonzero(targets != total).squeeze(1)
-                    features = self._features(counts, inverse[within : within + size], *tables, rows=rows)
-                    sums.index_add_(0, targets[rows] - low, features)
-                    within += size
-                    first += size
-                output[low:high] = _product(sums[:-1], self.pool).numpy()
+                # that a span keeps 512 numbers, not 1,280. Only the tokens some span sums go through the second
+                # convolutions.
+                low, high = int(first_rows[sequences.start]), int(first_rows[sequences.stop])
+                rows = torch.nonzero(targets != total).squeeze(1)
+                features = self._features(counts, inverse, *tables, rows=rows)
+                sums = torch.zeros((high - low, width), dtype=torch.float32).index_add_(
+                    0, targets[rows] - low, features
+                )
+                output[low:high] = _product(sums, self.pool).numpy()
         return output
 
     def vectors_of_sums(self, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -164,8 +164,8 @@ def _run(run) -> tuple[int, int]:
 
 
 def _composable(tokenizer, sentences, runs, ids, ported, normalized, positions) -> tuple[list[bool], dict]:
-    """Which runs the composition gives exactly (the module docstring), and the ids of those whose text was
-    tokenized whole on the way (``{run number: ids}``); the others are encoded as texts."""
+    """Which runs the composition gives exactly (the module docstring), and ``encode``'s ids of those of the others
+    whose text it already tokenized that way (``{run number: ids}``); the others are encoded as texts."""
     composed = [positions[end] - positions[start] >= EDGE_CONTEXT for start, end in runs]
     # The port reads a text with a word repeated three times in a row; one across a joint is found within the
     # pattern's longest match on either side of it. A normalized text starts with the piece's space mark ("▁"), so
@@ -185,16 +185,15 @@ def _composable(tokenizer, sentences, runs, ids, ported, normalized, positions) 
         if any(ported[runs[n][0] : runs[n][1]]) or any(i in joint_repeats for i in range(runs[n][0], runs[n][1] - 1))
     ]
     by_library = sorted(set(several) - set(by_port))
-    tokenized = {}  # only the runs found not to compose: their ids are what the network then reads
-    for numbers, as_encode in ((by_port, True), (by_library, False)):
+    tokenized = {}  # the port's ids of the runs found not to compose: what the network then reads
+    for numbers, tokenize in ((by_port, tokenizer.encode), (by_library, tokenizer.pieces)):
         # In blocks: the ids of every run at once would hold about ten times the document's ids.
         for block in range(0, len(numbers), RUNS_PER_BLOCK):
             part = numbers[block : block + RUNS_PER_BLOCK]
-            texts = [" ".join(sentences[runs[n][0] : runs[n][1]]) for n in part]
-            tokenize = tokenizer.encode if as_encode else tokenizer.pieces
-            for n, text, run_ids in zip(part, texts, tokenize(texts)):
+            for n, run_ids in zip(part, tokenize([" ".join(sentences[runs[n][0] : runs[n][1]]) for n in part])):
                 start, end = runs[n]
                 if run_ids != [BOS_ID, *(i for row in ids[start:end] for i in row[1:-1]), EOS_ID]:
                     composed[n] = False
-                    tokenized[n] = run_ids if as_encode else tokenizer.encode([text])[0]
+                    if numbers is by_port:
+                        tokenized[n] = run_ids
     return composed, tokenized

@@ -590,11 +590,9 @@ def _align_chunk(config: AlignConfig, embedder, src_docs, tgt_docs, src_paragrap
         return in_play.alignments, in_play.src_overlaps, in_play.tgt_overlaps
     # Every overlap, each side in one call; an encoder that makes runs from their sentences (the default one) is
     # told which sentences each text joins.
-    src_overlaps = src_texts.embed(
-        lambda texts: embedder.embed(texts, "source overlap", runs=(src_texts.sentences, src_texts.runs))
-    )
-    tgt_overlaps = tgt_texts.embed(
-        lambda texts: embedder.embed(texts, "target overlap", runs=(tgt_texts.sentences, tgt_texts.runs))
+    src_overlaps, tgt_overlaps = (
+        side.embed(lambda texts, side=side, what=what: embedder.embed(texts, what, runs=(side.sentences, side.runs)))
+        for side, what in ((src_texts, "source overlap"), (tgt_texts, "target overlap"))
     )
     alignments = [search(src, tgt, **settings.as_dict()) for src, tgt in zip(src_overlaps, tgt_overlaps)]
     return alignments, src_overlaps, tgt_overlaps
