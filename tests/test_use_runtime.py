@@ -111,6 +111,48 @@ def test_batches_and_budgets_do_not_change_the_vectors(sample):
     assert forward([]).shape == (0, 512)
 
 
+def test_float32_vectors_are_numpys_to_float32_rounding(sample, numpy_vectors):
+    """The default suite's check of the whole network (the slow test above runs every batch size): the sparse
+    second convolutions are the dense ones summed in another order."""
+    vectors = USEEncoder(threads=1).encode(sample)
+    assert np.abs(vectors - numpy_vectors).max() < 2e-6
+    assert np.einsum("ij,ij->i", vectors, numpy_vectors).min() >= 0.999999
+
+
+def test_the_relu_rows_are_sparse_enough_for_sparse_products(sample, monkeypatch):
+    """The second convolutions take the sparse products on real text in five scripts (2-6% of values not zero, far
+    below ``DENSE_SHARE``), and the dense fallback gives the same vectors."""
+    shares = []
+
+    def spy(rows, weight, dense_share):
+        shares.append(float((rows != 0).float().mean()))
+        return sparse_product(rows, weight, dense_share)
+
+    sparse_product = use.sparse_product
+    monkeypatch.setattr(use, "sparse_product", spy)
+    ids = use.UseTokenizer().encode(sample)
+    forward = use.UseTorchForward(bf16=False)
+    vectors = forward(ids)
+    assert shares and max(shares) < forward.DENSE_SHARE / 2, shares
+    forward.DENSE_SHARE = 0.0
+    np.testing.assert_allclose(forward(ids), vectors, atol=1e-6)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.02, 0.3, 1.0])
+def test_sparse_product_is_the_matrix_product_and_a_zero_row(share):
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.randn((97, 256), generator=generator)
+    rows[torch.rand((97, 256), generator=generator) >= share] = 0
+    rows[[0, 40, 96]] = 0  # empty rows first, inside and last
+    weight = torch.randn((256, 768), generator=generator)
+    expected = torch.cat([rows @ weight, torch.zeros((1, 768))])
+    for dense_share in (0.0, 0.2, 1.0):  # dense, as the encoder chooses, sparse
+        products = use.sparse_product(rows, weight, dense_share)
+        assert products.shape == (98, 768) and products.dtype == torch.float32
+        torch.testing.assert_close(products, expected, atol=1e-4, rtol=1e-5)
+        assert not products[[0, 40, 96, 97]].any()
+
+
 def test_the_thread_count_is_honoured_and_restored(monkeypatch):
     seen = []
     forward = use.UseTorchForward.__call__

@@ -50,6 +50,7 @@ __all__ = [
     "USE_TORCH_BATCH",
     "UseTokenizer",
     "UseTorchForward",
+    "sparse_product",
     "use_resource",
 ]
 
@@ -160,17 +161,27 @@ class UseTorchForward:
     """The USE v3 network in torch on the CPU: ``forward(token_ids) -> float32 (n, 512)`` L2-normalized rows.
 
     What depends on a token's id alone (its embedding, projection and layer norm, and the product of that with each
-    block of each first convolution) is computed once per distinct id of a call, and gathered for its tokens; the
-    rest (the second convolutions, the layer norm, the pooling, the head) runs on flat batches of tokens.
+    block of each convolution) is computed once per distinct id of a call, and gathered for its tokens; the rest
+    runs on flat batches of tokens. A second convolution reads, in each slot of its window, a token's projection
+    (per id, above) plus the ReLU of its first convolution, and that ReLU is sparse: 2-6% of its values are not zero,
+    in every language measured (benchmarks/README.md, "Default encoder throughput"). So its products are sums of
+    the weight rows of those values, scaled (``embedding_bag`` with per-sample weights), about 1/20 of the dense
+    product's arithmetic; a batch where more than ``DENSE_SHARE`` of them are not zero takes the dense product.
+    Same network, same sums in another order: the vectors move by float32 rounding only.
 
     Args:
-        bf16 (bool): the convolutions' matrix products (most of the work) in bfloat16 with float32 accumulation;
-            the projection of the embeddings, which the sentences' vectors are most sensitive to and which runs once
-            per distinct id, layer norms, residuals, pooling and the sentence-level head stay in float32.
+        bf16 (bool): the per-id products with the convolutions' blocks in bfloat16 with float32 accumulation; the
+            projection of the embeddings, which the sentences' vectors are most sensitive to and which runs once
+            per distinct id, the sparse products, layer norms, residuals, pooling and the sentence-level head stay
+            in float32.
         token_budget (int): tokens per flat batch; a longer sentence is a batch of its own.
         id_budget (int): tokens whose distinct ids share per-id tables (the projection and the first convolutions'
             products, in float32), at most; a longer sentence has tables of its own.
     """
+
+    # Above this share of non-zero values a batch's second-convolution products are dense matrix products; the
+    # sparse sums cost about as much as the dense product at a fifth (benchmarks/README.md).
+    DENSE_SHARE = 0.2
 
     def __init__(self, *, bf16: bool, token_budget: int = 2048, id_budget: int = 16384) -> None:
         import torch
@@ -194,15 +205,26 @@ class UseTorchForward:
             torch.cat([weights[f"ln_g{n}"] for n in orders]),
             torch.cat([weights[f"ln_b{n}"] for n in orders]),
         )
-        # First convolutions as (256, order * 256): the blocks of w1 side by side, one per window slot.
-        self.first = [
+
+        def slots_side_by_side(weight, order):  # (order * 256, 256) -> (256, order * 256), one block a window slot
+            return weight.view(order, _BRANCH, _BRANCH).transpose(0, 1).reshape(_BRANCH, -1)
+
+        def both_by_slot(w1, w2, order):  # (256, order * 512): each slot's block of w1, then of w2
+            blocks = [slots_side_by_side(w, order).view(_BRANCH, order, _BRANCH) for w in (w1, w2)]
+            return torch.cat(blocks, dim=2).reshape(_BRANCH, -1)
+
+        second = [slots_side_by_side(weights[f"w2_{n}"], n) for n in orders]
+        # Per branch: both convolutions' blocks, slot by slot, for the per-id products (_by_id); the second's
+        # alone, for the products of the sparse ReLU (sparse_product); the two biases.
+        self.convolutions = [
             (
-                weights[f"w1_{n}"].view(n, _BRANCH, _BRANCH).transpose(0, 1).reshape(_BRANCH, -1).to(self.dtype),
+                both_by_slot(weights[f"w1_{n}"], weights[f"w2_{n}"], n).to(self.dtype),
+                w2,
                 weights[f"b1_{n}"],
+                weights[f"b2_{n}"],
             )
-            for n in orders
+            for n, w2 in zip(orders, second)
         ]
-        self.second = [(weights[f"w2_{n}"].to(self.dtype), weights[f"b2_{n}"]) for n in orders]
         self.norm = (weights["ln_g"], weights["ln_b"])
         self.pool, self.pool_bias = weights["cnn_W"], weights["cnn_b"]
         # The sentence-level head in float32: in bfloat16 it moves the vectors more than all the convolutions do.
@@ -247,8 +269,9 @@ class UseTorchForward:
 
     def _by_id(self, vocabulary):
         """For each distinct id: its embedding, its projection after the layer norm, and the products of each
-        branch's part of it with each block of the branch's first convolution ((ids + a zero row) x order x 256,
-        float32; the zero row is what window slots outside a sentence add)."""
+        branch's part of it with each window slot's block of the branch's first convolution and of its second
+        ((ids + a zero row) x order rows of 2 x 256, float32; the zero row is what window slots outside a sentence
+        add)."""
         import torch
         import torch.nn.functional as F
 
@@ -257,11 +280,15 @@ class UseTorchForward:
         projected = torch.addmm(self.proj_bias, embedded, self.proj)
         projected = F.layer_norm(projected, (projected.shape[1],), *self.proj_norm, self.eps)
         products = []
-        for i, ((order, _), (w1, _)) in enumerate(zip(_ORDERS, self.first)):
-            branch = projected[:, i * _BRANCH : (i + 1) * _BRANCH].to(self.dtype)
-            table = torch.zeros((len(vocabulary) + 1, order * _BRANCH), dtype=torch.float32)
-            table[:-1] = torch.mm(branch, w1)
-            products.append(table.view(-1, _BRANCH))
+        for i, (both, *_) in enumerate(self.convolutions):
+            branch = projected[:, i * _BRANCH : (i + 1) * _BRANCH]
+            table = torch.empty((len(vocabulary) + 1, both.shape[1]), dtype=torch.float32)
+            table[-1] = 0
+            if both.dtype == torch.float32:
+                torch.mm(branch, both, out=table[:-1])
+            else:
+                table[:-1] = torch.mm(branch.to(both.dtype), both)
+            products.append(table.view(-1, 2 * _BRANCH))
         return embedded, projected, products
 
     def span_sums(
@@ -355,17 +382,20 @@ class UseTorchForward:
         inside = (window >= starts[sentence][:, None]) & (window < (starts + lengths)[sentence][:, None])
         id_window = torch.where(inside, inverse[window.clamp(0, n_tokens - 1)], distinct)
         token_window = torch.where(inside, window, n_tokens)
-        buffer = torch.zeros((n_tokens + 1, _BRANCH), dtype=self.dtype)
         projected = torch.index_select(projected, 0, inverse)  # whole rows: a gather of column slices is slower
-        parts = zip(_ORDERS, self.first, self.second, products)
-        for i, ((order, left), (_, b1), (w2, b2), table) in enumerate(parts):
+        for i, ((order, left), (_, w2, b1, b2), table) in enumerate(zip(_ORDERS, self.convolutions, products)):
             slots = slice(_MAX_LEFT - left, _MAX_LEFT - left + order)
-            # First convolution: the sum over the window's slots of each slot's id's product with its block.
-            hidden = F.embedding_bag(id_window[:, slots] * order + torch.arange(order), table, mode="sum")
-            hidden = torch.relu_(hidden.add_(b1)).add_(projected[:, i * _BRANCH : (i + 1) * _BRANCH])
-            buffer[:n_tokens] = hidden
-            windows = torch.index_select(buffer, 0, select(token_window)[:, slots].reshape(-1)).view(kept, -1)
-            out = torch.mm(windows, w2).float()
+            # The sums over the window's slots of each slot's id's products with its blocks: the first convolution,
+            # and the part of the second that reads the ids' projections (the residual of its input).
+            by_id = F.embedding_bag(id_window[:, slots] * order + torch.arange(order), table, mode="sum")
+            active = torch.relu_(by_id[:, :_BRANCH].add_(b1))
+            hidden = active + projected[:, i * _BRANCH : (i + 1) * _BRANCH]
+            # Second convolution: that part, plus the window's products of the ReLU.
+            token_rows = select(token_window)[:, slots] * order + torch.arange(order)
+            out = F.embedding_bag(
+                token_rows, sparse_product(active, w2, self.DENSE_SHARE).view(-1, _BRANCH), mode="sum"
+            )
+            out.add_(select(by_id[:, _BRANCH:]))
             offset = _EMBEDDING + i * _BRANCH
             torch.add(torch.relu_(out.add_(b2)), select(hidden), out=features[:, offset : offset + _BRANCH])
         return F.layer_norm(features, (features.shape[1],), *self.norm, self.eps)
@@ -385,6 +415,29 @@ class UseTorchForward:
         skip, hidden = _product(y1, self.head[2]).split(self.head_widths[1], dim=1)
         z = torch.tanh_(skip.add_(_product(torch.relu_(hidden), self.head[3])))
         return z * torch.rsqrt(torch.clamp((z * z).sum(1, keepdim=True), min=self.eps))
+
+
+def sparse_product(rows, weight, dense_share: float):
+    """``rows @ weight`` and a zero row after it, float32, for ``rows`` (n, k) of mostly zeros: each row's product
+    is the sum of ``weight``'s rows of its non-zero values scaled by them (``embedding_bag`` with per-sample weights,
+    arithmetic in proportion to the values not zero), or the dense product where more than ``dense_share`` of the
+    values are not zero. Written here because torch's sparse formats cost more to build and multiply than this
+    (CSR: about twice the time, measured on the encoder's rows)."""
+    import torch
+    import torch.nn.functional as F
+
+    n_rows, width = rows.shape
+    values = rows.reshape(-1)
+    # In order, row after row; numpy finds them in half torch's time (a SIMD count of a boolean mask).
+    nonzero = torch.from_numpy(np.flatnonzero(values.numpy() != 0))
+    if len(nonzero) > dense_share * len(values):
+        products = torch.empty((n_rows + 1, weight.shape[1]), dtype=torch.float32)
+        products[-1] = 0
+        torch.mm(rows, weight, out=products[:-1])
+        return products
+    # One bag a row, from where its values start, and an empty one last (the zero row).
+    offsets = torch.searchsorted(nonzero, torch.arange(n_rows + 1) * width)
+    return F.embedding_bag(nonzero % width, weight, offsets, mode="sum", per_sample_weights=values[nonzero])
 
 
 def _product(x, weight):
