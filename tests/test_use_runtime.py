@@ -136,6 +136,10 @@ def test_the_relu_rows_are_sparse_enough_for_sparse_products(sample, monkeypatch
     assert shares and max(shares) < forward.DENSE_SHARE / 2, shares
     forward.DENSE_SHARE = 0.0
     np.testing.assert_allclose(forward(ids), vectors, atol=1e-6)
+    shares.clear()
+    forward.KEPT_PER_ID = float("inf")  # no per-id products of the second convolutions: dense windows
+    np.testing.assert_allclose(forward(ids), vectors, atol=1e-6)
+    assert not shares
 
 
 @pytest.mark.parametrize("share", [0.0, 0.02, 0.3, 1.0])

@@ -166,22 +166,28 @@ class UseTorchForward:
     (per id, above) plus the ReLU of its first convolution, and that ReLU is sparse: 2-6% of its values are not zero,
     in every language measured (benchmarks/README.md, "Default encoder throughput"). So its products are sums of
     the weight rows of those values, scaled (``embedding_bag`` with per-sample weights), about 1/20 of the dense
-    product's arithmetic; a batch where more than ``DENSE_SHARE`` of them are not zero takes the dense product.
+    product's arithmetic; a batch where more than ``DENSE_SHARE`` of them are not zero takes the dense product, and
+    so do the few tokens ``span_sums`` keeps of short sequences (``KEPT_PER_ID``), for which the per-id products
+    would cost more than the windows' own.
     Same network, same sums in another order: the vectors move by float32 rounding only.
 
     Args:
-        bf16 (bool): the per-id products with the convolutions' blocks in bfloat16 with float32 accumulation; the
-            projection of the embeddings, which the sentences' vectors are most sensitive to and which runs once
+        bf16 (bool): the per-id products with the convolutions' blocks, and the dense products of windows where
+            they are taken, in bfloat16 with float32 accumulation; the projection of the embeddings, which the sentences' vectors are most sensitive to and which runs once
             per distinct id, the sparse products, layer norms, residuals, pooling and the sentence-level head stay
             in float32.
         token_budget (int): tokens per flat batch; a longer sentence is a batch of its own.
-        id_budget (int): tokens whose distinct ids share per-id tables (the projection and the first convolutions'
-            products, in float32), at most; a longer sentence has tables of its own.
+        id_budget (int): tokens whose distinct ids share per-id tables (the projection and the convolutions'
+            per-id products, in float32), at most; a longer sentence has tables of its own.
     """
 
-    # Above this share of non-zero values a batch's second-convolution products are dense matrix products; the
-    # sparse sums cost about as much as the dense product at a fifth (benchmarks/README.md).
+    # Above this share of non-zero values a batch's second-convolution products are dense matrix products: about
+    # where the sparse sums, whose cost grows with the values not zero, cost as much (benchmarks/README.md).
     DENSE_SHARE = 0.2
+    # The second convolutions' per-id products pay where a scope of per-id tables keeps at least this many tokens'
+    # features per distinct id (``encode`` keeps all, 3-5 a distinct id); below (``span_sums`` of a few tokens of
+    # short sequences) the kept tokens' windows take the dense product.
+    KEPT_PER_ID = 2
 
     def __init__(self, *, bf16: bool, token_budget: int = 2048, id_budget: int = 16384) -> None:
         import torch
@@ -213,17 +219,19 @@ class UseTorchForward:
             blocks = [slots_side_by_side(w, order).view(_BRANCH, order, _BRANCH) for w in (w1, w2)]
             return torch.cat(blocks, dim=2).reshape(_BRANCH, -1)
 
-        second = [slots_side_by_side(weights[f"w2_{n}"], n) for n in orders]
-        # Per branch: both convolutions' blocks, slot by slot, for the per-id products (_by_id); the second's
-        # alone, for the products of the sparse ReLU (sparse_product); the two biases.
+        # Per branch: the per-id products' weights (_by_id), the first convolution's blocks alone or both
+        # convolutions' blocks slot by slot; the second's blocks side by side, for the products of the sparse ReLU
+        # (sparse_product), and as they are, for the dense product of whole windows; the two biases.
         self.convolutions = [
             (
+                slots_side_by_side(weights[f"w1_{n}"], n).to(self.dtype),
                 both_by_slot(weights[f"w1_{n}"], weights[f"w2_{n}"], n).to(self.dtype),
-                w2,
+                slots_side_by_side(weights[f"w2_{n}"], n),
+                weights[f"w2_{n}"].to(self.dtype),
                 weights[f"b1_{n}"],
                 weights[f"b2_{n}"],
             )
-            for n, w2 in zip(orders, second)
+            for n in orders
         ]
         self.norm = (weights["ln_g"], weights["ln_b"])
         self.pool, self.pool_bias = weights["cnn_W"], weights["cnn_b"]
@@ -248,18 +256,23 @@ class UseTorchForward:
                 output[sequences] = self._batch(counts, inverse, *tables).numpy()
         return output
 
-    def _flat_batches(self, token_ids: Sequence[Sequence[int]], show_progress: bool = False):
+    def _flat_batches(self, token_ids: Sequence[Sequence[int]], show_progress: bool = False, kept=None):
         """The flat batches of ``token_ids``, in order: ``(sequences, counts, inverse, tables)``, a slice of the
         sequences, their token counts, their ids as indices into ``tables`` (:meth:`_by_id`), which the sequences of
-        up to ``id_budget`` tokens share; at most ``token_budget`` tokens a batch (a longer sequence alone)."""
+        up to ``id_budget`` tokens share; at most ``token_budget`` tokens a batch (a longer sequence alone).
+        ``kept``: which tokens' features are wanted (a boolean per token, sequence after sequence; default all),
+        which decides whether the tables hold the second convolutions' per-id products (``KEPT_PER_ID``)."""
         import torch
 
         scopes = budget_spans([len(ids) for ids in token_ids], self.id_budget)
+        offset = 0
         for scope in encoding_progress(scopes, show_progress, len(scopes), "Encoding (USE v3)"):
             lengths = [len(ids) for ids in token_ids[scope]]
             flat = torch.tensor(list(chain.from_iterable(token_ids[scope])), dtype=torch.int64)
             vocabulary, inverse = torch.unique(flat, return_inverse=True)
-            tables = self._by_id(vocabulary)
+            wanted = len(flat) if kept is None else int(kept[offset : offset + len(flat)].sum())
+            offset += len(flat)
+            tables = self._by_id(vocabulary, second=wanted >= self.KEPT_PER_ID * len(vocabulary))
             first = 0
             for batch in budget_spans(lengths, self.token_budget):
                 size = sum(lengths[batch])
@@ -267,11 +280,11 @@ class UseTorchForward:
                 yield sequences, torch.tensor(lengths[batch], dtype=torch.int64), inverse[first : first + size], tables
                 first += size
 
-    def _by_id(self, vocabulary):
+    def _by_id(self, vocabulary, second: bool = True):
         """For each distinct id: its embedding, its projection after the layer norm, and the products of each
-        branch's part of it with each window slot's block of the branch's first convolution and of its second
-        ((ids + a zero row) x order rows of 2 x 256, float32; the zero row is what window slots outside a sentence
-        add)."""
+        branch's part of it with each window slot's block of the branch's first convolution, and with ``second``
+        of its second too ((ids + a zero row) x order rows of 256, or of 2 x 256, float32; the zero row is what
+        window slots outside a sentence add)."""
         import torch
         import torch.nn.functional as F
 
@@ -280,15 +293,16 @@ class UseTorchForward:
         projected = torch.addmm(self.proj_bias, embedded, self.proj)
         projected = F.layer_norm(projected, (projected.shape[1],), *self.proj_norm, self.eps)
         products = []
-        for i, (both, *_) in enumerate(self.convolutions):
+        for i, (first, both, *_) in enumerate(self.convolutions):
+            weight = both if second else first
             branch = projected[:, i * _BRANCH : (i + 1) * _BRANCH]
-            table = torch.empty((len(vocabulary) + 1, both.shape[1]), dtype=torch.float32)
+            table = torch.empty((len(vocabulary) + 1, weight.shape[1]), dtype=torch.float32)
             table[-1] = 0
-            if both.dtype == torch.float32:
-                torch.mm(branch, both, out=table[:-1])
+            if weight.dtype == torch.float32:
+                torch.mm(branch, weight, out=table[:-1])
             else:
-                table[:-1] = torch.mm(branch.to(both.dtype), both)
-            products.append(table.view(-1, 2 * _BRANCH))
+                table[:-1] = torch.mm(branch.to(weight.dtype), weight)
+            products.append(table.view(-1, (2 if second else 1) * _BRANCH))
         return embedded, projected, products
 
     def span_sums(
@@ -324,7 +338,8 @@ class UseTorchForward:
         target = torch.from_numpy(target)
         first = 0
         with torch.inference_mode():
-            for sequences, counts, inverse, tables in self._flat_batches(token_ids, show_progress):
+            batches = self._flat_batches(token_ids, show_progress, kept=(target != total).numpy())
+            for sequences, counts, inverse, tables in batches:
                 size = int(counts.sum())
                 targets = target[first : first + size]
                 first += size
@@ -372,8 +387,8 @@ class UseTorchForward:
         starts = torch.cumsum(lengths, 0) - lengths
         kept = n_tokens if rows is None else len(rows)
 
-        def select(tensor):  # a gather only where some rows are left out
-            return tensor if rows is None else tensor[rows]
+        def select(tensor):  # a gather only where some rows are left out (index_select: 3x indexing's speed)
+            return tensor if rows is None else torch.index_select(tensor, 0, rows)
 
         features = torch.empty((kept, _EMBEDDING + len(_ORDERS) * _BRANCH), dtype=torch.float32)
         torch.index_select(embedded, 0, select(inverse), out=features[:, :_EMBEDDING])
@@ -383,19 +398,30 @@ class UseTorchForward:
         id_window = torch.where(inside, inverse[window.clamp(0, n_tokens - 1)], distinct)
         token_window = torch.where(inside, window, n_tokens)
         projected = torch.index_select(projected, 0, inverse)  # whole rows: a gather of column slices is slower
-        for i, ((order, left), (_, w2, b1, b2), table) in enumerate(zip(_ORDERS, self.convolutions, products)):
+        buffer = None
+        for i, ((order, left), (_, _, w2_slots, w2, b1, b2), table) in enumerate(
+            zip(_ORDERS, self.convolutions, products)
+        ):
             slots = slice(_MAX_LEFT - left, _MAX_LEFT - left + order)
             # The sums over the window's slots of each slot's id's products with its blocks: the first convolution,
-            # and the part of the second that reads the ids' projections (the residual of its input).
+            # and (with the second's per-id products) the part of the second that reads the ids' projections.
             by_id = F.embedding_bag(id_window[:, slots] * order + torch.arange(order), table, mode="sum")
             active = torch.relu_(by_id[:, :_BRANCH].add_(b1))
             hidden = active + projected[:, i * _BRANCH : (i + 1) * _BRANCH]
-            # Second convolution: that part, plus the window's products of the ReLU.
-            token_rows = select(token_window)[:, slots] * order + torch.arange(order)
-            out = F.embedding_bag(
-                token_rows, sparse_product(active, w2, self.DENSE_SHARE).view(-1, _BRANCH), mode="sum"
-            )
-            out.add_(select(by_id[:, _BRANCH:]))
+            if table.shape[1] > _BRANCH:
+                # Second convolution: that part, plus the window's products of the sparse ReLU.
+                token_rows = select(token_window)[:, slots] * order + torch.arange(order)
+                out = F.embedding_bag(
+                    token_rows, sparse_product(active, w2_slots, self.DENSE_SHARE).view(-1, _BRANCH), mode="sum"
+                )
+                out.add_(select(by_id[:, _BRANCH:]))
+            else:
+                # Few tokens kept for their ids: the dense product of their windows.
+                if buffer is None:
+                    buffer = torch.zeros((n_tokens + 1, _BRANCH), dtype=self.dtype)
+                buffer[:n_tokens] = hidden
+                windows = torch.index_select(buffer, 0, select(token_window)[:, slots].reshape(-1)).view(kept, -1)
+                out = torch.mm(windows, w2).float()
             offset = _EMBEDDING + i * _BRANCH
             torch.add(torch.relu_(out.add_(b2)), select(hidden), out=features[:, offset : offset + _BRANCH])
         return F.layer_norm(features, (features.shape[1],), *self.norm, self.eps)
