@@ -173,9 +173,9 @@ class UseTorchForward:
 
     Args:
         bf16 (bool): the per-id products with the convolutions' blocks, and the dense products of windows where
-            they are taken, in bfloat16 with float32 accumulation; the projection of the embeddings, which the sentences' vectors are most sensitive to and which runs once
-            per distinct id, the sparse products, layer norms, residuals, pooling and the sentence-level head stay
-            in float32.
+            they are taken, in bfloat16 with float32 accumulation; the projection of the embeddings, which the
+            sentences' vectors are most sensitive to and which runs once per distinct id, the sparse products, layer
+            norms, residuals, pooling and the sentence-level head stay in float32.
         token_budget (int): tokens per flat batch; a longer sentence is a batch of its own.
         id_budget (int): tokens whose distinct ids share per-id tables (the projection and the convolutions'
             per-id products, in float32), at most; a longer sentence has tables of its own.
@@ -387,7 +387,7 @@ class UseTorchForward:
         starts = torch.cumsum(lengths, 0) - lengths
         kept = n_tokens if rows is None else len(rows)
 
-        def select(tensor):  # a gather only where some rows are left out (index_select: 3x indexing's speed)
+        def select(tensor):  # a gather only where some rows are left out (index_select: faster than indexing)
             return tensor if rows is None else torch.index_select(tensor, 0, rows)
 
         features = torch.empty((kept, _EMBEDDING + len(_ORDERS) * _BRANCH), dtype=torch.float32)
@@ -448,13 +448,13 @@ def sparse_product(rows, weight, dense_share: float):
     is the sum of ``weight``'s rows of its non-zero values scaled by them (``embedding_bag`` with per-sample weights,
     arithmetic in proportion to the values not zero), or the dense product where more than ``dense_share`` of the
     values are not zero. Written here because torch's sparse formats cost more to build and multiply than this
-    (CSR: about twice the time, measured on the encoder's rows)."""
+    (CSR, measured on the encoder's rows: benchmarks/README.md)."""
     import torch
     import torch.nn.functional as F
 
     n_rows, width = rows.shape
     values = rows.reshape(-1)
-    # In order, row after row; numpy finds them in half torch's time (a SIMD count of a boolean mask).
+    # In order, row after row; numpy finds them faster than torch's nonzero (benchmarks/README.md).
     nonzero = torch.from_numpy(np.flatnonzero(values.numpy() != 0))
     if len(nonzero) > dense_share * len(values):
         products = torch.empty((n_rows + 1, weight.shape[1]), dtype=torch.float32)
