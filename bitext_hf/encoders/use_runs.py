@@ -16,7 +16,8 @@ each sentence once or twice costs, instead of about ten times as much at ``max_a
 A run is encoded as its own text wherever that reasoning does not hold: fewer ids than the edges need, or ids that
 differ from its sentences' ids joined. Every run of several sentences is tokenized to check that: by the C++ library,
 or, where ``encode`` would use the port (a sentence the port reads, a word repeated across a joint:
-:class:`~bitext_hf.encoders.use.UseTokenizer`), as ``encode`` does. The vectors agree with
+:class:`~bitext_hf.encoders.use.UseTokenizer`), as ``encode`` does, from the port's ids of its sentences, each read
+once (``UseTokenizer.encode_joined`` says why that is exact). The vectors agree with
 encoding the joined texts to float32 rounding (the sums are taken in another order; tests/test_use_runs.py).
 
 Written here: no library composes a pooled CNN's sentence vectors from spans of one pass.
@@ -60,8 +61,9 @@ def encode_runs(
     ids, ported, normalized = tokenizer.encode_marked(sentences)
     sizes = np.fromiter((len(row) - 2 for row in ids), np.int64, len(ids))
     positions = np.concatenate([[0], np.cumsum(sizes)])  # each sentence's first id in the document's ids
-    document = np.fromiter((i for row in ids for i in row[1:-1]), np.int64, int(positions[-1]))
-    composed, tokenized = _composable(tokenizer, sentences, runs, ids, ported, normalized, positions)
+    document_ids = [i for row in ids for i in row[1:-1]]
+    document = np.array(document_ids, dtype=np.int64)
+    composed, tokenized = _composable(tokenizer, sentences, runs, ported, normalized, document_ids, positions)
 
     sequences: list[list[int]] = []
     spans: list[list[tuple[int, int]]] = []
@@ -163,9 +165,10 @@ def _run(run) -> tuple[int, int]:
     return int(run[0]), int(run[1])
 
 
-def _composable(tokenizer, sentences, runs, ids, ported, normalized, positions) -> tuple[list[bool], dict]:
+def _composable(tokenizer, sentences, runs, ported, normalized, document_ids, positions) -> tuple[list[bool], dict]:
     """Which runs the composition gives exactly (the module docstring), and ``encode``'s ids of those of the others
     whose text it already tokenized that way (``{run number: ids}``); the others are encoded as texts."""
+    positions = positions.tolist()
     composed = [positions[end] - positions[start] >= EDGE_CONTEXT for start, end in runs]
     # The port reads a text with a word repeated three times in a row; one across a joint is found within the
     # pattern's longest match on either side of it. A normalized text starts with the piece's space mark ("▁"), so
@@ -185,14 +188,22 @@ def _composable(tokenizer, sentences, runs, ids, ported, normalized, positions) 
         if any(ported[runs[n][0] : runs[n][1]]) or any(i in joint_repeats for i in range(runs[n][0], runs[n][1] - 1))
     ]
     by_library = sorted(set(several) - set(by_port))
+    # The port reads each sentence once (the ported ones already).
+    port_ids = {
+        k: [BOS_ID, *document_ids[positions[k] : positions[k + 1]], EOS_ID] for k, reads in enumerate(ported) if reads
+    }
     tokenized = {}  # the port's ids of the runs found not to compose: what the network then reads
-    for numbers, tokenize in ((by_port, tokenizer.encode), (by_library, tokenizer.pieces)):
+    for numbers in (by_port, by_library):
         # In blocks: the ids of every run at once would hold about ten times the document's ids.
         for block in range(0, len(numbers), RUNS_PER_BLOCK):
             part = numbers[block : block + RUNS_PER_BLOCK]
-            for n, run_ids in zip(part, tokenize([" ".join(sentences[runs[n][0] : runs[n][1]]) for n in part])):
+            if numbers is by_port:
+                part_ids = tokenizer.encode_joined(sentences, [runs[n] for n in part], port_ids)
+            else:
+                part_ids = tokenizer.pieces([" ".join(sentences[runs[n][0] : runs[n][1]]) for n in part])
+            for n, run_ids in zip(part, part_ids):
                 start, end = runs[n]
-                if run_ids != [BOS_ID, *(i for row in ids[start:end] for i in row[1:-1]), EOS_ID]:
+                if run_ids != [BOS_ID, *document_ids[positions[start] : positions[end]], EOS_ID]:
                     composed[n] = False
                     if numbers is by_port:
                         tokenized[n] = run_ids
