@@ -142,13 +142,18 @@ def test_a_search_task_keeps_its_one_thread():
 
 @pytest.fixture
 def encoded_in_ray(monkeypatch):
-    """The number of texts of each call of encode_ray (which then runs as it does)."""
+    """The number of texts (or runs) of each call of encode_ray and encode_runs_ray (which then run as they do)."""
     calls = []
-    real_encode_ray = encoding_ray.encode_ray
+    real_encode_ray, real_encode_runs_ray = encoding_ray.encode_ray, encoding_ray.encode_runs_ray
     monkeypatch.setattr(
         encoding_ray,
         "encode_ray",
         lambda texts, *a, **kw: calls.append(len(texts)) or real_encode_ray(texts, *a, **kw),
+    )
+    monkeypatch.setattr(
+        encoding_ray,
+        "encode_runs_ray",
+        lambda sentences, runs, *a, **kw: calls.append(len(runs)) or real_encode_runs_ray(sentences, runs, *a, **kw),
     )
     return calls
 
@@ -183,6 +188,55 @@ def test_cli_align_distributed_encodes_in_ray_and_equals_single_process(
     for number in range(3):
         name = f"doc{number}.txt.tsv"
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+
+
+def test_ray_tasks_compose_runs_from_whole_documents(monkeypatch):
+    """``encode_runs_ray`` with the default encoder: each task composes its documents' runs from one pass (the
+    vectors of one process's ``encode_runs`` and of the joined texts, to float32 rounding), in several tasks; an
+    encoder without ``encode_runs`` gets the joined texts, its vectors bit for bit."""
+    from bitext_hf.encoders import USEEncoder
+    from bitext_hf.encoding.ray import encode_runs_ray, encoder_loader
+
+    monkeypatch.setattr(encoding_ray, "RUNS_TASK_SENTENCES", 10)
+    documents = [[f"{text} ({number})" for text in SOURCES] for number in range(3)]
+    sentences = [sentence for document in documents for sentence in document]
+    runs, offset = [], 0
+    for document in documents:
+        runs += [(offset + s, offset + s + n) for n in (1, 2, 3) for s in range(len(document) - n + 1)]
+        offset += len(document)
+    runs = runs[::-1]  # any order
+    assert len(encoding_ray.run_tasks(runs, len(sentences), 10)) >= 2
+    vectors = encode_runs_ray(sentences, runs, encoder_loader(None), workers=2)
+    encoder = USEEncoder(threads=1)
+    joined = [" ".join(sentences[start:end]) for start, end in runs]
+    assert np.abs(vectors - encoder.encode_runs(sentences, runs)).max() < 1e-5
+    assert np.abs(vectors - encoder.encode(joined)).max() < 1e-5
+    texts = encode_runs_ray(sentences, runs, _load_fake, workers=2)
+    assert np.array_equal(texts, _encode(joined))
+
+
+def _loaded_and_logged(log: str):
+    with open(log, "a") as handle:
+        handle.write("loaded\n")
+    return _encode
+
+
+def test_one_run_token_loads_the_encoder_once_a_worker(tmp_path):
+    """The calls of one run (``Embedder``: one token a run and encoder) share each worker's encoder: three calls on a
+    2-CPU instance load it at most twice (once a worker process); without the token each call loads it again."""
+    from bitext_hf.encoding.ray import encode_ray, encode_runs_ray
+
+    log = tmp_path / "loads.log"
+    load = functools.partial(_loaded_and_logged, str(log))
+    sentences = [f"sentence {i}" for i in range(9)]
+    for _ in range(2):
+        encode_ray(TEXTS, load, workers=2, run_token="one run")
+    encode_runs_ray(sentences, [(0, 2), (3, 9)], load, workers=2, run_token="one run")
+    assert 1 <= len(log.read_text().splitlines()) <= 2
+    log.write_text("")
+    for _ in range(3):
+        encode_ray(TEXTS, load, workers=1)
+    assert len(log.read_text().splitlines()) >= 3
 
 
 # ----------------------------------------------------------------------------------------------------- encode

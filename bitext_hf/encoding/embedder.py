@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ class Embedder:
     load_encoder: Any = None
     _encoders: dict = field(default_factory=dict, init=False, repr=False)
     _cache: Any = field(default=None, init=False, repr=False)
+    _ray_tokens: dict = field(default_factory=dict, init=False, repr=False)
     # What the run's report says: sentences encoded (and the seconds that took, loading the encoders included) and
     # sentences whose embeddings came from the cache.
     encoded: int = field(default=0, init=False)
@@ -114,22 +116,27 @@ class Embedder:
             self.from_cache += len(texts)
             return cached
         started = time.perf_counter()
-        if self.distributed:  # mine --distributed ray: the batches go to the Ray workers too
-            from bitext_hf.encoding.ray import encode_ray, encoder_loader
+        if runs is not None and len(runs[1]) != len(texts):
+            raise ValueError(f"{len(runs[1])} runs for {len(texts)} texts")
+        if self.distributed:  # mine and align --distributed ray: the batches go to the Ray workers too
+            from bitext_hf.encoding.ray import encode_ray, encode_runs_ray, encoder_loader
 
             logger.info("encoding %d %s sentences in Ray tasks", len(texts), what)
             loader = encoder_loader(spec, pooling=self.pooling, batch_size=self.batch_size, **self.runtime)
-            embeddings = encode_ray(texts, loader, address=self.ray_address, workers=self.workers, what=what)
+            # One token a run and encoder: each worker loads the encoder once for all of this run's calls.
+            token = self._ray_tokens.setdefault(spec, uuid.uuid4().hex)
+            where = {"address": self.ray_address, "workers": self.workers, "what": what, "run_token": token}
+            if runs is not None:  # whole documents a task: composed there where the encoder can
+                embeddings = encode_runs_ray(*runs, loader, **where)
+            else:
+                embeddings = encode_ray(texts, loader, **where)
             if self.load_encoder is None:
                 self.arithmetic[spec] = self.encoder_spec(spec).arithmetic
         else:
             logger.info("encoding %d %s sentences", len(texts), what)
             encoder = self.encoder(spec)
             if runs is not None and hasattr(encoder, "encode_runs"):
-                sentences, spans = runs
-                if len(spans) != len(texts):
-                    raise ValueError(f"{len(spans)} runs for {len(texts)} texts")
-                embeddings = encoder.encode_runs(sentences, spans, show_progress=self.show_progress)
+                embeddings = encoder.encode_runs(*runs, show_progress=self.show_progress)
             else:
                 embeddings = encoder.encode(texts, batch_size=self.batch_size, show_progress=self.show_progress)
             if cache is not None and not self._as_planned(spec, encoder):

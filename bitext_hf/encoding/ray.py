@@ -9,7 +9,9 @@ The Ray search of ``mine`` (:mod:`bitext_hf.mining.distributed`) runs in the sam
 
 :func:`encode_shards_ray` writes the same shard folder as :func:`bitext_hf.encoding.shards.write_shards` (it *is*
 ``write_shards``, fed by Ray tasks that encode its batches ahead, in parallel): same bytes, same manifest, the same
-``--resume``; :func:`encode_ray` returns the embeddings of a text side in memory the same way (``mine``). Each
+``--resume``; :func:`encode_ray` returns the embeddings of a text side in memory the same way (``mine``), and
+:func:`encode_runs_ray` those of runs of consecutive sentences (``align``'s overlaps), each task given whole
+documents so that an encoder that composes runs from one pass over the sentences does so in the task. Each
 worker process loads the encoder once and keeps it for every batch it is given; with a GPU in the
 cluster every task asks for one (``num_gpus=1``).
 
@@ -43,6 +45,7 @@ __all__ = [
     "check_ray",
     "check_ray_address",
     "encode_ray",
+    "encode_runs_ray",
     "encode_shards_ray",
     "encoder_loader",
     "gpus_per_task",
@@ -338,11 +341,13 @@ class _EncodedAhead:
             raise ray_failure(error, self.what) from None
 
 
-def _encoding_ahead(load_encoder, texts: Sequence[str], shard_size: int, slots: int, retries: int, what: str):
+def _encoding_ahead(
+    load_encoder, texts: Sequence[str], shard_size: int, slots: int, retries: int, what: str, token: str | None = None
+):
     """An :class:`_EncodedAhead` over ``texts`` whose batches are Ray tasks of this session, ``slots`` at a time,
-    each worker loading the encoder once for this run (its token)."""
+    each worker loading the encoder once for this run (its ``token``; default: this call's own)."""
     ray = import_ray()
-    token = uuid.uuid4().hex
+    token = token or uuid.uuid4().hex
     load_ref = ray.put(load_encoder)
     task = ray.remote(_encode_batch).options(num_cpus=1, num_gpus=gpus_per_task(ray), max_retries=retries)
     return _EncodedAhead(ray, lambda batch: task.remote(token, load_ref, batch), texts, shard_size, slots, what)
@@ -408,14 +413,17 @@ def encode_ray(
     workers: int | None = None,
     retries: int = DEFAULT_RETRIES,
     what: str = "sentences",
+    run_token: str | None = None,
 ) -> np.ndarray:
     """The embeddings of ``texts`` (float32, in order), encoded by Ray tasks in batches of the shard writer's size,
     at most ``workers`` at a time: what ``mine --distributed ray`` does with a side given as text. Arguments as in
-    :func:`encode_shards_ray`; the batches are those a shard folder of one shard would be encoded in."""
+    :func:`encode_shards_ray`; the batches are those a shard folder of one shard would be encoded in. ``run_token``:
+    the workers keep the encoder loaded for every call with the same token (one run's calls; default: this call
+    alone)."""
     if not len(texts):
         raise UsageError(f"{what}: nothing to encode")
     with ray_session(address, workers) as slots:
-        ahead = _encoding_ahead(load_encoder, texts, len(texts), slots, retries, f"encoding {what}")
+        ahead = _encoding_ahead(load_encoder, texts, len(texts), slots, retries, f"encoding {what}", run_token)
         try:
             parts = [ahead(list(texts[start:stop])) for start, stop in ahead.batches]
         finally:
@@ -423,9 +431,112 @@ def encode_ray(
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
+# Sentences a task of ``encode_runs_ray`` is given, at most: enough for the composition's pass to fill its batches,
+# small enough that a few tasks keep every worker busy.
+RUNS_TASK_SENTENCES = 4096
+# ... and at least, where the runs are split among the workers.
+RUNS_TASK_MIN_SENTENCES = 256
+
+
+def encode_runs_ray(
+    sentences: Sequence[str],
+    runs: Sequence[tuple[int, int]],
+    load_encoder: Callable[[], Callable[[list[str]], np.ndarray]],
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+    what: str = "runs",
+    run_token: str | None = None,
+) -> np.ndarray:
+    """The embeddings of ``" ".join(sentences[start:end])`` for each ``(start, end)`` of ``runs`` (float32, in order),
+    encoded by Ray tasks, at most ``workers`` at a time. Each task gets the runs starting in a stretch of consecutive
+    sentences and the sentences they cover (``run_tasks``: at least one task a worker, of 256 to 4,096 sentences);
+    it calls the loaded encoder's ``encode_runs(sentences, runs)`` where it has one (the default encoder composes the
+    runs from one pass over the sentences), else encodes the joined texts. ``run_token``: the workers keep the
+    encoder loaded for every call with the same token (one run's calls; default: this call alone). Other arguments
+    as in :func:`encode_ray`."""
+    if not len(runs):
+        raise UsageError(f"{what}: nothing to encode")
+    ray = import_ray()
+    output = None
+    with ray_session(address, workers) as slots:
+        size = -(-len(sentences) // max(slots, 1))
+        tasks = run_tasks(runs, len(sentences), min(max(size, RUNS_TASK_MIN_SENTENCES), RUNS_TASK_SENTENCES))
+        token = run_token or uuid.uuid4().hex
+        load_ref = ray.put(load_encoder)
+        task = ray.remote(_encode_runs_batch).options(num_cpus=1, num_gpus=gpus_per_task(ray), max_retries=retries)
+        pending: deque = deque()
+        submitted = 0
+        try:
+            while submitted < len(tasks) or pending:
+                while submitted < len(tasks) and len(pending) < slots:
+                    (low, high), numbers = tasks[submitted]
+                    task_runs = [(runs[n][0] - low, runs[n][1] - low) for n in numbers]
+                    pending.append((numbers, task.remote(token, load_ref, list(sentences[low:high]), task_runs)))
+                    submitted += 1
+                numbers, ref = pending.popleft()
+                try:
+                    vectors = np.asarray(ray.get(ref), dtype=np.float32)
+                except ray.exceptions.RayError as error:
+                    raise ray_failure(error, f"encoding {what}") from None
+                if output is None:
+                    output = np.empty((len(runs), vectors.shape[1]), dtype=np.float32)
+                output[numbers] = vectors
+        finally:
+            for _, ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+    return output
+
+
+def run_tasks(runs: Sequence[tuple[int, int]], sentences: int, size: int) -> list[tuple[tuple[int, int], list[int]]]:
+    """``runs`` (``(start, end)`` over ``sentences`` sentences) split into tasks by where they start, about ``size``
+    sentences of starts a task: ``((low, high), run numbers)``, the sentences ``low .. high - 1`` covering every run
+    of the task (two tasks share the few sentences that runs from the first reach into)."""
+    if any(not 0 <= start < end <= sentences for start, end in runs):
+        raise ValueError(f"a run outside the {sentences} sentences")
+    tasks, low, reach, members = [], 0, 0, []
+    for number in sorted(range(len(runs)), key=lambda number: runs[number]):
+        start, end = runs[number]
+        if members and start - low >= size:
+            tasks.append(((low, reach), members))
+            members = []
+        if not members:
+            low, reach = start, end
+        members.append(number)
+        reach = max(reach, end)
+    if members:
+        tasks.append(((low, reach), members))
+    return tasks
+
+
+def _encode_runs_batch(token: str, load: Callable[[], Any], sentences: list[str], runs: list) -> np.ndarray:
+    """Ray task: the vectors of ``runs`` over ``sentences``, with this worker's encoder for the run ``token``."""
+    if token not in _WORKER_ENCODERS:
+        _WORKER_ENCODERS.clear()
+        _WORKER_ENCODERS[token] = load()
+    encode = _WORKER_ENCODERS[token]
+    if hasattr(encode, "encode_runs"):
+        return np.asarray(encode.encode_runs(sentences, runs))
+    return np.asarray(encode([" ".join(sentences[start:end]) for start, end in runs]))
+
+
+class _WorkerEncoder:
+    """What a worker calls: ``encode(texts)``, and ``encode_runs`` where the encoder composes runs."""
+
+    def __init__(self, encoder, batch_size: int) -> None:
+        self.encoder, self.batch_size = encoder, batch_size
+        if hasattr(encoder, "encode_runs"):
+            self.encode_runs = lambda sentences, runs: encoder.encode_runs(sentences, runs, show_progress=False)
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return self.encoder.encode(texts, batch_size=self.batch_size, show_progress=False)
+
+
 def _load_encode(loader: Callable[..., Any], spec: str | None, pooling: str | None, batch_size: int, runtime: dict):
     encoder = loader(spec, pooling=pooling, **{name: value for name, value in runtime.items() if value is not None})
-    return lambda texts: encoder.encode(texts, batch_size=batch_size, show_progress=False)
+    return _WorkerEncoder(encoder, batch_size)
 
 
 def encoder_loader(
