@@ -126,7 +126,7 @@ class Embedder:
             # One token a run and encoder: each worker loads the encoder once for all of this run's calls.
             token = self._ray_tokens.setdefault(spec, uuid.uuid4().hex)
             where = {"address": self.ray_address, "workers": self.workers, "what": what, "run_token": token}
-            if runs is not None:  # whole documents a task: composed there where the encoder can
+            if runs is not None:  # a stretch of sentences a task: composed there where the encoder can
                 embeddings = encode_runs_ray(*runs, loader, **where)
             else:
                 embeddings = encode_ray(texts, loader, **where)

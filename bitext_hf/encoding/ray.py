@@ -10,8 +10,9 @@ The Ray search of ``mine`` (:mod:`bitext_hf.mining.distributed`) runs in the sam
 :func:`encode_shards_ray` writes the same shard folder as :func:`bitext_hf.encoding.shards.write_shards` (it *is*
 ``write_shards``, fed by Ray tasks that encode its batches ahead, in parallel): same bytes, same manifest, the same
 ``--resume``; :func:`encode_ray` returns the embeddings of a text side in memory the same way (``mine``), and
-:func:`encode_runs_ray` those of runs of consecutive sentences (``align``'s overlaps), each task given whole
-documents so that an encoder that composes runs from one pass over the sentences does so in the task. Each
+:func:`encode_runs_ray` those of runs of consecutive sentences (``align``'s overlaps), each task given the runs
+starting in a stretch of sentences and the sentences they cover, so that an encoder that composes runs from one pass
+over the sentences does so in the task. Each
 worker process loads the encoder once and keeps it for every batch it is given; with a GPU in the
 cluster every task asks for one (``num_gpus=1``).
 

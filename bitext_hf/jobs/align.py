@@ -162,8 +162,8 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOption
             that each bead is a translation becomes a last ``quality`` column of the tsv, jsonl and parquet outputs
             (0.0 for a 1-0 or 0-1 bead); None (the default) adds none. Refused with the vecalign format.
         distributed (str, optional): ``"ray"``: the encoding runs in Ray tasks (``ray_address``, ``workers``), as
-            ``mine``'s, each task given whole documents (composed there with the default encoder, as in one
-            process); the same outputs, to float32 rounding with the default encoder.
+            ``mine``'s, each task given a stretch of sentences and the overlaps starting there (composed there with
+            the default encoder, as in one process); the same outputs, to float32 rounding with the default encoder.
         quiet (bool): no progress bars, as ``mine``.
         threads (int, optional): CPU threads, as ``mine``.
         command (str, optional): the command that reproduces the run, recorded in the sidecar, as ``mine``.
