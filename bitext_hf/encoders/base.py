@@ -11,6 +11,7 @@ import numpy as np
 __all__ = [
     "Encoder",
     "budget_spans",
+    "check_runs",
     "check_sentences",
     "encoding_progress",
     "l2_normalize",
@@ -78,6 +79,23 @@ def check_sentences(sentences: Sequence[str]) -> list[str]:
         if not isinstance(sentence, str):
             raise TypeError(f"sentence {i} is {type(sentence).__name__}, expected str")
     return sentences
+
+
+def check_runs(runs, sentences: int) -> list[tuple[int, int]]:
+    """``runs`` as ``(start, end)`` pairs of Python ints, each inside ``sentences`` sentences and not empty (the runs
+    of consecutive sentences whose joined texts an overlap encoder makes); anything else refused: ``ValueError``
+    for a run that is not a pair or lies outside, ``TypeError`` for bounds that are not integers (bools neither)."""
+    checked = []
+    for run in runs:
+        if not isinstance(run, Sequence | np.ndarray) or isinstance(run, str) or len(run) != 2:
+            raise ValueError(f"a run is (start, end), not {run!r}")
+        if not all(isinstance(bound, int | np.integer) and not isinstance(bound, bool) for bound in run):
+            raise TypeError(f"a run's start and end are integers, not {run!r}")
+        start, end = int(run[0]), int(run[1])
+        if not 0 <= start < end <= sentences:
+            raise ValueError(f"a run outside the {sentences} sentences: {(start, end)}")
+        checked.append((start, end))
+    return checked
 
 
 def budget_spans(lengths: Sequence[int], budget: int) -> list[slice]:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bitext_hf.encoders.base import l2_normalize
+from bitext_hf.encoders.base import check_runs, l2_normalize
 from bitext_hf.encoders.use import BOS_ID, EOS_ID, RECEPTIVE_LEFT, RECEPTIVE_RIGHT, UseTokenizer, UseTorchForward
 
 __all__ = ["encode_runs"]
@@ -55,9 +55,7 @@ def encode_runs(
     another: a run never needs what lies outside it."""
     if joiner != " ":
         raise ValueError(f"runs are composed for sentences joined by a space, not {joiner!r}")
-    runs = [_run(run) for run in runs]
-    if any(not 0 <= start < end <= len(sentences) for start, end in runs):
-        raise ValueError(f"a run outside the {len(sentences)} sentences")
+    runs = check_runs(runs, len(sentences))
     ids, ported, normalized = tokenizer.encode_marked(sentences)
     sizes = np.fromiter((len(row) - 2 for row in ids), np.int64, len(ids))
     positions = np.concatenate([[0], np.cumsum(sizes)])  # each sentence's first id in the document's ids
@@ -154,15 +152,6 @@ def _block_vectors(forward, sums, numbers, bounds, direct, left_edge, right_edge
             part[inside] += sums[segment_rows[start[inside] + step]]
         totals[composed], counts[composed] = part, last - first + 2
     return forward.vectors_of_sums(totals, counts)
-
-
-def _run(run) -> tuple[int, int]:
-    """A run as ``(start, end)`` of Python ints; anything else is refused."""
-    if not isinstance(run, Sequence | np.ndarray) or len(run) != 2:
-        raise ValueError(f"a run is (start, end), not {run!r}")
-    if not all(isinstance(bound, int | np.integer) and not isinstance(bound, bool) for bound in run):
-        raise TypeError(f"a run's start and end are integers, not {run!r}")
-    return int(run[0]), int(run[1])
 
 
 def _composable(tokenizer, sentences, runs, ported, normalized, document_ids, positions) -> tuple[list[bool], dict]:

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from bitext_hf.encoders.base import check_runs
 from bitext_hf.errors import BitextError, UsageError
 
 __all__ = [
@@ -459,6 +460,7 @@ def encode_runs_ray(
     as in :func:`encode_ray`."""
     if not len(runs):
         raise UsageError(f"{what}: nothing to encode")
+    runs = check_runs(runs, len(sentences))  # before Ray starts: a wrong run costs nothing
     ray = import_ray()
     output = None
     with ray_session(address, workers) as slots:
@@ -494,9 +496,11 @@ def encode_runs_ray(
 def run_tasks(runs: Sequence[tuple[int, int]], sentences: int, size: int) -> list[tuple[tuple[int, int], list[int]]]:
     """``runs`` (``(start, end)`` over ``sentences`` sentences) split into tasks by where they start, about ``size``
     sentences of starts a task: ``((low, high), run numbers)``, the sentences ``low .. high - 1`` covering every run
-    of the task (two tasks share the few sentences that runs from the first reach into)."""
-    if any(not 0 <= start < end <= sentences for start, end in runs):
-        raise ValueError(f"a run outside the {sentences} sentences")
+    of the task (two tasks share the few sentences that runs from the first reach into). Runs are checked as
+    :func:`~bitext_hf.encoders.base.check_runs` checks them; ``size`` is a whole number of at least 1."""
+    if not isinstance(size, int | np.integer) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"a task holds at least 1 sentence's starts, not {size!r}")
+    runs = check_runs(runs, sentences)
     tasks, low, reach, members = [], 0, 0, []
     for number in sorted(range(len(runs)), key=lambda number: runs[number]):
         start, end = runs[number]
