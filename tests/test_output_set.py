@@ -23,6 +23,13 @@ from bitext_hf.io import OutputSet, atomic_output, protect_inputs
 pytestmark = pytest.mark.timeout(60)  # a FIFO opened by mistake would hang: fail instead
 
 
+@pytest.fixture(autouse=True)
+def _signals_unblocked_after():
+    """A test that leaves SIGINT or SIGTERM blocked fails itself, not the later tests whose children inherit the mask."""
+    yield
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == set()
+
+
 def leftovers(folder: Path) -> list[str]:
     return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if ".bitext-hf-" in path.name)
 
@@ -278,11 +285,12 @@ def test_a_signal_during_the_commit_is_held_until_every_file_is_renamed(tmp_path
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == set()  # unblocked again
 
 
+class Terminated(Exception):
+    pass
+
+
 def test_a_handler_of_the_application_runs_after_the_commit(tmp_path, earlier, monkeypatch):
     """SIGTERM handled by the application (here: an exception): delivered once the renames are done."""
-
-    class Terminated(Exception):
-        pass
 
     def handler(signum, frame):
         raise Terminated
@@ -305,6 +313,71 @@ def test_a_handler_of_the_application_runs_after_the_commit(tmp_path, earlier, m
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert (earlier / "a.txt").read_text() == (earlier / "b.txt").read_text() == "new"
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == set()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_handler_run_at_any_point_of_a_commit_leaves_no_signal_blocked(tmp_path, signum):
+    """CPython runs a signal's current handler between any two bytecodes of the main thread, whatever its mask (another
+    thread may have received the signal). Run at each bytecode of bitext_hf.io (traced) that a commit executes with the
+    signal blocked, with SIGINT's Ctrl-C handler or an application's SIGTERM handler that raises: the mask ends as it
+    was, the handler runs once, after the renames, and no temporary file stays."""
+    from bitext_hf.io import temporary_files
+
+    def application(number, frame):
+        raise Terminated
+
+    raised = KeyboardInterrupt if signum == signal.SIGINT else Terminated
+    previous = signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else application)
+    io_folder = os.path.dirname(temporary_files.__file__)
+
+    def commit_with_the_handler_at(position: int, out: Path) -> tuple[int, int]:
+        """A commit of two files, the current handler run at opcode ``position``: (exceptions raised, opcodes)."""
+        seen = [0]
+
+        def each_opcode(frame, event, arg):
+            if event == "opcode" and signum in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+                seen[0] += 1
+                if seen[0] == position:
+                    signal.getsignal(signum)(signum, frame)
+            return each_opcode
+
+        def each_call(frame, event, arg):
+            if not frame.f_code.co_filename.startswith(io_folder):
+                return None
+            frame.f_trace_opcodes = True
+            return each_opcode
+
+        out.mkdir()
+        outputs = _plan(out, "a.txt", "b.txt")
+        exceptions = 0
+        try:
+            with outputs:
+                for name in ("a.txt", "b.txt"):
+                    with outputs.open(out / name) as handle:
+                        handle.write("new")
+                sys.settrace(each_call)
+                try:
+                    outputs.commit()
+                finally:
+                    sys.settrace(None)
+        except raised:
+            exceptions += 1
+        return exceptions, seen[0]
+
+    try:
+        _, opcodes = commit_with_the_handler_at(0, tmp_path / "count")
+        assert opcodes > 50
+        for position in range(1, opcodes + 1):
+            out = tmp_path / str(position)
+            exceptions, _ = commit_with_the_handler_at(position, out)
+            assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == set(), position
+            assert exceptions == 1, position
+            assert [(out / name).read_text() for name in ("a.txt", "b.txt")] == ["new", "new"], position
+            assert leftovers(out) == [], position
+            assert not temporary_files._COMMITTING and not temporary_files._RECEIVED, position
+    finally:
+        signal.signal(signum, previous)
 
 
 _WRITER = """

@@ -293,8 +293,13 @@ class OutputSet:
             self._rename_all(keys)
             self._committed = True
         finally:
-            self._forget()
-            release_signals(held, self._committed)
+            # Signals first: forgetting the temporaries gives SIGINT and SIGTERM back to the application's handler,
+            # which CPython may run (for a signal another thread received) before the mask is restored; one that
+            # raises would leave both blocked in this thread and in every child it starts.
+            try:
+                release_signals(held, self._committed)
+            finally:
+                self._forget()
         return [self._targets[key][0] for key in keys]
 
     def _rename_all(self, keys: list[str]) -> None:

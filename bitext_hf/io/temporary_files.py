@@ -5,6 +5,7 @@ signals held while a set of files is committed. One file (:mod:`bitext_hf.io.out
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import re
@@ -78,14 +79,15 @@ _ACTIVE: dict[str, int] = {}
 _ACTIVE_FOLDERS: dict[str, int] = {}
 _ACTIVE_LOCK = threading.Lock()
 _PREVIOUS_HANDLERS: dict[int, object] = {}
-# Non-empty while an OutputSet commits (a marker, then the signals that came meanwhile, delivered after the commit).
+# Non-empty while an OutputSet commits (a marker a commit); the signals that came meanwhile, delivered after it.
 _COMMITTING: list[int] = []
+_RECEIVED: collections.deque[int] = collections.deque()
 
 
 def _on_signal(signum: int, frame) -> None:
     if _COMMITTING:
         # A commit is renaming files (this thread blocks the signals; another thread received it): after it.
-        _COMMITTING.append(signum)
+        _RECEIVED.append(signum)
         return
     previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
     if callable(previous):
@@ -163,14 +165,28 @@ def hold_signals() -> set | None:
 
 def release_signals(held: set | None, committed: bool) -> None:
     """Unblock the signals and deliver those that came meanwhile (Ctrl-C: ``KeyboardInterrupt``, noted)."""
-    received = _COMMITTING[1:]
-    _COMMITTING.clear()
+    # CPython runs a Python handler between any two bytecodes of the main thread, whatever this thread's mask (another
+    # thread can receive the signal). So the mask is restored first, while the handler still keeps what comes (a
+    # handler that raises, once the marker is gone, must not leave SIGINT and SIGTERM blocked in this thread and in
+    # every child it starts), then what was kept is taken, then the marker goes.
     try:
-        if held is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a pending signal is delivered here
+        try:
+            if held is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a pending signal comes to the handler: kept
+        finally:
+            received = _take_received()
+            _COMMITTING.pop()
+        received += _take_received()  # kept between the last take and the marker's removal
         for signum in dict.fromkeys(received):
             signal.raise_signal(signum)
     except KeyboardInterrupt as interrupt:
         if committed:
             interrupt.add_note("it came as the outputs were committed: they were all written")
         raise
+
+
+def _take_received() -> list[int]:
+    received = []
+    while _RECEIVED:
+        received.append(_RECEIVED.popleft())  # atomic: a handler appending meanwhile loses nothing
+    return received
