@@ -56,6 +56,60 @@ def test_paragraphs_are_blank_line_separated_and_lines_named():
     assert document.lines == [1, 1, 5, 6]
 
 
+WRAPPED = """The Eiger rises above Grindelwald, and its north face was long
+thought impossible: it was first climbed in 1938 by a German
+and Austrian party
+Heinrich Harrer
+The climb took them three days. Many had died on the face before
+them, and the route they took is still the one most climbers take
+today."""
+
+
+def test_a_short_line_that_ends_no_sentence_is_a_paragraph_of_its_own():
+    """A title or author line without a blank line around it: in hard-wrapped text its own paragraph (after a line
+    cut mid-sentence, that sentence's last line), the wrapped lines joined as before."""
+    document = split_document(WRAPPED.splitlines(), "en")
+    assert document.sentences == [
+        "The Eiger rises above Grindelwald, and its north face was long thought impossible: it was first climbed in "
+        "1938 by a German and Austrian party",
+        "Heinrich Harrer",
+        "The climb took them three days.",
+        "Many had died on the face before them, and the route they took is still the one most climbers take today.",
+    ]
+    # "and Austrian party" ends a sentence cut mid-line, so it ends the paragraph; "Heinrich Harrer" is one.
+    assert document.paragraphs == [0, 1, 2, 2]
+    assert document.lines == [1, 4, 5, 5]
+
+
+def test_titles_in_text_exported_one_paragraph_a_line():
+    lines = [
+        "Chronicle of the Himalaya",
+        "With three pictures",
+        "New measurements have changed the heights of several of the great peaks. Everest is now 8848 m high.",
+        "Literature",
+        "The reports appeared in the Alpine Journal. They were later collected in a book of their own.",
+        "Why? Because the old figures were wrong.",  # short, but ends a sentence: runs on with the next
+        "Nobody had measured the peaks from close by before the surveys of the last few years.",
+    ]
+    document = split_document(lines, "en")
+    assert document.sentences[:3] == [
+        "Chronicle of the Himalaya",
+        "With three pictures",
+        lines[2].split(". ")[0] + ".",
+    ]
+    assert document.paragraphs == [0, 1, 2, 2, 3, 4, 4, 4, 4, 4]
+    # Marks of every script end a sentence: such a line is not a title.
+    for ending in ("。", "؟", "।", ";", ":", "…", ".»", "!)"):
+        short = ["A much longer line that sets the width of this document for the rule", "Short" + ending, "Next."]
+        assert split_document(short, "en").paragraphs[-1] == 0, ending
+
+
+def test_a_document_of_short_lines_alone_is_one_paragraph_as_before():
+    """Lines of one width (a poem, subtitles cut mid-sentence) are not titles: none is short of the others."""
+    lines = ["I told him that we", "would meet him later", "at the station."]
+    assert split_document(lines, "en").paragraphs == [0]
+
+
 # --- the engine: no bead crosses a paragraph ------------------------------------------------------------------------
 
 

@@ -9,6 +9,13 @@ on Text+Berg German and French (where the gold also cuts at ; and :, which no ge
 gettext messages in 13 languages including Japanese, Chinese, Korean and Arabic; pySBD and blingfire scored lower
 on running text, pySBD at a fifteenth of the speed. Nothing installable splits Thai, which marks no sentence end.
 
+A line that ends neither a sentence nor a clause (no final ``.!?…;:``, CJK, Arabic or Devanagari mark) and is short
+of the document's width (``TITLE_WIDTH`` of the longest lines, their 90th percentile) is also a paragraph without a
+blank line: a title, a heading, an author line or a caption, on its own line in text exported one paragraph a line
+as much as in hard-wrapped text, where the lines a paragraph wraps fill the width and the short last line ends its
+sentence (after a line cut mid-sentence, such a line is taken for that sentence's end: it ends the paragraph). Run on
+into the next sentence, it would cost the splitter a boundary no punctuation marks, and the aligner a bead.
+
 A document keeps, for each sentence, its paragraph's number (no bead of an alignment crosses a paragraph) and the
 line it starts on (messages name it).
 """
@@ -20,7 +27,14 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["SENTENCE_SPLITTER_LANGUAGES", "Document", "base_language", "sentence_splitter", "split_document"]
+__all__ = [
+    "SENTENCE_SPLITTER_LANGUAGES",
+    "TITLE_WIDTH",
+    "Document",
+    "base_language",
+    "sentence_splitter",
+    "split_document",
+]
 
 # The languages of sentence-splitter's non-breaking prefix files (sentence_splitter/non_breaking_prefixes/*.txt).
 SENTENCE_SPLITTER_LANGUAGES = frozenset(
@@ -51,6 +65,12 @@ SENTENCE_SPLITTER_LANGUAGES = frozenset(
         "tr",
     ]
 )
+# A line that ends a sentence or a clause: its last mark (closing quotes and brackets after it allowed).
+_ENDS_SENTENCE_OR_CLAUSE = re.compile(r"[.!?…;:。！？；：؟۔।][\"'»«“”‘’)\]」』）】〕〉》]*$")
+# A line ending neither, shorter than this share of the document's width, is a paragraph of its own (a title).
+TITLE_WIDTH = 0.6
+# The document's width: this quantile of its line lengths (a few long lines do not make every other line short).
+_WIDTH_QUANTILE = 0.9
 # A cut after CJK sentence-final marks (and the closing brackets and quotes after them): they take no space after them,
 # which sentence-splitter needs to cut.
 _CJK_END = re.compile(r"([。！？]+[」』）】〕〉》”’\"')]*)\s*(?=\S)")
@@ -102,16 +122,28 @@ def sentence_splitter(lang: str | None) -> Callable[[str], list[str]]:
 
 
 def _paragraphs(lines: Sequence[str]) -> list[tuple[int, list[str]]]:
-    """(first line number, lines) of each run of non-blank lines."""
+    """(first line number, lines) of each paragraph: a run of non-blank lines, ended early by a title line (see the
+    module docstring)."""
+    lengths = sorted(len(line.strip()) for line in lines if line.strip())
+    shortest_text_line = TITLE_WIDTH * lengths[int(_WIDTH_QUANTILE * (len(lengths) - 1))] if lengths else 0
     paragraphs: list[tuple[int, list[str]]] = []
     current: list[str] = []
+    after_an_end = False  # the line before (in this paragraph) ended a sentence or a clause
     for number, line in enumerate(lines, start=1):
-        if line.strip():
-            if not current:
-                paragraphs.append((number, current))
-            current.append(line.strip())
-        elif current:
+        line = line.strip()
+        if not line:
             current = []
+            continue
+        ends = bool(_ENDS_SENTENCE_OR_CLAUSE.search(line))
+        title = len(line) < shortest_text_line and not ends
+        if title and after_an_end:
+            current = []  # a title after a sentence: its own paragraph (after a line cut mid-sentence, its end)
+        if not current:
+            paragraphs.append((number, current))
+        current.append(line)
+        after_an_end = ends
+        if title:
+            current = []  # the next line starts a paragraph
     return paragraphs
 
 
