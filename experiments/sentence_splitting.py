@@ -16,9 +16,12 @@ Candidates (each offline, no model to download):
 - ``sentence-splitter+cjk``: a combination, not a package: ``sentence-splitter`` (as above), then each of its
   sentences cut again after each run of CJK terminal marks and the closing brackets or quotes after it (Moses only
   breaks at whitespace).
-- ``+clauses``: ``sentence-splitter+cjk``, then a cut after each ``;`` or ``:`` followed by whitespace: Text+Berg's
-  own convention (its gold cuts there every time but once), measured to see how far that convention and the layout
-  below account for the gap to its gold; not a general splitter (its gettext precision shows why).
+- ``bitext-hf``: what ``align --split`` uses (``bitext_hf.data.sentences.sentence_splitter``): the combination
+  above, a list's number that Moses cuts off as a sentence (``2.``, ``(3)``) opening the next sentence.
+- ``+clauses``: ``bitext-hf`` with ``clauses=True`` (``align --split --clauses``): also a cut after each ``;`` or
+  ``:`` followed by whitespace: Text+Berg's own convention (its gold cuts there every time but once), measured to see
+  how far that convention and the layout below account for the gap to its gold; not the default (its gettext
+  precision shows why).
 
 Gold and sets:
 
@@ -84,7 +87,7 @@ from bitext_hf.errors import DataValidationError
 VECALIGN_REPO = "/work/.mirror/thompsonb+vecalign/repo"
 TEXT_BERG_DOCS = ("dev", "test0", "test1", "test2", "test3", "test4", "test5", "test6")
 GETTEXT_LANGUAGES = "ja,zh_CN,ko,ru,ar,th,pt_BR,es,tr,pl,it,nl"
-SPLITTERS = ("regex", "sentence-splitter", "pysbd", "blingfire", "sentence-splitter+cjk", "+clauses")
+SPLITTERS = ("regex", "sentence-splitter", "pysbd", "blingfire", "sentence-splitter+cjk", "bitext-hf", "+clauses")
 PARAGRAPH = 5  # messages per gettext paragraph
 
 _WHITESPACE = re.compile(r"\s+")
@@ -93,8 +96,6 @@ _CJK_MARKS = "。！？"
 _REGEX_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])(?![。！？])\s*")
 # The combination's cut: after a run of CJK marks and the closing brackets and quotes that follow it.
 _CJK_END = re.compile(r"([。！？]+[」』）】〕〉》”’\"')]*)\s*(?=\S)")
-# The clause cut: after ; or : and whitespace (Text+Berg's segmentation cuts there).
-_CLAUSE_END = re.compile(r"(?<=[;:])\s+")
 _TERMINAL_END = re.compile(r"[.!?。！？]$")
 _INNER_TERMINAL = re.compile(r"[.!?]\s|[。！？]")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -132,9 +133,14 @@ def make_splitter(name: str, lang: str) -> tuple[Splitter, bool]:
         if name == "sentence-splitter":
             return splitter.split, fallback
         return (lambda text: [piece for s in splitter.split(text) for piece in cjk_split(s)]), fallback
+    if name == "bitext-hf":
+        from bitext_hf.data.sentences import sentence_splitter
+
+        return sentence_splitter(lang), make_splitter("sentence-splitter", lang)[1]
     if name == "+clauses":
-        split, fallback = make_splitter("sentence-splitter+cjk", lang)
-        return (lambda text: [clause for s in split(text) for clause in _CLAUSE_END.split(s)]), fallback
+        from bitext_hf.data.sentences import sentence_splitter
+
+        return sentence_splitter(lang, clauses=True), make_splitter("sentence-splitter", lang)[1]
     if name == "pysbd":
         import pysbd
 

@@ -48,6 +48,50 @@ def test_the_splitter_splits_sentences_and_keeps_abbreviations_and_numbers(lang,
     assert "".join(document.sentences).replace(" ", "") == text.replace(" ", "")  # nothing lost or added
 
 
+@pytest.mark.parametrize(
+    ("lang", "text", "expected"),
+    [
+        # Moses cuts after an item's number and before the capital: the number opens the item's sentence
+        ("en", "Do this. 2. Run it. 3. Done.", ["Do this.", "2. Run it.", "3. Done."]),
+        (
+            "fr",
+            "Les règles. 10. En cas d'accident, il paie. (11) Rien.",
+            ["Les règles.", "10. En cas d'accident, il paie.", "(11) Rien."],
+        ),
+        ("en", "Chapter one. IV. The end.", ["Chapter one.", "IV. The end."]),
+        ("en", "The list ends here. 12.", ["The list ends here.", "12."]),  # nothing after it: kept
+        # a number that ends a sentence stays where it is
+        ("en", "It was climbed in 1938. The route is known.", ["It was climbed in 1938.", "The route is known."]),
+    ],
+)
+def test_a_list_number_opens_its_item_not_a_sentence_of_its_own(lang, text, expected):
+    assert split_document([text], lang).sentences == expected
+
+
+@pytest.mark.parametrize(
+    ("lang", "text", "expected"),
+    [
+        ("en", "Steps: 1. Install it; then run it. At 12:30 see http://x.org: done.",
+         ["Steps:", "1. Install it;", "then run it.", "At 12:30 see http://x.org:", "done."]),
+        ("fr", "Il dit : « Non ! » Puis ; il part.", ["Il dit :", "« Non ! »", "Puis ;", "il part."]),
+        ("ja", "注意：これはペンです。はい；そうです。", ["注意：", "これはペンです。", "はい；", "そうです。"]),
+    ],
+)  # fmt: skip
+def test_clauses_cut_after_semicolons_and_colons_a_space_follows(lang, text, expected):
+    assert split_document([text], lang, clauses=True).sentences == expected
+    assert len(split_document([text], lang).sentences) < len(expected)  # not without clauses
+
+
+def test_clauses_must_be_a_bool():
+    from bitext_hf.data.sentences import sentence_splitter
+
+    for wrong in ("yes", 1, None):
+        with pytest.raises(TypeError, match="clauses must be True or False"):
+            sentence_splitter("en", wrong)
+        with pytest.raises(TypeError, match="clauses must be True or False"):
+            align_texts("a.", "b.", SumEncoder(), clauses=wrong)
+
+
 def test_paragraphs_are_blank_line_separated_and_lines_named():
     lines = ["First sentence. Second", "sentence goes on.", "", "", "Third one.", "Fourth one.", ""]
     document = split_document(lines, "en")
@@ -216,7 +260,7 @@ def _align(capsys, *options):
 def test_split_documents_align_into_a_tmx_that_translate_toolkit_reads(capsys, encoder, texts, tmp_path):
     out = tmp_path / "doc.tmx"
     code, stdout, err = _align(capsys, "--src", texts[0], "--tgt", texts[1], "--split", "--src-lang", "en",
-                               "--tgt-lang", "de", "--out", str(out))  # fmt: skip
+                          "--tgt-lang", "de", "--out", str(out))  # fmt: skip
     assert code == EXIT_OK, err
     units, store = _tmx_units(out)
     assert units[0] == ("Cat|en sleeps|en.", "Cat|de sleeps|de.")
@@ -225,6 +269,21 @@ def test_split_documents_align_into_a_tmx_that_translate_toolkit_reads(capsys, e
     sidecar = json.loads((tmp_path / "doc.tmx.meta.json").read_text())
     assert sidecar["format"] == "tmx" and sidecar["split"] is True and sidecar["src_lang"] == "en"
     assert "4 source x 3 target sentences" in stdout
+
+
+def test_split_clauses_from_the_command_line(capsys, encoder, tmp_path):
+    src = write_lines(tmp_path / "a.en", ["Cat|en sleeps|en; dog|en runs|en."])
+    tgt = write_lines(tmp_path / "a.de", ["Cat|de sleeps|de; dog|de runs|de."])
+    out = tmp_path / "a.jsonl"
+    code, _, err = _align(capsys, "--src", src, "--tgt", tgt, "--split", "--clauses", "--src-lang", "en",
+                          "--tgt-lang", "de", "--out", str(out))  # fmt: skip
+    assert code == EXIT_OK, err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(row["src"], row["tgt"]) for row in rows] == [
+        ("Cat|en sleeps|en;", "Cat|de sleeps|de;"),
+        ("dog|en runs|en.", "dog|de runs|de."),
+    ]
+    assert json.loads((tmp_path / "a.jsonl.meta.json").read_text())["clauses"] is True
 
 
 def test_split_text_in_tsv_names_the_line_of_a_tab(capsys, encoder, tmp_path):
@@ -254,6 +313,7 @@ def test_a_control_character_is_refused_for_tmx_naming_the_line_before_encoding(
         (["--split", "--out", "x.align"], "--split: --format vecalign names sentences by line number"),
         (["--split", "--out", "x.txt", "--format", "vecalign"], "--format vecalign names"),
         (["--out", "x.tsv", "--workers", "2"], "--ray-address and --workers go with --distributed ray"),
+        (["--out", "x.tsv", "--clauses"], "--clauses cuts running text at clauses' ends: it needs --split"),
         (["--out", "x.tsv", "--overlaps", "some"], "overlaps='some' (--overlaps): must be one of all, in-play"),
     ],
 )

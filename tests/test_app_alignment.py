@@ -132,6 +132,19 @@ def test_alignments_that_do_not_fit_the_documents_are_refused(tmp_path):
         AlignmentReview(src, tgt, tmp_path / "pairs.tsv")
 
 
+def test_running_text_is_split_as_align_split_it_clauses_too(tmp_path):
+    """The review re-splits the documents as ``align --split [--clauses]`` did: the alignment fits only that way."""
+    (tmp_path / "a.en").write_text("One; two. Three.\n", encoding="utf-8")
+    (tmp_path / "a.de").write_text("Eins; zwei. Drei.\n", encoding="utf-8")
+    sentences = (["One;", "two.", "Three."], ["Eins;", "zwei.", "Drei."])
+    beads = [([0], [0]), ([1], [1]), ([2], [2])]
+    write_alignment(Beads(beads, np.ones(3)), tmp_path / "a.jsonl", *sentences, "jsonl")
+    review = AlignmentReview(tmp_path / "a.en", tmp_path / "a.de", tmp_path / "a.jsonl", split=True, clauses=True)
+    assert (review.src, review.tgt) == sentences
+    with pytest.raises(DataValidationError, match="give them here too"):
+        AlignmentReview(tmp_path / "a.en", tmp_path / "a.de", tmp_path / "a.jsonl", split=True)
+
+
 def test_hostile_inputs_and_outputs(tmp_path):
     src, tgt, alignment = documents(tmp_path)
     os.mkfifo(tmp_path / "fifo.en")
@@ -144,6 +157,10 @@ def test_hostile_inputs_and_outputs(tmp_path):
         AlignmentReview(src, tgt, tmp_path / "doc.tmx")
     with pytest.raises(UsageError):
         AlignmentReview(src, tgt, alignment, split="yes")
+    with pytest.raises(UsageError, match="clauses must be True or False"):
+        AlignmentReview(src, tgt, alignment, split=True, clauses=1)
+    with pytest.raises(UsageError, match="it needs split"):
+        AlignmentReview(src, tgt, alignment, clauses=True)
     for wrong in ({"src": None}, {"tgt": 3}, {"alignment": ""}, {"src_lang": 1}):
         arguments = {"src": src, "tgt": tgt, "alignment": alignment, **wrong}
         with pytest.raises(UsageError):

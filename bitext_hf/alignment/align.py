@@ -118,21 +118,25 @@ def align_texts(
     *,
     src_lang: str | None = None,
     tgt_lang: str | None = None,
+    clauses: bool = False,
     batch_size: int = 128,
     **options: Any,
 ) -> TextAlignment:
-    """Align two documents of running text: paragraphs are runs of lines between blank lines, each split into
-    sentences offline by the splitter of its language (:func:`bitext_hf.data.sentences.sentence_splitter`; None: the
-    English rules); no bead joins sentences of two paragraphs. Settings as :func:`align_sentences`.
+    """Align two documents of running text: paragraphs are runs of lines between blank lines (and title lines),
+    each split into sentences offline by the splitter of its language
+    (:func:`bitext_hf.data.sentences.sentence_splitter`; None: the English rules; ``clauses``: also at each ``;`` and
+    ``:`` that a space follows); no bead joins sentences of two paragraphs. Settings as :func:`align_sentences`.
 
     Raises:
-        TypeError: a side that is not a str.
+        TypeError: a side that is not a str, ``clauses`` not a bool.
     """
+    if not isinstance(clauses, bool):
+        raise TypeError(f"clauses must be True or False, not {clauses!r}")
     documents = []
     for name, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
         if not isinstance(text, str):
             raise TypeError(f"{name} must be the document's text (str), not {type(text).__name__}")
-        documents.append(split_document(text.splitlines(), lang))
+        documents.append(split_document(text.splitlines(), lang, clauses))
     source, target = documents
     alignment = align_sentences(
         source.sentences,

@@ -106,7 +106,7 @@ def check_coverage(beads, src_count: int, tgt_count: int, shown: str) -> None:
         if covered != count:
             raise DataValidationError(
                 f"{shown}: covers {covered:,} {side} sentences, the {side} document has {count:,} (another document, "
-                "or aligned with --split: give --split here too)"
+                "or aligned with --split or --clauses: give them here too)"
             )
 
 
@@ -115,7 +115,7 @@ class AlignmentReview:
 
     Args:
         src, tgt: the two documents, one sentence a line (``split``: running text, split as ``align --split`` does,
-            in ``src_lang`` / ``tgt_lang``, English's rules when not given).
+            in ``src_lang`` / ``tgt_lang``, English's rules when not given; ``clauses``: as ``--split --clauses``).
         alignment: the beads align wrote for them.
     """
 
@@ -126,13 +126,17 @@ class AlignmentReview:
         alignment: str | os.PathLike,
         *,
         split: bool = False,
+        clauses: bool = False,
         src_lang: str | None = None,
         tgt_lang: str | None = None,
     ):
         from bitext_hf.data import read_lines
 
-        if not isinstance(split, bool):
-            raise UsageError(f"split must be True or False, not {split!r}")
+        for name, value in (("split", split), ("clauses", clauses)):
+            if not isinstance(value, bool):
+                raise UsageError(f"{name} must be True or False, not {value!r}")
+        if clauses and not split:
+            raise UsageError("clauses cuts running text at clauses' ends: it needs split (align's --split)")
         for name, value in (("src", src), ("tgt", tgt), ("alignment", alignment)):
             if not isinstance(value, str | os.PathLike) or not os.fspath(value):
                 raise UsageError(f"{name} must be the path of a file, not {value!r}")
@@ -149,7 +153,8 @@ class AlignmentReview:
             if split:
                 from bitext_hf.data.sentences import split_document
 
-                sides.append(split_document(read_lines(path, allow_empty_lines=True), lang or "en").sentences)
+                lines = read_lines(path, allow_empty_lines=True)
+                sides.append(split_document(lines, lang or "en", clauses).sentences)
             else:
                 sides.append(read_lines(path))
         self.src, self.tgt = sides

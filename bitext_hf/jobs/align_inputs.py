@@ -129,7 +129,7 @@ def read_side(config: AlignConfig, paths: list[str], lang: str | None, side: str
     texts = [read_lines(path, max_chars=config.max_line_chars, allow_empty_lines=True) for path in paths]
     if lang is None:
         lang = detected_language(texts, side, config.output_format == "tmx")
-    split = [split_document(lines, lang) for lines in texts]
+    split = [split_document(lines, lang, config.clauses) for lines in texts]
     return SideDocuments([d.sentences for d in split], [d.paragraphs for d in split], [d.lines for d in split], lang)
 
 
