@@ -284,6 +284,11 @@ def test_split_clauses_from_the_command_line(capsys, encoder, tmp_path):
         ("dog|en runs|en.", "dog|de runs|de."),
     ]
     assert json.loads((tmp_path / "a.jsonl.meta.json").read_text())["clauses"] is True
+    # The review reads the documents as align did, from its sidecar: no option to repeat.
+    from bitext_hf.app import AlignmentReview
+
+    review = AlignmentReview(src, tgt, out)
+    assert review.src == ["Cat|en sleeps|en;", "dog|en runs|en."] and review.languages == ("en", "de")
 
 
 def test_split_text_in_tsv_names_the_line_of_a_tab(capsys, encoder, tmp_path):

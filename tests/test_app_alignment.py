@@ -141,8 +141,57 @@ def test_running_text_is_split_as_align_split_it_clauses_too(tmp_path):
     write_alignment(Beads(beads, np.ones(3)), tmp_path / "a.jsonl", *sentences, "jsonl")
     review = AlignmentReview(tmp_path / "a.en", tmp_path / "a.de", tmp_path / "a.jsonl", split=True, clauses=True)
     assert (review.src, review.tgt) == sentences
-    with pytest.raises(DataValidationError, match="give them here too"):
+    with pytest.raises(DataValidationError, match="otherwise than align read it"):
         AlignmentReview(tmp_path / "a.en", tmp_path / "a.de", tmp_path / "a.jsonl", split=True)
+
+
+def _running_text_alignment(tmp_path, sidecar: dict | None, name="a.jsonl"):
+    (tmp_path / "a.en").write_text("One; two. Three.\n", encoding="utf-8")
+    (tmp_path / "a.de").write_text("Eins; zwei. Drei.\n", encoding="utf-8")
+    sentences = (["One;", "two.", "Three."], ["Eins;", "zwei.", "Drei."])
+    write_alignment(Beads([([0], [0]), ([1], [1]), ([2], [2])], np.ones(3)), tmp_path / name, *sentences, "jsonl")
+    if sidecar is not None:
+        (tmp_path / f"{name}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
+    return tmp_path / "a.en", tmp_path / "a.de", tmp_path / name, sentences
+
+
+ALIGNED = {"task": "sentence alignment", "split": True, "clauses": True, "src_lang": "en", "tgt_lang": "de"}
+
+
+def test_what_align_recorded_in_the_sidecar_is_how_the_documents_are_read(tmp_path):
+    """Running text aligned with --split --clauses opens with no option (the browser's opener gives none): the
+    sidecar says how align read the documents and in which languages; what is given wins."""
+    src, tgt, alignment, sentences = _running_text_alignment(tmp_path, ALIGNED)
+    review = AlignmentReview(src, tgt, alignment)
+    assert (review.src, review.tgt) == sentences and review.languages == ("en", "de")
+    assert AlignmentReview(src, tgt, alignment, src_lang="fr").languages == ("fr", "de")
+    with pytest.raises(DataValidationError, match="the source document has 2"):
+        AlignmentReview(src, tgt, alignment, clauses=False)  # given: wins, and the alignment does not fit
+    # A many-documents folder's sidecar serves each of its alignments.
+    folder = tmp_path / "out"
+    folder.mkdir()
+    src, tgt, alignment, _ = _running_text_alignment(folder, None)
+    (folder / "alignment.meta.json").write_text(json.dumps(ALIGNED), encoding="utf-8")
+    assert AlignmentReview(src, tgt, alignment).src == sentences[0]
+
+
+def test_a_sidecar_that_is_not_an_alignments_or_not_readable(tmp_path):
+    src, tgt, alignment, _ = _running_text_alignment(tmp_path, {"split": True, "pairs": 3})  # not align's: ignored
+    with pytest.raises(DataValidationError, match="otherwise than align read it"):
+        AlignmentReview(src, tgt, alignment)
+    assert AlignmentReview(src, tgt, alignment, split=True, clauses=True).languages == (None, None)
+    sidecar = tmp_path / "a.jsonl.meta.json"
+    sidecar.write_text("{not json", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=r"a\.jsonl\.meta\.json"):
+        AlignmentReview(src, tgt, alignment, split=True, clauses=True)
+    sidecar.unlink()
+    os.mkfifo(sidecar)
+    with pytest.raises(DataValidationError, match=r"a\.jsonl\.meta\.json"):  # refused unopened: no hang
+        AlignmentReview(src, tgt, alignment, split=True, clauses=True)
+    sidecar.unlink()
+    sidecar.write_text(json.dumps({**ALIGNED, "split": "yes", "src_lang": 3}), encoding="utf-8")
+    with pytest.raises(UsageError, match="it needs split"):  # only a true split is taken; clauses then refused
+        AlignmentReview(src, tgt, alignment)
 
 
 def test_hostile_inputs_and_outputs(tmp_path):
@@ -157,7 +206,7 @@ def test_hostile_inputs_and_outputs(tmp_path):
         AlignmentReview(src, tgt, tmp_path / "doc.tmx")
     with pytest.raises(UsageError):
         AlignmentReview(src, tgt, alignment, split="yes")
-    with pytest.raises(UsageError, match="clauses must be True or False"):
+    with pytest.raises(UsageError, match="clauses must be True, False or None"):
         AlignmentReview(src, tgt, alignment, split=True, clauses=1)
     with pytest.raises(UsageError, match="it needs split"):
         AlignmentReview(src, tgt, alignment, clauses=True)

@@ -106,8 +106,31 @@ def check_coverage(beads, src_count: int, tgt_count: int, shown: str) -> None:
         if covered != count:
             raise DataValidationError(
                 f"{shown}: covers {covered:,} {side} sentences, the {side} document has {count:,} (another document, "
-                "or aligned with --split or --clauses: give them here too)"
+                "or read otherwise than align read it: its --split, --clauses and languages, which its sidecar records)"
             )
+
+
+def _align_record(alignment: Path) -> dict[str, Any]:
+    """What align recorded beside an alignment (its settings, how it read the documents): the sidecar of the file,
+    else of its folder (many documents); ``{}`` when there is none, or when it is no alignment's.
+
+    Raises:
+        DataValidationError: a sidecar that cannot be read (a FIFO, a folder, a link to nothing, not JSON), named.
+    """
+    from bitext_hf.data.alignment_files import SIDECAR_NAME
+    from bitext_hf.data.pair_files import metadata_path
+    from bitext_hf.hub.alignment_card import is_alignment
+    from bitext_hf.hub.dataset_card import read_sidecar
+
+    for sidecar in (metadata_path(alignment), alignment.parent / SIDECAR_NAME):
+        if os.path.lexists(sidecar):
+            record = read_sidecar(sidecar)
+            return record if is_alignment(record) else {}
+    return {}
+
+
+def _language(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
 
 
 class AlignmentReview:
@@ -116,6 +139,8 @@ class AlignmentReview:
     Args:
         src, tgt: the two documents, one sentence a line (``split``: running text, split as ``align --split`` does,
             in ``src_lang`` / ``tgt_lang``, English's rules when not given; ``clauses``: as ``--split --clauses``).
+            Each of ``split``, ``clauses``, ``src_lang`` and ``tgt_lang`` left at None is what align recorded in the
+            alignment's sidecar (``<alignment>.meta.json``, or its folder's ``alignment.meta.json``), else off / None.
         alignment: the beads align wrote for them.
     """
 
@@ -125,18 +150,16 @@ class AlignmentReview:
         tgt: str | os.PathLike,
         alignment: str | os.PathLike,
         *,
-        split: bool = False,
-        clauses: bool = False,
+        split: bool | None = None,
+        clauses: bool | None = None,
         src_lang: str | None = None,
         tgt_lang: str | None = None,
     ):
         from bitext_hf.data import read_lines
 
         for name, value in (("split", split), ("clauses", clauses)):
-            if not isinstance(value, bool):
-                raise UsageError(f"{name} must be True or False, not {value!r}")
-        if clauses and not split:
-            raise UsageError("clauses cuts running text at clauses' ends: it needs split (align's --split)")
+            if value is not None and not isinstance(value, bool):
+                raise UsageError(f"{name} must be True, False or None (as align recorded), not {value!r}")
         for name, value in (("src", src), ("tgt", tgt), ("alignment", alignment)):
             if not isinstance(value, str | os.PathLike) or not os.fspath(value):
                 raise UsageError(f"{name} must be the path of a file, not {value!r}")
@@ -147,6 +170,15 @@ class AlignmentReview:
         self._lock = threading.RLock()
         for name, path in self.paths.items():
             _regular_file(path, "an alignment" if name == "alignment" else "a document")
+        recorded = _align_record(self.paths["alignment"])
+        split = recorded.get("split") is True if split is None else split
+        clauses = recorded.get("clauses") is True if clauses is None else clauses
+        if clauses and not split:
+            raise UsageError("clauses cuts running text at clauses' ends: it needs split (align's --split)")
+        src_lang, tgt_lang = (
+            given if given is not None else _language(recorded.get(key))
+            for given, key in ((src_lang, "src_lang"), (tgt_lang, "tgt_lang"))
+        )
         self.languages = (src_lang, tgt_lang)
         sides = []
         for path, lang in ((self.paths["src"], src_lang), (self.paths["tgt"], tgt_lang)):

@@ -15,7 +15,7 @@ EPILOG_APP = """examples:
   bitext-hf app pairs.parquet --port 8080
   bitext-hf app pairs.tsv --export kept.tsv         # the review's decisions applied, no browser
   bitext-hf app --src doc.en --tgt doc.de --alignment doc.align
-  bitext-hf app --src book.en --tgt book.de --split --alignment book.tsv --export book.reviewed.tsv
+  bitext-hf app --src book.en --tgt book.de --alignment book.tsv --export book.reviewed.tsv
 
 PAIRS is the output of `mine`, `score` or `align` (.tsv, .csv, .jsonl, .parquet; align's .tmx too): the pairs
 sorted and filtered by score, quality (the pair-quality column, when the file has it), length ratio and language ID;
@@ -27,7 +27,8 @@ order; in the input's own format the kept lines are copied byte for byte, with a
 review kept) that `bitext-hf push --pairs` turns into the dataset card.
 
 With --src, --tgt and --alignment: the two documents side by side, bead by bead, as `align` aligned them (its
-vecalign, tsv, jsonl or parquet output; --split and the languages as align was given them). Weak beads (a score
+vecalign, tsv, jsonl or parquet output; read as align read them: --split, --clauses and the languages from
+ALIGNMENT.meta.json, align's sidecar, unless given). Weak beads (a score
 under the slider, a sentence without counterpart, an edited bead) are marked; a bead can be split (its first
 sentences, then the rest), merged with the next, or rejected (its sentences then have no counterpart). The edits
 are kept in ALIGNMENT.review.json and exported in align's formats (.align is vecalign).
@@ -60,10 +61,22 @@ def add_app_command(commands, shared: argparse.ArgumentParser) -> argparse.Argum
     parser.add_argument(
         "--alignment", help="the beads align wrote for --src and --tgt (.align, .tsv, .jsonl, .parquet)"
     )
-    parser.add_argument("--split", action="store_true", help="the documents are running text, aligned with --split")
-    parser.add_argument("--clauses", action="store_true", help="aligned with --split --clauses (cut at ; and :)")
-    parser.add_argument("--src-lang", help="the source language (--split's rules; a TMX export's header)")
-    parser.add_argument("--tgt-lang", help="the target language")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        default=None,
+        help="the documents are running text, aligned with --split (default: as the alignment's sidecar says)",
+    )
+    parser.add_argument(
+        "--clauses",
+        action="store_true",
+        default=None,
+        help="aligned with --split --clauses (default: as the alignment's sidecar says)",
+    )
+    parser.add_argument(
+        "--src-lang", help="the source language (--split's rules; a TMX export's header; default: the sidecar's)"
+    )
+    parser.add_argument("--tgt-lang", help="the target language (default: the sidecar's)")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=int, default=None, help="port (default: the first free from 7860)")
     parser.add_argument(

@@ -60,6 +60,7 @@ SIDECAR_KEYS = (
     "src_lang",
     "tgt_lang",
     "split",
+    "clauses",
     "src_docs",
     "tgt_docs",
     "documents",
