@@ -48,56 +48,6 @@ def test_a_long_document_is_split_and_its_runs_kept_whole():
     assert run_tasks(runs, 9, 2) == [((0, 3), [0]), ((2, 5), [1]), ((4, 7), [2]), ((7, 9), [3, 4])]
 
 
-@pytest.mark.parametrize("runs", [[(0, 4)], [(-1, 1)], [(2, 2)], [(2, 1)], [(0, 10**18)]])
-def test_runs_outside_the_sentences_are_refused(runs):
-    with pytest.raises(ValueError, match="outside"):
-        run_tasks(runs, 3, 10)
-
-
-@pytest.mark.parametrize(
-    ("runs", "error"),
-    [
-        ([("0", "1")], TypeError),
-        ([(0.0, 1.0)], TypeError),
-        ([(False, True)], TypeError),
-        ([(None, 1)], TypeError),
-        ([(0, 1, 2)], ValueError),
-        (["01"], ValueError),
-        ([5], ValueError),
-        ([None], ValueError),
-    ],
-)
-def test_wrong_types_are_refused_as_the_composition_refuses_them(runs, error):
-    """The same check as ``encode_runs`` (``check_runs``): numpy integers pass, strings, floats and bools do not."""
-    with pytest.raises(error, match="run"):
-        run_tasks(runs, 3, 10)
-    assert run_tasks([(np.int64(0), np.int32(2))], 3, 10) == [((0, 2), [0])]
-
-
-@pytest.mark.parametrize("size", [0, -1, 1.5, True, "10", None])
-def test_absurd_task_sizes_are_refused(size):
-    with pytest.raises(ValueError, match="at least 1"):
-        run_tasks([(0, 1)], 3, size)
-
-
-def test_bad_runs_are_refused_before_ray_starts(monkeypatch):
-    """``encode_runs_ray`` checks its runs before it imports or starts Ray: a wrong run costs nothing."""
-    from bitext_hf.encoding import ray as encoding_ray
-    from bitext_hf.errors import UsageError
-
-    monkeypatch.setattr(encoding_ray, "import_ray", lambda: pytest.fail("Ray was started"))
-    with pytest.raises(ValueError, match="outside"):
-        encoding_ray.encode_runs_ray(["a", "b"], [(0, 3)], lambda: None)
-    with pytest.raises(TypeError, match="integers"):
-        encoding_ray.encode_runs_ray(["a", "b"], [("0", "1")], lambda: None)
-    with pytest.raises(UsageError, match="nothing to encode"):
-        encoding_ray.encode_runs_ray(["a", "b"], [], lambda: None)
-
-
-def test_no_runs_no_tasks():
-    assert run_tasks([], 5, 10) == []
-
-
 def test_a_workers_encoder_composes_runs_where_the_encoder_can(monkeypatch):
     """What a Ray worker loads (``encoder_loader``): the default encoder's ``encode_runs`` where it has one, and
     nothing of the kind for an encoder that only encodes texts (its tasks then get the joined texts)."""

@@ -79,9 +79,10 @@ _WIDTH_QUANTILE = 0.9
 _LIST_MARKER = re.compile(r"\(?(?:\d{1,3}|[a-z]|[IVXLC]{1,5})[.)]|\(\d{1,3}\)")
 # A cut after CJK sentence-final marks (and the closing brackets and quotes after them): they take no space after them,
 # which sentence-splitter needs to cut.
-_CJK_END = re.compile(r"([。！？]+[」』）】〕〉》”’\"')]*)\s*(?=\S)")
+_CJK_MARKS = r"[。！？]+[」』）】〕〉》”’\"')]*"
+_CJK_END = re.compile(rf"({_CJK_MARKS})\s*(?=\S)")
 # The same, and a cut after a clause's end (; or : that a space follows, or their full-width forms).
-_CLAUSE_END = re.compile(r"([。！？]+[」』）】〕〉》”’\"')]*|[;:](?=\s)|[；：]+)\s*(?=\S)")
+_CLAUSE_END = re.compile(rf"({_CJK_MARKS}|[;:](?=\s)|[；：]+)\s*(?=\S)")
 
 
 @dataclasses.dataclass

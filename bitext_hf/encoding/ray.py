@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from bitext_hf.encoders.base import check_runs
+from bitext_hf.encoders.base import check_runs, check_sentences
 from bitext_hf.errors import BitextError, UsageError
 
 __all__ = [
@@ -460,12 +460,13 @@ def encode_runs_ray(
     as in :func:`encode_ray`."""
     if not len(runs):
         raise UsageError(f"{what}: nothing to encode")
-    runs = check_runs(runs, len(sentences))  # before Ray starts: a wrong run costs nothing
+    sentences = check_sentences(sentences)  # before Ray starts: a wrong sentence or run costs nothing
+    runs = check_runs(runs, len(sentences))
     ray = import_ray()
     output = None
     with ray_session(address, workers) as slots:
         size = -(-len(sentences) // max(slots, 1))
-        tasks = run_tasks(runs, len(sentences), min(max(size, RUNS_TASK_MIN_SENTENCES), RUNS_TASK_SENTENCES))
+        tasks = _tasks_of(runs, min(max(size, RUNS_TASK_MIN_SENTENCES), RUNS_TASK_SENTENCES))
         token = run_token or uuid.uuid4().hex
         load_ref = ray.put(load_encoder)
         task = ray.remote(_encode_runs_batch).options(num_cpus=1, num_gpus=gpus_per_task(ray), max_retries=retries)
@@ -500,7 +501,13 @@ def run_tasks(runs: Sequence[tuple[int, int]], sentences: int, size: int) -> lis
     :func:`~bitext_hf.encoders.base.check_runs` checks them; ``size`` is a whole number of at least 1."""
     if not isinstance(size, int | np.integer) or isinstance(size, bool) or size < 1:
         raise ValueError(f"a task holds at least 1 sentence's starts, not {size!r}")
-    runs = check_runs(runs, sentences)
+    if not isinstance(sentences, int | np.integer) or isinstance(sentences, bool) or sentences < 0:
+        raise ValueError(f"the runs lie over a number of sentences (0 or more), not {sentences!r}")
+    return _tasks_of(check_runs(runs, sentences), size)
+
+
+def _tasks_of(runs: list[tuple[int, int]], size: int) -> list[tuple[tuple[int, int], list[int]]]:
+    """:func:`run_tasks` of runs already checked."""
     tasks, low, reach, members = [], 0, 0, []
     for number in sorted(range(len(runs)), key=lambda number: runs[number]):
         start, end = runs[number]
