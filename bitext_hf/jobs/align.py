@@ -160,7 +160,8 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOption
             "in-play" (each sentence, then only the runs the search uses: :mod:`bitext_hf.alignment.in_play`).
         classifier (str, optional): a pair classifier (``"default"``, a folder or a hub id) whose probability
             that each bead is a translation becomes a last ``quality`` column of the tsv, jsonl and parquet outputs
-            (0.0 for a 1-0 or 0-1 bead); None (the default) adds none. Refused with the vecalign format.
+            and an ``x-quality`` property of each tmx unit (0.0 for a 1-0 or 0-1 bead, which tmx leaves out); None
+            (the default) adds none. Refused with the vecalign format.
         distributed (str, optional): ``"ray"``: the encoding runs in Ray tasks (``ray_address``, ``workers``), as
             ``mine``'s, each task given a stretch of sentences and the overlaps starting there (composed there with
             the default encoder, as in one process); the same outputs, to float32 rounding with the default encoder.
@@ -236,7 +237,8 @@ class AlignConfig(AlignSearchOptions, LanguageOptions, RayOptions, EncoderOption
     classifier: str | None = field(
         default=None,
         metadata=option(
-            "add a `quality` column (the last) to the tsv, jsonl and parquet outputs: the probability that a bead's "
+            "add a `quality` column (the last) to the tsv, jsonl and parquet outputs (an x-quality property of each "
+            "tmx unit): the probability that a bead's "
             "two sides (its sentences joined) translate each other, by this pair classifier: `default` (shipped in "
             "the package, for the default encoder), a folder written by recipes/train_pair_quality.py (its encoder "
             "must be the run's; it reads the cosine and the ratio margin with k=4 over the document's links) or "
