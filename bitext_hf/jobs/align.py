@@ -24,7 +24,6 @@ in its subfolders are not aligned, and the run says how many it left out.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import reprlib
@@ -36,18 +35,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from bitext_hf.alignment.settings import MAX_BEAD_SIZE, AlignSettings
-from bitext_hf.data import alignment_files
-from bitext_hf.data.alignment_files import (
-    ALIGN_FORMATS,
-    ALIGNMENT_TASK,
-    EXTENSIONS,
-    SIDECAR_NAME,
-    alignment_format,
-    check_tsv_sentences,
-)
-from bitext_hf.data.tmx import check_xml_text
+from bitext_hf.data.alignment_files import ALIGN_FORMATS, SIDECAR_NAME, alignment_format
 from bitext_hf.errors import UsageError
 from bitext_hf.jobs.align_inputs import document_paths, read_side
+from bitext_hf.jobs.align_outputs import check_documents_fit, plan_outputs, write_outputs
 from bitext_hf.jobs.base import ReportLine, job_run, shown_path
 from bitext_hf.jobs.option_fields import ValueType, check_fields, checked, finite_float, option, positive_int
 from bitext_hf.jobs.options import (
@@ -434,34 +425,6 @@ def _check_call(config: Any, load_encoder: Any) -> None:
         )
 
 
-def _plan_outputs(config: AlignConfig, outputs: JobOutputs, names: list[str], documents: list[str]) -> list[str]:
-    """Declare the output of each document and the sidecar (last) before anything is read: one file and
-    ``<out>.meta.json``, or a folder of files and its ``alignment.meta.json`` (one stream ``out`` gets the alignment
-    alone); returns the outputs' paths (none without ``out``)."""
-    from bitext_hf.data.pair_files import metadata_path
-
-    if config.out is None:
-        return []
-    if not config.many_documents:
-        if outputs.add_out(config.out):  # a file; a stream (stdout, a FIFO, a device) has no sidecar
-            outputs.add(metadata_path(config.out), last=True)
-        return [config.out]
-    real = outputs.add_folder(config.out)
-    # Listed documents may sit in any folder but the outputs' (a folder of documents and outputs mixed, which a
-    # later run over that folder would take for documents).
-    for path in documents if config.src_docs else ():
-        if os.path.realpath(os.path.dirname(os.path.abspath(path))) == real:
-            raise UsageError(
-                f"--out {config.out}: holds the listed document {path}; write the outputs to a folder of their own"
-            )
-    extension = EXTENSIONS[config.output_format]
-    paths = [os.path.join(config.out, name + extension) for name in names]
-    for path in paths:
-        outputs.add(path)
-    outputs.add(os.path.join(config.out, SIDECAR_NAME), last=True)
-    return paths
-
-
 def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) -> None:
     """A word, before the encoding, where the search caps a setting at what the documents hold."""
     longest = max(map(len, tgt_docs), default=0)
@@ -477,22 +440,18 @@ def _note_capped_settings(settings: AlignSettings, tgt_docs: list[list[str]]) ->
 
 
 def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_paths, tgt_paths, started) -> AlignResult:
-    from bitext_hf.data.readers import display_name as display
     from bitext_hf.encoding.embedder import Embedder
 
-    fmt = config.output_format
-    paths = _plan_outputs(config, outputs, names, src_paths + tgt_paths)
+    paths = plan_outputs(config, outputs, names, src_paths + tgt_paths)
     settings = config.settings
     # Every document is read and checked before any encoder is loaded.
     src_read = read_side(config, src_paths, config.src_lang, "source")
     tgt_read = read_side(config, tgt_paths, config.tgt_lang, "target")
     languages = (src_read.lang, tgt_read.lang)
     src_docs, tgt_docs = src_read.sentences, tgt_read.sentences
-    for path, document, lines in zip(src_paths + tgt_paths, src_docs + tgt_docs, src_read.lines + tgt_read.lines):
-        if fmt == "tsv":
-            check_tsv_sentences(document, display(path), lines)
-        elif fmt == "tmx":
-            check_xml_text(document, display(path), lines)
+    check_documents_fit(
+        config.output_format, src_paths + tgt_paths, src_docs + tgt_docs, src_read.lines + tgt_read.lines
+    )
     _note_capped_settings(settings, tgt_docs)
     read_seconds = time.perf_counter() - started
     classifier = _classifier(config)  # loaded and checked before the encoder is loaded
@@ -531,7 +490,7 @@ def _run(config: AlignConfig, load_encoder, outputs: JobOutputs, names, src_path
 
     write_started = time.perf_counter()
     if paths:
-        _write(config, outputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities, languages)
+        write_outputs(config, outputs, paths, alignments, src_docs, tgt_docs, names, qualities, languages)
     seconds["write"] = time.perf_counter() - write_started
     return AlignResult(
         names=names,
@@ -653,50 +612,3 @@ def _bead_quality(classifier, alignment: Alignment, src: list[str], tgt: list[st
     targets = [JOINER.join(tgt[y] for y in run) for run in tgt_runs]
     quality[links] = pair_quality(classifier, sources, targets, cosines, margins)
     return quality
-
-
-def _sidecar_text(config: AlignConfig, names: list[str], fmt: str, languages: tuple[str | None, str | None]) -> str:
-    from bitext_hf.data.pair_files import printable
-
-    record = {
-        "task": ALIGNMENT_TASK,
-        "encoder": config.encoder_spec().identity,
-        **config.settings.as_dict(),
-        "overlaps": config.overlaps,
-        "format": fmt,
-        "classifier": config.classifier,
-        "src": config.src,
-        "tgt": config.tgt,
-        "src_lang": languages[0],
-        "tgt_lang": languages[1],
-        "split": config.split or None,
-        "clauses": config.clauses or None,
-        "src_docs": config.src_docs,
-        "tgt_docs": config.tgt_docs,
-        "documents": names if config.many_documents else None,
-        "command": config.command,
-    }
-    return (
-        json.dumps({k: printable(v) for k, v in record.items() if v is not None}, indent=2, ensure_ascii=False) + "\n"
-    )
-
-
-def _write(config, outputs: JobOutputs, paths, alignments, src_docs, tgt_docs, fmt, names, qualities, languages):
-    """Every output and the sidecar, or none of them: each written to a temporary file, all renamed together at the
-    end, the sidecar last (:class:`~bitext_hf.jobs.base.JobOutputs`); a failure or a signal before that leaves the
-    files that were there before as they were. One stream the user named (stdout, a FIFO, a device) is written
-    directly, alone."""
-    from bitext_hf.data.pair_files import metadata_path
-
-    for number, (path, alignment, src, tgt) in enumerate(zip(paths, alignments, src_docs, tgt_docs)):
-        with outputs.staged(path) as temporary:
-            extra = {"languages": languages} if fmt == "tmx" else {}
-            if qualities is None:  # the call as it has always been (tests replace write_alignment)
-                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt, **extra)
-            else:
-                alignment_files.write_alignment(alignment, temporary, src, tgt, fmt, qualities[number], **extra)
-    if not outputs.is_stream(config.out):
-        sidecar = os.path.join(config.out, SIDECAR_NAME) if config.many_documents else metadata_path(config.out)
-        with outputs.open(sidecar) as handle:
-            handle.write(_sidecar_text(config, names, fmt, languages))
-    outputs.commit()
