@@ -133,14 +133,11 @@ def make_splitter(name: str, lang: str) -> tuple[Splitter, bool]:
         if name == "sentence-splitter":
             return splitter.split, fallback
         return (lambda text: [piece for s in splitter.split(text) for piece in cjk_split(s)]), fallback
-    if name == "bitext-hf":
-        from bitext_hf.data.sentences import sentence_splitter
+    if name in ("bitext-hf", "+clauses"):
+        from bitext_hf.data.sentences import SENTENCE_SPLITTER_LANGUAGES, base_language, sentence_splitter
 
-        return sentence_splitter(lang), make_splitter("sentence-splitter", lang)[1]
-    if name == "+clauses":
-        from bitext_hf.data.sentences import sentence_splitter
-
-        return sentence_splitter(lang, clauses=True), make_splitter("sentence-splitter", lang)[1]
+        fallback = base_language(lang) not in SENTENCE_SPLITTER_LANGUAGES
+        return sentence_splitter(lang, clauses=name == "+clauses"), fallback
     if name == "pysbd":
         import pysbd
 
