@@ -315,7 +315,16 @@ def test_a_worker_killed_once_is_retried_and_the_shards_are_identical(tmp_path):
     assert _files(tmp_path / "ray") == _files(tmp_path / "one")
 
 
-def test_a_worker_that_keeps_dying_fails_cleanly_and_resume_completes(tmp_path):
+@pytest.fixture
+def cancels(monkeypatch):
+    """Every ray.cancel the code makes (none should be: a cancellation that meets a task's reply aborts the driver,
+    ray-project/ray#54846; bitext_hf.encoding.ray's docstring)."""
+    calls: list = []
+    monkeypatch.setattr(ray, "cancel", lambda *args, **kwargs: calls.append((args, kwargs)))
+    return calls
+
+
+def test_a_worker_that_keeps_dying_fails_cleanly_and_resume_completes(tmp_path, cancels):
     load = functools.partial(_dying_encoder, str(tmp_path / "died"), True)
     with pytest.raises(BitextError) as caught:
         encode_shards_ray(tmp_path / "ray", TEXTS, load, encoder="fake", shard_size=4, workers=2, retries=0)
@@ -330,16 +339,19 @@ def test_a_worker_that_keeps_dying_fails_cleanly_and_resume_completes(tmp_path):
     write_shards(tmp_path / "one", TEXTS, _encode, encoder="fake", shard_size=4)
     assert _files(folder) == _files(tmp_path / "one")
     np.testing.assert_array_equal(np.asarray(open_shards(folder)), _encode(TEXTS))
+    assert cancels == []
 
 
 def _unloadable():
     raise EncoderLoadError("./no-such-model: no config.json")
 
 
-def test_an_encoder_that_cannot_load_in_a_worker_is_its_own_error(tmp_path):
+def test_an_encoder_that_cannot_load_in_a_worker_is_its_own_error(tmp_path, cancels):
     with pytest.raises(EncoderLoadError, match="no-such-model") as caught:
         encode_shards_ray(tmp_path / "ray", TEXTS, _unloadable, encoder="x", shard_size=4, workers=2)
     assert caught.value.exit_code == 4 and not (tmp_path / "ray").exists()  # nothing was written: no folder
+    # Two batches were in flight, the second failing as the first did: it is left to finish, not cancelled.
+    assert cancels == []
 
 
 # ----------------------------------------------------------------------------------------------------- bad input

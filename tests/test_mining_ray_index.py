@@ -131,9 +131,6 @@ class _InProcessRay:
     def nodes(self) -> list[dict]:
         return [{"NodeID": "a" * 56, "Alive": True}]
 
-    def cancel(self, ref: _Ref, force: bool) -> None:
-        pass
-
 
 @pytest.mark.parametrize(("factory", "nprobe"), [("IVF16,Flat", 3), ("IVF16,SQ8", 2), ("OPQ8,IVF16,PQ8", 3)])
 def test_each_tile_is_assigned_to_its_lists_once_for_all_shards(monkeypatch, factory, nprobe):

@@ -18,6 +18,14 @@ cluster every task asks for one (``num_gpus=1``).
 
 A task whose worker dies is retried by Ray (``retries``); past that, or when a task raises, the error is one line
 and nothing is presented as complete (shards: no manifest).
+
+No task is ever cancelled (``ray.cancel``), here or in the Ray searches of ``mine``: Ray's driver aborts the whole
+process (``Check failed: ... Tried to complete task that was not pending``) when a cancellation reaches a task
+whose reply it is processing (the driver takes the task out of its executing set, then completes it; a cancellation
+in between fails it first), with or without ``force`` (ray-project/ray#54846). The tasks still in flight after a
+failure or a signal end with the session instead: a local instance is shut down with its workers, and a cluster
+kills a job's tasks when its driver disconnects. In a session of the caller's own (``ray.init`` before the call),
+which is left running, they finish their batch (at most ``workers`` of them) and their results are dropped.
 """
 
 from __future__ import annotations
@@ -203,7 +211,9 @@ def _init_ray(ray, address: str | None, options: dict, sigterm_before) -> None:
     :func:`_raise_terminated`, which :func:`ray_session` turns into a Ray shutdown and then the signal as before."""
     try:
         with _stderr_to_devnull():
-            ray.init(address=address, **options)
+            # "local": a new instance even where Ray would join another by itself (RAY_ADDRESS, or the address
+            # file of the last `ray start` on this machine, still there after that cluster stopped).
+            ray.init(address=address or "local", **options)
     except (ConnectionError, RuntimeError, ValueError) as error:
         where = f"--ray-address {address}" if address else "a local Ray instance"
         raise UsageError(f"{where}: Ray could not start or connect ({str(error).splitlines()[0]})") from None
@@ -224,8 +234,8 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     the cluster).
 
     A session that is already initialized (a caller's own ``ray.init``) is used as it is and left running. Otherwise
-    ``address`` is checked (:func:`check_ray_address`) and joined, or, without one, a local instance is started with
-    ``workers`` CPUs (all of this machine's by default), no dashboard and quiet logs; it is shut down at the end,
+    ``address`` is checked (:func:`check_ray_address`) and joined, or, without one, a new local instance is started
+    (never one found through ``RAY_ADDRESS`` or the address file of a ``ray start``) with ``workers`` CPUs (all of this machine's by default), no dashboard and quiet logs; it is shut down at the end,
     also on a SIGTERM, after which the signal does what it would have done without Ray (by default: the process
     dies of it).
     """
@@ -320,16 +330,10 @@ class _EncodedAhead:
             self.in_flight.append((submitted, self.remote(list(self.texts[start:stop]))))
             submitted += 1
 
-    def cancel(self) -> None:
-        for _, ref in self.in_flight:
-            with contextlib.suppress(Exception):
-                self.ray.cancel(ref, force=True)
-        self.in_flight.clear()
-
     def __call__(self, batch: list[str]) -> np.ndarray:
         position = self.next_batch
         if position >= len(self.batches) or batch != list(self.texts[slice(*self.batches[position])]):
-            self.cancel()
+            self.in_flight.clear()  # left to finish, not cancelled (the module's docstring says why)
             position = self._locate(batch)
         self.next_batch = position
         self._fill()
@@ -392,19 +396,16 @@ def encode_shards_ray(
     check_shard_folder(os.fspath(folder), resume=resume)  # before starting Ray: a wrong folder costs nothing
     with ray_session(address, workers) as slots:
         ahead = _encoding_ahead(load_encoder, texts, shard_size, slots, retries, f"encoding {folder}")
-        try:
-            return write_shards(
-                folder,
-                texts,
-                ahead,
-                encoder=encoder,
-                shard_size=shard_size,
-                dtype=dtype,
-                resume=resume,
-                show_progress=show_progress,
-            )
-        finally:
-            ahead.cancel()
+        return write_shards(
+            folder,
+            texts,
+            ahead,
+            encoder=encoder,
+            shard_size=shard_size,
+            dtype=dtype,
+            resume=resume,
+            show_progress=show_progress,
+        )
 
 
 def encode_ray(
@@ -426,10 +427,7 @@ def encode_ray(
         raise UsageError(f"{what}: nothing to encode")
     with ray_session(address, workers) as slots:
         ahead = _encoding_ahead(load_encoder, texts, len(texts), slots, retries, f"encoding {what}", run_token)
-        try:
-            parts = [ahead(list(texts[start:stop])) for start, stop in ahead.batches]
-        finally:
-            ahead.cancel()
+        parts = [ahead(list(texts[start:stop])) for start, stop in ahead.batches]
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
@@ -472,25 +470,20 @@ def encode_runs_ray(
         task = ray.remote(_encode_runs_batch).options(num_cpus=1, num_gpus=gpus_per_task(ray), max_retries=retries)
         pending: deque = deque()
         submitted = 0
-        try:
-            while submitted < len(tasks) or pending:
-                while submitted < len(tasks) and len(pending) < slots:
-                    (low, high), numbers = tasks[submitted]
-                    task_runs = [(runs[n][0] - low, runs[n][1] - low) for n in numbers]
-                    pending.append((numbers, task.remote(token, load_ref, list(sentences[low:high]), task_runs)))
-                    submitted += 1
-                numbers, ref = pending.popleft()
-                try:
-                    vectors = np.asarray(ray.get(ref), dtype=np.float32)
-                except ray.exceptions.RayError as error:
-                    raise ray_failure(error, f"encoding {what}") from None
-                if output is None:
-                    output = np.empty((len(runs), vectors.shape[1]), dtype=np.float32)
-                output[numbers] = vectors
-        finally:
-            for _, ref in pending:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+        while submitted < len(tasks) or pending:
+            while submitted < len(tasks) and len(pending) < slots:
+                (low, high), numbers = tasks[submitted]
+                task_runs = [(runs[n][0] - low, runs[n][1] - low) for n in numbers]
+                pending.append((numbers, task.remote(token, load_ref, list(sentences[low:high]), task_runs)))
+                submitted += 1
+            numbers, ref = pending.popleft()
+            try:
+                vectors = np.asarray(ray.get(ref), dtype=np.float32)
+            except ray.exceptions.RayError as error:
+                raise ray_failure(error, f"encoding {what}") from None
+            if output is None:
+                output = np.empty((len(runs), vectors.shape[1]), dtype=np.float32)
+            output[numbers] = vectors
     return output
 
 

@@ -19,7 +19,6 @@ and nothing is presented as complete (pairs: written only after mining).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import math
@@ -190,9 +189,7 @@ def knn_ray(
                 lists = ([fwd_sims], [fwd_idx]) if forward is None else ([forward[0], fwd_sims], [forward[1], fwd_idx])
                 forward = merge_forward(*lists, k_fwd)
         except ray.exceptions.RayError as error:
-            for ref in pending:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+            # The runs in flight are not cancelled: bitext_hf.encoding.ray's docstring says why.
             raise ray_failure(error, f"searching {n} x {m} in {len(runs)} Ray tasks") from None
     logger.info("kNN over %d x %d in %d Ray task(s) of %d-column blocks", n, m, len(runs), block_cols)
     return BidirectionalKNN(forward[0], forward[1], backward_sims, backward_indices)
