@@ -25,7 +25,8 @@ whose reply it is processing (the driver takes the task out of its executing set
 in between fails it first), with or without ``force`` (ray-project/ray#54846). The tasks still in flight after a
 failure or a signal end with the session instead: a local instance is shut down with its workers, and a cluster
 kills a job's tasks when its driver disconnects. In a session of the caller's own (``ray.init`` before the call),
-which is left running, they finish their batch (at most ``workers`` of them) and their results are dropped.
+which is left running, they finish their batch (at most ``workers`` of them) and their results are dropped (Ray
+logs the error of one that fails as unhandled).
 """
 
 from __future__ import annotations
@@ -235,9 +236,9 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
 
     A session that is already initialized (a caller's own ``ray.init``) is used as it is and left running. Otherwise
     ``address`` is checked (:func:`check_ray_address`) and joined, or, without one, a new local instance is started
-    (never one found through ``RAY_ADDRESS`` or the address file of a ``ray start``) with ``workers`` CPUs (all of this machine's by default), no dashboard and quiet logs; it is shut down at the end,
-    also on a SIGTERM, after which the signal does what it would have done without Ray (by default: the process
-    dies of it).
+    (never one found through ``RAY_ADDRESS`` or the address file of a ``ray start``) with ``workers`` CPUs (all of
+    this machine's by default), no dashboard and quiet logs; it is shut down at the end, also on a SIGTERM, after
+    which the signal does what it would have done without Ray (by default: the process dies of it).
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"--workers must be an integer >= 1, got {workers!r}")
