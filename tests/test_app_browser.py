@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from bitext_hf.app import AlignmentReview, PairsReview, decisions_path, launch, reviewed_path
 from tests.test_app import HEADER, write_language_pairs, write_pairs
@@ -30,12 +30,6 @@ if not CHROMIUM:
     )
 
 TIMEOUT_MS = 30_000
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import socket
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cli_fakes import SOURCES, TARGETS, fake_embedding, install_fake_encoders, run, write_lines
+from ports import free_port
 
 from bitext_hf.cli import EXIT_OK, EXIT_USAGE
 from bitext_hf.encoding.shards import MANIFEST, PROGRESS, RowRange, open_shards, read_manifest, write_shards
@@ -357,16 +357,10 @@ def test_an_encoder_that_cannot_load_in_a_worker_is_its_own_error(tmp_path, canc
 # ----------------------------------------------------------------------------------------------------- bad input
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_unreachable_address_and_stray_options_are_one_line_exit_2(capsys, tmp_path, fakes):
     src, tgt = write_lines(tmp_path / "src.txt", SOURCES), write_lines(tmp_path / "tgt.txt", TARGETS)
     out = tmp_path / "pairs.tsv"
-    address = f"127.0.0.1:{_closed_port()}"
+    address = f"127.0.0.1:{free_port()}"
     start = time.monotonic()
     code, _, err = run(
         capsys, "mine", "--src", src, "--tgt", tgt, "--out", str(out), "--distributed", "ray", "--ray-address", address

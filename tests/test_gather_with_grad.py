@@ -4,11 +4,10 @@ from the gathered tensor back on their own rows (summed over the ranks, which DD
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 import torch.multiprocessing
+from ports import free_port
 
 from bitext_hf.training.distributed import gather_with_grad, world_size
 
@@ -42,17 +41,11 @@ def _rank(rank: int, port: int, results: dict) -> None:
         torch.distributed.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_ranks_get_every_rank_rows_in_order_and_gradients_on_their_own():
     with torch.multiprocessing.Manager() as manager:
         results = manager.dict()
-        torch.multiprocessing.spawn(_rank, args=(_free_port(), results), nprocs=2, join=True)
+        torch.multiprocessing.spawn(_rank, args=(free_port(), results), nprocs=2, join=True)
         results = dict(results)
     first_row = 0
     for rank in (0, 1):

@@ -20,6 +20,7 @@ import textwrap
 import time
 
 import pytest
+from ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -65,12 +66,6 @@ RUN = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def ray_tmpdir():
     """Ray's folder for this test (RAY_TMPDIR; short: Ray's sockets live there), so that a `ray start` leaves its
@@ -104,7 +99,7 @@ def test_a_failed_run_shuts_its_local_instance_down_with_the_batch_in_flight(tmp
     # The address file of a `ray start` whose cluster has stopped: ray.init() alone would try to join it, and fail.
     os.makedirs(os.path.join(ray_tmpdir, "ray"))
     with open(os.path.join(ray_tmpdir, "ray", "ray_current_cluster"), "w") as stale:
-        stale.write(f"127.0.0.1:{_free_port()}")
+        stale.write(f"127.0.0.1:{free_port()}")
     out = _run(tmp_path, ray_tmpdir, how)
     assert "failed: the first batch fails" in out
     assert (tmp_path / "started").exists()  # the second batch was running when the first failed
@@ -114,7 +109,7 @@ def test_a_failed_run_shuts_its_local_instance_down_with_the_batch_in_flight(tmp
 @pytest.fixture
 def cluster(ray_tmpdir):
     """A one-machine Ray cluster (`ray start --head --block`), ended with its processes at the end of the test."""
-    port = _free_port()
+    port = free_port()
     head = subprocess.Popen(
         [
             "ray",
@@ -122,7 +117,7 @@ def cluster(ray_tmpdir):
             "--head",
             "--block",
             f"--port={port}",
-            f"--ray-client-server-port={_free_port()}",
+            f"--ray-client-server-port={free_port()}",
             "--num-cpus=2",
             "--include-dashboard=false",
         ],

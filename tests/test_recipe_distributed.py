@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from ports import free_port
 from recipe_support import import_recipe
 from safetensors.torch import load_file
 from transformers import TrainingArguments
@@ -36,12 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ["recipes/align_contrastive.py", "--config", "recipes/configs/align_contrastive-smoke.yaml"]
 FEW_STEPS = ["--max_steps", "4", "--save_steps", "4", "--held_out", "20", "--eval_before_training", "false"]
 LAUNCHER_VARIABLES = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _clean_environment() -> dict[str, str]:
@@ -245,7 +239,7 @@ def test_two_processes_train_one_model_equal_to_one_process(tmp_path, recipe):
     two, one = tmp_path / "two", tmp_path / "one"
     launcher = [
         *family.launcher,
-        *(["--main_process_port", str(_free_port())] if family.launcher is ACCELERATE else []),
+        *(["--main_process_port", str(free_port())] if family.launcher is ACCELERATE else []),
     ]
     with subprocess.Popen(
         [*launcher, f"recipes/{family.recipe}.py", *family.command(two)],
