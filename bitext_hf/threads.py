@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from bitext_hf.errors import UsageError
+from bitext_hf.interrupts import interrupts_held
 
 __all__ = [
     "CGROUP_ROOT",
@@ -210,13 +211,16 @@ class limit_threads:  # lower case: it is called like a function, limit_threads(
 
     def _apply(self) -> None:
         global _interop_set
-        import torch
-        from threadpoolctl import threadpool_limits
+        # The command line's first import of torch and FAISS is here: a Ctrl-C during torch's must wait for its end
+        # (bitext_hf.interrupts says why).
+        with interrupts_held():
+            import torch
+            from threadpoolctl import threadpool_limits
 
-        try:
-            import faiss
-        except ImportError:  # faiss-cpu is a dependency, but a broken install should not stop encoding
-            faiss = None
+            try:
+                import faiss
+            except ImportError:  # faiss-cpu is a dependency, but a broken install should not stop encoding
+                faiss = None
         # torch and faiss first, so that the OpenMP and BLAS libraries they load are among those capped below.
         if faiss is not None and hasattr(faiss, "omp_set_num_threads"):
             faiss_threads = faiss.omp_get_max_threads()

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 # The CLI with the fake encoder in a fresh interpreter; each encoder call sleeps, so signals land mid-run.
 _SLOW_CLI = """
-import sys, time
+import os, sys, time
 sys.path.insert(0, sys.argv.pop(1))
 delay = float(sys.argv.pop(1))
 import numpy as np
@@ -35,6 +35,7 @@ from bitext_hf.cli import main
 
 class Slow:
     def encode(self, sentences, batch_size=64, show_progress=False):
+        open(os.environ["SLOW_CLI_ENCODING"], "a").close()  # the test's sign that encoding has started
         time.sleep(delay)
         return np.stack([fake_embedding(s) for s in sentences])
 
@@ -46,7 +47,8 @@ _MANY = [f"{word}-{i}|en" for i in range(40) for word in ("cat", "dog")]
 
 
 def _slow_cli(*argv: str, delay: float = 0.0, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "BITEXT_HF_EMBEDDING_CACHE": kwargs.pop("cache")}
+    cache = kwargs.pop("cache")
+    env = {**os.environ, "BITEXT_HF_EMBEDDING_CACHE": cache, "SLOW_CLI_ENCODING": f"{cache}.encoding"}
     command = [sys.executable, "-c", _SLOW_CLI, _TESTS, str(delay), *argv, "--quiet"]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kwargs)
 
@@ -56,10 +58,6 @@ def _wait_for(condition: Callable[[], bool], process: subprocess.Popen, seconds:
     while time.monotonic() < deadline and process.poll() is None and not condition():
         time.sleep(0.02)
     assert process.poll() is None, f"the run ended before the signal: {process.communicate()}"
-
-
-def _loaded(process_marker: Path) -> Callable[[], bool]:
-    return lambda: process_marker.exists()
 
 
 @pytest.mark.parametrize(
@@ -76,9 +74,10 @@ def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, s
     src = write_lines(tmp_path / "src.txt", _MANY)
     tgt = write_lines(tmp_path / "tgt.txt", [s.replace("|en", "|de") for s in _MANY])
     cache = str(tmp_path / "cache")
+    encoding = lambda: os.path.exists(f"{cache}.encoding")  # noqa: E731
     if point.startswith("mine"):
         argv, outputs = ["mine", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "p.tsv"), "--batch-size", "8"], ()
-        ready = lambda: True  # noqa: E731
+        ready = encoding
         delay = 0.5
     elif point.startswith("encode to shards"):
         folder = tmp_path / "emb"
@@ -88,12 +87,11 @@ def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, s
         delay = 0.3
     else:
         argv, outputs = ["encode", "--input", src, "--out", str(tmp_path / "x.npy"), "--batch-size", "8"], ()
-        ready = lambda: True  # noqa: E731
+        ready = encoding
         delay = 0.5
     before = snapshot(tmp_path)
     process = _slow_cli(*argv, delay=delay, cache=cache)
     try:
-        time.sleep(1.5)  # past the imports, into the encoding
         _wait_for(ready, process)
         process.send_signal(signum)
         _, err = process.communicate(timeout=60)
@@ -105,7 +103,7 @@ def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, s
         assert len(err.strip().splitlines()) == 1 and "interrupted" in err
     after = snapshot(tmp_path)
     assert {path: after[path] for path in before} == before
-    created = {path.split(os.sep)[0] for path in set(after) - set(before)} - {"cache"}
+    created = {path.split(os.sep)[0] for path in set(after) - set(before)} - {"cache", "cache.encoding"}
     assert created <= set(outputs), created
     leftovers = [path for path in after if ".bitext-hf-" in path]
     assert not leftovers, leftovers
@@ -115,6 +113,43 @@ def test_a_signal_leaves_inputs_and_no_partial_output(tmp_path, point, signum, s
         fresh_code = _slow_cli(*argv[:4], f"{fresh}/", *argv[5:], cache=cache).wait(timeout=120)
         assert code == fresh_code == EXIT_OK
         assert snapshot(tmp_path / "emb") == snapshot(fresh)
+
+
+# A fresh interpreter that gets a Ctrl-C as the import of ``module`` starts, then runs the CLI; it prints at exit
+# whether that import was completed.
+_SIGNAL_AT_IMPORT = """
+import atexit, importlib.abc, os, signal, sys
+sys.path.insert(0, sys.argv.pop(1))
+module = sys.argv.pop(1)
+
+class SignalAtImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, SignalAtImport())
+atexit.register(lambda: print(module in sys.modules))
+from bitext_hf.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(("module", "imported"), [("bitext_hf.cli.parser", False), ("torch", True)])
+def test_a_ctrl_c_during_the_commands_imports_ends_it_as_interrupted(tmp_path, module, imported):
+    """The parser's imports are the command's (130 and one line, not a traceback); torch's import runs to its end
+    first (a KeyboardInterrupt inside torch's C++ initialisation aborts the process: bitext_hf.interrupts)."""
+    src = write_lines(tmp_path / "src.txt", SOURCES)
+    tgt = write_lines(tmp_path / "tgt.txt", TARGETS)
+    argv = ["mine", "--src", src, "--tgt", tgt, "--out", str(tmp_path / "p.tsv")]
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_AT_IMPORT, _TESTS, module, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == EXIT_INTERRUPTED, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "interrupted" in done.stderr, done.stderr
+    assert done.stdout.strip() == str(imported)
+    assert sorted(os.listdir(tmp_path)) == ["src.txt", "tgt.txt"]
 
 
 def test_concurrent_runs_on_one_output_leave_one_whole_file(tmp_path):

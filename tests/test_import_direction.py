@@ -22,8 +22,9 @@ LAYERS = {
     "errors": 0,
     "blas_kernels": 0,  # sets FAISS's OpenBLAS kernels at `import bitext_hf`; imports nothing of ours
     "lazy_imports": 0,  # PEP 562 namespaces of the packages; imports nothing of ours
+    "interrupts": 0,  # a Ctrl-C held over an import (torch's); imports nothing of ours
     "io": 1,
-    "threads": 1,  # caps the thread pools; imports only errors
+    "threads": 1,  # caps the thread pools; imports only errors and interrupts
     "data": 2,
     "encoders": 2,
     "modeling": 1.5,  # imports nothing of ours; below encoders, whose loaders import it to register the families

@@ -16,6 +16,7 @@ from cli_fakes import GOLD, SOURCES, TARGETS, FakeEncoders, fake_embedding, inst
 
 import bitext_hf.cli
 from bitext_hf.cli import EXIT_OK
+from bitext_hf.cli.parser import build_parser
 from bitext_hf.data.pair_files import MiningRecord
 from bitext_hf.errors import UsageError
 from bitext_hf.hub.dataset_card import METADATA_KEYS, metadata_path, read_sidecar, write_mining_metadata
@@ -120,7 +121,7 @@ def test_a_bad_option_is_one_actionable_usage_error_when_the_config_is_made(tmp_
 
 def test_the_defaults_are_the_command_lines():
     defaults = MiningConfig("a.txt", "b.txt")
-    args = bitext_hf.cli.build_parser().parse_args(["mine"])
+    args = build_parser().parse_args(["mine"])
     shared = [field.name for field in dataclasses.fields(MiningConfig) if hasattr(args, field.name)]
     assert len(shared) >= 28  # every option of the job is a field (args.command is the sub-command)
     differing = {

@@ -17,7 +17,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bitext_hf.cli.parser import build_parser
+# Only what is light here: the parser's imports (the jobs' configs, numpy: most of a second) are made by main, where a
+# Ctrl-C that comes while they run ends the command as any other does (130, one line), not with a traceback.
 from bitext_hf.errors import (
     EXIT_DATA,
     EXIT_ENCODER,
@@ -29,11 +30,6 @@ from bitext_hf.errors import (
     describe_error,
     error_notes,
 )
-from bitext_hf.io.logs import library_logs
-from bitext_hf.io.outputs import checked_stdout
-from bitext_hf.io.terminal import escape_controls
-from bitext_hf.jobs.option_fields import check_value
-from bitext_hf.jobs.options import THREADS
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -53,8 +49,20 @@ def _thread_limit(args):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        from bitext_hf.cli.parser import build_parser
+
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("bitext-hf: interrupted; no output file was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    from bitext_hf.io.logs import library_logs  # imported by the parser already, as the four below
+    from bitext_hf.io.outputs import checked_stdout
+    from bitext_hf.io.terminal import escape_controls
+    from bitext_hf.jobs.option_fields import check_value
+    from bitext_hf.jobs.options import THREADS
+
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed (mine records it)
     if not args.command:
         parser.print_help()
