@@ -33,6 +33,9 @@ from bitext_hf.errors import (
 
 __all__ = ["EXIT_DATA", "EXIT_ENCODER", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
+# What an interrupted command says when no note tells otherwise (a commit adds one when its outputs were written).
+_NOTHING_WRITTEN = "no output file was written"
+
 # The commands that encode or search, and so run thread pools; push and data start none of their own.
 _COMMANDS_WITH_THREADS = frozenset({"encode", "mine", "align", "score", "eval"})
 
@@ -55,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
-        print("bitext-hf: interrupted; no output file was written", file=sys.stderr)
+        print(f"bitext-hf: interrupted; {_NOTHING_WRITTEN}", file=sys.stderr)
         return EXIT_INTERRUPTED
     from bitext_hf.io.logs import library_logs  # imported by the parser already, as the four below
     from bitext_hf.io.outputs import checked_stdout
@@ -78,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with library_logs(verbose), _thread_limit(args), checked_stdout():
             return args.func(args)
     except KeyboardInterrupt as interrupt:
-        kept = error_notes(interrupt) or "no output file was written"
+        kept = error_notes(interrupt) or _NOTHING_WRITTEN
         print(f"bitext-hf {args.command}: interrupted; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
